@@ -1,0 +1,56 @@
+# Thin wrapper around CMake/CTest.  Build trees: build/ (normal), build-asan/
+# (AddressSanitizer + UBSan), build-tsan/ (ThreadSanitizer).
+BUILD    ?= build
+PREFIX   ?= /usr/local
+JOBS     ?= $(shell nproc)
+CMAKE    ?= cmake
+CC       ?= cc
+CTESTARGS ?=
+BENCHARGS ?= all --quick
+
+.PHONY: all configure check bench bench-full install asan asan-check tsan tsan-check clang clean report
+
+all: $(BUILD)/CMakeCache.txt
+	$(CMAKE) --build $(BUILD) -j $(JOBS)
+
+$(BUILD)/CMakeCache.txt:
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_C_COMPILER=$(CC) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+
+check: all
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTESTARGS)
+
+# The quick suite: every experiment, baselines beside bypass, one table.
+bench: all
+	mkdir -p results
+	$(BUILD)/bench/bypass-bench $(BENCHARGS) --json results/bench.json
+	-python3 tools/report.py results/bench.json --out results
+
+bench-full:
+	$(MAKE) bench BENCHARGS=all
+
+install: all
+	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
+
+asan:
+	$(CMAKE) -S . -B build-asan -DBYPASS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+	$(CMAKE) --build build-asan -j $(JOBS)
+
+asan-check: asan
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) $(CTESTARGS)
+
+tsan:
+	$(CMAKE) -S . -B build-tsan -DBYPASS_TSAN=ON -DCMAKE_BUILD_TYPE=Debug
+	$(CMAKE) --build build-tsan -j $(JOBS)
+
+# ThreadSanitizer runs where threads meet: tests labelled "threads".
+tsan-check: tsan
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest --output-on-failure -j $(JOBS) -L threads $(CTESTARGS)
+
+clang:
+	$(MAKE) BUILD=build-clang CC=clang all
+
+clean:
+	rm -rf build build-asan build-tsan build-clang

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal core interfaces shared by the modules.  Nothing here is part of
+ * the public API; symbols are hidden in libbypass.so (tests and benchmarks
+ * link the static archive and may use them).
+ */
+#ifndef BYPASS_CORE_INTERNAL_H
+#define BYPASS_CORE_INTERNAL_H
+
+#include <bypass/core.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define BP_CACHELINE 64
+#define bp_likely(x) __builtin_expect(!!(x), 1)
+#define bp_unlikely(x) __builtin_expect(!!(x), 0)
+#define BP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline void bp_cpu_relax(void)
+{
+	__builtin_ia32_pause();
+}
+
+/* ------------------------------------------------------------------ log */
+
+int bp_log_level(void);
+void bp_log_emit(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define bp_log(level, ...)                                                    \
+	do {                                                                  \
+		if (bp_unlikely(bp_log_level() >= (level)))                   \
+			bp_log_emit((level), __VA_ARGS__);                    \
+	} while (0)
+#define bp_err(...) bp_log(BYPASS_LOG_ERROR, __VA_ARGS__)
+#define bp_warn(...) bp_log(BYPASS_LOG_WARN, __VA_ARGS__)
+#define bp_info(...) bp_log(BYPASS_LOG_INFO, __VA_ARGS__)
+#define bp_debug(...) bp_log(BYPASS_LOG_DEBUG, __VA_ARGS__)
+
+/* -------------------------------------------------------- process identity */
+
+/*
+ * The calling process's pid and thread id, cached (glibc's getpid() is a
+ * system call).  The pid cache and bp_fork_gen() are refreshed in the child
+ * after fork(); objects that register a process compare generations to learn
+ * that they must register again.
+ */
+pid_t bp_pid(void);
+pid_t bp_tid(void);
+unsigned bp_fork_gen(void);
+/* Cheap read of the fork generation, valid once bp_pid() has been called. */
+extern _Atomic unsigned bp__fork_gen;
+static inline unsigned bp_fork_gen_fast(void)
+{
+	return atomic_load_explicit(&bp__fork_gen, memory_order_relaxed);
+}
+
+/*
+ * bp_proc_alive - 1 if the process exists (and is not a zombie we reaped),
+ * 0 if it is gone.  Uses a pidfd when *pidfd_cache is a valid descriptor or
+ * can be opened (it is then kept there), kill(pid, 0) otherwise.
+ */
+int bp_proc_alive(pid_t pid, int *pidfd_cache);
+
+/* ------------------------------------------------------------------ futex */
+
+/*
+ * bp_futex_wait - sleep while *word == val, at most timeout_ns (< 0: no
+ * limit).  shared selects a process-shared futex (memory that other
+ * processes map).  Returns 0 (woken or value changed), -ETIMEDOUT, -EINTR.
+ */
+int bp_futex_wait(_Atomic uint32_t *word, uint32_t val, int64_t timeout_ns,
+		  bool shared);
+/* bp_futex_wake - wake up to n sleepers; returns how many were woken. */
+int bp_futex_wake(_Atomic uint32_t *word, int n, bool shared);
+
+/* ------------------------------------------------------------------ waiting */
+
+/*
+ * A wait word: a 32-bit value that changes when there is something to see,
+ * and a count of sleepers, so that a waker makes a system call only when
+ * someone sleeps.  Both may live in shared memory.
+ */
+struct bp_waitword {
+	_Atomic uint32_t value;
+	_Atomic uint32_t sleepers;
+};
+
+struct bp_wait_opts {
+	uint64_t spin_ns;     /* spin (with pause) this long before sleeping */
+	int64_t timeout_ns;   /* < 0: wait forever */
+	bool shared;          /* process-shared futex */
+	/*
+	 * If set, called each time a sleep of slice_ns ends without a wake-up
+	 * (never on the fast path); a non-zero return ends the wait with that
+	 * value.  Used to notice a peer process that died.
+	 */
+	int (*check)(void *arg);
+	void *check_arg;
+	uint64_t slice_ns;    /* 0 = 20 ms */
+};
+
+/*
+ * bp_wait_while - wait until ww->value != val.  Returns 0 once it differs,
+ * -ETIMEDOUT, or the non-zero value check() returned.
+ */
+int bp_wait_while(struct bp_waitword *ww, uint32_t val,
+		  const struct bp_wait_opts *opts);
+
+/* bp_wake - after changing ww->value: wake sleepers, if there are any. */
+static inline void bp_wake(struct bp_waitword *ww, bool shared)
+{
+	if (atomic_load_explicit(&ww->sleepers, memory_order_seq_cst))
+		bp_futex_wake(&ww->value, INT32_MAX, shared);
+}
+
+/* ------------------------------------------------------------------ misc */
+
+/* bp_ns_to_cycles - how many TSC cycles ns is (0 if the TSC is unusable). */
+uint64_t bp_ns_to_cycles(uint64_t ns);
+
+/* bp_env_u64 - read an unsigned number from the environment, or def. */
+uint64_t bp_env_u64(const char *name, uint64_t def);
+
+#endif

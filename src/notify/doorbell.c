@@ -1,0 +1,666 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Doorbells.  The shared state is a ring sequence number (the futex word),
+ * written by ringers, and a consumed sequence, written by consumers, on
+ * separate cache lines: an awake receiver spins on loads only, and a ring is
+ * one atomic add plus loads of flags on the line it already owns.
+ *
+ * pending = seq - consumed.  A consumer claims pending rings with a CAS on
+ * consumed.  Listeners that need a system call on ring (futex sleepers, an
+ * armed eventfd, a registered interrupt handler) announce themselves on the
+ * ringers' line before they check for pending rings, so the ringer either
+ * sees them or they see its ring (see src/core/wait.c).
+ */
+#include "notify/notify_internal.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define DEFAULT_SPIN_NS 20000ull
+#define SPIN_CHUNK_NS 1000000ull /* SPIN mode checks liveness this often */
+
+static uint64_t default_spin_ns(void)
+{
+	static _Atomic uint64_t v;
+	uint64_t s = atomic_load_explicit(&v, memory_order_relaxed);
+	if (!s) {
+		s = bp_env_u64("BYPASS_NOTIFY_SPIN_NS", DEFAULT_SPIN_NS) + 1;
+		atomic_store(&v, s);
+	}
+	return s - 1;
+}
+
+/* ---------------------------------------------------------- registration */
+
+/* Record this process in the doorbell's process table (for peer checks). */
+static void db_register(struct bypass_doorbell *h)
+{
+	struct db_shared *sh = h->sh;
+	pid_t me = bp_pid();
+	unsigned gen = bp_fork_gen();
+	h->reg_gen = gen;
+	for (unsigned i = 0; i < DB_PROCS; i++)
+		if (atomic_load(&sh->procs[i]) == me)
+			return;
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned i = 0; i < DB_PROCS; i++) {
+			int32_t cur = atomic_load(&sh->procs[i]);
+			if (cur && (pass == 0 || bp_proc_alive(cur, NULL)))
+				continue;
+			if (atomic_compare_exchange_strong(&sh->procs[i], &cur, me))
+				return;
+		}
+	}
+	bp_warn("bypass: doorbell %p: process table full, pid %d untracked",
+		(void *)sh, (int)me);
+}
+
+static inline void db_check_fork(struct bypass_doorbell *h)
+{
+	if (bp_unlikely(h->reg_gen != bp_fork_gen_fast())) {
+		db_register(h);
+		/* The child's only thread is not the interrupt receiver. */
+	}
+}
+
+int bypass_doorbell_peer_alive(bypass_doorbell *h)
+{
+	if (!h || !db_live(h))
+		return -EINVAL;
+	pid_t me = bp_pid();
+	int others = 0, alive = 0;
+	pthread_mutex_lock(&h->lock);
+	for (unsigned i = 0; i < DB_PROCS; i++) {
+		pid_t p = atomic_load(&h->sh->procs[i]);
+		if (h->pidfd_pid[i] != p) {
+			if (h->pidfd[i] >= 0)
+				close(h->pidfd[i]);
+			h->pidfd[i] = -1;
+			h->pidfd_pid[i] = p;
+		}
+		if (!p || p == me)
+			continue;
+		others++;
+		if (bp_proc_alive(p, &h->pidfd[i]))
+			alive++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return !others || alive ? 1 : 0;
+}
+
+/* Called by sleeping waiters between slices. */
+static int db_wait_check(void *arg)
+{
+	struct bypass_doorbell *h = arg;
+	if (!db_live(h))
+		return -EINVAL;
+	if (db_pending(h->sh))
+		return 0;
+	return bypass_doorbell_peer_alive(h) == 0 ? -EPIPE : 0;
+}
+
+/* ---------------------------------------------------------- construction */
+
+static int db_init_handle(struct bypass_doorbell *h, struct db_shared *sh,
+			  const struct bypass_doorbell_opts *o)
+{
+	h->sh = sh;
+	h->memfd = -1;
+	h->efd = -1;
+	h->intr_slot = -1;
+	h->mode = o ? o->mode : BYPASS_WAIT_ADAPTIVE;
+	h->spin_ns = o && o->spin_ns ? o->spin_ns : default_spin_ns();
+	for (unsigned i = 0; i < DB_PROCS; i++) {
+		h->pidfd[i] = -1;
+		h->pidfd_pid[i] = 0;
+	}
+	pthread_mutex_init(&h->lock, NULL);
+	return 0;
+}
+
+static int check_opts(const struct bypass_doorbell_opts *o, uint32_t *backend)
+{
+	*backend = DB_BACKEND_FUTEX;
+	if (!o)
+		return 0;
+	if (o->mode < BYPASS_WAIT_ADAPTIVE || o->mode > BYPASS_WAIT_SPIN)
+		return -EINVAL;
+	if (o->flags & ~BYPASS_DOORBELL_EVENTFD)
+		return -EINVAL;
+	if (!o->backend || !strcmp(o->backend, "auto") || !strcmp(o->backend, "futex"))
+		return 0;
+	if (!strcmp(o->backend, "uintr")) {
+		if (!bp_uintr_available()) {
+			bp_info("bypass: uintr backend asked for, but absent: %s",
+				bp_uintr_absent_reason());
+			return -EOPNOTSUPP;
+		}
+		/*
+		 * Never reached on any machine we can test: see
+		 * docs/notify.md.  Refuse rather than pretend.
+		 */
+		bp_warn("bypass: uintr present but its data path is not implemented");
+		return -EOPNOTSUPP;
+	}
+	return -EINVAL;
+}
+
+static void db_init_shared(struct db_shared *sh, uint32_t backend)
+{
+	memset(sh, 0, sizeof(*sh));
+	sh->backend = backend;
+	sh->magic = DB_MAGIC;
+	atomic_store_explicit(&sh->state, DB_ALIVE, memory_order_release);
+}
+
+static int db_finish_create(struct bypass_doorbell *h,
+			    const struct bypass_doorbell_opts *o,
+			    bypass_doorbell **out)
+{
+	db_register(h);
+	if (o && (o->flags & BYPASS_DOORBELL_EVENTFD)) {
+		int r = bypass_doorbell_fd(h);
+		if (r < 0) {
+			bypass_doorbell_close(h);
+			return r;
+		}
+	}
+	*out = h;
+	return 0;
+}
+
+int bypass_doorbell_create(const struct bypass_doorbell_opts *o,
+			   bypass_doorbell **out)
+{
+	uint32_t backend;
+	if (!out)
+		return -EINVAL;
+	int r = check_opts(o, &backend);
+	if (r)
+		return r;
+	struct bypass_doorbell *h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	size_t len = (size_t)sysconf(_SC_PAGESIZE);
+	int fd = memfd_create("bypass-doorbell", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || ftruncate(fd, (off_t)len) < 0) {
+		r = -errno;
+		if (fd >= 0)
+			close(fd);
+		free(h);
+		return r;
+	}
+	fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		r = -errno;
+		close(fd);
+		free(h);
+		return r;
+	}
+	db_init_shared(p, backend);
+	db_init_handle(h, p, o);
+	h->memfd = fd;
+	h->map = p;
+	h->map_len = len;
+	return db_finish_create(h, o, out);
+}
+
+int bypass_doorbell_create_in(bypass_arena *arena,
+			      const struct bypass_doorbell_opts *o,
+			      bypass_doorbell **out)
+{
+	uint32_t backend;
+	if (!arena || !out)
+		return -EINVAL;
+	int r = check_opts(o, &backend);
+	if (r)
+		return r;
+	void *p;
+	r = bypass_arena_alloc(arena, sizeof(struct db_shared), BP_CACHELINE, &p);
+	if (r)
+		return r;
+	struct bypass_doorbell *h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	db_init_shared(p, backend);
+	db_init_handle(h, p, o);
+	h->arena = arena;
+	return db_finish_create(h, o, out);
+}
+
+void *bypass_doorbell_addr(const bypass_doorbell *h)
+{
+	return h ? h->sh : NULL;
+}
+
+int bypass_doorbell_open(bypass_arena *arena, void *addr, bypass_doorbell **out)
+{
+	if (!arena || !addr || !out ||
+	    !bypass_arena_contains(arena, addr, sizeof(struct db_shared)) ||
+	    ((uintptr_t)addr & (BP_CACHELINE - 1)))
+		return -EINVAL;
+	struct db_shared *sh = addr;
+	if (sh->magic != DB_MAGIC || atomic_load(&sh->state) != DB_ALIVE ||
+	    sh->backend != DB_BACKEND_FUTEX)
+		return -EINVAL;
+	struct bypass_doorbell *h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	db_init_handle(h, sh, NULL);
+	h->arena = arena;
+	db_register(h);
+	*out = h;
+	return 0;
+}
+
+/* The wire format of bypass_doorbell_send. */
+struct db_wire {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t offset;   /* of the shared state within the memfd */
+	uint64_t efd_id;   /* identity of the eventfd sent along, 0 = none */
+};
+#define DB_WIRE_MAGIC 0x42504442u /* "BPDB" */
+
+int bypass_doorbell_send(int sock, bypass_doorbell *h)
+{
+	if (!h || sock < 0 || !db_live(h))
+		return -EINVAL;
+	struct db_wire w = { .magic = DB_WIRE_MAGIC, .version = 1 };
+	int fds[2], n = 0;
+	if (h->arena) {
+		fds[n++] = bypass_arena_fd(h->arena);
+		w.offset = (uint64_t)((char *)h->sh - (char *)bypass_arena_base(h->arena));
+	} else if (h->memfd >= 0) {
+		fds[n++] = h->memfd;
+		w.offset = (uint64_t)((char *)h->sh - (char *)h->map);
+	} else {
+		return -EINVAL;
+	}
+	if (h->efd >= 0 && h->efd_id == atomic_load(&h->sh->efd_id)) {
+		fds[n++] = h->efd;
+		w.efd_id = h->efd_id;
+	}
+	int r = bypass_send_fds(sock, fds, (unsigned)n, &w, sizeof(w));
+	return r < 0 ? r : 0;
+}
+
+int bypass_doorbell_recv(int sock, bypass_doorbell **out)
+{
+	if (sock < 0 || !out)
+		return -EINVAL;
+	struct db_wire w;
+	int fds[2];
+	unsigned nfds = 2;
+	int r = bypass_recv_fds(sock, fds, &nfds, &w, sizeof(w));
+	if (r == 0)
+		return -ECONNRESET;
+	if (r < 0)
+		return r;
+	int err = -EPROTO;
+	if ((size_t)r != sizeof(w) || w.magic != DB_WIRE_MAGIC || w.version != 1 ||
+	    nfds < 1 || (w.efd_id && nfds != 2) || (!w.efd_id && nfds != 1))
+		goto fail;
+	struct stat st;
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	if (fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (w.offset & (BP_CACHELINE - 1)) ||
+	    w.offset > (uint64_t)st.st_size ||
+	    (uint64_t)st.st_size - w.offset < sizeof(struct db_shared))
+		goto fail;
+	uint64_t page_off = w.offset & ~(uint64_t)(ps - 1);
+	size_t len = (size_t)(w.offset - page_off) + sizeof(struct db_shared);
+	len = (len + ps - 1) & ~(ps - 1);
+	void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0],
+			 (off_t)page_off);
+	if (map == MAP_FAILED) {
+		err = -errno;
+		goto fail;
+	}
+	struct db_shared *sh = (void *)((char *)map + (w.offset - page_off));
+	if (sh->magic != DB_MAGIC || atomic_load(&sh->state) != DB_ALIVE) {
+		munmap(map, len);
+		err = -EINVAL;
+		goto fail;
+	}
+	struct bypass_doorbell *h = calloc(1, sizeof(*h));
+	if (!h) {
+		munmap(map, len);
+		err = -ENOMEM;
+		goto fail;
+	}
+	db_init_handle(h, sh, NULL);
+	h->map = map;
+	h->map_len = len;
+	h->memfd = fds[0];
+	if (w.efd_id) {
+		h->efd = fds[1];
+		h->efd_id = w.efd_id;
+	}
+	db_register(h);
+	*out = h;
+	return 0;
+fail:
+	for (unsigned i = 0; i < nfds; i++)
+		close(fds[i]);
+	return err;
+}
+
+int bypass_doorbell_close(bypass_doorbell *h)
+{
+	if (!h)
+		return -EINVAL;
+	if (h->intr_slot >= 0)
+		db_intr_unregister(h);
+	for (unsigned i = 0; i < DB_PROCS; i++)
+		if (h->pidfd[i] >= 0)
+			close(h->pidfd[i]);
+	if (h->efd >= 0) {
+		/* Withdraw our eventfd from the shared state if it is ours. */
+		if (h->efd_owner && atomic_load(&h->sh->efd_id) == h->efd_id &&
+		    atomic_load(&h->sh->efd_pid) == bp_pid()) {
+			atomic_store(&h->sh->efd_armed, 0);
+			atomic_store(&h->sh->efd_id, 0);
+		}
+		close(h->efd);
+	}
+	if (h->map)
+		munmap(h->map, h->map_len);
+	if (h->memfd >= 0)
+		close(h->memfd);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+	return 0;
+}
+
+int bypass_doorbell_destroy(bypass_doorbell *h)
+{
+	if (!h)
+		return -EINVAL;
+	struct db_shared *sh = h->sh;
+	uint32_t alive = DB_ALIVE;
+	if (atomic_compare_exchange_strong(&sh->state, &alive, DB_DEAD)) {
+		/* Wake everyone so they see the doorbell is gone. */
+		atomic_fetch_add(&sh->ww.value, 1);
+		bp_futex_wake(&sh->ww.value, INT32_MAX, true);
+		if (atomic_load(&sh->efd_armed))
+			db_post_eventfd(h);
+	}
+	return bypass_doorbell_close(h);
+}
+
+/* ------------------------------------------------------------ operations */
+
+int bypass_doorbell_ring(bypass_doorbell *h)
+{
+	if (bp_unlikely(!h))
+		return -EINVAL;
+	struct db_shared *sh = h->sh;
+	if (bp_unlikely(atomic_load_explicit(&sh->state, memory_order_relaxed) != DB_ALIVE))
+		return -EINVAL;
+	db_check_fork(h);
+	atomic_fetch_add_explicit(&sh->ww.value, 1, memory_order_seq_cst);
+	int r = 0;
+	if (atomic_load_explicit(&sh->ww.sleepers, memory_order_seq_cst))
+		bp_futex_wake(&sh->ww.value, INT32_MAX, true);
+	if (bp_unlikely(atomic_load_explicit(&sh->efd_armed, memory_order_seq_cst)) &&
+	    !atomic_exchange(&sh->efd_posted, 1))
+		r = db_post_eventfd(h);
+	if (bp_unlikely(atomic_load_explicit(&sh->intr_tid, memory_order_seq_cst)) &&
+	    !atomic_exchange(&sh->intr_posted, 1)) {
+		int e = db_intr_post(h);
+		if (e)
+			r = e;
+	}
+	return r;
+}
+
+int db_consume(struct bypass_doorbell *h)
+{
+	struct db_shared *sh = h->sh;
+	uint32_t c = atomic_load_explicit(&sh->consumed, memory_order_relaxed);
+	for (;;) {
+		uint32_t s = atomic_load_explicit(&sh->ww.value, memory_order_acquire);
+		if (s == c)
+			return 0;
+		if (atomic_compare_exchange_weak_explicit(&sh->consumed, &c, s,
+							  memory_order_acq_rel,
+							  memory_order_relaxed)) {
+			uint32_t n = s - c;
+			return n > INT32_MAX ? INT32_MAX : (int)n;
+		}
+	}
+}
+
+int bypass_doorbell_try(bypass_doorbell *h)
+{
+	if (!h || !db_live(h))
+		return -EINVAL;
+	db_check_fork(h);
+	struct db_shared *sh = h->sh;
+	if (bp_unlikely(atomic_load_explicit(&sh->efd_armed, memory_order_relaxed))) {
+		atomic_store(&sh->efd_armed, 0);
+		if (atomic_exchange(&sh->efd_posted, 0) && h->efd >= 0) {
+			uint64_t v;
+			ssize_t rr = read(h->efd, &v, sizeof(v)); /* non-blocking */
+			(void)rr;
+		}
+	}
+	int n = db_consume(h);
+	return n ? n : -EAGAIN;
+}
+
+int bypass_doorbell_set_mode(bypass_doorbell *h, int mode, uint64_t spin_ns)
+{
+	if (!h || mode < BYPASS_WAIT_ADAPTIVE || mode > BYPASS_WAIT_SPIN)
+		return -EINVAL;
+	h->mode = mode;
+	if (spin_ns)
+		h->spin_ns = spin_ns;
+	return 0;
+}
+
+int bypass_doorbell_wait(bypass_doorbell *h, int64_t timeout_ns)
+{
+	if (!h || timeout_ns < BYPASS_FOREVER)
+		return -EINVAL;
+	struct db_shared *sh = h->sh;
+	db_check_fork(h);
+	uint64_t deadline = timeout_ns < 0 ? UINT64_MAX
+			    : timeout_ns == 0 ? 0 : bypass_now_ns() + (uint64_t)timeout_ns;
+	for (;;) {
+		if (!db_live(h))
+			return -EINVAL;
+		if (atomic_load_explicit(&sh->intr_tid, memory_order_relaxed))
+			return -EBUSY;
+		int n = db_consume(h);
+		if (n)
+			return n;
+		uint32_t c = atomic_load_explicit(&sh->consumed, memory_order_relaxed);
+		struct bp_wait_opts o = {
+			.shared = true,
+			.check = db_wait_check,
+			.check_arg = h,
+		};
+		int64_t left = -1;
+		if (deadline != UINT64_MAX) {
+			uint64_t now = deadline ? bypass_now_ns() : 0;
+			if (now >= deadline)
+				return -ETIMEDOUT;
+			left = (int64_t)(deadline - now);
+		}
+		int r;
+		if (h->mode == BYPASS_WAIT_SPIN) {
+			/* Spin in chunks, checking the peer between them. */
+			uint64_t chunk = SPIN_CHUNK_NS;
+			if (left >= 0 && (uint64_t)left < chunk)
+				chunk = (uint64_t)left;
+			o.spin_ns = chunk;
+			o.timeout_ns = (int64_t)chunk;
+			r = bp_wait_while(&sh->ww, c, &o);
+			if (r == -ETIMEDOUT) {
+				r = db_wait_check(h);
+				if (r)
+					return r;
+				continue;
+			}
+		} else {
+			o.spin_ns = h->mode == BYPASS_WAIT_ADAPTIVE ? h->spin_ns : 0;
+			o.timeout_ns = left;
+			r = bp_wait_while(&sh->ww, c, &o);
+		}
+		if (r == -ETIMEDOUT) {
+			if (!db_live(h))
+				return -EINVAL;
+			n = db_consume(h);
+			return n ? n : -ETIMEDOUT;
+		}
+		if (r < 0)
+			return r;
+	}
+}
+
+/* ---------------------------------------------------------------- eventfd */
+
+/* Find or fetch a local descriptor for the doorbell's current eventfd. */
+static int db_efd_get(struct bypass_doorbell *h, bool create)
+{
+	struct db_shared *sh = h->sh;
+	pthread_mutex_lock(&h->lock);
+	while (atomic_exchange(&sh->efd_lock, 1))
+		bp_cpu_relax();
+	int ret;
+	uint64_t id = atomic_load(&sh->efd_id);
+	if (id && h->efd >= 0 && h->efd_id == id) {
+		ret = h->efd;
+		goto out;
+	}
+	if (id) {
+		pid_t owner = atomic_load(&sh->efd_pid);
+		int num = atomic_load(&sh->efd_num);
+		int fd = -1;
+		if (owner == bp_pid()) {
+			fd = fcntl(num, F_DUPFD_CLOEXEC, 0);
+		} else {
+			int pfd = (int)syscall(SYS_pidfd_open, owner, 0);
+			if (pfd >= 0) {
+				fd = (int)syscall(SYS_pidfd_getfd, pfd, num, 0);
+				close(pfd);
+			}
+		}
+		if (fd >= 0) {
+			if (h->efd >= 0)
+				close(h->efd);
+			h->efd = fd;
+			h->efd_id = id;
+			h->efd_owner = false;
+			ret = fd;
+			goto out;
+		}
+		if (!create || bp_proc_alive(owner, NULL)) {
+			bp_warn("bypass: doorbell %p: cannot reach the eventfd of pid %d: %s",
+				(void *)sh, (int)owner, strerror(errno));
+			ret = -EPERM;
+			goto out;
+		}
+		/* Its owner is gone: replace it. */
+	}
+	if (!create) {
+		ret = -ENOENT;
+		goto out;
+	}
+	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	uint64_t nid;
+	if (getrandom(&nid, sizeof(nid), 0) != sizeof(nid))
+		nid = bypass_rdtscp(NULL);
+	nid |= 1;
+	if (h->efd >= 0)
+		close(h->efd);
+	h->efd = fd;
+	h->efd_id = nid;
+	h->efd_owner = true;
+	atomic_store(&sh->efd_pid, bp_pid());
+	atomic_store(&sh->efd_num, fd);
+	atomic_store(&sh->efd_id, nid);
+	ret = fd;
+out:
+	atomic_store(&sh->efd_lock, 0);
+	pthread_mutex_unlock(&h->lock);
+	return ret;
+}
+
+int db_post_eventfd(struct bypass_doorbell *h)
+{
+	int fd = h->efd;
+	if (bp_unlikely(fd < 0 || h->efd_id != atomic_load(&h->sh->efd_id))) {
+		fd = db_efd_get(h, false);
+		if (fd == -ENOENT) /* withdrawn meanwhile */
+			return 0;
+		if (fd < 0)
+			return fd;
+	}
+	uint64_t one = 1;
+	ssize_t r = write(fd, &one, sizeof(one));
+	return r == (ssize_t)sizeof(one) || errno == EAGAIN ? 0 : -errno;
+}
+
+int bypass_doorbell_fd(bypass_doorbell *h)
+{
+	if (!h || !db_live(h))
+		return -EINVAL;
+	return db_efd_get(h, true);
+}
+
+int bypass_doorbell_arm(bypass_doorbell *h)
+{
+	if (!h || !db_live(h))
+		return -EINVAL;
+	struct db_shared *sh = h->sh;
+	if (h->efd < 0 || h->efd_id != atomic_load(&sh->efd_id)) {
+		int r = db_efd_get(h, true);
+		if (r < 0)
+			return r;
+	}
+	atomic_store_explicit(&sh->efd_armed, 1, memory_order_seq_cst);
+	if (!db_pending(sh))
+		return 0;
+	if (!atomic_exchange(&sh->efd_posted, 1)) {
+		int r = db_post_eventfd(h);
+		if (r < 0)
+			return r;
+	}
+	return 1;
+}
+
+/* ---------------------------------------------------------------- backends */
+
+const char *bypass_doorbell_backend(const bypass_doorbell *h)
+{
+	if (!h)
+		return NULL;
+	return h->sh->backend == DB_BACKEND_UINTR ? "uintr" : "futex";
+}
+
+int bypass_notify_backend_available(const char *name)
+{
+	if (!name)
+		return -EINVAL;
+	if (!strcmp(name, "futex") || !strcmp(name, "auto"))
+		return 1;
+	if (!strcmp(name, "uintr"))
+		return bp_uintr_available();
+	return -EINVAL;
+}

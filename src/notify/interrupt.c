@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Interrupt mode: a ring interrupts the receiver thread with a queued
+ * real-time signal whose handler consumes the rings and runs the user's
+ * callback.  One signal is in flight at a time per doorbell (intr_posted),
+ * so a burst of rings costs one signal.  Also: detection of the uintr
+ * backend.
+ */
+#include "notify/notify_internal.h"
+
+#include <cpuid.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define INTR_SLOTS 64
+
+struct intr_slot {
+	_Atomic(struct bypass_doorbell *) db;
+	bypass_doorbell_cb cb;
+	void *arg;
+	_Atomic unsigned gen;
+};
+
+static struct intr_slot slots[INTR_SLOTS];
+static pthread_once_t sig_once = PTHREAD_ONCE_INIT;
+static int sig_installed_err;
+static int intr_signo;
+
+int bypass_notify_signal(void)
+{
+	static _Atomic int signo;
+	int s = atomic_load_explicit(&signo, memory_order_relaxed);
+	if (s)
+		return s;
+	s = SIGRTMIN + 4;
+	uint64_t env = bp_env_u64("BYPASS_NOTIFY_SIGNAL", 0);
+	if (env >= (uint64_t)SIGRTMIN && env <= (uint64_t)SIGRTMAX)
+		s = (int)env;
+	else if (env)
+		bp_warn("bypass: BYPASS_NOTIFY_SIGNAL=%llu is not a real-time signal",
+			(unsigned long long)env);
+	atomic_store(&signo, s);
+	return s;
+}
+
+static void intr_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	int saved = errno;
+	unsigned cookie = (unsigned)si->si_value.sival_int;
+	unsigned idx = cookie & (INTR_SLOTS - 1);
+	struct intr_slot *s = &slots[idx];
+	struct bypass_doorbell *h = atomic_load(&s->db);
+	if (h && atomic_load(&s->gen) == cookie >> 8) {
+		/* Clear first: a ring after this point posts a new signal. */
+		atomic_store(&h->sh->intr_posted, 0);
+		int n = db_consume(h);
+		if (n > 0 && s->cb)
+			s->cb(h, (unsigned)n, s->arg);
+	}
+	errno = saved;
+}
+
+static void install_handler(void)
+{
+	intr_signo = bypass_notify_signal();
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = intr_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(intr_signo, &sa, NULL) < 0)
+		sig_installed_err = -errno;
+}
+
+int db_intr_post(struct bypass_doorbell *h)
+{
+	struct db_shared *sh = h->sh;
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	si.si_signo = atomic_load(&sh->intr_signo);
+	si.si_code = SI_QUEUE;
+	si.si_pid = bp_pid();
+	si.si_uid = getuid();
+	si.si_value.sival_int = (int)atomic_load(&sh->intr_cookie);
+	pid_t pid = atomic_load(&sh->intr_pid);
+	pid_t tid = (pid_t)atomic_load(&sh->intr_tid);
+	if (!tid) { /* unregistered meanwhile */
+		atomic_store(&sh->intr_posted, 0);
+		return 0;
+	}
+	if (syscall(SYS_rt_tgsigqueueinfo, pid, tid, si.si_signo, &si) == 0)
+		return 0;
+	int e = errno;
+	atomic_store(&sh->intr_posted, 0);
+	if (e == ESRCH) /* the receiver thread is gone: nobody to interrupt */
+		return 0;
+	bp_warn("bypass: doorbell %p: cannot signal %d/%d: %s", (void *)sh,
+		(int)pid, (int)tid, strerror(e));
+	return e == EAGAIN ? -EAGAIN : -EPERM;
+}
+
+void db_intr_unregister(struct bypass_doorbell *h)
+{
+	struct db_shared *sh = h->sh;
+	if (h->intr_slot < 0)
+		return;
+	uint32_t tid = (uint32_t)bp_tid();
+	atomic_compare_exchange_strong(&sh->intr_tid, &tid, 0);
+	struct intr_slot *s = &slots[h->intr_slot];
+	atomic_fetch_add(&s->gen, 1);
+	atomic_store(&s->db, NULL);
+	h->intr_slot = -1;
+}
+
+int bypass_doorbell_set_handler(bypass_doorbell *h, bypass_doorbell_cb cb, void *arg)
+{
+	if (!h || !db_live(h))
+		return -EINVAL;
+	struct db_shared *sh = h->sh;
+	if (!cb) {
+		if (h->intr_slot < 0)
+			return 0;
+		if (atomic_load(&sh->intr_tid) != (uint32_t)bp_tid() ||
+		    atomic_load(&sh->intr_pid) != bp_pid())
+			return -EBUSY;
+		db_intr_unregister(h);
+		return 0;
+	}
+	pthread_once(&sig_once, install_handler);
+	if (sig_installed_err)
+		return sig_installed_err;
+	uint32_t cur = atomic_load(&sh->intr_tid);
+	if (cur && (cur != (uint32_t)bp_tid() || atomic_load(&sh->intr_pid) != bp_pid())) {
+		/* Another receiver: allow taking over only if it is gone. */
+		if (syscall(SYS_tgkill, atomic_load(&sh->intr_pid), cur, 0) == 0 ||
+		    errno == EPERM)
+			return -EBUSY;
+	}
+	int idx = h->intr_slot;
+	if (idx < 0) {
+		for (int i = 0; i < INTR_SLOTS; i++) {
+			struct bypass_doorbell *none = NULL;
+			if (atomic_compare_exchange_strong(&slots[i].db, &none, h)) {
+				idx = i;
+				break;
+			}
+		}
+		if (idx < 0)
+			return -EAGAIN;
+	}
+	struct intr_slot *s = &slots[idx];
+	/* Bump the generation so an old in-flight signal is ignored. */
+	unsigned gen = atomic_fetch_add(&s->gen, 1) + 1;
+	s->cb = cb;
+	s->arg = arg;
+	atomic_store(&s->db, h);
+	h->intr_slot = idx;
+	atomic_store(&sh->intr_cookie, (gen << 8) | (unsigned)idx);
+	atomic_store(&sh->intr_signo, intr_signo);
+	atomic_store(&sh->intr_pid, bp_pid());
+	atomic_store(&sh->intr_posted, 0);
+	atomic_store_explicit(&sh->intr_tid, (uint32_t)bp_tid(), memory_order_seq_cst);
+	/* Rings that came before we registered: deliver them now. */
+	if (db_pending(sh) && !atomic_exchange(&sh->intr_posted, 1))
+		return db_intr_post(h);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ uintr */
+
+static const char *uintr_reason = "not checked";
+
+int bp_uintr_available(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((d >> 5) & 1)) {
+		uintr_reason = "the CPU does not report UINTR (CPUID.7.0:EDX[5])";
+		return 0;
+	}
+	/*
+	 * The uintr RFC numbered uintr_register_handler 471; no mainline
+	 * kernel has it.  Only probe it where the CPU has the feature, and with
+	 * arguments it rejects.
+	 */
+	long r = syscall(471, NULL, ~0u);
+	if (r < 0 && errno == ENOSYS) {
+		uintr_reason = "the kernel has no uintr system calls";
+		return 0;
+	}
+	uintr_reason = "present";
+	return 1;
+}
+
+const char *bp_uintr_absent_reason(void)
+{
+	bp_uintr_available();
+	return uintr_reason;
+}
