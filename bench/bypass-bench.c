@@ -1,1 +1,289 @@
-int main(void){return 0;}
+/* SPDX-License-Identifier: MIT */
+/*
+ * bypass-bench: run each source document's experiment, baselines beside
+ * bypass in the same run, print side-by-side tables and write JSON.
+ *
+ *   bypass-bench <module>|all [--quick|--smoke] [--json FILE] [--rounds N]
+ *                [--cpus A,B] [--param name=value ...]
+ */
+#include "bench.h"
+#include "bench_internal.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Each module's experiment; weak, so a module not built yet is reported. */
+#define BENCH_MODULES(X) X(notify) X(batch) X(syslet) X(ipc) X(pager)
+#define DECLARE(m) extern int bench_##m(struct bench_ctx *c) __attribute__((weak));
+BENCH_MODULES(DECLARE)
+#define ENTRY(m) { #m, bench_##m },
+static const struct {
+	const char *name;
+	int (*fn)(struct bench_ctx *);
+} modules[] = { BENCH_MODULES(ENTRY) };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: bypass-bench <module>|all [options]\n"
+		"modules:");
+	for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++)
+		fprintf(f, " %s%s", modules[i].name, modules[i].fn ? "" : "(not built)");
+	fprintf(f,
+		"\noptions:\n"
+		"  --quick          the sizes of the quick suite (minutes on 2 cores)\n"
+		"  --smoke          tiny sizes: proves the experiments run (CI)\n"
+		"  --json FILE      write every row, note and target as JSON\n"
+		"  --rounds N       alternation rounds per experiment (default 3)\n"
+		"  --cpus A,B       the two CPUs for cross-core experiments\n"
+		"  --param K=V      experiment parameter (see docs/BENCHMARKS.md)\n");
+}
+
+/* ------------------------------------------------------------------ JSON */
+
+static void json_str(FILE *f, const char *s)
+{
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch == '\n')
+			fputs("\\n", f);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static void json_num(FILE *f, double v)
+{
+	if (isnan(v) || isinf(v))
+		fputs("null", f);
+	else
+		fprintf(f, "%.6g", v);
+}
+
+static char *read_first_line_matching(const char *path, const char *key)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	char line[512];
+	char *res = NULL;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, key, strlen(key))) {
+			char *p = strchr(line, ':');
+			if (!p)
+				continue;
+			p++;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			p[strcspn(p, "\n")] = 0;
+			res = strdup(p);
+			break;
+		}
+	}
+	fclose(f);
+	return res;
+}
+
+static void write_json(const char *path, struct bench_ctx *c, const char *what)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		return;
+	}
+	struct utsname u;
+	uname(&u);
+	char *model = read_first_line_matching("/proc/cpuinfo", "model name");
+	char date[64];
+	time_t now = time(NULL);
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	fprintf(f, "{\n  \"tool\": \"bypass-bench\",\n  \"version\": ");
+	json_str(f, bypass_version());
+	fprintf(f, ",\n  \"date\": ");
+	json_str(f, date);
+	fprintf(f, ",\n  \"modules\": ");
+	json_str(f, what);
+	fprintf(f, ",\n  \"mode\": ");
+	json_str(f, c->smoke ? "smoke" : c->quick ? "quick" : "full");
+	fprintf(f, ",\n  \"rounds\": %d,\n  \"machine\": {\"cpu_model\": ", c->rounds);
+	json_str(f, model);
+	fprintf(f, ", \"kernel\": ");
+	json_str(f, u.release);
+	fprintf(f, ", \"arch\": ");
+	json_str(f, u.machine);
+	fprintf(f, ", \"cores\": %d, \"tsc_hz\": %llu, \"cpus_used\": [%d, %d]},\n",
+		bench_ncpus(), (unsigned long long)bypass_tsc_hz(), c->cpu_a, c->cpu_b);
+	free(model);
+	fprintf(f, "  \"experiments\": [");
+	bool first = true;
+	for (struct bench_exp *e = c->first; e; e = e->next) {
+		fprintf(f, "%s\n    {\"id\": ", first ? "" : ",");
+		first = false;
+		json_str(f, e->id);
+		fprintf(f, ", \"title\": ");
+		json_str(f, e->title);
+		fprintf(f, ", \"ratio_base\": ");
+		json_str(f, e->ratio_base);
+		fprintf(f, ", \"skipped\": ");
+		json_str(f, e->skipped);
+		fprintf(f, ",\n     \"rows\": [");
+		for (size_t i = 0; i < e->nrows; i++) {
+			struct bench_row *r = &e->rows[i];
+			fprintf(f, "%s\n       {\"variant\": ", i ? "," : "");
+			json_str(f, r->variant);
+			fprintf(f, ", \"kind\": ");
+			json_str(f, r->kind);
+			fprintf(f, ", \"unit\": ");
+			json_str(f, r->unit);
+			fprintf(f, ", \"higher_is_better\": %s", r->higher_is_better ? "true" : "false");
+			fprintf(f, ", \"n\": %zu, \"median\": ", r->s.n);
+			json_num(f, r->s.median);
+			fprintf(f, ", \"mean\": ");
+			json_num(f, r->s.mean);
+			fprintf(f, ", \"p99\": ");
+			json_num(f, r->s.p99);
+			fprintf(f, ", \"min\": ");
+			json_num(f, r->s.min);
+			fprintf(f, ", \"max\": ");
+			json_num(f, r->s.max);
+			if (r->unit && !strcmp(r->unit, "cycles")) {
+				fprintf(f, ", \"median_ns\": ");
+				json_num(f, bench_cycles_to_ns(r->s.median));
+				fprintf(f, ", \"mean_ns\": ");
+				json_num(f, bench_cycles_to_ns(r->s.mean));
+				fprintf(f, ", \"p99_ns\": ");
+				json_num(f, bench_cycles_to_ns(r->s.p99));
+			}
+			fprintf(f, ", \"ratio\": ");
+			json_num(f, r->ratio);
+			fprintf(f, ", \"source\": ");
+			json_str(f, r->source);
+			fprintf(f, ", \"note\": ");
+			json_str(f, r->note);
+			fprintf(f, ", \"params\": %s}", r->params ? r->params : "null");
+		}
+		fprintf(f, "],\n     \"notes\": [");
+		for (size_t i = 0; i < e->nnotes; i++) {
+			fprintf(f, "%s", i ? ", " : "");
+			json_str(f, e->notes[i]);
+		}
+		fprintf(f, "],\n     \"targets\": [");
+		for (size_t i = 0; i < e->ntargets; i++) {
+			struct bench_tgt *t = &e->targets[i];
+			fprintf(f, "%s{\"what\": ", i ? ", " : "");
+			json_str(f, t->what);
+			fprintf(f, ", \"value\": ");
+			json_num(f, t->value);
+			fprintf(f, ", \"op\": ");
+			json_str(f, t->op);
+			fprintf(f, ", \"goal\": ");
+			json_num(f, t->goal);
+			fprintf(f, ", \"met\": %s}", t->met ? "true" : "false");
+		}
+		fprintf(f, "]}");
+	}
+	fprintf(f, "\n  ]\n}\n");
+	fclose(f);
+}
+
+/* ------------------------------------------------------------------ main */
+
+int main(int argc, char **argv)
+{
+	struct bench_ctx c = { .rounds = 3, .out = stdout, .cpu_a = 0, .cpu_b = 1 };
+	const char *json = NULL;
+	static const struct option opts[] = {
+		{ "quick", no_argument, 0, 'q' },  { "smoke", no_argument, 0, 's' },
+		{ "json", required_argument, 0, 'j' }, { "rounds", required_argument, 0, 'r' },
+		{ "cpus", required_argument, 0, 'c' }, { "param", required_argument, 0, 'p' },
+		{ "help", no_argument, 0, 'h' },   { 0, 0, 0, 0 }
+	};
+	int o;
+	while ((o = getopt_long(argc, argv, "qsj:r:c:p:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'q': c.quick = true; break;
+		case 's': c.smoke = c.quick = true; break;
+		case 'j': json = optarg; break;
+		case 'r': c.rounds = atoi(optarg); break;
+		case 'c':
+			if (sscanf(optarg, "%d,%d", &c.cpu_a, &c.cpu_b) != 2) {
+				usage(stderr);
+				return 2;
+			}
+			break;
+		case 'p':
+			if (!strchr(optarg, '=')) {
+				usage(stderr);
+				return 2;
+			}
+			c.params = realloc(c.params, (c.nparams + 1) * sizeof(char *));
+			c.params[c.nparams++] = optarg;
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc - 1 || c.rounds < 1) {
+		usage(stderr);
+		return 2;
+	}
+	const char *what = argv[optind];
+	int ncpu = bench_ncpus();
+	if (ncpu < 2) {
+		c.cpu_b = c.cpu_a;
+		fprintf(c.out, "note: one CPU only: cross-core experiments share it\n");
+	}
+	bool all = !strcmp(what, "all"), found = all;
+	uint64_t hz = bypass_tsc_hz();
+	fprintf(c.out, "bypass-bench %s: %s mode, %d rounds, CPUs %d,%d of %d, TSC %.3f GHz\n",
+		bypass_version(), c.smoke ? "smoke" : c.quick ? "quick" : "full", c.rounds,
+		c.cpu_a, c.cpu_b, ncpu, (double)hz / 1e9);
+	int status = 0;
+	for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++) {
+		if (!all && strcmp(what, modules[i].name))
+			continue;
+		found = true;
+		if (!modules[i].fn) {
+			fprintf(c.out, "\n== %s: not built yet\n", modules[i].name);
+			continue;
+		}
+		int r = modules[i].fn(&c);
+		c.cur = NULL;
+		if (r != 0 && r != BENCH_SKIP) {
+			fprintf(stderr, "bypass-bench: %s failed (%d)\n", modules[i].name, r);
+			status = 1;
+		}
+	}
+	if (!found) {
+		fprintf(stderr, "bypass-bench: no module '%s'\n", what);
+		usage(stderr);
+		return 2;
+	}
+	/* One summary of the targets, across experiments. */
+	size_t nt = 0, met = 0;
+	for (struct bench_exp *e = c.first; e; e = e->next)
+		for (size_t i = 0; i < e->ntargets; i++, nt++)
+			met += e->targets[i].met;
+	if (nt)
+		fprintf(c.out, "\ntargets met: %zu of %zu (see each table)\n", met, nt);
+	if (json) {
+		write_json(json, &c, what);
+		fprintf(c.out, "JSON written to %s\n", json);
+	}
+	return status;
+}

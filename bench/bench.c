@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/* The benchmark harness: summaries, tables, targets, JSON, helpers. */
+#include "bench.h"
+#include "bench_internal.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- summaries */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static size_t pct_index(size_t n, double p)
+{
+	size_t i = (size_t)ceil(p * (double)n) - 1;
+	return i >= n ? n - 1 : i;
+}
+
+void bench_summarize(uint64_t *v, size_t n, struct bench_summary *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (!n)
+		return;
+	qsort(v, n, sizeof(*v), cmp_u64);
+	long double sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += v[i];
+	o->n = n;
+	o->min = (double)v[0];
+	o->max = (double)v[n - 1];
+	o->median = n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2;
+	o->p99 = (double)v[pct_index(n, 0.99)];
+	o->mean = (double)(sum / n);
+}
+
+void bench_summarize_d(double *v, size_t n, struct bench_summary *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (!n)
+		return;
+	qsort(v, n, sizeof(*v), cmp_d);
+	double sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += v[i];
+	o->n = n;
+	o->min = v[0];
+	o->max = v[n - 1];
+	o->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	o->p99 = v[pct_index(n, 0.99)];
+	o->mean = sum / (double)n;
+}
+
+/* ----------------------------------------------------------- experiments */
+
+static char *xstrdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+void bench_begin(struct bench_ctx *c, const char *id, const char *title,
+		 const char *ratio_base)
+{
+	struct bench_exp *e = calloc(1, sizeof(*e));
+	e->id = xstrdup(id);
+	e->title = xstrdup(title);
+	e->ratio_base = xstrdup(ratio_base);
+	e->next = NULL;
+	if (c->last)
+		c->last->next = e;
+	else
+		c->first = e;
+	c->last = e;
+	c->cur = e;
+	fprintf(c->out, "\n== %s: %s\n", id, title);
+	fflush(c->out);
+}
+
+void bench_row(struct bench_ctx *c, const struct bench_row *r)
+{
+	struct bench_exp *e = c->cur;
+	if (!e)
+		return;
+	if (e->nrows == e->caprows) {
+		e->caprows = e->caprows ? 2 * e->caprows : 16;
+		e->rows = realloc(e->rows, e->caprows * sizeof(*e->rows));
+	}
+	struct bench_row *d = &e->rows[e->nrows++];
+	*d = *r;
+	d->variant = xstrdup(r->variant);
+	d->kind = xstrdup(r->kind);
+	d->unit = xstrdup(r->unit);
+	d->source = xstrdup(r->source);
+	d->note = xstrdup(r->note);
+	d->params = xstrdup(r->params);
+}
+
+static void add_str(char ***v, size_t *n, char *s)
+{
+	*v = realloc(*v, (*n + 1) * sizeof(**v));
+	(*v)[(*n)++] = s;
+}
+
+void bench_note(struct bench_ctx *c, const char *fmt, ...)
+{
+	if (!c->cur)
+		return;
+	char *s;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	if (s)
+		add_str(&c->cur->notes, &c->cur->nnotes, s);
+}
+
+void bench_target(struct bench_ctx *c, const char *what, double value,
+		  const char *op, double goal)
+{
+	struct bench_exp *e = c->cur;
+	if (!e)
+		return;
+	bool met = false;
+	if (!strcmp(op, "<="))
+		met = value <= goal;
+	else if (!strcmp(op, ">="))
+		met = value >= goal;
+	else if (!strcmp(op, "<"))
+		met = value < goal;
+	else if (!strcmp(op, ">"))
+		met = value > goal;
+	e->targets = realloc(e->targets, (e->ntargets + 1) * sizeof(*e->targets));
+	struct bench_tgt *t = &e->targets[e->ntargets++];
+	t->what = strdup(what);
+	t->op = strdup(op);
+	t->value = value;
+	t->goal = goal;
+	t->met = met && !isnan(value);
+}
+
+void bench_skip(struct bench_ctx *c, const char *id, const char *fmt, ...)
+{
+	char *s;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	if (!c->cur || strcmp(c->cur->id, id))
+		bench_begin(c, id, "skipped", NULL);
+	c->cur->skipped = s ? s : strdup("(no reason)");
+	fprintf(c->out, "   SKIPPED: %s\n", c->cur->skipped);
+	fflush(c->out);
+	c->cur = NULL;
+}
+
+static void fmt_num(char *buf, size_t len, double v)
+{
+	if (isnan(v))
+		snprintf(buf, len, "-");
+	else if (fabs(v) >= 1e7)
+		snprintf(buf, len, "%.3g", v);
+	else if (fabs(v) >= 100)
+		snprintf(buf, len, "%.0f", v);
+	else if (fabs(v) >= 10)
+		snprintf(buf, len, "%.1f", v);
+	else
+		snprintf(buf, len, "%.2f", v);
+}
+
+void bench_print_table(FILE *out, const struct bench_exp *e)
+{
+	if (!e->nrows)
+		return;
+	bool any_cycles = false, any_src = false, any_ratio = false, any_note = false;
+	size_t w = strlen("variant");
+	for (size_t i = 0; i < e->nrows; i++) {
+		const struct bench_row *r = &e->rows[i];
+		if (r->unit && !strcmp(r->unit, "cycles"))
+			any_cycles = true;
+		if (r->source)
+			any_src = true;
+		if (r->note)
+			any_note = true;
+		if (!isnan(r->ratio))
+			any_ratio = true;
+		if (strlen(r->variant) > w)
+			w = strlen(r->variant);
+	}
+	fprintf(out, "%-*s | %-8s | %10s | %10s | %10s |", (int)w, "variant", "kind",
+		"median", "mean", "p99");
+	if (any_cycles)
+		fprintf(out, " %9s | %9s |", "median ns", "p99 ns");
+	fprintf(out, " %-10s |", "unit");
+	if (any_ratio)
+		fprintf(out, " %8s |", "ratio");
+	if (any_src)
+		fprintf(out, " %-10s |", "source");
+	if (any_note)
+		fprintf(out, " note");
+	fprintf(out, "\n");
+	for (size_t i = 0; i < e->nrows; i++) {
+		const struct bench_row *r = &e->rows[i];
+		char m[32], a[32], p[32], mn[32], pn[32], ra[32];
+		fmt_num(m, sizeof(m), r->s.median);
+		fmt_num(a, sizeof(a), r->s.mean);
+		fmt_num(p, sizeof(p), r->s.p99);
+		fprintf(out, "%-*s | %-8s | %10s | %10s | %10s |", (int)w, r->variant,
+			r->kind ? r->kind : "", m, a, p);
+		if (any_cycles) {
+			bool cyc = r->unit && !strcmp(r->unit, "cycles");
+			fmt_num(mn, sizeof(mn), cyc ? bench_cycles_to_ns(r->s.median) : NAN);
+			fmt_num(pn, sizeof(pn), cyc ? bench_cycles_to_ns(r->s.p99) : NAN);
+			fprintf(out, " %9s | %9s |", mn, pn);
+		}
+		fprintf(out, " %-10s |", r->unit ? r->unit : "");
+		if (any_ratio) {
+			if (isnan(r->ratio))
+				snprintf(ra, sizeof(ra), "-");
+			else
+				snprintf(ra, sizeof(ra), "%.2fx", r->ratio);
+			fprintf(out, " %8s |", ra);
+		}
+		if (any_src)
+			fprintf(out, " %-10s |", r->source ? r->source : "");
+		if (any_note && r->note)
+			fprintf(out, " %s", r->note);
+		fprintf(out, "\n");
+	}
+}
+
+void bench_end(struct bench_ctx *c)
+{
+	struct bench_exp *e = c->cur;
+	if (!e)
+		return;
+	if (e->ratio_base)
+		fprintf(c->out, "ratios: relative to %s\n", e->ratio_base);
+	bench_print_table(c->out, e);
+	for (size_t i = 0; i < e->nnotes; i++)
+		fprintf(c->out, "  * %s\n", e->notes[i]);
+	for (size_t i = 0; i < e->ntargets; i++) {
+		struct bench_tgt *t = &e->targets[i];
+		fprintf(c->out, "  target: %s: %.3g %s %.3g: %s\n", t->what, t->value,
+			t->op, t->goal, t->met ? "MET" : "NOT MET");
+	}
+	fflush(c->out);
+	c->cur = NULL;
+}
+
+/* ------------------------------------------------------------ parameters */
+
+bool bench_quick(const struct bench_ctx *c)
+{
+	return c->quick;
+}
+
+bool bench_smoke(const struct bench_ctx *c)
+{
+	return c->smoke;
+}
+
+int bench_rounds(const struct bench_ctx *c)
+{
+	return c->rounds;
+}
+
+const char *bench_param(const struct bench_ctx *c, const char *name, const char *def)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i < c->nparams; i++)
+		if (!strncmp(c->params[i], name, n) && c->params[i][n] == '=')
+			return c->params[i] + n + 1;
+	return def;
+}
+
+uint64_t bench_count(struct bench_ctx *c, const char *name, uint64_t full,
+		     uint64_t quick)
+{
+	const char *p = bench_param(c, name, NULL);
+	if (p)
+		return strtoull(p, NULL, 0);
+	if (c->smoke) {
+		uint64_t s = quick / 100;
+		return s < 10 ? (quick < 10 ? quick : 10) : s;
+	}
+	return c->quick ? quick : full;
+}
+
+int bench_ncpus(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		return CPU_COUNT(&set);
+	return (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+void bench_cpus(const struct bench_ctx *c, int *a, int *b)
+{
+	*a = c->cpu_a;
+	*b = c->cpu_b;
+}
+
+int bench_pin(int cpu)
+{
+	if (cpu < 0)
+		return 0;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) ? -1 : 0;
+}
+
+double bench_cycles_to_ns(double cycles)
+{
+	uint64_t hz = bypass_tsc_hz();
+	return hz ? cycles * 1e9 / (double)hz : NAN;
+}
+
+void *bench_shared_alloc(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void bench_shared_free(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len);
+}
+
+const char *bench_build_dir(void)
+{
+	const char *e = getenv("BYPASS_BUILD");
+	return e && *e ? e : BYPASS_BUILD_DIR;
+}
+
+const char *bench_source_dir(void)
+{
+	const char *e = getenv("BYPASS_SOURCE");
+	return e && *e ? e : BYPASS_SOURCE_DIR;
+}
+
+/* ------------------------------------------------- cache-line round trip */
+
+struct rtt_arg {
+	_Atomic uint64_t *ping, *pong;
+	size_t iters;
+	int cpu;
+};
+
+static void *rtt_peer(void *p)
+{
+	struct rtt_arg *a = p;
+	bench_pin(a->cpu);
+	for (uint64_t i = 1; i <= a->iters; i++) {
+		while (atomic_load_explicit(a->ping, memory_order_acquire) != i)
+			__builtin_ia32_pause();
+		atomic_store_explicit(a->pong, i, memory_order_release);
+	}
+	return NULL;
+}
+
+double bench_cacheline_rtt(int cpu_a, int cpu_b, size_t iters)
+{
+	_Atomic uint64_t *lines = aligned_alloc(128, 256);
+	_Atomic uint64_t *ping = &lines[0], *pong = &lines[16];
+	atomic_store(ping, 0);
+	atomic_store(pong, 0);
+	uint64_t *s = malloc(iters * sizeof(*s));
+	struct rtt_arg a = { ping, pong, iters, cpu_b };
+	pthread_t t;
+	cpu_set_t old;
+	pthread_getaffinity_np(pthread_self(), sizeof(old), &old);
+	bench_pin(cpu_a);
+	pthread_create(&t, NULL, rtt_peer, &a);
+	for (uint64_t i = 1; i <= iters; i++) {
+		uint64_t t0 = bypass_rdtscp(NULL);
+		atomic_store_explicit(ping, i, memory_order_release);
+		while (atomic_load_explicit(pong, memory_order_acquire) != i)
+			__builtin_ia32_pause();
+		s[i - 1] = bypass_rdtscp(NULL) - t0;
+	}
+	pthread_join(t, NULL);
+	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
+	struct bench_summary sum;
+	bench_summarize(s, iters, &sum);
+	free(s);
+	free((void *)lines);
+	return sum.median;
+}
