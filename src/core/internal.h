@@ -124,4 +124,84 @@ uint64_t bp_ns_to_cycles(uint64_t ns);
 /* bp_env_u64 - read an unsigned number from the environment, or def. */
 uint64_t bp_env_u64(const char *name, uint64_t def);
 
+/* ------------------------------------------------------------ io_uring */
+
+struct io_uring;
+
+/*
+ * Per-thread io_uring rings, created on first use, one per user so that one
+ * module's submission never carries another's queued entries (a pager fault
+ * inside a batch segment must not flush the segment).  Rebuilt in a child
+ * after fork (the parent's ring is not touched), torn down at thread exit.
+ */
+enum bp_ring_user { BP_RING_BATCH, BP_RING_PAGER, BP_RING_SYSLET, BP_RING_IPC,
+		    BP_RING_USERS };
+
+struct bp_ring_params {
+	unsigned entries;        /* 0 = 256 */
+	bool sqpoll;             /* IORING_SETUP_SQPOLL */
+	unsigned sqpoll_idle_ms; /* 0 = 50 */
+	unsigned flags;          /* extra IORING_SETUP_* flags */
+};
+
+/*
+ * bp_thread_ring - the calling thread's ring for user u, created with p (or
+ * defaults) on first use; p is ignored afterwards.  Returns 0 and *out, or
+ * -errno from io_uring_queue_init_params (SQPOLL asked for and refused is
+ * reported, not silently dropped).
+ */
+int bp_thread_ring(enum bp_ring_user u, const struct bp_ring_params *p,
+		   struct io_uring **out);
+/* bp_thread_ring_peek - the ring if it exists already, else NULL. */
+struct io_uring *bp_thread_ring_peek(enum bp_ring_user u);
+/* bp_thread_ring_close - tear the calling thread's ring for u down now. */
+void bp_thread_ring_close(enum bp_ring_user u);
+
+/* ------------------------------------------------- faults and recovery */
+
+#include <setjmp.h>
+#include <signal.h>
+
+/*
+ * One SIGSEGV/SIGBUS handler for the whole library.  Modules add hooks that
+ * may resolve a fault (the pager serves userfaultfd faults in its regions);
+ * when no hook does, a recovery point armed by the faulting thread turns the
+ * fault into an error return; otherwise the fault goes to the handler that
+ * was installed before bypass (or the default action: the process dies as
+ * it would have without bypass).
+ *
+ * A hook returns 1 when it resolved the fault (the instruction is retried),
+ * 0 to pass.  It runs in signal context.
+ */
+typedef int (*bp_fault_hook)(int sig, siginfo_t *si, void *uctx);
+int bp_fault_hook_add(bp_fault_hook fn);
+int bp_fault_hook_remove(bp_fault_hook fn);
+
+struct bp_recover {
+	sigjmp_buf jb;
+	uintptr_t lo, hi;          /* faults in [lo, hi) recover; 0,0 = any */
+	int sig;                   /* filled in on recovery */
+	void *addr;                /* the faulting address */
+	struct bp_recover *prev;
+};
+
+void bp_recover_push(struct bp_recover *r, const void *lo, size_t len);
+void bp_recover_pop(struct bp_recover *r);
+/*
+ * Usage, in the frame that stays alive for the whole section:
+ *
+ *   struct bp_recover rp;
+ *   if (BP_RECOVER_TRY(&rp, base, len)) {
+ *           ... touch the peer's memory ...
+ *           bp_recover_pop(&rp);
+ *   } else {
+ *           // rp.sig and rp.addr say what happened; rp is already popped
+ *           return -EFAULT;
+ *   }
+ *
+ * The mask is not saved (no system call): the handler runs with SA_NODEFER.
+ */
+#define BP_RECOVER_TRY(r, lo, len) \
+	(bp_recover_push((r), (lo), (len)), sigsetjmp((r)->jb, 0) == 0)
+
 #endif
