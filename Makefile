@@ -7,6 +7,11 @@ CMAKE    ?= cmake
 CC       ?= cc
 CTESTARGS ?=
 BENCHARGS ?= all --quick
+ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+# MODULES="notify;ipc" builds only those modules (and core).
+MODULES  ?=
+CMAKEDEFS = $(if $(MODULES),-DBYPASS_MODULES="$(MODULES)")
 
 .PHONY: all configure check bench bench-full install asan asan-check tsan tsan-check clang clean report
 
@@ -14,7 +19,7 @@ all: $(BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 $(BUILD)/CMakeCache.txt:
-	$(CMAKE) -S . -B $(BUILD) -DCMAKE_C_COMPILER=$(CC) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_C_COMPILER=$(CC) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKEDEFS)
 
 check: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTESTARGS)
@@ -32,21 +37,21 @@ install: all
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 
 asan:
-	$(CMAKE) -S . -B build-asan -DBYPASS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-	$(CMAKE) --build build-asan -j $(JOBS)
+	$(CMAKE) -S . -B $(ASAN_BUILD) -DBYPASS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKEDEFS)
+	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS)
 
 asan-check: asan
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) $(CTESTARGS)
 
 tsan:
-	$(CMAKE) -S . -B build-tsan -DBYPASS_TSAN=ON -DCMAKE_BUILD_TYPE=Debug
-	$(CMAKE) --build build-tsan -j $(JOBS)
+	$(CMAKE) -S . -B $(TSAN_BUILD) -DBYPASS_TSAN=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKEDEFS)
+	$(CMAKE) --build $(TSAN_BUILD) -j $(JOBS)
 
 # ThreadSanitizer runs where threads meet: tests labelled "threads".
 tsan-check: tsan
-	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --output-on-failure -j $(JOBS) -L threads $(CTESTARGS)
 
 clang:
