@@ -405,10 +405,17 @@ int bypass_doorbell_ring(bypass_doorbell *h)
 	if (bp_unlikely(!h))
 		return -EINVAL;
 	struct db_shared *sh = h->sh;
+	db_check_fork(h);
+	/*
+	 * Add first, then look at the state: the add takes the line exclusive
+	 * in one transaction, and the loads after it hit.  (Loading first
+	 * would fetch the line shared from the spinning receiver and then
+	 * upgrade it: two transfers.)  A ring on a destroyed doorbell bumps a
+	 * sequence nobody reads any more.
+	 */
+	atomic_fetch_add_explicit(&sh->ww.value, 1, memory_order_seq_cst);
 	if (bp_unlikely(atomic_load_explicit(&sh->state, memory_order_relaxed) != DB_ALIVE))
 		return -EINVAL;
-	db_check_fork(h);
-	atomic_fetch_add_explicit(&sh->ww.value, 1, memory_order_seq_cst);
 	int r = 0;
 	if (atomic_load_explicit(&sh->ww.sleepers, memory_order_seq_cst))
 		bp_futex_wake(&sh->ww.value, INT32_MAX, true);
