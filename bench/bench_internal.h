@@ -26,6 +26,7 @@ struct bench_ctx {
 	bool quick, smoke;
 	int rounds;
 	int cpu_a, cpu_b;
+	int ncpus;          /* online CPUs at start (before any pinning) */
 	FILE *out;
 	char **params;
 	size_t nparams;

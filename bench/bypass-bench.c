@@ -10,6 +10,7 @@
 #include "bench_internal.h"
 
 #include <getopt.h>
+#include <sched.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,7 +128,7 @@ static void write_json(const char *path, struct bench_ctx *c, const char *what)
 	fprintf(f, ", \"arch\": ");
 	json_str(f, u.machine);
 	fprintf(f, ", \"cores\": %d, \"tsc_hz\": %llu, \"cpus_used\": [%d, %d]},\n",
-		bench_ncpus(), (unsigned long long)bypass_tsc_hz(), c->cpu_a, c->cpu_b);
+		c->ncpus, (unsigned long long)bypass_tsc_hz(), c->cpu_a, c->cpu_b);
 	free(model);
 	fprintf(f, "  \"experiments\": [");
 	bool first = true;
@@ -244,6 +245,9 @@ int main(int argc, char **argv)
 	}
 	const char *what = argv[optind];
 	int ncpu = bench_ncpus();
+	c.ncpus = ncpu;
+	cpu_set_t all_cpus;
+	sched_getaffinity(0, sizeof(all_cpus), &all_cpus);
 	if (ncpu < 2) {
 		c.cpu_b = c.cpu_a;
 		fprintf(c.out, "note: one CPU only: cross-core experiments share it\n");
@@ -264,6 +268,8 @@ int main(int argc, char **argv)
 		}
 		int r = modules[i].fn(&c);
 		c.cur = NULL;
+		/* An experiment may have pinned this thread: undo it. */
+		sched_setaffinity(0, sizeof(all_cpus), &all_cpus);
 		if (r != 0 && r != BENCH_SKIP) {
 			fprintf(stderr, "bypass-bench: %s failed (%d)\n", modules[i].name, r);
 			status = 1;
