@@ -7,16 +7,22 @@ CMAKE    ?= cmake
 CC       ?= cc
 CTESTARGS ?=
 BENCHARGS ?= all --quick
+# Debian's python3 has python3-matplotlib; a python3 earlier on PATH may not.
+PYTHON   ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 # MODULES="notify;ipc" builds only those modules (and core).
 MODULES  ?=
 CMAKEDEFS = $(if $(MODULES),-DBYPASS_MODULES="$(MODULES)")
 
-.PHONY: all configure check bench bench-full install asan asan-check tsan tsan-check clang clean report
+
+.PHONY: deps all configure check bench bench-full install asan asan-check tsan tsan-check clang clean report
 
 all: $(BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
+
+deps:
+	tools/deps.sh
 
 $(BUILD)/CMakeCache.txt:
 	$(CMAKE) -S . -B $(BUILD) -DCMAKE_C_COMPILER=$(CC) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKEDEFS)
@@ -28,7 +34,7 @@ check: all
 bench: all
 	mkdir -p results
 	$(BUILD)/bench/bypass-bench $(BENCHARGS) --json results/bench.json
-	-python3 tools/report.py results/bench.json --out results
+	$(PYTHON) tools/report.py results/bench.json --out results
 
 bench-full:
 	$(MAKE) bench BENCHARGS=all

@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: MIT */
+/* bypass/bypass.h - every public bypass header. */
+#ifndef BYPASS_BYPASS_H
+#define BYPASS_BYPASS_H
+
+#include <bypass/core.h>
+#include <bypass/notify.h>
+
+#endif
