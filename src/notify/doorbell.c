@@ -456,11 +456,21 @@ int bypass_doorbell_try(bypass_doorbell *h)
 	struct db_shared *sh = h->sh;
 	if (bp_unlikely(atomic_load_explicit(&sh->efd_armed, memory_order_relaxed))) {
 		atomic_store(&sh->efd_armed, 0);
-		if (atomic_exchange(&sh->efd_posted, 0) && h->efd >= 0) {
+		/*
+		 * Drain first, then clear efd_posted.  The other order loses
+		 * wake-ups: a ringer that sets efd_posted between the clear and
+		 * the read has its write drained here, and efd_posted stays 1
+		 * over an empty fd, so the next armed ring writes nothing.
+		 * Drain even when efd_posted is 0: a ringer's write may land
+		 * after an earlier drain, and a stale readable fd would make
+		 * the poll loop spin.
+		 */
+		if (h->efd >= 0) {
 			uint64_t v;
 			ssize_t rr = read(h->efd, &v, sizeof(v)); /* non-blocking */
 			(void)rr;
 		}
+		atomic_store(&sh->efd_posted, 0);
 	}
 	int n = db_consume(h);
 	return n ? n : -EAGAIN;
