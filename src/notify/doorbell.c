@@ -472,7 +472,12 @@ int bypass_doorbell_try(bypass_doorbell *h)
 		}
 		atomic_store(&sh->efd_posted, 0);
 	}
+	if (bp_unlikely(atomic_load_explicit(&sh->intr_tid, memory_order_relaxed)) &&
+	    db_intr_busy(sh))
+		return -EBUSY;
 	int n = db_consume(h);
+	if (bp_unlikely(n && !db_live(h)))
+		return -EINVAL; /* what we took was destroy's wake-up, not a ring */
 	return n ? n : -EAGAIN;
 }
 
@@ -497,11 +502,12 @@ int bypass_doorbell_wait(bypass_doorbell *h, int64_t timeout_ns)
 	for (;;) {
 		if (!db_live(h))
 			return -EINVAL;
-		if (atomic_load_explicit(&sh->intr_tid, memory_order_relaxed))
+		if (atomic_load_explicit(&sh->intr_tid, memory_order_relaxed) &&
+		    db_intr_busy(sh))
 			return -EBUSY;
 		int n = db_consume(h);
 		if (n)
-			return n;
+			return db_live(h) ? n : -EINVAL; /* destroy's wake-up */
 		uint32_t c = atomic_load_explicit(&sh->consumed, memory_order_relaxed);
 		struct bp_wait_opts o = {
 			.shared = true,
@@ -539,7 +545,7 @@ int bypass_doorbell_wait(bypass_doorbell *h, int64_t timeout_ns)
 			if (!db_live(h))
 				return -EINVAL;
 			n = db_consume(h);
-			return n ? n : -ETIMEDOUT;
+			return n ? (db_live(h) ? n : -EINVAL) : -ETIMEDOUT;
 		}
 		if (r < 0)
 			return r;

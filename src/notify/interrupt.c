@@ -58,7 +58,7 @@ static void intr_handler(int sig, siginfo_t *si, void *uc)
 		/* Clear first: a ring after this point posts a new signal. */
 		atomic_store(&h->sh->intr_posted, 0);
 		int n = db_consume(h);
-		if (n > 0 && s->cb)
+		if (n > 0 && s->cb && db_live(h)) /* destroy's wake-up is no ring */
 			s->cb(h, (unsigned)n, s->arg);
 	}
 	errno = saved;
@@ -108,12 +108,39 @@ void db_intr_unregister(struct bypass_doorbell *h)
 	struct db_shared *sh = h->sh;
 	if (h->intr_slot < 0)
 		return;
-	uint32_t tid = (uint32_t)bp_tid();
-	atomic_compare_exchange_strong(&sh->intr_tid, &tid, 0);
 	struct intr_slot *s = &slots[h->intr_slot];
+	/*
+	 * Withdraw the registration if it is still this handle's, whichever
+	 * thread of this process calls (close often runs on another thread
+	 * than the receiver, after it ended); not one that another handle or
+	 * process has made since, nor the parent's in a forked child.
+	 */
+	unsigned cookie = (atomic_load(&s->gen) << 8) | (unsigned)h->intr_slot;
+	if (atomic_load(&sh->intr_pid) == bp_pid() &&
+	    atomic_load(&sh->intr_cookie) == cookie) {
+		uint32_t tid = atomic_load(&sh->intr_tid);
+		if (tid)
+			atomic_compare_exchange_strong(&sh->intr_tid, &tid, 0);
+	}
 	atomic_fetch_add(&s->gen, 1);
 	atomic_store(&s->db, NULL);
 	h->intr_slot = -1;
+}
+
+bool db_intr_busy(struct db_shared *sh)
+{
+	uint32_t tid = atomic_load(&sh->intr_tid);
+	if (!tid)
+		return false;
+	pid_t pid = atomic_load(&sh->intr_pid);
+	int saved = errno;
+	bool alive = syscall(SYS_tgkill, pid, (pid_t)tid, 0) == 0 || errno == EPERM;
+	errno = saved;
+	if (alive)
+		return true;
+	/* The receiver thread ended without unregistering: nobody consumes. */
+	atomic_compare_exchange_strong(&sh->intr_tid, &tid, 0);
+	return false;
 }
 
 int bypass_doorbell_set_handler(bypass_doorbell *h, bypass_doorbell_cb cb, void *arg)
@@ -124,8 +151,9 @@ int bypass_doorbell_set_handler(bypass_doorbell *h, bypass_doorbell_cb cb, void 
 	if (!cb) {
 		if (h->intr_slot < 0)
 			return 0;
-		if (atomic_load(&sh->intr_tid) != (uint32_t)bp_tid() ||
-		    atomic_load(&sh->intr_pid) != bp_pid())
+		uint32_t cur = atomic_load(&sh->intr_tid);
+		if (cur && (cur != (uint32_t)bp_tid() || atomic_load(&sh->intr_pid) != bp_pid()) &&
+		    db_intr_busy(sh))
 			return -EBUSY;
 		db_intr_unregister(h);
 		return 0;

@@ -73,6 +73,9 @@ int db_consume(struct bypass_doorbell *h);
 int db_post_eventfd(struct bypass_doorbell *h);
 int db_intr_post(struct bypass_doorbell *h);
 void db_intr_unregister(struct bypass_doorbell *h);
+/* A live thread's handler consumes the rings (clears the registration of a
+ * receiver thread that ended without unregistering). */
+bool db_intr_busy(struct db_shared *sh);
 int bp_uintr_available(void);
 const char *bp_uintr_absent_reason(void);
 
