@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 
 #include "harness.h"
-#include "util.h"
+#include "core/testutil.h"
 
 static void cb(bypass_doorbell *db, unsigned n, void *arg)
 {

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "harness.h"
-#include "util.h"
+#include "core/testutil.h"
 
 static const char *mode_name[] = { "adaptive", "sleep", "spin" };
 

@@ -19,7 +19,7 @@
 
 #include "harness.h"
 #include "notify/notify_internal.h"
-#include "util.h"
+#include "core/testutil.h"
 
 static void cb(bypass_doorbell *db, unsigned n, void *arg)
 {

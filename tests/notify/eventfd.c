@@ -20,7 +20,7 @@
 #include <sys/epoll.h>
 
 #include "harness.h"
-#include "util.h"
+#include "core/testutil.h"
 
 static int readable(int fd, int ms)
 {

@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 
 #include "harness.h"
-#include "util.h"
+#include "core/testutil.h"
 
 #define ROUNDS 2000
 

@@ -12,7 +12,7 @@
 
 #include "harness.h"
 #include "notify/notify_internal.h"
-#include "util.h"
+#include "core/testutil.h"
 
 #define ROUNDS 2000
 

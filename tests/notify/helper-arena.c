@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "harness.h"
-#include "util.h"
+#include "core/testutil.h"
 
 int main(int argc, char **argv)
 {

@@ -15,7 +15,7 @@
 #include <poll.h>
 
 #include "harness.h"
-#include "util.h"
+#include "core/testutil.h"
 
 static void poll_readable(int fd)
 {

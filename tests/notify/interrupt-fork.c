@@ -16,7 +16,7 @@
 #include <sys/syscall.h>
 
 #include "harness.h"
-#include "util.h"
+#include "core/testutil.h"
 
 static bypass_doorbell *db, *ready, *ack;
 static _Atomic long sum, calls;

@@ -22,7 +22,7 @@
 #include <sys/syscall.h>
 
 #include "harness.h"
-#include "util.h"
+#include "core/testutil.h"
 
 struct ctx {
 	bypass_doorbell *db;

@@ -14,7 +14,7 @@
 #include <stdatomic.h>
 
 #include "harness.h"
-#include "util.h"
+#include "core/testutil.h"
 
 #define NDB 320
 #define NCONS 4

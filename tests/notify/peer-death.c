@@ -11,7 +11,7 @@
 #include <signal.h>
 
 #include "harness.h"
-#include "util.h"
+#include "core/testutil.h"
 
 static void reap_killed(pid_t pid)
 {

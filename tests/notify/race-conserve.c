@@ -15,7 +15,7 @@
 #include <stdatomic.h>
 
 #include "harness.h"
-#include "util.h"
+#include "core/testutil.h"
 
 #define NRINGERS 3
 #define NCONSUMERS 3

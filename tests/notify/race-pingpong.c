@@ -15,7 +15,7 @@
 #include <stdatomic.h>
 
 #include "harness.h"
-#include "util.h"
+#include "core/testutil.h"
 
 enum how { FOREVER, TIMEOUTS, TRY, POLL, NHOW };
 static const char *how_name[] = { "forever", "timeouts", "try", "poll" };

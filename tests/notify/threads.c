@@ -14,7 +14,7 @@
 
 #include "harness.h"
 #include "notify/notify_internal.h"
-#include "util.h"
+#include "core/testutil.h"
 
 struct waiter {
 	bypass_doorbell *db;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Small helpers shared by the notify tests (and the core ones). */
-#ifndef BYPASS_TEST_NOTIFY_UTIL_H
-#define BYPASS_TEST_NOTIFY_UTIL_H
+/* Small helpers shared by the core and notify tests. */
+#ifndef BYPASS_TEST_CORE_TESTUTIL_H
+#define BYPASS_TEST_CORE_TESTUTIL_H
 
 #include <dirent.h>
 #include <limits.h>
