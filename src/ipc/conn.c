@@ -1,0 +1,604 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Services and connections: the Unix socket handshake, credentials, the
+ * connection's arena, liveness of the peer, and closing.
+ *
+ * The server creates one arena per connection (so one client can never see
+ * or corrupt another's rings), seals it against shrinking and growing, and
+ * sends it with a hello message.  The client accepts only a sealed memfd
+ * whose every offset and size checks out: a memfd the server could truncate
+ * would let it crash us with SIGBUS.  There is no reply: the connection is
+ * usable as soon as the hello is sent, and a client that goes away is seen
+ * as a hang-up like any other.
+ */
+#include "ipc/ipc_internal.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define DEFAULT_RING (1u << 20)
+#define MIN_RING 4096ull
+#define MAX_RING (1ull << 30)
+#define HANDSHAKE_NS 5000000000ll
+#define NAME_MAX_LEN 100
+
+uint64_t ipc_default_spin_ns(void)
+{
+	static _Atomic uint64_t v;
+	uint64_t s = atomic_load_explicit(&v, memory_order_relaxed);
+	if (!s) {
+		s = bp_env_u64("BYPASS_IPC_SPIN_NS", 20000) + 1;
+		atomic_store(&v, s);
+	}
+	return s - 1;
+}
+
+uint64_t ipc_deadline(int64_t timeout_ns)
+{
+	if (timeout_ns < 0)
+		return UINT64_MAX;
+	if (timeout_ns == 0)
+		return 0;
+	return bypass_now_ns() + (uint64_t)timeout_ns;
+}
+
+static bool pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* The largest payload a ring of cap bytes can carry (see ring.c). */
+static uint64_t max_payload(uint64_t cap)
+{
+	return cap / 2 - 128;
+}
+
+int ipc_check_opts(const struct bypass_ipc_opts *o, bool service)
+{
+	if (!o)
+		return 0;
+	if (o->mode < BYPASS_WAIT_ADAPTIVE || o->mode > BYPASS_WAIT_SPIN)
+		return -EINVAL;
+	if (o->flags & ~(BYPASS_IPC_ANY_UID | BYPASS_IPC_PKEY))
+		return -EINVAL;
+	if (o->nallow && !o->allow_uids)
+		return -EINVAL;
+	if (o->nallow > 1024 || o->handshake_timeout_ns < 0)
+		return -EINVAL;
+	if (service) {
+		if (o->ring_size && (!pow2(o->ring_size) || o->ring_size < MIN_RING ||
+				     o->ring_size > MAX_RING))
+			return -EINVAL;
+		uint64_t cap = o->ring_size ? o->ring_size : DEFAULT_RING;
+		if (o->max_msg > max_payload(cap))
+			return -EINVAL;
+	}
+	if (o->flags & BYPASS_IPC_PKEY) {
+		int k = ipc_pkey_get();
+		if (k < 0)
+			return k;
+	}
+	return 0;
+}
+
+/* Fill a sockaddr for name; returns its length or -EINVAL. */
+static int make_addr(const char *name, struct sockaddr_un *sa, bool *is_path)
+{
+	if (!name || !*name)
+		return -EINVAL;
+	size_t n = strlen(name);
+	if (n > NAME_MAX_LEN)
+		return -EINVAL;
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (name[0] == '/' || name[0] == '.') {
+		memcpy(sa->sun_path, name, n);
+		*is_path = true;
+		return (int)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+	}
+	static const char pfx[] = "bypass-ipc:";
+	memcpy(sa->sun_path + 1, pfx, sizeof(pfx) - 1);
+	memcpy(sa->sun_path + sizeof(pfx), name, n);
+	*is_path = false;
+	return (int)(offsetof(struct sockaddr_un, sun_path) + sizeof(pfx) + n);
+}
+
+static bool uid_allowed(uid_t uid, unsigned flags, const uid_t *allow, unsigned n)
+{
+	if (flags & BYPASS_IPC_ANY_UID)
+		return true;
+	if (uid == geteuid())
+		return true;
+	for (unsigned i = 0; i < n; i++)
+		if (allow[i] == uid)
+			return true;
+	return false;
+}
+
+static int peer_cred(int sock, struct ucred *uc)
+{
+	socklen_t l = sizeof(*uc);
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, uc, &l) < 0)
+		return -errno;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- service */
+
+int bypass_ipc_listen(const char *name, const struct bypass_ipc_opts *o,
+		      bypass_ipc_service **out)
+{
+	if (!out)
+		return -EINVAL;
+	int r = ipc_check_opts(o, true);
+	if (r)
+		return r;
+	struct sockaddr_un sa;
+	bool is_path;
+	int alen = make_addr(name, &sa, &is_path);
+	if (alen < 0)
+		return alen;
+	struct bypass_ipc_service *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	if (o)
+		s->opts = *o;
+	s->opts.allow_uids = NULL;
+	if (o && o->nallow) {
+		s->allow = malloc(o->nallow * sizeof(uid_t));
+		if (!s->allow) {
+			free(s);
+			return -ENOMEM;
+		}
+		memcpy(s->allow, o->allow_uids, o->nallow * sizeof(uid_t));
+	}
+	s->ring_size = o && o->ring_size ? o->ring_size : DEFAULT_RING;
+	s->max_msg = o && o->max_msg ? o->max_msg : s->ring_size / 4;
+	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->fd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (bind(s->fd, (struct sockaddr *)&sa, (socklen_t)alen) < 0 ||
+	    listen(s->fd, 128) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (is_path)
+		snprintf(s->path, sizeof(s->path), "%s", name);
+	s->creator = bp_pid();
+	*out = s;
+	return 0;
+fail:
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->allow);
+	free(s);
+	return r;
+}
+
+int bypass_ipc_service_fd(const bypass_ipc_service *s)
+{
+	return s ? s->fd : -EINVAL;
+}
+
+int bypass_ipc_service_close(bypass_ipc_service *s)
+{
+	if (!s)
+		return -EINVAL;
+	if (s->path[0] && s->creator == bp_pid())
+		unlink(s->path);
+	close(s->fd);
+	free(s->allow);
+	free(s);
+	return 0;
+}
+
+static int wait_fd(int fd, short events, uint64_t deadline)
+{
+	for (;;) {
+		int ms = -1;
+		if (deadline != UINT64_MAX) {
+			uint64_t now = bypass_now_ns();
+			if (now >= deadline)
+				return -ETIMEDOUT;
+			uint64_t left = (deadline - now + 999999) / 1000000;
+			ms = left > INT32_MAX ? INT32_MAX : (int)left;
+		}
+		struct pollfd p = { .fd = fd, .events = events };
+		int r = poll(&p, 1, ms);
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+static struct bypass_ipc_conn *conn_new(void)
+{
+	struct bypass_ipc_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->sock = -1;
+	c->pidfd = -1;
+	c->fork_gen = bp_fork_gen();
+	return c;
+}
+
+static void conn_set_mode(struct bypass_ipc_conn *c, const struct bypass_ipc_opts *o)
+{
+	c->mode = o ? o->mode : BYPASS_WAIT_ADAPTIVE;
+	uint64_t spin = o && o->spin_ns ? o->spin_ns : ipc_default_spin_ns();
+	c->spin_cycles = bp_ns_to_cycles(spin);
+}
+
+static void conn_free(struct bypass_ipc_conn *c)
+{
+	if (c->arena)
+		bypass_arena_detach(c->arena);
+	if (c->sock >= 0)
+		close(c->sock);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	free(c);
+}
+
+static void ring_view(struct ipc_ring *rv, struct ipc_ctl *ctl, void *data, uint64_t cap)
+{
+	rv->ctl = ctl;
+	rv->data = data;
+	rv->cap = cap;
+	rv->mask = cap - 1;
+}
+
+static int open_pidfd(pid_t pid)
+{
+	if (pid <= 0)
+		return -1;
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	return fd < 0 ? -1 : fd;
+}
+
+/* Guard the arena with this process's protection key if asked to. */
+static int conn_pkey(struct bypass_ipc_conn *c, unsigned flags)
+{
+	if (!(flags & BYPASS_IPC_PKEY))
+		return 0;
+	int r = ipc_pkey_tag((void *)c->lo, c->len);
+	if (r)
+		return r;
+	c->pkey = true;
+	return 0;
+}
+
+int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t timeout_ns)
+{
+	if (!s || !out || timeout_ns < BYPASS_FOREVER)
+		return -EINVAL;
+	uint64_t deadline = ipc_deadline(timeout_ns);
+	int fd;
+	for (;;) {
+		fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd >= 0)
+			break;
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if (errno != EAGAIN)
+			return -errno;
+		if (!deadline)
+			return -EAGAIN;
+		int r = wait_fd(s->fd, POLLIN, deadline);
+		if (r)
+			return r;
+	}
+	struct ucred uc;
+	int r = peer_cred(fd, &uc);
+	if (r) {
+		close(fd);
+		return r;
+	}
+	struct ipc_hello h = { .magic = IPC_MAGIC, .version = IPC_VERSION,
+			       .pid = (int32_t)bp_pid() };
+	if (!uid_allowed(uc.uid, s->opts.flags, s->allow, s->opts.nallow)) {
+		bp_info("bypass: ipc: refused pid %d uid %u", (int)uc.pid, (unsigned)uc.uid);
+		h.status = EACCES;
+		bypass_send_fds(fd, NULL, 0, &h, sizeof(h));
+		close(fd);
+		return -EACCES;
+	}
+
+	struct bypass_ipc_conn *c = conn_new();
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->sock = fd;
+	c->server = true;
+	c->peer_pid = uc.pid;
+	c->peer_uid = uc.uid;
+	conn_set_mode(c, &s->opts);
+	uint64_t cap = s->ring_size, ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct bypass_arena_opts ao = { .size = 2 * ps + 2 * cap, .name = "bypass-ipc" };
+	r = bypass_arena_create(&ao, &c->arena);
+	if (r)
+		goto fail;
+	int afd = bypass_arena_fd(c->arena);
+	/* Core seals against shrinking; also growing, then the seals. */
+	fcntl(afd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SEAL);
+	struct ipc_shared *sh;
+	void *d1, *d2;
+	if ((r = bypass_arena_alloc(c->arena, sizeof(*sh), ps, (void **)&sh)) ||
+	    (r = bypass_arena_alloc(c->arena, cap, ps, &d1)) ||
+	    (r = bypass_arena_alloc(c->arena, cap, ps, &d2)))
+		goto fail;
+	sh->magic = IPC_MAGIC;
+	sh->version = IPC_VERSION;
+	c->lo = (uintptr_t)bypass_arena_base(c->arena);
+	c->len = bypass_arena_size(c->arena);
+	ring_view(&c->rx, &sh->c2s, d1, cap);
+	ring_view(&c->tx, &sh->s2c, d2, cap);
+	c->max_msg = s->max_msg;
+	h.ring_size = cap;
+	h.max_msg = s->max_msg;
+	h.off_shared = (uintptr_t)sh - c->lo;
+	h.off_c2s = (uintptr_t)d1 - c->lo;
+	h.off_s2c = (uintptr_t)d2 - c->lo;
+	r = conn_pkey(c, s->opts.flags);
+	if (r)
+		goto fail;
+	r = bypass_send_fds(fd, &afd, 1, &h, sizeof(h));
+	if (r < 0) {
+		r = r == -EPIPE || r == -ECONNRESET ? -ECONNABORTED : r;
+		goto fail;
+	}
+	c->pidfd = open_pidfd(uc.pid);
+	*out = c;
+	return 0;
+fail:
+	conn_free(c);
+	return r;
+}
+
+/* ------------------------------------------------------------------ client */
+
+/* Check the hello and the arena before trusting a byte of either. */
+static int check_hello(const struct ipc_hello *h, int afd, size_t *arena_len)
+{
+	if (h->magic != IPC_MAGIC || h->version != IPC_VERSION)
+		return -EPROTO;
+	uint64_t cap = h->ring_size, ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	if (!pow2(cap) || cap < MIN_RING || cap > MAX_RING || !h->max_msg ||
+	    h->max_msg > max_payload(cap))
+		return -EPROTO;
+	struct stat st;
+	if (fstat(afd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+		return -EPROTO;
+	int seals = fcntl(afd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		bp_warn("bypass: ipc: the server's arena is not sealed against "
+			"shrinking (it could be truncated under us): refused");
+		return -EPROTO;
+	}
+	uint64_t size = (uint64_t)st.st_size;
+	if ((h->off_shared | h->off_c2s | h->off_s2c) & (ps - 1))
+		return -EPROTO;
+	if (h->off_shared < ps || h->off_shared > size - sizeof(struct ipc_shared) ||
+	    h->off_c2s < ps || h->off_c2s > size || size - h->off_c2s < cap ||
+	    h->off_s2c < ps || h->off_s2c > size || size - h->off_s2c < cap)
+		return -EPROTO;
+	*arena_len = size;
+	return 0;
+}
+
+int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
+		       bypass_ipc_conn **out)
+{
+	if (!out)
+		return -EINVAL;
+	int r = ipc_check_opts(o, false);
+	if (r)
+		return r;
+	struct sockaddr_un sa;
+	bool is_path;
+	int alen = make_addr(name, &sa, &is_path);
+	if (alen < 0)
+		return alen;
+	struct bypass_ipc_conn *c = conn_new();
+	if (!c)
+		return -ENOMEM;
+	conn_set_mode(c, o);
+	c->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->sock < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (connect(c->sock, (struct sockaddr *)&sa, (socklen_t)alen) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	int64_t hto = o && o->handshake_timeout_ns ? o->handshake_timeout_ns : HANDSHAKE_NS;
+	r = wait_fd(c->sock, POLLIN, ipc_deadline(hto));
+	if (r)
+		goto fail;
+	struct ipc_hello h;
+	int afd = -1;
+	unsigned nfds = 1;
+	memset(&h, 0, sizeof(h));
+	r = bypass_recv_fds(c->sock, &afd, &nfds, &h, sizeof(h));
+	if (r == 0) {
+		r = -ECONNRESET;
+		goto fail;
+	}
+	if (r == -EMSGSIZE) {
+		r = -EPROTO;
+		goto fail;
+	}
+	if (r < 0)
+		goto fail;
+	if ((size_t)r != sizeof(h) || h.magic != IPC_MAGIC) {
+		r = -EPROTO;
+		goto fail_fd;
+	}
+	if (h.status) {
+		r = h.status == EACCES ? -EACCES : -EPROTO;
+		goto fail_fd;
+	}
+	if (nfds != 1) {
+		r = -EPROTO;
+		goto fail_fd;
+	}
+	struct ucred uc;
+	r = peer_cred(c->sock, &uc);
+	if (r)
+		goto fail_fd;
+	if (!uid_allowed(uc.uid, o ? o->flags : 0, o ? o->allow_uids : NULL,
+			 o ? o->nallow : 0)) {
+		bp_info("bypass: ipc: server uid %u is not allowed", (unsigned)uc.uid);
+		r = -EACCES;
+		goto fail_fd;
+	}
+	size_t alen2;
+	r = check_hello(&h, afd, &alen2);
+	if (r)
+		goto fail_fd;
+	r = bypass_arena_attach(afd, &c->arena);
+	if (r)
+		goto fail_fd;
+	close(afd);
+	afd = -1;
+	c->lo = (uintptr_t)bypass_arena_base(c->arena);
+	c->len = bypass_arena_size(c->arena);
+	if (c->len != alen2) {
+		r = -EPROTO;
+		goto fail;
+	}
+	struct ipc_shared *sh = (void *)(c->lo + h.off_shared);
+	ring_view(&c->tx, &sh->c2s, (void *)(c->lo + h.off_c2s), h.ring_size);
+	ring_view(&c->rx, &sh->s2c, (void *)(c->lo + h.off_s2c), h.ring_size);
+	c->max_msg = h.max_msg;
+	/* The accepting process (it says); the socket's hang-up covers a lie. */
+	c->peer_pid = h.pid > 0 ? h.pid : uc.pid;
+	c->peer_uid = uc.uid;
+	c->pidfd = open_pidfd(c->peer_pid);
+	r = conn_pkey(c, o ? o->flags : 0);
+	if (r)
+		goto fail;
+	int fl = fcntl(c->sock, F_GETFL);
+	if (fl >= 0)
+		fcntl(c->sock, F_SETFL, fl | O_NONBLOCK);
+	*out = c;
+	return 0;
+fail_fd:
+	if (afd >= 0)
+		close(afd);
+fail:
+	conn_free(c);
+	return r;
+}
+
+/* ---------------------------------------------------------------- liveness */
+
+void ipc_drain_socket(bypass_ipc_conn *c)
+{
+	char buf[64];
+	for (;;) {
+		ssize_t n = recv(c->sock, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n > 0)
+			continue;
+		if (n == 0)
+			c->peer_gone = true;
+		else if (errno == EINTR)
+			continue;
+		else if (errno != EAGAIN && errno != EWOULDBLOCK)
+			c->peer_gone = true;
+		return;
+	}
+}
+
+int ipc_peer_check(bypass_ipc_conn *c)
+{
+	if (c->peer_gone)
+		return -ECONNRESET;
+	struct pollfd p[2] = {
+		{ .fd = c->sock, .events = POLLIN | POLLRDHUP },
+		{ .fd = c->pidfd, .events = POLLIN },
+	};
+	int r = poll(p, c->pidfd >= 0 ? 2 : 1, 0);
+	if (r > 0 && ((p[0].revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) ||
+		      (p[1].revents & POLLIN))) {
+		c->peer_gone = true;
+		return -ECONNRESET;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------- misc */
+
+int bypass_ipc_close(bypass_ipc_conn *c)
+{
+	if (!c)
+		return -EINVAL;
+	ipc_epoll_forget(c);
+	if (c->fork_gen == bp_fork_gen_fast() && !c->broken) {
+		/* Tell the peer, and wake it wherever it waits. */
+		struct bp_recover rp;
+		if (BP_RECOVER_TRY(&rp, (void *)c->lo, c->len)) {
+			if (c->pkey)
+				ipc_pkey_open();
+			atomic_store(&c->rx.ctl->rx_closed, 1);
+			atomic_store(&c->tx.ctl->tx_closed, 1);
+			atomic_fetch_add(&c->tx.ctl->rx_wake, 1);
+			atomic_fetch_add(&c->rx.ctl->tx_wake, 1);
+			bp_futex_wake(&c->tx.ctl->rx_wake, INT32_MAX, true);
+			bp_futex_wake(&c->rx.ctl->tx_wake, INT32_MAX, true);
+			if (c->pkey)
+				ipc_pkey_close();
+			bp_recover_pop(&rp);
+		}
+		shutdown(c->sock, SHUT_RDWR);
+	}
+	conn_free(c);
+	return 0;
+}
+
+int bypass_ipc_set_mode(bypass_ipc_conn *c, int mode, uint64_t spin_ns)
+{
+	if (!c || mode < BYPASS_WAIT_ADAPTIVE || mode > BYPASS_WAIT_SPIN)
+		return -EINVAL;
+	c->mode = mode;
+	if (spin_ns)
+		c->spin_cycles = bp_ns_to_cycles(spin_ns);
+	return 0;
+}
+
+int bypass_ipc_peer(const bypass_ipc_conn *c, pid_t *pid, uid_t *uid)
+{
+	if (!c)
+		return -EINVAL;
+	if (pid)
+		*pid = c->peer_pid;
+	if (uid)
+		*uid = c->peer_uid;
+	return 0;
+}
+
+int bypass_ipc_max_msg(const bypass_ipc_conn *c, size_t *max)
+{
+	if (!c || !max)
+		return -EINVAL;
+	*max = (size_t)c->max_msg;
+	return 0;
+}
+
+int bypass_ipc_fd(const bypass_ipc_conn *c)
+{
+	return c ? c->sock : -EINVAL;
+}

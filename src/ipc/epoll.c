@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * epoll compatibility: bypass_epoll_ctl registers a connection with an
+ * epoll instance, bypass_epoll_wait reports ready connections and ordinary
+ * descriptors together.
+ *
+ * Each connection's handshake socket sits in the kernel's epoll set with a
+ * registration record as its data; it becomes readable when the peer hangs
+ * up, or when the peer sends a wake byte because we armed the connection
+ * before sleeping.  While connections have messages, bypass_epoll_wait finds
+ * them in shared memory without a system call (and polls the kernel for the
+ * ordinary descriptors at most every POLL_NS); when nothing is ready it
+ * spins for the connections' budget, arms them, and sleeps in epoll_wait.
+ *
+ * Our events are told apart from the application's by their data: the
+ * address of one of our registration records for that epfd.
+ */
+#include "ipc/ipc_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define POLL_NS 50000ull
+
+struct ipc_epreg {
+	bypass_ipc_conn *conn;
+	struct ipc_epset *set;
+	uint32_t events;
+	epoll_data_t data;
+	unsigned seen;          /* generation in which it was last reported */
+};
+
+struct ipc_epset {
+	int epfd;
+	struct ipc_epreg **regs;
+	size_t n, cap;
+	uint64_t next_kpoll;    /* TSC of the next kernel poll while busy */
+	unsigned gen;
+	struct ipc_epset *next;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ipc_epset *sets;
+
+static struct ipc_epset *find_set(int epfd)
+{
+	for (struct ipc_epset *s = sets; s; s = s->next)
+		if (s->epfd == epfd)
+			return s;
+	return NULL;
+}
+
+static void drop_set_if_empty(struct ipc_epset *s)
+{
+	if (s->n)
+		return;
+	for (struct ipc_epset **p = &sets; *p; p = &(*p)->next)
+		if (*p == s) {
+			*p = s->next;
+			break;
+		}
+	free(s->regs);
+	free(s);
+}
+
+static void unlink_reg(struct ipc_epreg *g)
+{
+	struct ipc_epset *s = g->set;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->regs[i] == g) {
+			s->regs[i] = s->regs[--s->n];
+			break;
+		}
+	g->conn->ep = NULL;
+	drop_set_if_empty(s);
+	free(g);
+}
+
+void ipc_epoll_forget(bypass_ipc_conn *c)
+{
+	pthread_mutex_lock(&lock);
+	struct ipc_epreg *g = c->ep;
+	if (g) {
+		if (c->fork_gen == bp_fork_gen_fast())
+			epoll_ctl(g->set->epfd, EPOLL_CTL_DEL, c->sock, NULL);
+		unlink_reg(g);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+#define OK_EVENTS (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
+
+int bypass_epoll_ctl(int epfd, int op, bypass_ipc_conn *c, struct epoll_event *ev)
+{
+	if (epfd < 0 || !c)
+		return -EINVAL;
+	if (c->fork_gen != bp_fork_gen_fast())
+		return -EBADF;
+	if (op != EPOLL_CTL_DEL) {
+		if (!ev)
+			return -EINVAL;
+		if (ev->events & (EPOLLOUT | EPOLLET | EPOLLONESHOT | EPOLLEXCLUSIVE))
+			return -EOPNOTSUPP;
+		if (ev->events & ~(uint32_t)(OK_EVENTS | EPOLLPRI))
+			return -EINVAL;
+	}
+	int r = 0;
+	pthread_mutex_lock(&lock);
+	struct ipc_epreg *g = c->ep;
+	switch (op) {
+	case EPOLL_CTL_ADD: {
+		if (g) {
+			r = -EEXIST;
+			break;
+		}
+		struct ipc_epset *s = find_set(epfd);
+		bool fresh = false;
+		if (!s) {
+			s = calloc(1, sizeof(*s));
+			if (!s) {
+				r = -ENOMEM;
+				break;
+			}
+			s->epfd = epfd;
+			s->next = sets;
+			sets = s;
+			fresh = true;
+		}
+		g = calloc(1, sizeof(*g));
+		if (!g || (s->n == s->cap &&
+			   !(s->regs = realloc(s->regs, (s->cap = s->cap ? 2 * s->cap : 8) *
+							     sizeof(*s->regs))))) {
+			free(g);
+			if (fresh)
+				drop_set_if_empty(s);
+			r = -ENOMEM;
+			break;
+		}
+		struct epoll_event kev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = g };
+		if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->sock, &kev) < 0) {
+			r = -errno;
+			free(g);
+			if (fresh)
+				drop_set_if_empty(s);
+			break;
+		}
+		g->conn = c;
+		g->set = s;
+		g->events = ev->events;
+		g->data = ev->data;
+		s->regs[s->n++] = g;
+		c->ep = g;
+		break;
+	}
+	case EPOLL_CTL_MOD:
+		if (!g || g->set->epfd != epfd) {
+			r = -ENOENT;
+			break;
+		}
+		g->events = ev->events;
+		g->data = ev->data;
+		break;
+	case EPOLL_CTL_DEL:
+		if (!g || g->set->epfd != epfd) {
+			r = -ENOENT;
+			break;
+		}
+		epoll_ctl(epfd, EPOLL_CTL_DEL, c->sock, NULL);
+		unlink_reg(g);
+		break;
+	default:
+		r = -EINVAL;
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+static struct ipc_epreg *our_reg(struct ipc_epset *s, void *p)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->regs[i] == p)
+			return s->regs[i];
+	return NULL;
+}
+
+static uint32_t conn_events(struct ipc_epreg *g)
+{
+	bypass_ipc_conn *c = g->conn;
+	uint32_t e = EPOLLIN;
+	if (c->broken)
+		e |= EPOLLERR;
+	if (c->peer_gone || c->broken)
+		e |= EPOLLHUP | (g->events & EPOLLRDHUP);
+	return e;
+}
+
+/* Report ready connections into ev[n..max); returns the new n. */
+static int scan(struct ipc_epset *s, struct epoll_event *ev, int n, int max)
+{
+	for (size_t i = 0; i < s->n && n < max; i++) {
+		struct ipc_epreg *g = s->regs[i];
+		if (g->seen == s->gen || !(g->events & EPOLLIN))
+			continue;
+		if (ipc_poll_ready(g->conn, false) == 1) {
+			g->seen = s->gen;
+			ev[n].events = conn_events(g);
+			ev[n].data = g->data;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Translate the kernel's events in place: ours become the connection's
+ * (or vanish if spurious), the application's pass through. */
+static int translate(struct ipc_epset *s, struct epoll_event *ev, int k)
+{
+	int n = 0;
+	for (int i = 0; i < k; i++) {
+		struct ipc_epreg *g = our_reg(s, ev[i].data.ptr);
+		if (!g) {
+			ev[n++] = ev[i];
+			continue;
+		}
+		bypass_ipc_conn *c = g->conn;
+		if (ev[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))
+			c->peer_gone = true;
+		ipc_drain_socket(c);
+		ipc_disarm(c);
+		if (g->seen == s->gen || !(g->events & EPOLLIN))
+			continue;
+		if (ipc_poll_ready(c, false) == 1) {
+			g->seen = s->gen;
+			ev[n].events = conn_events(g);
+			ev[n].data = g->data;
+			n++;
+		}
+	}
+	return n;
+}
+
+static int kpoll(int epfd, struct epoll_event *ev, int max, int timeout_ms)
+{
+	int k;
+	do
+		k = epoll_wait(epfd, ev, max, timeout_ms);
+	while (k < 0 && errno == EINTR && timeout_ms == 0);
+	return k < 0 ? -errno : k;
+}
+
+int bypass_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout_ms)
+{
+	if (epfd < 0 || !ev || max <= 0)
+		return -EINVAL;
+	pthread_mutex_lock(&lock);
+	struct ipc_epset *s = find_set(epfd);
+	if (!s) {
+		pthread_mutex_unlock(&lock);
+		return kpoll(epfd, ev, max, timeout_ms);
+	}
+	s->gen++;
+	uint64_t start_ns = timeout_ms > 0 ? bypass_now_ns() : 0;
+	uint64_t t0 = bypass_rdtscp(NULL);
+	uint64_t poll_cycles = bp_ns_to_cycles(POLL_NS);
+	/* The spin budget: the longest of the connections' modes. */
+	uint64_t spin = 0;
+	bool forever = false;
+	for (size_t i = 0; i < s->n; i++) {
+		bypass_ipc_conn *c = s->regs[i]->conn;
+		if (c->mode == BYPASS_WAIT_SPIN)
+			forever = true;
+		else if (c->mode == BYPASS_WAIT_ADAPTIVE && c->spin_cycles > spin)
+			spin = c->spin_cycles;
+	}
+	int n;
+	for (;;) {
+		n = scan(s, ev, 0, max);
+		uint64_t now = bypass_rdtscp(NULL);
+		if (now >= s->next_kpoll) {
+			/* Ordinary descriptors: at least every POLL_NS while busy. */
+			s->next_kpoll = now + poll_cycles;
+			if (n < max) {
+				pthread_mutex_unlock(&lock);
+				int k = kpoll(epfd, ev + n, max - n, 0);
+				pthread_mutex_lock(&lock);
+				s = find_set(epfd);
+				if (k < 0)
+					return n ? n : (pthread_mutex_unlock(&lock), k);
+				if (s)
+					k = translate(s, ev + n, k);
+				n += k;
+			}
+		}
+		if (n || !s || timeout_ms == 0)
+			break;
+		if (!forever && now - t0 >= spin)
+			break;
+		if (timeout_ms > 0 && bypass_now_ns() - start_ns >= (uint64_t)timeout_ms * 1000000)
+			break;
+		pthread_mutex_unlock(&lock);
+		for (int i = 0; i < 32; i++)
+			bp_cpu_relax();
+		pthread_mutex_lock(&lock);
+		s = find_set(epfd);
+	}
+	if (n || !s || timeout_ms == 0) {
+		pthread_mutex_unlock(&lock);
+		return n;
+	}
+	/* Nothing: arm every connection, then sleep in the kernel. */
+	for (size_t i = 0; i < s->n && n < max; i++) {
+		struct ipc_epreg *g = s->regs[i];
+		if (!(g->events & EPOLLIN) || g->seen == s->gen)
+			continue;
+		if (ipc_poll_ready(g->conn, true) == 1) {
+			g->seen = s->gen;
+			ev[n].events = conn_events(g);
+			ev[n].data = g->data;
+			n++;
+		}
+	}
+	if (n) {
+		for (size_t i = 0; i < s->n; i++)
+			ipc_disarm(s->regs[i]->conn);
+		pthread_mutex_unlock(&lock);
+		return n;
+	}
+	int left = timeout_ms;
+	if (timeout_ms > 0) {
+		uint64_t spent = (bypass_now_ns() - start_ns) / 1000000;
+		left = spent >= (uint64_t)timeout_ms ? 0 : timeout_ms - (int)spent;
+	}
+	pthread_mutex_unlock(&lock);
+	int k = kpoll(epfd, ev, max, left);
+	pthread_mutex_lock(&lock);
+	s = find_set(epfd);
+	if (k < 0) {
+		if (s)
+			for (size_t i = 0; i < s->n; i++)
+				ipc_disarm(s->regs[i]->conn);
+		pthread_mutex_unlock(&lock);
+		return k;
+	}
+	if (s) {
+		s->gen++;
+		n = translate(s, ev, k);
+		for (size_t i = 0; i < s->n; i++)
+			ipc_disarm(s->regs[i]->conn);
+		n = scan(s, ev, n, max);
+	} else {
+		n = k;
+	}
+	pthread_mutex_unlock(&lock);
+	return n;
+}

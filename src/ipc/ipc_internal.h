@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ipc internals shared by the files of src/ipc/.
+ *
+ * The connection's arena (a core arena: its first page is core's header):
+ *
+ *   page 1        struct ipc_shared: two ring control blocks
+ *   data c2s      ring_size bytes, client -> server records
+ *   data s2c      ring_size bytes, server -> client records
+ *
+ * A ring carries records aligned to 64 bytes: a 16-byte header, then the
+ * payload.  The header's stamp is written last (release) and says where the
+ * record is: stamp = absolute position | kind.  A consumer at position T
+ * waits for stamp == T | kind; anything else there is "not yet".  Before it
+ * publishes a record, the producer clears the stamp where the next record
+ * will go, so that a stale payload byte pattern can never look like a
+ * record.  A record never wraps; a PAD record fills the end of the ring.
+ *
+ * Each side keeps its own position privately (producer: head; consumer: rd
+ * and tail); the shared copies only inform the other side and are checked
+ * before use.  Addresses are always computed from private positions masked
+ * to the ring, so nothing the peer writes can move an access out of the
+ * arena.
+ */
+#ifndef BYPASS_IPC_INTERNAL_H
+#define BYPASS_IPC_INTERNAL_H
+
+#include <bypass/ipc.h>
+#include <pthread.h>
+
+#include "core/internal.h"
+
+#define IPC_MAGIC 0x4250495043415231ull /* "BPIPCAR1" */
+#define IPC_VERSION 1u
+#define IPC_HDR 16u        /* record header bytes */
+#define IPC_ALIGN 64u      /* record alignment */
+#define IPC_SPARE IPC_ALIGN /* a producer keeps this much free: the next stamp */
+
+enum ipc_kind {
+	IPC_K_MSG = 1,  /* one-way message */
+	IPC_K_REQ = 2,  /* call request */
+	IPC_K_RESP = 3, /* call response */
+	IPC_K_PAD = 4,  /* skip to the start of the ring */
+};
+#define IPC_KIND_MASK 63u
+
+struct ipc_rec {
+	_Atomic uint64_t stamp; /* position | kind, written last */
+	uint32_t len;           /* payload bytes */
+	uint32_t id;            /* call id (REQ, RESP) */
+};
+
+/* One direction's control block, in the arena; written by both sides. */
+struct ipc_ctl {
+	/* Line 0: the consumer, rarely (going to sleep, arming). */
+	_Atomic uint32_t rx_sleepers;
+	_Atomic uint32_t rx_armed;      /* wants a byte on the socket */
+	_Atomic uint32_t rx_closed;     /* consumer closed the connection */
+	/* Line 1: the consumer, at every release. */
+	_Atomic uint64_t tail __attribute__((aligned(BP_CACHELINE)));
+	_Atomic uint32_t tx_wake;       /* futex word the producer sleeps on */
+	/* Line 2: the producer, rarely. */
+	_Atomic uint32_t rx_wake __attribute__((aligned(BP_CACHELINE)));
+	_Atomic uint32_t tx_sleepers;
+	_Atomic uint32_t tx_closed;     /* producer closed the connection */
+};
+
+struct ipc_shared {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t pad;
+	struct ipc_ctl c2s __attribute__((aligned(BP_CACHELINE)));
+	struct ipc_ctl s2c __attribute__((aligned(BP_CACHELINE)));
+};
+
+/* The handshake message: server -> client, with the arena's memfd. */
+struct ipc_hello {
+	uint64_t magic;
+	uint32_t version;
+	int32_t status;         /* 0, or a positive errno (refused: EACCES) */
+	int32_t pid;            /* the accepting process */
+	uint32_t pad;
+	uint64_t ring_size;
+	uint64_t max_msg;
+	uint64_t off_shared;    /* offsets in the arena */
+	uint64_t off_c2s;
+	uint64_t off_s2c;
+};
+
+/* A ring as one side sees it: checked addresses, fixed at connect time. */
+struct ipc_ring {
+	struct ipc_ctl *ctl;
+	unsigned char *data;
+	uint64_t cap, mask;
+};
+
+struct ipc_epreg; /* epoll.c */
+
+struct bypass_ipc_conn {
+	bypass_arena *arena;
+	uintptr_t lo;           /* arena range, for recovery points */
+	size_t len;
+	int sock;               /* handshake socket: hang-up and wake bytes */
+	int pidfd;              /* the peer process, or -1 */
+	pid_t peer_pid;
+	uid_t peer_uid;
+	bool server;
+	unsigned fork_gen;
+	struct ipc_ring tx, rx;
+	uint64_t max_msg;
+	int mode;
+	uint64_t spin_cycles;
+
+	/* Producer (tx), private. */
+	uint64_t head;
+	uint64_t tail_seen;     /* last valid shared tail */
+	void *loan;             /* outstanding loan's payload, or NULL */
+	uint64_t loan_pos;
+	uint64_t loan_max;      /* payload bytes reserved */
+	bool loan_pkey_open;
+
+	/* Consumer (rx), private. */
+	uint64_t rd;            /* next record recv() examines */
+	uint64_t tail;          /* released up to */
+	bool held;              /* a recv()'d message is outstanding */
+	uint64_t held_pos, held_end;
+	bool det;               /* a call response beyond rd */
+	bool det_released;
+	uint64_t det_pos, det_end;
+	uint32_t call_id;
+
+	/* State. */
+	int broken;             /* sticky -EPROTO / -EFAULT */
+	bool peer_gone;         /* hang-up seen */
+	uint64_t next_check;    /* TSC of the next liveness check while spinning */
+	bool armed;             /* rx_armed set by us (bypass_ipc_arm) */
+	bool pkey;              /* the arena carries the protection key */
+	struct ipc_epreg *ep;   /* epoll registration, or NULL */
+};
+
+struct bypass_ipc_service {
+	int fd;
+	pid_t creator;
+	char path[108];         /* file-system path to unlink, or "" */
+	struct bypass_ipc_opts opts;
+	uid_t *allow;
+	uint64_t ring_size, max_msg;
+};
+
+/* conn.c */
+int ipc_peer_check(bypass_ipc_conn *c);       /* 0 alive, -ECONNRESET gone */
+void ipc_drain_socket(bypass_ipc_conn *c);    /* read wake bytes; notes EOF */
+int ipc_check_opts(const struct bypass_ipc_opts *o, bool service);
+uint64_t ipc_default_spin_ns(void);
+
+/* ring.c */
+int ipc_tx_check(bypass_ipc_conn *c);         /* 0, or -EPIPE: the peer closed */
+int ipc_wait_room(bypass_ipc_conn *c, uint64_t need, uint64_t deadline_ns);
+int ipc_produce(bypass_ipc_conn *c, size_t size, int64_t timeout_ns, void **payload);
+int ipc_publish(bypass_ipc_conn *c, size_t len, unsigned kind, uint32_t id);
+void ipc_unloan(bypass_ipc_conn *c);
+/* Examine the record at pos: 1 ready (*kind, *len, *id, *end set), 0 not
+ * yet, < 0 corrupt. */
+int ipc_peek(bypass_ipc_conn *c, uint64_t pos, unsigned *kind, uint32_t *len,
+	     uint32_t *id, uint64_t *end);
+int ipc_wait_record(bypass_ipc_conn *c, uint64_t pos, uint64_t deadline_ns);
+void ipc_update_tail(bypass_ipc_conn *c);
+bool ipc_rx_ready(bypass_ipc_conn *c);
+uint64_t ipc_deadline(int64_t timeout_ns);
+
+/* pkey.c */
+int ipc_pkey_get(void);                       /* the process's key, or -errno */
+void ipc_pkey_open(void);                     /* this thread may write arenas */
+void ipc_pkey_close(void);
+int ipc_pkey_tag(void *addr, size_t len);
+
+/* msg.c, for epoll.c: is a message (or a hang-up) waiting?  Optionally arm. */
+int ipc_poll_ready(bypass_ipc_conn *c, bool arm);
+int ipc_disarm(bypass_ipc_conn *c);
+
+/* epoll.c */
+void ipc_epoll_forget(bypass_ipc_conn *c);
+
+static inline int ipc_usable(bypass_ipc_conn *c)
+{
+	if (bp_unlikely(!c))
+		return -EINVAL;
+	if (bp_unlikely(c->fork_gen != bp_fork_gen_fast()))
+		return -EBADF;
+	return c->broken;
+}
+
+#endif

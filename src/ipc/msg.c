@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The public data path: loans, sends, receives, releases, calls, replies.
+ *
+ * Every entry point that touches the arena runs inside a recovery point
+ * covering it: if the arena's memory vanishes (a peer truncates a memfd that
+ * was not sealed, a mapping is replaced), the SIGBUS/SIGSEGV becomes -EFAULT
+ * and the connection is marked dead instead of killing the process.  With
+ * BYPASS_IPC_PKEY, the entry opens this thread's write access to the arena
+ * and the exit closes it again (kept open while a loan is outstanding).
+ */
+#include "ipc/ipc_internal.h"
+
+#include <string.h>
+
+static int fault(bypass_ipc_conn *c, const struct bp_recover *rp)
+{
+	bp_warn("bypass: ipc: %s at %p in the shared arena: connection dead",
+		rp->sig == SIGBUS ? "SIGBUS" : "SIGSEGV", rp->addr);
+	c->broken = -EFAULT;
+	c->loan = NULL;
+	if (c->pkey)
+		ipc_pkey_close();
+	return -EFAULT;
+}
+
+static inline void enter(bypass_ipc_conn *c)
+{
+	if (bp_unlikely(c->pkey))
+		ipc_pkey_open();
+}
+
+static inline void leave(bypass_ipc_conn *c)
+{
+	if (bp_unlikely(c->pkey) && !c->loan)
+		ipc_pkey_close();
+}
+
+/*
+ * GUARDED(c, expr): run expr (an int expression) inside a recovery point
+ * over c's arena, with the protection key opened.
+ */
+#define GUARDED(c, expr)                                                      \
+	({                                                                    \
+		struct bp_recover rp_;                                        \
+		int r_;                                                       \
+		if (BP_RECOVER_TRY(&rp_, (void *)(c)->lo, (c)->len)) {        \
+			enter(c);                                             \
+			r_ = (expr);                                          \
+			leave(c);                                             \
+			bp_recover_pop(&rp_);                                 \
+		} else {                                                      \
+			r_ = fault((c), &rp_);                                \
+		}                                                             \
+		r_;                                                           \
+	})
+
+/* ------------------------------------------------------------------- send */
+
+static int send_kind(bypass_ipc_conn *c, const void *buf, size_t len, unsigned kind,
+		     uint32_t id, int64_t timeout_ns)
+{
+	if (c->loan && buf == c->loan) {
+		if (len > c->loan_max)
+			return -EINVAL;
+		int r = ipc_tx_check(c);
+		if (r)
+			return r;
+		return ipc_publish(c, len, kind, id);
+	}
+	if (!buf && len)
+		return -EINVAL;
+	void *p;
+	int r = ipc_produce(c, len, timeout_ns, &p);
+	if (r)
+		return r;
+	if (len)
+		memcpy(p, buf, len);
+	return ipc_publish(c, len, kind, id);
+}
+
+int bypass_ipc_loan(bypass_ipc_conn *c, size_t size, void **buf, int64_t timeout_ns)
+{
+	int r = ipc_usable(c);
+	if (r)
+		return r;
+	if (!buf || timeout_ns < BYPASS_FOREVER)
+		return -EINVAL;
+	return GUARDED(c, ipc_produce(c, size, timeout_ns, buf));
+}
+
+int bypass_ipc_loan_cancel(bypass_ipc_conn *c, void *buf)
+{
+	int r = ipc_usable(c);
+	if (r)
+		return r;
+	if (!buf || buf != c->loan)
+		return -EINVAL;
+	ipc_unloan(c);
+	if (c->pkey)
+		ipc_pkey_close();
+	return 0;
+}
+
+int bypass_ipc_send(bypass_ipc_conn *c, const void *buf, size_t len, int64_t timeout_ns)
+{
+	int r = ipc_usable(c);
+	if (r)
+		return r;
+	if (timeout_ns < BYPASS_FOREVER)
+		return -EINVAL;
+	return GUARDED(c, send_kind(c, buf, len, IPC_K_MSG, 0, timeout_ns));
+}
+
+/* ---------------------------------------------------------------- receive */
+
+/* Move rd to end; a jump over the detached response is a corruption. */
+static int advance_rd(bypass_ipc_conn *c, uint64_t end)
+{
+	if (c->det && c->rd < c->det_pos && end > c->det_pos)
+		return -EPROTO;
+	c->rd = end;
+	return 0;
+}
+
+static int do_recv(bypass_ipc_conn *c, struct bypass_ipc_msg *m, int64_t timeout_ns)
+{
+	if (c->held)
+		return -EBUSY;
+	if (c->armed) {
+		c->armed = false;
+		atomic_store(&c->rx.ctl->rx_armed, 0);
+		ipc_drain_socket(c);
+	}
+	uint64_t deadline = ipc_deadline(timeout_ns);
+	for (;;) {
+		if (c->det && c->rd == c->det_pos) {
+			c->rd = c->det_end;
+			ipc_update_tail(c);
+			continue;
+		}
+		unsigned kind;
+		uint32_t len, id;
+		uint64_t end;
+		int r = ipc_peek(c, c->rd, &kind, &len, &id, &end);
+		if (r < 0)
+			return c->broken = r;
+		if (r == 0) {
+			r = ipc_wait_record(c, c->rd, deadline);
+			if (r == 1)
+				continue;
+			if (r == 0)
+				return deadline ? -ETIMEDOUT : -EAGAIN;
+			return r;
+		}
+		uint64_t pos = c->rd;
+		if ((r = advance_rd(c, end)))
+			return c->broken = r;
+		if (kind == IPC_K_PAD || kind == IPC_K_RESP) {
+			/* A pad, or the response to a call that gave up. */
+			ipc_update_tail(c);
+			continue;
+		}
+		c->held = true;
+		c->held_pos = pos;
+		c->held_end = end;
+		m->data = (unsigned char *)c->rx.data + (pos & c->rx.mask) + IPC_HDR;
+		m->len = len;
+		m->flags = kind == IPC_K_REQ ? BYPASS_IPC_MSG_CALL : 0;
+		m->priv_id = id;
+		m->priv_pos = pos;
+		m->priv_end = end;
+		return 0;
+	}
+}
+
+int bypass_ipc_recv(bypass_ipc_conn *c, struct bypass_ipc_msg *m, int64_t timeout_ns)
+{
+	int r = ipc_usable(c);
+	if (r)
+		return r;
+	if (!m || timeout_ns < BYPASS_FOREVER)
+		return -EINVAL;
+	return GUARDED(c, do_recv(c, m, timeout_ns));
+}
+
+static int do_release(bypass_ipc_conn *c, struct bypass_ipc_msg *m)
+{
+	if (c->held && m->priv_pos == c->held_pos && m->priv_end == c->held_end) {
+		c->held = false;
+	} else if (c->det && !c->det_released && m->priv_pos == c->det_pos &&
+		   m->priv_end == c->det_end) {
+		c->det_released = true;
+	} else {
+		return -EINVAL;
+	}
+	m->data = NULL;
+	m->len = 0;
+	ipc_update_tail(c);
+	return 0;
+}
+
+int bypass_ipc_release(bypass_ipc_conn *c, struct bypass_ipc_msg *m)
+{
+	if (!c || !m)
+		return -EINVAL;
+	int r = ipc_usable(c);
+	if (r && r != -EPROTO && r != -EFAULT)
+		return r;
+	if (r) {
+		/* The connection is dead: just forget the message. */
+		if (c->held && m->priv_pos == c->held_pos)
+			c->held = false;
+		return 0;
+	}
+	return GUARDED(c, do_release(c, m));
+}
+
+/* ------------------------------------------------------------------ calls */
+
+static int do_call(bypass_ipc_conn *c, const void *req, size_t len,
+		   struct bypass_ipc_msg *resp, int64_t timeout_ns)
+{
+	if (c->det)
+		return -EBUSY; /* the previous response is still held */
+	uint64_t deadline = ipc_deadline(timeout_ns);
+	uint32_t id = ++c->call_id;
+	if (!id)
+		id = ++c->call_id;
+	int r = send_kind(c, req, len, IPC_K_REQ, id, timeout_ns);
+	if (r)
+		return r;
+	/* Look for our response past whatever else the server sent. */
+	uint64_t scan = c->rd;
+	for (;;) {
+		unsigned kind;
+		uint32_t rlen, rid;
+		uint64_t end;
+		r = ipc_peek(c, scan, &kind, &rlen, &rid, &end);
+		if (r < 0)
+			return c->broken = r;
+		if (r == 0) {
+			r = ipc_wait_record(c, scan, deadline ? deadline : UINT64_MAX);
+			if (r == 1)
+				continue;
+			if (r == 0)
+				return -ETIMEDOUT;
+			return r;
+		}
+		if (kind != IPC_K_RESP || rid != id) {
+			scan = end;
+			continue;
+		}
+		c->det = true;
+		c->det_released = false;
+		c->det_pos = scan;
+		c->det_end = end;
+		if (scan == c->rd)
+			c->rd = end;
+		resp->data = (unsigned char *)c->rx.data + (scan & c->rx.mask) + IPC_HDR;
+		resp->len = rlen;
+		resp->flags = 0;
+		resp->priv_id = rid;
+		resp->priv_pos = scan;
+		resp->priv_end = end;
+		return 0;
+	}
+}
+
+int bypass_ipc_call(bypass_ipc_conn *c, const void *req, size_t len,
+		    struct bypass_ipc_msg *resp, int64_t timeout_ns)
+{
+	int r = ipc_usable(c);
+	if (r)
+		return r;
+	if (!resp || timeout_ns < BYPASS_FOREVER || timeout_ns == 0)
+		return -EINVAL;
+	return GUARDED(c, do_call(c, req, len, resp, timeout_ns));
+}
+
+int bypass_ipc_reply(bypass_ipc_conn *c, const struct bypass_ipc_msg *req,
+		     const void *buf, size_t len, int64_t timeout_ns)
+{
+	int r = ipc_usable(c);
+	if (r)
+		return r;
+	if (!req || !(req->flags & BYPASS_IPC_MSG_CALL) || timeout_ns < BYPASS_FOREVER)
+		return -EINVAL;
+	return GUARDED(c, send_kind(c, buf, len, IPC_K_RESP, req->priv_id, timeout_ns));
+}
+
+/* ------------------------------------------------------------------ epoll */
+
+static int do_arm(bypass_ipc_conn *c)
+{
+	c->armed = true;
+	atomic_store_explicit(&c->rx.ctl->rx_armed, 1, memory_order_seq_cst);
+	if (ipc_rx_ready(c) || c->peer_gone ||
+	    atomic_load(&c->rx.ctl->tx_closed)) {
+		atomic_store(&c->rx.ctl->rx_armed, 0);
+		return 1;
+	}
+	return 0;
+}
+
+int bypass_ipc_arm(bypass_ipc_conn *c)
+{
+	int r = ipc_usable(c);
+	if (r)
+		return r;
+	return GUARDED(c, do_arm(c));
+}
+
+/* For epoll.c: ready (1), not (0), within a recovery point. */
+int ipc_poll_ready(bypass_ipc_conn *c, bool arm)
+{
+	if (c->broken || c->peer_gone)
+		return 1;
+	if (c->fork_gen != bp_fork_gen_fast())
+		return 0;
+	return GUARDED(c, arm ? do_arm(c) : (ipc_rx_ready(c) ||
+			       atomic_load_explicit(&c->rx.ctl->tx_closed,
+						    memory_order_relaxed) != 0));
+}
+
+int ipc_disarm(bypass_ipc_conn *c)
+{
+	if (!c->armed || c->broken || c->fork_gen != bp_fork_gen_fast())
+		return 0;
+	c->armed = false;
+	return GUARDED(c, (atomic_store(&c->rx.ctl->rx_armed, 0), 0));
+}

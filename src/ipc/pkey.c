@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Memory protection keys for arenas (BYPASS_IPC_PKEY).
+ *
+ * One key per process tags every guarded arena mapping.  Outside the library
+ * the key is write-disabled in this thread's PKRU, so application code may
+ * read received messages in place but a stray write faults; the library
+ * opens write access on entry and closes it on exit (and keeps it open while
+ * the thread holds a loan, which the application writes into).
+ *
+ * Untested on the machines this project runs on: their CPUs do not report
+ * PKU.  Everything is detected at run time and refused with -EOPNOTSUPP and
+ * a reason; RDPKRU/WRPKRU are executed only after pkey_alloc succeeded,
+ * which implies the OS enabled them (OSPKE).
+ */
+#include "ipc/ipc_internal.h"
+
+#include <cpuid.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef PKEY_DISABLE_WRITE
+#define PKEY_DISABLE_WRITE 0x2
+#endif
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int the_key = -EOPNOTSUPP;
+static char reason[160] = "not checked";
+
+static void probe(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((c >> 3) & 1)) {
+		snprintf(reason, sizeof(reason),
+			 "the CPU does not report protection keys (CPUID.7.0:ECX[3] PKU)");
+		return;
+	}
+	if (!((c >> 4) & 1)) {
+		snprintf(reason, sizeof(reason),
+			 "the OS has not enabled protection keys (CPUID.7.0:ECX[4] OSPKE)");
+		return;
+	}
+	long k = syscall(SYS_pkey_alloc, 0, PKEY_DISABLE_WRITE);
+	if (k < 0) {
+		snprintf(reason, sizeof(reason), "pkey_alloc failed: %s", strerror(errno));
+		return;
+	}
+	the_key = (int)k;
+	snprintf(reason, sizeof(reason), "available (key %d)", the_key);
+}
+
+int ipc_pkey_get(void)
+{
+	pthread_once(&once, probe);
+	if (the_key < 0)
+		bp_info("bypass: ipc: protection keys unavailable: %s", reason);
+	return the_key;
+}
+
+int bypass_ipc_pkey_supported(const char **why)
+{
+	pthread_once(&once, probe);
+	if (why)
+		*why = reason;
+	return the_key >= 0;
+}
+
+static inline uint32_t rdpkru(void)
+{
+	uint32_t eax, edx;
+	__asm__ __volatile__(".byte 0x0f,0x01,0xee" : "=a"(eax), "=d"(edx) : "c"(0));
+	return eax;
+}
+
+static inline void wrpkru(uint32_t v)
+{
+	__asm__ __volatile__(".byte 0x0f,0x01,0xef" : : "a"(v), "c"(0), "d"(0) : "memory");
+}
+
+/* PKRU has two bits per key: access-disable (bit 2k), write-disable (2k+1). */
+void ipc_pkey_open(void)
+{
+	if (the_key < 0)
+		return;
+	uint32_t v = rdpkru();
+	uint32_t nv = v & ~(3u << (2 * the_key));
+	if (nv != v)
+		wrpkru(nv);
+}
+
+void ipc_pkey_close(void)
+{
+	if (the_key < 0)
+		return;
+	uint32_t v = rdpkru();
+	uint32_t nv = (v & ~(3u << (2 * the_key))) | (2u << (2 * the_key));
+	if (nv != v)
+		wrpkru(nv);
+}
+
+int ipc_pkey_tag(void *addr, size_t len)
+{
+	int k = ipc_pkey_get();
+	if (k < 0)
+		return -EOPNOTSUPP;
+	if (syscall(SYS_pkey_mprotect, addr, len, PROT_READ | PROT_WRITE, k) < 0)
+		return -errno;
+	ipc_pkey_close();
+	return 0;
+}
