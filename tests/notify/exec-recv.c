@@ -51,6 +51,7 @@ static void one_mode(int mode)
 		CHECK_ERR(bypass_doorbell_ring(ping), 0);
 		CHECK_EQ(bypass_doorbell_wait(pong, BYPASS_FOREVER), 1);
 	}
+	CHECK_ERR(bypass_doorbell_ring(ping), 0); /* "go" */
 	/* The helper armed ping's (travelled) eventfd: ring it. */
 	CHECK_EQ(bypass_doorbell_wait(pong, BYPASS_FOREVER), 1);
 	CHECK_ERR(bypass_doorbell_ring(ping), 0);

@@ -6,7 +6,7 @@
  * with BYPASS_DOORBELL_EVENTFD), "pong", and "third" (no eventfd), then:
  *   1. ping-pong ROUNDS times: wait ping (FOREVER, in MODE) = 1, ring pong;
  *   2. ping's eventfd came along: bypass_doorbell_fd opens no descriptor;
- *      arm ping, ring pong ("armed"), poll the fd until readable, try = 1;
+ *      wait for a last ring of ping ("go"), arm ping, ring pong ("armed"), poll the fd until readable, try = 1;
  *   3. third has no eventfd: bypass_doorbell_fd makes one here (one more
  *      descriptor), arm, ring pong, poll: the test's ring must reach it.
  * Exit 0 when everything held, 1 (with a message) otherwise.
@@ -55,7 +55,9 @@ int main(int argc, char **argv)
 		CHECK_ERR(bypass_doorbell_ring(pong), 0);
 	}
 
-	/* 2. The eventfd that came with ping. */
+	/* 2. The eventfd that came with ping (after a "go" on ping, so that
+	 *    our next ring of pong does not merge with the last one above). */
+	CHECK_EQ(bypass_doorbell_wait(ping, BYPASS_FOREVER), 1);
 	int before = test_count_fds();
 	int fd = bypass_doorbell_fd(ping);
 	CHECK(fd >= 0);
