@@ -291,12 +291,22 @@ int bypass_ipc_reply(bypass_ipc_conn *c, const struct bypass_ipc_msg *req,
 
 /* ------------------------------------------------------------------ epoll */
 
+static int poll_ready(bypass_ipc_conn *c)
+{
+	if (ipc_rx_ready(c))
+		return 1;
+	if (atomic_load_explicit(&c->rx.ctl->tx_closed, memory_order_relaxed)) {
+		c->peer_gone = true; /* it closed: report the hang-up now */
+		return 1;
+	}
+	return 0;
+}
+
 static int do_arm(bypass_ipc_conn *c)
 {
 	c->armed = true;
 	atomic_store_explicit(&c->rx.ctl->rx_armed, 1, memory_order_seq_cst);
-	if (ipc_rx_ready(c) || c->peer_gone ||
-	    atomic_load(&c->rx.ctl->tx_closed)) {
+	if (c->peer_gone || poll_ready(c)) {
 		atomic_store(&c->rx.ctl->rx_armed, 0);
 		return 1;
 	}
@@ -318,9 +328,7 @@ int ipc_poll_ready(bypass_ipc_conn *c, bool arm)
 		return 1;
 	if (c->fork_gen != bp_fork_gen_fast())
 		return 0;
-	return GUARDED(c, arm ? do_arm(c) : (ipc_rx_ready(c) ||
-			       atomic_load_explicit(&c->rx.ctl->tx_closed,
-						    memory_order_relaxed) != 0));
+	return GUARDED(c, arm ? do_arm(c) : poll_ready(c));
 }
 
 int ipc_disarm(bypass_ipc_conn *c)

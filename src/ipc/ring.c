@@ -319,12 +319,11 @@ void ipc_update_tail(bypass_ipc_conn *c)
 	if (c->held && c->held_pos < t)
 		t = c->held_pos;
 	if (c->det) {
-		if (!c->det_released) {
-			if (c->det_pos < t)
-				t = c->det_pos;
-		} else if (c->rd >= c->det_end) {
+		/* A released response needs no more care: recv skips responses. */
+		if (c->det_released)
 			c->det = false;
-		}
+		else if (c->det_pos < t)
+			t = c->det_pos;
 	}
 	if (t == c->tail)
 		return;
