@@ -22,9 +22,27 @@
 #define ARENA_VERSION 1
 #define ARENA_HDR 4096
 #define ARENA_ALIGN (2ul << 20)
+#if defined(__SANITIZE_THREAD__)
+#define BP_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BP_TSAN 1
+#endif
+#endif
+#ifdef BP_TSAN
+/*
+ * ThreadSanitizer keeps its shadow and metadata between 1 TiB and 80 TiB
+ * and drops a hint outside its application ranges (MAP_FIXED_NOREPLACE at
+ * address 0 follows, or a bad-address abort): use 64 GiB .. 448 GiB, which
+ * is application memory in every TSan x86-64 layout.
+ */
+#define ARENA_BAND_LO (64ull << 30)
+#define ARENA_BAND_HI (448ull << 30)
+#else
 /* The band: 16 TiB .. 80 TiB (x86-64 user space ends at 128 TiB). */
 #define ARENA_BAND_LO (16ull << 40)
 #define ARENA_BAND_HI (80ull << 40)
+#endif
 
 struct arena_hdr {
 	uint64_t magic;
