@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ipc.call: round trips of a 32-byte request and a 32-byte response,
+ * bypass_ipc_call against write+read over a Unix socket (blocking, and
+ * busy-polling).  ipc.tput.<size>: a stream of messages from client to
+ * server, bypass_ipc_send (one copy; read in place) against write/read on a
+ * Unix stream socket (two copies).
+ */
+#include "ipc_bench.h"
+
+#include <bypass/ipc.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int rd(int fd, void *b, size_t len, bool busy)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = recv(fd, (char *)b + got, len - got, busy ? MSG_DONTWAIT : 0);
+		if (n > 0)
+			got += (size_t)n;
+		else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			return -1;
+	}
+	return 0;
+}
+
+static int wr(int fd, const void *b, size_t len)
+{
+	size_t put = 0;
+	while (put < len) {
+		ssize_t n = send(fd, (const char *)b + put, len - put, MSG_NOSIGNAL);
+		if (n > 0)
+			put += (size_t)n;
+		else if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ calls */
+
+enum { CALL_UNIX, CALL_UNIX_BUSY, CALL_ADAPTIVE, CALL_SLEEP, CALL_SPIN, CALL_KINDS };
+static const char *call_label[CALL_KINDS] = {
+	"unix socket request/response", "unix socket, busy-poll",
+	"bypass_ipc_call adaptive", "bypass_ipc_call sleeping", "bypass_ipc_call polling",
+};
+
+static int call_unix(struct bench_ctx *c, bool busy, uint64_t *out, size_t n)
+{
+	int ca, cb, sv[2];
+	bench_cpus(c, &ca, &cb);
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		bench_pin(cb);
+		close(sv[0]);
+		char b[32];
+		for (size_t i = 0; i < n; i++)
+			if (rd(sv[1], b, 32, busy) || wr(sv[1], b, 32))
+				_exit(1);
+		_exit(0);
+	}
+	close(sv[1]);
+	bench_pin(ca);
+	int r = 0;
+	char q[32] = "request", a[32];
+	for (size_t i = 0; i < n && !r; i++) {
+		uint64_t t0 = bypass_rdtscp(NULL);
+		r = wr(sv[0], q, 32) || rd(sv[0], a, 32, busy) ? -1 : 0;
+		out[i] = bypass_rdtscp(NULL) - t0;
+	}
+	close(sv[0]);
+	return ipcb_wait(pid) ? -1 : r;
+}
+
+static int call_bypass(struct bench_ctx *c, int mode, uint64_t *out, size_t n)
+{
+	int ca, cb;
+	bench_cpus(c, &ca, &cb);
+	char name[64];
+	ipcb_name(name, sizeof(name), "call");
+	struct bypass_ipc_opts o = { .mode = mode, .ring_size = 65536 };
+	bypass_ipc_service *svc;
+	if (bypass_ipc_listen(name, &o, &svc))
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		bench_pin(cb);
+		bypass_ipc_conn *s;
+		if (bypass_ipc_accept(svc, &s, 10000000000ll))
+			_exit(1);
+		for (size_t i = 0; i < n; i++) {
+			struct bypass_ipc_msg m;
+			if (bypass_ipc_recv(s, &m, BYPASS_FOREVER) ||
+			    bypass_ipc_reply(s, &m, m.data, m.len, BYPASS_FOREVER))
+				_exit(1);
+			bypass_ipc_release(s, &m);
+		}
+		bypass_ipc_close(s);
+		_exit(0);
+	}
+	bypass_ipc_service_close(svc);
+	bench_pin(ca);
+	bypass_ipc_conn *conn;
+	int r = bypass_ipc_connect(name, &o, &conn);
+	char q[32] = "request";
+	for (size_t i = 0; i < n && !r; i++) {
+		struct bypass_ipc_msg a;
+		uint64_t t0 = bypass_rdtscp(NULL);
+		r = bypass_ipc_call(conn, q, 32, &a, BYPASS_FOREVER);
+		out[i] = bypass_rdtscp(NULL) - t0;
+		if (!r)
+			r = bypass_ipc_release(conn, &a);
+	}
+	if (conn)
+		bypass_ipc_close(conn);
+	return ipcb_wait(pid) ? -1 : r;
+}
+
+int ipcb_calls(struct bench_ctx *c)
+{
+	uint64_t total = bench_count(c, "calls", 200000, 20000);
+	int rounds = bench_rounds(c);
+	size_t per = (size_t)(total / (uint64_t)rounds), warm = per / 50;
+	if (per < 10)
+		per = 10;
+	uint64_t *buf = malloc(per * sizeof(uint64_t));
+	uint64_t *all[CALL_KINDS];
+	size_t have[CALL_KINDS] = { 0 };
+	for (int k = 0; k < CALL_KINDS; k++)
+		all[k] = malloc(per * (size_t)rounds * sizeof(uint64_t));
+	bench_begin(c, "ipc.call", "round trip of a 32-byte request and response",
+		    call_label[CALL_UNIX]);
+	for (int round = 0; round < rounds; round++)
+		for (int k = 0; k < CALL_KINDS; k++) {
+			int r = k == CALL_UNIX ? call_unix(c, false, buf, per)
+				: k == CALL_UNIX_BUSY ? call_unix(c, true, buf, per)
+				: call_bypass(c, k == CALL_SLEEP ? BYPASS_WAIT_SLEEP
+					      : k == CALL_SPIN ? BYPASS_WAIT_SPIN
+					      : BYPASS_WAIT_ADAPTIVE, buf, per);
+			if (r) {
+				bench_note(c, "%s failed to run", call_label[k]);
+				continue;
+			}
+			memcpy(all[k] + have[k], buf + warm, (per - warm) * sizeof(uint64_t));
+			have[k] += per - warm;
+		}
+	double base = NAN;
+	for (int k = 0; k < CALL_KINDS; k++) {
+		if (!have[k])
+			continue;
+		struct bench_summary s;
+		bench_summarize(all[k], have[k], &s);
+		if (k == CALL_UNIX)
+			base = s.mean;
+		struct bench_row row = { .variant = call_label[k],
+					 .kind = k <= CALL_UNIX_BUSY ? BENCH_BASELINE : BENCH_BYPASS,
+					 .unit = "cycles", .s = s, .ratio = base / s.mean };
+		bench_row(c, &row);
+	}
+	bench_note(c, "%zu calls per variant in %d alternating rounds; the server answers in its "
+		   "own thread (bypass_ipc_recv + bypass_ipc_reply)", per * (size_t)rounds, rounds);
+	bench_end(c);
+	for (int k = 0; k < CALL_KINDS; k++)
+		free(all[k]);
+	free(buf);
+	return 0;
+}
+
+/* ------------------------------------------------------------- throughput */
+
+/* Send n messages of len bytes; returns the seconds from the first send to
+ * the server's last receive (measured by the client after a final ack). */
+static double tput_unix(struct bench_ctx *c, size_t len, size_t n)
+{
+	int ca, cb, sv[2];
+	bench_cpus(c, &ca, &cb);
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		bench_pin(cb);
+		close(sv[0]);
+		char *b = malloc(len);
+		for (size_t i = 0; i < n; i++)
+			if (rd(sv[1], b, len, false))
+				_exit(1);
+		_exit(wr(sv[1], "k", 1) ? 1 : 0);
+	}
+	close(sv[1]);
+	bench_pin(ca);
+	char *b = malloc(len);
+	memset(b, 0x5a, len);
+	uint64_t t0 = bypass_now_ns();
+	int r = 0;
+	for (size_t i = 0; i < n && !r; i++)
+		r = wr(sv[0], b, len);
+	char k;
+	if (!r)
+		r = rd(sv[0], &k, 1, false);
+	uint64_t t1 = bypass_now_ns();
+	close(sv[0]);
+	free(b);
+	if (ipcb_wait(pid) || r)
+		return -1;
+	return (double)(t1 - t0) / 1e9;
+}
+
+static double tput_bypass(struct bench_ctx *c, size_t len, size_t n)
+{
+	int ca, cb;
+	bench_cpus(c, &ca, &cb);
+	char name[64];
+	ipcb_name(name, sizeof(name), "tput");
+	size_t ring = 65536;
+	while (ring / 2 - 128 < len || ring < 4 * len)
+		ring *= 2;
+	struct bypass_ipc_opts o = { .ring_size = ring, .max_msg = len };
+	bypass_ipc_service *svc;
+	if (bypass_ipc_listen(name, &o, &svc))
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		bench_pin(cb);
+		bypass_ipc_conn *s;
+		if (bypass_ipc_accept(svc, &s, 10000000000ll))
+			_exit(1);
+		for (size_t i = 0; i < n; i++) {
+			struct bypass_ipc_msg m;
+			if (bypass_ipc_recv(s, &m, BYPASS_FOREVER) || m.len != len)
+				_exit(1);
+			bypass_ipc_release(s, &m);
+		}
+		int r = bypass_ipc_send(s, "k", 1, BYPASS_FOREVER);
+		struct bypass_ipc_msg m;
+		bypass_ipc_recv(s, &m, BYPASS_FOREVER); /* until the client closes */
+		bypass_ipc_close(s);
+		_exit(r ? 1 : 0);
+	}
+	bypass_ipc_service_close(svc);
+	bench_pin(ca);
+	bypass_ipc_conn *conn;
+	int r = bypass_ipc_connect(name, &o, &conn);
+	char *b = malloc(len);
+	memset(b, 0x5a, len);
+	uint64_t t0 = bypass_now_ns();
+	for (size_t i = 0; i < n && !r; i++)
+		r = bypass_ipc_send(conn, b, len, BYPASS_FOREVER);
+	struct bypass_ipc_msg a;
+	if (!r)
+		r = bypass_ipc_recv(conn, &a, BYPASS_FOREVER);
+	uint64_t t1 = bypass_now_ns();
+	if (!r)
+		bypass_ipc_release(conn, &a);
+	if (conn)
+		bypass_ipc_close(conn);
+	free(b);
+	if (ipcb_wait(pid) || r)
+		return -1;
+	return (double)(t1 - t0) / 1e9;
+}
+
+int ipcb_throughput(struct bench_ctx *c)
+{
+	static const size_t sizes[] = { 32, 1024, 65536, 1048576 };
+	uint64_t bytes = bench_count(c, "tput_bytes", 4ull << 30, 512ull << 20);
+	int rounds = bench_rounds(c);
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		size_t len = sizes[si];
+		size_t n = (size_t)(bytes / len / (uint64_t)rounds);
+		if (n > 2000000)
+			n = 2000000; /* small messages: bounded by count, not bytes */
+		if (n < 4)
+			n = 4;
+		char id[64], title[96];
+		snprintf(id, sizeof(id), "ipc.tput.%zu", len);
+		snprintf(title, sizeof(title), "throughput of %zu-byte messages, client to server", len);
+		bench_begin(c, id, title, "unix socket");
+		double u[64], b[64];
+		int nu = 0, nb = 0;
+		for (int round = 0; round < rounds && round < 64; round++) {
+			double t = tput_unix(c, len, n);
+			if (t > 0)
+				u[nu++] = (double)len * (double)n / t / 1e6;
+			t = tput_bypass(c, len, n);
+			if (t > 0)
+				b[nb++] = (double)len * (double)n / t / 1e6;
+		}
+		struct bench_summary su, sb;
+		bench_summarize_d(u, (size_t)nu, &su);
+		bench_summarize_d(b, (size_t)nb, &sb);
+		struct bench_row ru = { .variant = "unix socket", .kind = BENCH_BASELINE,
+					.unit = "MB/s", .s = su, .higher_is_better = true,
+					.ratio = 1, .note = "write/read: two copies" };
+		struct bench_row rb = { .variant = "bypass_ipc_send", .kind = BENCH_BYPASS,
+					.unit = "MB/s", .s = sb, .higher_is_better = true,
+					.ratio = su.median > 0 ? sb.median / su.median : NAN,
+					.note = "one copy in; the server reads in place" };
+		if (nu)
+			bench_row(c, &ru);
+		if (nb)
+			bench_row(c, &rb);
+		bench_note(c, "%zu messages per round, %d rounds; ratio of medians; the receiver "
+			   "does not touch the payload beyond what its transport requires", n, rounds);
+		if (len == 1048576 && nu && nb)
+			bench_target(c, "1 MiB throughput vs unix socket >= 5x",
+				     sb.median / su.median, ">=", 5);
+		bench_end(c);
+	}
+	return 0;
+}
