@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bypass/pager.h - memory whose page faults are served in user space, with a
+ * memory budget and a swap file: the stock-kernel counterpart of ExtMem.
+ *
+ * A pager owns a budget of resident memory and a swap file.  Regions mapped
+ * from it behave like anonymous memory, but bypass serves their page faults:
+ * a zero-filled page on first touch, a read from the swap file after the page
+ * was evicted.  When the resident pages of all of a pager's regions reach the
+ * high watermark, the least recently used ones (a 2Q active/inactive policy
+ * like Linux's) are evicted down to the low watermark: dirty pages are
+ * written to the swap file with io_uring and O_DIRECT, clean pages that have
+ * a valid copy there are dropped without writing.  Resident pages never
+ * exceed the budget.
+ *
+ * Two fault modes:
+ *
+ *  - BYPASS_PAGER_UPCALL: userfaultfd in SIGBUS mode; the faulting thread
+ *    serves its own fault in bypass's SIGBUS handler, so faults of several
+ *    threads are served in parallel and no manager thread exists.  The
+ *    kernel cannot upcall for its own accesses: a system call that reads or
+ *    writes a page that is not resident (or, for a write, one that is
+ *    write-protected because it is clean) fails with EFAULT.  Pin such
+ *    buffers first (bypass_pager_pin), or map the region with
+ *    BYPASS_PAGER_MAP_HANDLER.
+ *  - BYPASS_PAGER_HANDLER: the classic userfaultfd read loop in a handler
+ *    thread per pager.  Faults are served one after another; faults taken by
+ *    the kernel inside system calls are served too.  Needs CAP_SYS_PTRACE,
+ *    vm.unprivileged_userfaultfd = 1, or access to /dev/userfaultfd.
+ *
+ * A forked child does not inherit the regions (they are mapped
+ * MADV_DONTFORK): touching one in the child is a SIGSEGV, never stale or
+ * zeroed data.  In the child, every call on an inherited pager except
+ * bypass_pager_destroy() returns -ECHILD; the child may create pagers of its
+ * own.
+ *
+ * Every function returns 0 or a count on success and -errno on failure; none
+ * sets errno or prints unless BYPASS_LOG asks.
+ */
+#ifndef BYPASS_PAGER_H
+#define BYPASS_PAGER_H
+
+#include <bypass/core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct bypass_pager bypass_pager;
+
+/* Fault modes (config.mode). */
+enum bypass_pager_mode {
+	BYPASS_PAGER_UPCALL = 0,  /* SIGBUS upcall in the faulting thread */
+	BYPASS_PAGER_HANDLER = 1, /* a userfaultfd handler thread */
+};
+
+/* config.flags */
+#define BYPASS_PAGER_SWAP_CREATE 0x1u /* create swap_path if it is missing,
+					 and extend it to swap_size */
+#define BYPASS_PAGER_SWAP_TEMP 0x2u   /* swap_path is a directory: use an
+					 unnamed file there (O_TMPFILE) that
+					 disappears with the pager */
+
+struct bypass_pager_config {
+	size_t budget;         /* resident bytes, at least 16 pages (64 KiB) */
+	const char *swap_path; /* the swap file (or a block device) */
+	size_t swap_size;      /* bytes of it to use; 0 = the file's size
+				  (required with SWAP_CREATE / SWAP_TEMP).
+				  Every page of every region has its place
+				  there, so it bounds the total mapped size */
+	int mode;              /* enum bypass_pager_mode */
+	unsigned flags;        /* BYPASS_PAGER_SWAP_* */
+	/* Eviction starts when the resident size reaches high_watermark and
+	 * goes down to low_watermark (bytes, low < high <= budget); 0 = the
+	 * defaults: high = budget - 2 batches, low = high - 1 batch. */
+	size_t high_watermark;
+	size_t low_watermark;
+	unsigned batch;        /* pages evicted per round; 0 = 32 */
+	unsigned readahead;    /* pages read per swap-in when the following
+				  pages were evicted together (Linux's
+				  page-cluster); 0 = 8, 1 = none, max 64 */
+};
+
+/*
+ * bypass_pager_create - a pager with a budget and a swap file.  Returns 0
+ * and sets *out, or:
+ *   -EINVAL  budget below 16 pages, a null swap_path, an unknown mode or
+ *            flag, watermarks out of order, swap_size 0 with SWAP_CREATE or
+ *            SWAP_TEMP, readahead above 64;
+ *   -ENOENT  the swap file does not exist (and SWAP_CREATE is not set);
+ *   -ENOSPC  the swap file is smaller than swap_size or than 16 pages, or
+ *            the filesystem has no room to create it;
+ *   -EPERM   userfaultfd refused: for BYPASS_PAGER_HANDLER, neither
+ *            CAP_SYS_PTRACE, vm.unprivileged_userfaultfd = 1 nor
+ *            /dev/userfaultfd allows kernel-mode faults to be handled;
+ *   -ENOSYS  the kernel has no userfaultfd;
+ *   -EOPNOTSUPP  userfaultfd lacks write-protection of anonymous memory;
+ *   or another -errno from open, io_uring_queue_init or mmap.
+ * The reason is logged at BYPASS_LOG=error.
+ */
+BYPASS_API int bypass_pager_create(const struct bypass_pager_config *cfg,
+				   bypass_pager **out);
+
+/*
+ * bypass_pager_destroy - unmap every region of the pager, stop its handler
+ * thread, close (and for SWAP_TEMP, delete) its swap file.  Returns 0 or
+ * -EINVAL for a null pager.  In a forked child it only releases the child's
+ * copy of the bookkeeping.
+ */
+BYPASS_API int bypass_pager_destroy(bypass_pager *p);
+
+/* bypass_pager_map flags */
+#define BYPASS_PAGER_MAP_HANDLER 0x1u /* serve this region's faults in the
+					 handler thread even if the pager is
+					 in upcall mode, so that system calls
+					 on it never fail with EFAULT */
+
+/*
+ * bypass_pager_map - map length bytes (a non-zero multiple of the page
+ * size) of memory served by the pager.  It reads as zeros until written.
+ * Returns 0 and sets *addr, or -EINVAL (bad length or flags), -ENOSPC (the
+ * swap file has no room for length more bytes: the sizes of all regions of
+ * a pager together may not exceed its swap size), -EPERM
+ * (BYPASS_PAGER_MAP_HANDLER where userfaultfd refuses kernel-mode faults),
+ * -ECHILD, -ENOMEM.
+ */
+BYPASS_API int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags,
+				void **addr);
+
+/*
+ * bypass_pager_unmap - unmap [addr, addr + length) of a region: a whole
+ * region or a page-aligned part of one (the rest stays mapped and served).
+ * Its swap space is released.  Returns 0, -EINVAL (unaligned, or not
+ * entirely inside one region of this pager), -ECHILD.
+ */
+BYPASS_API int bypass_pager_unmap(bypass_pager *p, void *addr, size_t length);
+
+/* bypass_pager_pin flags */
+#define BYPASS_PAGER_PIN_WRITE 0x1u /* the kernel will write the pages */
+
+/*
+ * bypass_pager_pin - make the pages of [addr, addr + length) resident (and
+ * writable, with BYPASS_PAGER_PIN_WRITE) and keep them so until
+ * bypass_pager_unpin(): the buffer can then be given to system calls
+ * (read, recv, write, send, ...) in upcall mode.  Pins nest.  Pinned pages
+ * count against the budget; at most half of it may be pinned.  Returns 0,
+ * -EINVAL (a range outside the pager's regions, unknown flags), -ENOMEM
+ * (more than half the budget would be pinned), -EIO (the swap file could not
+ * be read), -ECHILD.  On failure nothing stays pinned.
+ */
+BYPASS_API int bypass_pager_pin(bypass_pager *p, void *addr, size_t length,
+				unsigned flags);
+
+/*
+ * bypass_pager_unpin - undo one bypass_pager_pin() of the same range.
+ * Returns 0, -EINVAL (a range outside the pager's regions, or a page that is
+ * not pinned; then nothing is changed), -ECHILD.
+ */
+BYPASS_API int bypass_pager_unpin(bypass_pager *p, void *addr, size_t length);
+
+#define BYPASS_PAGER_HIST 32
+
+struct bypass_pager_stats {
+	/* page faults served, by kind */
+	uint64_t faults_zero;     /* first touch: a zero-filled page */
+	uint64_t faults_swapin;   /* the page was read back from swap */
+	uint64_t faults_wp;       /* a write to a clean (write-protected) page */
+	uint64_t faults_other;    /* already served by another thread, or
+				     discarded behind bypass's back */
+	uint64_t readahead_pages; /* pages read along with a faulting one */
+	uint64_t evictions;       /* pages evicted */
+	uint64_t evictions_clean; /* ... of which dropped without a write */
+	uint64_t bytes_read;      /* from the swap file */
+	uint64_t bytes_written;   /* to the swap file */
+	uint64_t write_errors;    /* failed write-backs (pages kept) */
+	uint64_t resident_pages;  /* now */
+	uint64_t resident_peak;   /* the most ever resident */
+	uint64_t pinned_pages;    /* now */
+	uint64_t budget_pages;
+	uint64_t swap_pages;      /* capacity of the swap file */
+	uint64_t swap_used;       /* pages with a copy in the swap file */
+	uint64_t mapped_pages;    /* size of all regions */
+	/*
+	 * Time to serve a fault, from the handler's entry to its return
+	 * (upcall) or from reading the message to waking the thread (handler):
+	 * lat_hist[i] counts faults that took [2^i, 2^(i+1)) ns.  The signal
+	 * delivery itself is not included.
+	 */
+	uint64_t lat_hist[BYPASS_PAGER_HIST];
+	uint64_t lat_count, lat_sum_ns;
+	uint64_t reserved[8];
+};
+
+/*
+ * bypass_pager_stats - a snapshot of the pager's counters (each read
+ * atomically; the set is not one instant).  Returns 0, -EINVAL.
+ */
+BYPASS_API int bypass_pager_stats(bypass_pager *p, struct bypass_pager_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BYPASS_PAGER_H */

@@ -1,0 +1,639 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The budget and eviction: the 2Q lists, swap slots, write-back through the
+ * pager's io_uring, and dropping pages.
+ *
+ * Eviction runs in whichever thread needs room (often inside its SIGBUS
+ * handler), one thread at a time per pager (the evict lock).  That is why
+ * the pager has its own ring, created with the pager, rather than the
+ * per-thread rings of core: a per-thread ring is created on first use with
+ * calloc, which a signal handler must not call, and since one evictor runs
+ * at a time a per-pager ring is never contended.  Write-back is
+ * asynchronous: a round write-protects its dirty victims, submits their
+ * writes and returns; the next round (in any thread) reaps the completions
+ * and drops the pages.  A write to a page under write-back takes a
+ * write-protect fault that marks it re-dirtied; it is then kept.
+ */
+#include "pager/pager_internal.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#define WB_RECORDS 128u
+#define WB_MAX_PAGES 64u
+#define RING_ENTRIES 256u
+#define STUCK_NS 10000000000ull /* give up on a fault after 10 s of no progress */
+
+struct ectx {
+	struct regtab *t;
+	struct region *cache;
+};
+
+static struct region *ectx_region(struct bypass_pager *p, struct ectx *c, uint32_t id)
+{
+	struct region *r = c->cache;
+	if (r && id >= r->id0 && id - r->id0 < (r->end - r->start) >> PG_SHIFT)
+		return r;
+	r = tab_find_id(c->t, p, id);
+	if (r)
+		c->cache = r;
+	return r;
+}
+
+/* ------------------------------------------------------------ lists */
+
+static void list_unlink(struct bypass_pager *p, struct lru *l, uint32_t id)
+{
+	struct pg *pg = pg_of(p, id);
+	if (pg->prev != PG_NONE)
+		pg_of(p, pg->prev)->next = pg->next;
+	else
+		l->head = pg->next;
+	if (pg->next != PG_NONE)
+		pg_of(p, pg->next)->prev = pg->prev;
+	else
+		l->tail = pg->prev;
+	l->count--;
+}
+
+static void list_push(struct bypass_pager *p, struct lru *l, uint32_t id)
+{
+	struct pg *pg = pg_of(p, id);
+	pg->prev = PG_NONE;
+	pg->next = l->head;
+	if (l->head != PG_NONE)
+		pg_of(p, l->head)->prev = id;
+	else
+		l->tail = id;
+	l->head = id;
+	l->count++;
+}
+
+static void lru_add_locked(struct bypass_pager *p, uint32_t id, bool active)
+{
+	struct pg *pg = pg_of(p, id);
+	uint32_t w = atomic_load(&pg->w);
+	if ((w & PW_LRU) || (w >> PW_PIN_SHIFT)) /* pinned pages stay off */
+		return;
+	list_push(p, &p->lru[active], id);
+	pg_clear(pg, PW_ACTIVE);
+	pg_set(pg, PW_LRU | (active ? PW_ACTIVE : 0));
+}
+
+void lru_add(struct bypass_pager *p, uint32_t id, bool active)
+{
+	spin_lock(&p->lru_lock);
+	lru_add_locked(p, id, active);
+	spin_unlock(&p->lru_lock);
+}
+
+void lru_add_refault(struct bypass_pager *p, uint32_t id, uint32_t dist)
+{
+	spin_lock(&p->lru_lock);
+	lru_add_locked(p, id, dist <= p->lru[1].count);
+	spin_unlock(&p->lru_lock);
+}
+
+void lru_del(struct bypass_pager *p, uint32_t id)
+{
+	spin_lock(&p->lru_lock);
+	struct pg *pg = pg_of(p, id);
+	uint32_t w = atomic_load(&pg->w);
+	if (w & PW_LRU) {
+		list_unlink(p, &p->lru[!!(w & PW_ACTIVE)], id);
+		pg_clear(pg, PW_LRU | PW_ACTIVE);
+	}
+	spin_unlock(&p->lru_lock);
+}
+
+/*
+ * Take up to want victims from the tail of the inactive list, locked and
+ * off the lists.  First refill the inactive list from the active one so
+ * that it is at least as long (Linux's inactive_is_low for small memory);
+ * a referenced page at the inactive tail is activated instead of evicted.
+ */
+static uint32_t select_victims(struct bypass_pager *p, uint32_t want, uint32_t *out)
+{
+	spin_lock(&p->lru_lock);
+	struct lru *in = &p->lru[0], *ac = &p->lru[1];
+	for (uint32_t moved = 0; ac->count > in->count && moved < 2 * want; moved++) {
+		uint32_t id = ac->tail;
+		list_unlink(p, ac, id);
+		list_push(p, in, id);
+		pg_clear(pg_of(p, id), PW_ACTIVE | PW_REF);
+	}
+	uint32_t n = 0, limit = in->count;
+	for (uint32_t scanned = 0; n < want && scanned < limit && in->count; scanned++) {
+		uint32_t id = in->tail;
+		struct pg *pg = pg_of(p, id);
+		uint32_t w = atomic_load(&pg->w);
+		list_unlink(p, in, id);
+		if (w & PW_REF) {
+			pg_clear(pg, PW_REF);
+			pg_set(pg, PW_ACTIVE);
+			list_push(p, ac, id);
+			continue;
+		}
+		if (!pg_trylock(pg)) {
+			list_push(p, in, id);
+			continue;
+		}
+		pg_clear(pg, PW_LRU | PW_ACTIVE);
+		out[n++] = id;
+	}
+	spin_unlock(&p->lru_lock);
+	return n;
+}
+
+/* ------------------------------------------------------------ slots */
+
+static bool slot_take(struct bypass_pager *p, uint32_t s)
+{
+	uint64_t bit = 1ull << (s % 64);
+	if (atomic_load_explicit(&p->slotmap[s / 64], memory_order_relaxed) & bit)
+		return false;
+	/* Only the evictor sets bits, so nobody else can take it now. */
+	atomic_fetch_or_explicit(&p->slotmap[s / 64], bit, memory_order_relaxed);
+	atomic_fetch_add_explicit(&p->swap_used, 1, memory_order_relaxed);
+	return true;
+}
+
+/* Next fit from the cursor: successive victims get successive slots. */
+static uint32_t slot_alloc(struct bypass_pager *p)
+{
+	uint32_t words = (p->swap_pages + 63) / 64;
+	uint32_t w = p->slot_cursor / 64;
+	uint64_t low = ~0ull << (p->slot_cursor % 64);
+	for (uint32_t i = 0; i <= words; i++) {
+		uint64_t m = ~atomic_load_explicit(&p->slotmap[w], memory_order_relaxed);
+		if (i == 0)
+			m &= low;
+		if (m) {
+			uint32_t s = w * 64 + (uint32_t)__builtin_ctzll(m);
+			slot_take(p, s);
+			p->slot_cursor = s + 1 < p->swap_pages ? s + 1 : 0;
+			return s;
+		}
+		w = w + 1 == words ? 0 : w + 1;
+	}
+	return PG_NONE;
+}
+
+void slot_free(struct bypass_pager *p, struct pg *pg)
+{
+	uint32_t s = pg->slot;
+	if (!s)
+		return;
+	s--;
+	atomic_fetch_and_explicit(&p->slotmap[s / 64], ~(1ull << (s % 64)),
+				  memory_order_relaxed);
+	atomic_fetch_sub_explicit(&p->swap_used, 1, memory_order_relaxed);
+	pg->slot = 0;
+}
+
+/* ------------------------------------------------------------ the budget */
+
+void pager_progress(struct bypass_pager *p)
+{
+	atomic_fetch_add(&p->progress, 1);
+	if (atomic_load(&p->waiters))
+		bp_futex_wake(&p->progress, INT_MAX, false);
+}
+
+void pager_unreserve(struct bypass_pager *p, uint32_t n)
+{
+	atomic_fetch_sub(&p->resident, n);
+	pager_progress(p);
+}
+
+static void sort_u32(uint32_t *a, uint32_t n)
+{
+	static const uint32_t gaps[] = { 701, 301, 132, 57, 23, 10, 4, 1 };
+	for (unsigned g = 0; g < BP_ARRAY_SIZE(gaps); g++) {
+		uint32_t gap = gaps[g];
+		for (uint32_t i = gap; i < n; i++) {
+			uint32_t v = a[i], j = i;
+			for (; j >= gap && a[j - gap] > v; j -= gap)
+				a[j] = a[j - gap];
+			a[j] = v;
+		}
+	}
+}
+
+/*
+ * Discard n locked resident pages whose data is safe (in their slot, or
+ * zeros when they have none), coalescing neighbours into one range, all in
+ * one process_madvise() where the kernel has it.  Unlocks them.
+ */
+static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *ids,
+		       uint32_t n, bool clean)
+{
+	if (!n)
+		return;
+	struct iovec *iov = p->dropv;
+	uint32_t niov = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct region *r = ectx_region(p, c, ids[i]);
+		uintptr_t a = region_addr(r, ids[i]);
+		if (niov && (uintptr_t)iov[niov - 1].iov_base + iov[niov - 1].iov_len == a &&
+		    i && ectx_region(p, c, ids[i - 1]) == r) {
+			iov[niov - 1].iov_len += PG_SIZE;
+		} else {
+			iov[niov].iov_base = (void *)a;
+			iov[niov].iov_len = PG_SIZE;
+			niov++;
+		}
+	}
+	size_t total = (size_t)n * PG_SIZE;
+	long done = -1;
+	if (p->pidfd >= 0) {
+		done = syscall(SYS_process_madvise, p->pidfd, iov, (size_t)niov,
+			       MADV_DONTNEED, 0u);
+		if (done < 0 && (errno == ENOSYS || errno == EINVAL || errno == EPERM)) {
+			bp_info("bypass: pager: process_madvise(MADV_DONTNEED): %s; "
+				"using madvise per range", strerror(errno));
+			p->pidfd = -1; /* not closed: another thread may be in it */
+		}
+	}
+	bool fail_all = false;
+	if (done != (long)total) {
+		for (uint32_t i = 0; i < niov; i++)
+			if (madvise(iov[i].iov_base, iov[i].iov_len, MADV_DONTNEED) < 0) {
+				bp_err("bypass: pager: madvise(%p, %zu, DONTNEED): %s",
+				       iov[i].iov_base, iov[i].iov_len, strerror(errno));
+				fail_all = true; /* keep every page: correct, if costly */
+			}
+	}
+	uint32_t dropped = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct pg *pg = pg_of(p, ids[i]);
+		if (fail_all) {
+			pg_set_state(pg, PS_RESIDENT);
+			pg_unlock(pg);
+			lru_add(p, ids[i], false);
+			continue;
+		}
+		uint32_t seq = atomic_fetch_add_explicit(&p->evict_seq, 1, memory_order_relaxed);
+		pg_clear(pg, PW_DIRTY | PW_WP | PW_REF | PW_REDIRTY);
+		if (pg->slot) {
+			pg->prev = seq; /* the refault shadow */
+			pg_set_state(pg, PS_SWAPPED);
+		} else {
+			pg_set_state(pg, PS_ZERO); /* read, never written: zeros */
+		}
+		pg_unlock(pg);
+		dropped++;
+	}
+	if (!dropped)
+		return;
+	atomic_fetch_sub(&p->resident, dropped);
+	stat_add(&p->st.evict, dropped);
+	if (clean)
+		stat_add(&p->st.evict_clean, dropped);
+	pager_progress(p);
+}
+
+/* ------------------------------------------------------------ write-back */
+
+/* A write finished: drop its pages unless they were written meanwhile. */
+static uint32_t finish_wb(struct bypass_pager *p, struct ectx *c, struct wb *b, int res)
+{
+	bool ok = res == (int)(b->n * PG_SIZE);
+	if (ok) {
+		stat_add(&p->st.wr, (uint64_t)b->n * PG_SIZE);
+	} else {
+		stat_add(&p->st.wr_err, b->n);
+		bp_err("bypass: pager: writing %u pages to swap: %s", b->n,
+		       res < 0 ? strerror(-res) : "short write");
+	}
+	uint32_t *drop = p->reap_ids, ndrop = 0;
+	for (uint32_t i = 0; i < b->n; i++) {
+		uint32_t id = b->ids[i];
+		struct pg *pg = pg_of(p, id);
+		pg_lock(pg);
+		atomic_fetch_sub(&p->writeback, 1);
+		uint32_t w = atomic_load(&pg->w);
+		pg_set_state(pg, PS_RESIDENT);
+		if (!ectx_region(p, c, id)) { /* being unmapped: it cleans up */
+			pg_unlock(pg);
+			continue;
+		}
+		if (!ok || (w & PW_REDIRTY)) {
+			slot_free(p, pg);
+			pg_clear(pg, PW_REDIRTY);
+			pg_set(pg, PW_DIRTY);
+			pg_unlock(pg);
+			lru_add(p, id, false);
+			continue;
+		}
+		pg_clear(pg, PW_DIRTY); /* the slot holds it now */
+		if (w >> PW_PIN_SHIFT) {
+			pg_unlock(pg);
+			continue;
+		}
+		drop[ndrop++] = id;
+	}
+	drop_pages(p, c, drop, ndrop, false);
+	b->used = 0;
+	p->wb_inflight--;
+	return ndrop;
+}
+
+/* Reap finished writes; with wait, wait for at least one. */
+static uint32_t reap(struct bypass_pager *p, struct ectx *c, bool wait)
+{
+	uint32_t freed = 0;
+	bool got = false;
+	while (p->wb_inflight) {
+		struct io_uring_cqe *cqe;
+		int e = wait && !got ? io_uring_wait_cqe(&p->ring, &cqe)
+				     : io_uring_peek_cqe(&p->ring, &cqe);
+		if (e == -EINTR)
+			continue;
+		if (e)
+			break;
+		uint32_t ri = (uint32_t)cqe->user_data;
+		int res = cqe->res;
+		io_uring_cqe_seen(&p->ring, cqe);
+		freed += finish_wb(p, c, &p->wbs[ri], res);
+		got = true;
+	}
+	return freed;
+}
+
+static struct wb *wb_get(struct bypass_pager *p, struct ectx *c, uint32_t *idx)
+{
+	for (;;) {
+		for (uint32_t i = 0; i < p->nwb; i++)
+			if (!p->wbs[i].used) {
+				p->wbs[i].used = 1;
+				*idx = i;
+				return &p->wbs[i];
+			}
+		io_uring_submit(&p->ring);
+		reap(p, c, true);
+	}
+}
+
+/*
+ * Write n locked, write-protected dirty pages (sorted by id) to fresh
+ * slots: runs of consecutive slots become one writev.  The pages are
+ * unlocked in state WRITEBACK.
+ */
+static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint32_t *v,
+			     uint32_t n)
+{
+	uint32_t i = 0;
+	bool queued = false;
+	while (i < n) {
+		uint32_t s = slot_alloc(p);
+		if (s == PG_NONE) {
+			/* Cannot happen: regions never exceed the swap size. */
+			bp_err("bypass: pager: no free swap slot");
+			for (; i < n; i++) {
+				pg_unlock(pg_of(p, v[i]));
+				lru_add(p, v[i], false);
+			}
+			break;
+		}
+		uint32_t ri;
+		struct wb *b = wb_get(p, c, &ri);
+		uint32_t cnt = 0, niov = 0;
+		for (; i < n && cnt < WB_MAX_PAGES; i++, cnt++) {
+			if (cnt && (s + cnt >= p->swap_pages || !slot_take(p, s + cnt)))
+				break;
+			struct region *r = ectx_region(p, c, v[i]);
+			uintptr_t a = region_addr(r, v[i]);
+			pg_of(p, v[i])->slot = s + cnt + 1;
+			b->ids[cnt] = v[i];
+			if (niov && (uintptr_t)b->iov[niov - 1].iov_base +
+						b->iov[niov - 1].iov_len == a) {
+				b->iov[niov - 1].iov_len += PG_SIZE;
+			} else {
+				b->iov[niov].iov_base = (void *)a;
+				b->iov[niov].iov_len = PG_SIZE;
+				niov++;
+			}
+		}
+		p->slot_cursor = s + cnt < p->swap_pages ? s + cnt : 0;
+		b->n = cnt;
+		atomic_fetch_add(&p->writeback, cnt);
+		for (uint32_t k = 0; k < cnt; k++) {
+			struct pg *pg = pg_of(p, b->ids[k]);
+			pg_clear(pg, PW_REDIRTY);
+			pg_set_state(pg, PS_WRITEBACK);
+			pg_unlock(pg);
+		}
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
+		if (!sqe) {
+			io_uring_submit(&p->ring);
+			sqe = io_uring_get_sqe(&p->ring);
+		}
+		io_uring_prep_writev(sqe, p->swap_fd, b->iov, niov, (uint64_t)s * PG_SIZE);
+		io_uring_sqe_set_data64(sqe, ri);
+		p->wb_inflight++;
+		queued = true;
+	}
+	if (queued)
+		io_uring_submit(&p->ring);
+}
+
+/* ------------------------------------------------------------ eviction */
+
+/* One round: up to a batch of victims dropped or put under write-back. */
+static uint32_t evict_round(struct bypass_pager *p, struct ectx *c)
+{
+	uint32_t res = atomic_load(&p->resident), wb = atomic_load(&p->writeback);
+	if (res <= wb + p->low)
+		return 0;
+	uint32_t want = res - wb - p->low;
+	if (want > p->batch)
+		want = p->batch;
+	uint32_t *v = p->victims, *clean = p->clean_ids;
+	uint32_t n = select_victims(p, want, v);
+	if (!n)
+		return 0;
+	sort_u32(v, n);
+	uint32_t ndirty = 0, nclean = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct pg *pg = pg_of(p, v[i]);
+		if (!ectx_region(p, c, v[i])) { /* being unmapped */
+			pg_unlock(pg);
+			continue;
+		}
+		if (atomic_load(&pg->w) & PW_DIRTY)
+			v[ndirty++] = v[i];
+		else
+			clean[nclean++] = v[i];
+	}
+	drop_pages(p, c, clean, nclean, true);
+
+	/* Write-protect dirty runs, so that a write during write-back is
+	 * caught; a run that cannot be protected stays resident. */
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < ndirty;) {
+		struct region *r = ectx_region(p, c, v[i]);
+		uint32_t j = i + 1;
+		while (j < ndirty && v[j] == v[j - 1] + 1 && ectx_region(p, c, v[j]) == r)
+			j++;
+		int e = uffd_wp(r->uffd, region_addr(r, v[i]), (size_t)(j - i) * PG_SIZE,
+				true, false);
+		for (uint32_t k = i; k < j; k++) {
+			if (e) {
+				pg_unlock(pg_of(p, v[k]));
+				lru_add(p, v[k], false);
+			} else {
+				pg_set(pg_of(p, v[k]), PW_WP);
+				v[kept++] = v[k];
+			}
+		}
+		if (e)
+			bp_err("bypass: pager: write-protect %u pages: %s", j - i, strerror(-e));
+		i = j;
+	}
+	submit_writeback(p, c, v, kept);
+	return nclean + kept;
+}
+
+/*
+ * Evict down to the low watermark (evict lock held).  With need, also wait
+ * for write-backs until the budget has room.  Returns pages dropped or put
+ * under write-back.
+ */
+static uint32_t evict_run(struct bypass_pager *p, bool need)
+{
+	unsigned idx = tab_enter();
+	struct ectx c = { tab_get(), NULL };
+	uint32_t done = reap(p, &c, false);
+	for (int round = 0; round < 64; round++) {
+		uint32_t n = evict_round(p, &c);
+		if (!n)
+			break;
+		done += n;
+	}
+	if (need)
+		while (atomic_load(&p->resident) >= p->budget && p->wb_inflight)
+			done += reap(p, &c, true);
+	tab_leave(idx);
+	return done;
+}
+
+void evict_drain(struct bypass_pager *p)
+{
+	unsigned idx = tab_enter();
+	struct ectx c = { tab_get(), NULL };
+	while (p->wb_inflight)
+		reap(p, &c, true);
+	tab_leave(idx);
+}
+
+static void wait_progress(struct bypass_pager *p, uint32_t seen)
+{
+	atomic_fetch_add(&p->waiters, 1);
+	if (atomic_load(&p->progress) == seen)
+		bp_futex_wait(&p->progress, seen, 1000000, false);
+	atomic_fetch_sub(&p->waiters, 1);
+}
+
+int pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
+{
+	bool evicted = false;
+	uint64_t stuck = 0;
+	for (;;) {
+		uint32_t r = atomic_load(&p->resident);
+		if (r + n <= p->budget) {
+			if (must && r + n > p->high && !evicted && plock_trylock(&p->evict)) {
+				evict_run(p, false);
+				plock_unlock(&p->evict);
+				evicted = true;
+				continue;
+			}
+			if (atomic_compare_exchange_weak(&p->resident, &r, r + n)) {
+				uint64_t peak = atomic_load_explicit(&p->st.peak, memory_order_relaxed);
+				while (r + n > peak &&
+				       !atomic_compare_exchange_weak(&p->st.peak, &peak, r + n))
+					;
+				return 0;
+			}
+			continue;
+		}
+		if (!must)
+			return -EAGAIN;
+		uint32_t seen = atomic_load(&p->progress);
+		if (!plock_trylock(&p->evict)) {
+			wait_progress(p, seen);
+			continue;
+		}
+		uint32_t done = evict_run(p, true);
+		bool busy = p->wb_inflight != 0;
+		plock_unlock(&p->evict);
+		if (done || busy) {
+			stuck = 0;
+			continue;
+		}
+		/* Nothing evictable: every resident page is pinned or locked
+		 * by a thread that is about to release it. */
+		uint64_t now = bypass_now_ns();
+		if (!stuck) {
+			stuck = now;
+		} else if (now - stuck > STUCK_NS) {
+			bp_err("bypass: pager: no page can be evicted (%u resident, %u "
+			       "pinned, budget %u)", atomic_load(&p->resident),
+			       atomic_load(&p->pinned), p->budget);
+			return -ENOMEM;
+		}
+		struct timespec ts = { 0, 100000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* ------------------------------------------------------------ setup */
+
+int evict_init(struct bypass_pager *p)
+{
+	p->lru[0].head = p->lru[0].tail = PG_NONE;
+	p->lru[1].head = p->lru[1].tail = PG_NONE;
+	p->nwb = WB_RECORDS;
+	p->wb_max_pages = WB_MAX_PAGES;
+	uint32_t scratch = p->batch > WB_MAX_PAGES ? p->batch : WB_MAX_PAGES;
+	p->wbs = calloc(p->nwb, sizeof(*p->wbs));
+	p->wb_ids = calloc((size_t)p->nwb * WB_MAX_PAGES, sizeof(uint32_t));
+	p->wb_iov = calloc((size_t)p->nwb * WB_MAX_PAGES, sizeof(struct iovec));
+	p->victims = calloc(p->batch, sizeof(uint32_t));
+	p->clean_ids = calloc(p->batch, sizeof(uint32_t));
+	p->reap_ids = calloc(WB_MAX_PAGES, sizeof(uint32_t));
+	p->dropv = calloc(scratch, sizeof(struct iovec));
+	if (!p->wbs || !p->wb_ids || !p->wb_iov || !p->victims || !p->clean_ids ||
+	    !p->reap_ids || !p->dropv)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->nwb; i++) {
+		p->wbs[i].ids = p->wb_ids + (size_t)i * WB_MAX_PAGES;
+		p->wbs[i].iov = p->wb_iov + (size_t)i * WB_MAX_PAGES;
+	}
+	int e = io_uring_queue_init(RING_ENTRIES, &p->ring, 0);
+	if (e < 0) {
+		bp_err("bypass: pager: io_uring_queue_init: %s", strerror(-e));
+		return e;
+	}
+	p->ring_live = true;
+	return 0;
+}
+
+void evict_fini(struct bypass_pager *p)
+{
+	if (p->ring_live)
+		io_uring_queue_exit(&p->ring);
+	p->ring_live = false;
+	free(p->wbs);
+	free(p->wb_ids);
+	free(p->wb_iov);
+	free(p->victims);
+	free(p->clean_ids);
+	free(p->reap_ids);
+	free(p->dropv);
+}

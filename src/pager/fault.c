@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Serving page faults: in the faulting thread's SIGBUS handler (upcall
+ * mode, through core's fault dispatcher) or in a handler thread reading the
+ * userfaultfd (handler mode).  Both end in pager_serve().
+ */
+#include "pager/pager_internal.h"
+
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#ifndef UFFDIO_POISON /* Linux 6.6; the headers here may be older */
+struct uffdio_poison {
+	struct uffdio_range range;
+	__u64 mode;
+	__s64 updated;
+};
+#define _UFFDIO_POISON (0x08)
+#define UFFDIO_POISON _IOWR(UFFDIO, _UFFDIO_POISON, struct uffdio_poison)
+#endif
+
+static const char zero_page[PG_SIZE] __attribute__((aligned(4096)));
+
+/* ------------------------------------------------------------ ioctls */
+
+int uffd_copy(int uffd, uintptr_t dst, const void *src, size_t len, bool wp,
+	      bool wake)
+{
+	uintptr_t s = (uintptr_t)src;
+	for (;;) {
+		struct uffdio_copy c = {
+			.dst = dst, .src = s, .len = len,
+			.mode = (wp ? UFFDIO_COPY_MODE_WP : 0) |
+				(wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE),
+		};
+		if (ioctl(uffd, UFFDIO_COPY, &c) == 0)
+			return 0;
+		int e = errno;
+		if (c.copy > 0) { /* partial: -EAGAIN with progress */
+			dst += (uintptr_t)c.copy;
+			s += (uintptr_t)c.copy;
+			len -= (size_t)c.copy;
+			if (!len)
+				return 0;
+			continue;
+		}
+		if (e == EAGAIN) /* the address space is changing: retry */
+			continue;
+		return -e;
+	}
+}
+
+int uffd_wp(int uffd, uintptr_t addr, size_t len, bool protect, bool wake)
+{
+	/* The kernel refuses WP together with DONTWAKE (protecting wakes
+	 * nobody anyway). */
+	struct uffdio_writeprotect w = {
+		.range = { .start = addr, .len = len },
+		.mode = protect ? UFFDIO_WRITEPROTECT_MODE_WP
+				: (wake ? 0 : UFFDIO_WRITEPROTECT_MODE_DONTWAKE),
+	};
+	for (;;) {
+		if (ioctl(uffd, UFFDIO_WRITEPROTECT, &w) == 0)
+			return 0;
+		if (errno != EAGAIN)
+			return -errno;
+	}
+}
+
+int uffd_wake(int uffd, uintptr_t addr, size_t len)
+{
+	struct uffdio_range r = { .start = addr, .len = len };
+	return ioctl(uffd, UFFDIO_WAKE, &r) == 0 ? 0 : -errno;
+}
+
+/* ------------------------------------------------------------ bounce */
+
+static char *bounce_get(struct bypass_pager *p, unsigned *slot)
+{
+	unsigned words = (p->nbounce + 63) / 64;
+	for (unsigned spins = 0;; spins++) {
+		for (unsigned i = 0; i < words; i++) {
+			uint64_t m = atomic_load_explicit(&p->bounce_map[i], memory_order_relaxed);
+			while (~m) {
+				unsigned b = (unsigned)__builtin_ctzll(~m);
+				if (i * 64 + b >= p->nbounce)
+					break;
+				if (atomic_compare_exchange_weak_explicit(
+					    &p->bounce_map[i], &m, m | (1ull << b),
+					    memory_order_acquire, memory_order_relaxed)) {
+					*slot = i * 64 + b;
+					return p->bounce + (size_t)*slot * p->ra * PG_SIZE;
+				}
+			}
+		}
+		/* More threads are reading swap than there are buffers. */
+		if (spins < 16)
+			bp_cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
+static void bounce_put(struct bypass_pager *p, unsigned slot)
+{
+	atomic_fetch_and_explicit(&p->bounce_map[slot / 64], ~(1ull << (slot % 64)),
+				  memory_order_release);
+}
+
+static int pread_full(int fd, char *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = pread(fd, buf + done, len - done, off + (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO; /* the swap file was truncated */
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ serving */
+
+/* A write to a clean (write-protected) resident page: it becomes dirty. */
+static int resolve_wp(struct bypass_pager *p, struct region *r, struct pg *pg,
+		      uintptr_t pa)
+{
+	int e = uffd_wp(r->uffd, pa, PG_SIZE, false, false);
+	if (e)
+		return e;
+	if (pg_state(atomic_load(&pg->w)) == PS_WRITEBACK)
+		pg_set(pg, PW_REDIRTY); /* its slot is freed when the write ends */
+	else
+		slot_free(p, pg);
+	pg_clear(pg, PW_WP);
+	pg_set(pg, PW_DIRTY | PW_REF);
+	return 0;
+}
+
+/*
+ * A fault on a page bypass thinks is mapped: another thread served it
+ * between the fault and our lock, or the application discarded it behind
+ * our back (MADV_DONTNEED: anonymous memory then reads as zeros).  A copy
+ * tells the two apart: it fails with EEXIST on a mapped page.
+ */
+static int resolve_other(struct bypass_pager *p, struct region *r, struct pg *pg,
+			 uintptr_t pa)
+{
+	int e = uffd_copy(r->uffd, pa, zero_page, PG_SIZE, false, false);
+	if (e == -EEXIST)
+		return 0;
+	if (e)
+		return e;
+	bp_debug("bypass: pager: page %#lx was discarded behind the pager's back",
+		 (unsigned long)pa);
+	if (pg_state(atomic_load(&pg->w)) == PS_WRITEBACK)
+		pg_set(pg, PW_REDIRTY);
+	else
+		slot_free(p, pg);
+	pg_clear(pg, PW_WP);
+	pg_set(pg, PW_DIRTY);
+	return 0;
+}
+
+static int fill_zero(struct bypass_pager *p, struct region *r, struct pg *pg,
+		     uint32_t id, uintptr_t pa, bool write)
+{
+	int e = pager_reserve(p, 1, true);
+	if (e)
+		return e;
+	/* A page first read stays write-protected: clean, and dropped
+	 * without a write if it is never written. */
+	e = uffd_copy(r->uffd, pa, zero_page, PG_SIZE, !write, false);
+	if (e) {
+		pager_unreserve(p, 1);
+		return e;
+	}
+	pg_set(pg, write ? PW_DIRTY : PW_WP);
+	pg_set_state(pg, PS_RESIDENT);
+	lru_add(p, id, false);
+	stat_add(&p->st.zero, 1);
+	return 0;
+}
+
+/*
+ * Read a page back, with the following pages of the region that were
+ * evicted into the following slots (readahead: they were evicted together,
+ * most likely by a sequential pass).  Readahead pages are mapped as the
+ * faulting page is: written (dirty) after a write fault, write-protected
+ * (clean) after a read fault.
+ */
+static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
+		   uint32_t id, uintptr_t pa, bool write, uint32_t *mapped)
+{
+	uint32_t slot1 = pg->slot; /* slot + 1 */
+	uint32_t k = 1, maxk = p->ra;
+	uint32_t left = (uint32_t)((r->end - pa) >> PG_SHIFT);
+	if (maxk > left)
+		maxk = left;
+	while (k < maxk) {
+		struct pg *q = pg_of(p, id + k);
+		uint32_t w = atomic_load_explicit(&q->w, memory_order_relaxed);
+		if (pg_state(w) != PS_SWAPPED || (w & PW_LOCK) || !pg_trylock(q))
+			break;
+		if (pg_state(atomic_load(&q->w)) != PS_SWAPPED || q->slot != slot1 + k) {
+			pg_unlock(q);
+			break;
+		}
+		k++;
+	}
+	int e = pager_reserve(p, 1, true);
+	if (!e && k > 1 && pager_reserve(p, k - 1, false) != 0) {
+		/* Readahead only where it needs no eviction. */
+		for (uint32_t j = 1; j < k; j++)
+			pg_unlock(pg_of(p, id + j));
+		k = 1;
+	}
+	if (e)
+		goto unlock;
+
+	unsigned bslot;
+	char *buf = bounce_get(p, &bslot);
+	e = pread_full(p->swap_fd, buf, (size_t)k * PG_SIZE,
+		       (off_t)(slot1 - 1) * (off_t)PG_SIZE);
+	if (!e)
+		e = uffd_copy(r->uffd, pa, buf, (size_t)k * PG_SIZE, !write, false);
+	bounce_put(p, bslot);
+	if (e) {
+		bp_err("bypass: pager: swap-in of %#lx (%u pages, slot %u): %s",
+		       (unsigned long)pa, k, slot1 - 1, strerror(-e));
+		pager_unreserve(p, k);
+		goto unlock;
+	}
+	*mapped = k;
+	stat_add(&p->st.rd, (uint64_t)k * PG_SIZE);
+	stat_add(&p->st.swapin, 1);
+	stat_add(&p->st.ra, k - 1);
+	uint32_t seq = atomic_load_explicit(&p->evict_seq, memory_order_relaxed);
+	for (uint32_t j = 0; j < k; j++) {
+		struct pg *q = pg_of(p, id + j);
+		uint32_t shadow = q->prev;
+		if (write) {
+			slot_free(p, q);
+			pg_set(q, PW_DIRTY);
+		} else {
+			pg_set(q, PW_WP);
+		}
+		pg_set_state(q, PS_RESIDENT);
+		if (j == 0)
+			lru_add_refault(p, id, seq - shadow);
+		else
+			lru_add(p, id + j, false);
+	}
+unlock:
+	for (uint32_t j = 1; j < k; j++)
+		pg_unlock(pg_of(p, id + j));
+	return e;
+}
+
+static inline uint64_t rdtsc(void)
+{
+	return bypass_rdtscp(NULL);
+}
+
+int pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
+{
+	struct bypass_pager *p = r->pager;
+	uint64_t t0 = rdtsc();
+	uintptr_t pa = addr & ~(uintptr_t)(PG_SIZE - 1);
+	uint32_t id = region_id(r, pa);
+	struct pg *pg = pg_of(p, id);
+	int e = 0;
+	uint32_t mapped = 1;
+
+	pg_lock(pg);
+	uint32_t w = atomic_load(&pg->w);
+	switch (pg_state(w)) {
+	case PS_RESIDENT:
+	case PS_WRITEBACK:
+		if (write && (w & PW_WP)) {
+			e = resolve_wp(p, r, pg, pa);
+			stat_add(&p->st.wp, 1);
+		} else {
+			e = resolve_other(p, r, pg, pa);
+			stat_add(&p->st.other, 1);
+		}
+		break;
+	case PS_ZERO:
+		e = fill_zero(p, r, pg, id, pa, write);
+		break;
+	case PS_SWAPPED:
+		e = swap_in(p, r, pg, id, pa, write, &mapped);
+		break;
+	}
+	pg_unlock(pg);
+	/* Handler mode: wake the faulting thread(s) only now, with the page
+	 * unlocked and counted. */
+	if (!e && handler)
+		e = uffd_wake(r->uffd, pa, (size_t)mapped * PG_SIZE);
+
+	uint64_t ns = ((rdtsc() - t0) << 16) / p->cyc_per_ns_q16;
+	unsigned b = ns ? 63 - (unsigned)__builtin_clzll(ns) : 0;
+	if (b >= BYPASS_PAGER_HIST)
+		b = BYPASS_PAGER_HIST - 1;
+	stat_add(&p->st.hist[b], 1);
+	stat_add(&p->st.lat_count, 1);
+	stat_add(&p->st.lat_sum_ns, ns);
+	return e;
+}
+
+/* ------------------------------------------------------------ upcall */
+
+static bool fault_is_write(void *uc)
+{
+#if defined(__x86_64__)
+	/* The page-fault error code: bit 1 is set for a write. */
+	const ucontext_t *u = uc;
+	return (u->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#else
+	(void)uc;
+	return true; /* treat it as a write: correct, only less economical */
+#endif
+}
+
+static int pager_hook(int sig, siginfo_t *si, void *uc)
+{
+	/* userfaultfd in SIGBUS mode raises BUS_ADRERR at the address. */
+	if (sig != SIGBUS || si->si_code != BUS_ADRERR || !tab_get())
+		return 0;
+	unsigned idx = tab_enter();
+	uintptr_t a = (uintptr_t)si->si_addr;
+	struct region *r = tab_find(tab_get(), a);
+	int handled = 0;
+	/* After fork the table is the parent's: its userfaultfd would act
+	 * on the parent's memory.  The child has no regions (DONTFORK). */
+	if (r && !r->handler && r->gen == bp_fork_gen_fast()) {
+		int e = pager_serve(r, a, fault_is_write(uc), false);
+		if (!e)
+			handled = 1;
+		else
+			bp_err("bypass: pager: cannot serve the fault at %#lx: %s",
+			       (unsigned long)a, strerror(-e));
+	}
+	tab_leave(idx);
+	return handled;
+}
+
+int pager_hook_install(void)
+{
+	return bp_fault_hook_add(pager_hook);
+}
+
+/* ------------------------------------------------------------ handler */
+
+static void handle_msg(struct bypass_pager *p, const struct uffd_msg *m)
+{
+	if (m->event != UFFD_EVENT_PAGEFAULT)
+		return;
+	uintptr_t a = (uintptr_t)m->arg.pagefault.address;
+	bool write = m->arg.pagefault.flags &
+		     (UFFD_PAGEFAULT_FLAG_WRITE | UFFD_PAGEFAULT_FLAG_WP);
+	unsigned idx = tab_enter();
+	struct region *r = tab_find(tab_get(), a);
+	uintptr_t pa = a & ~(uintptr_t)(PG_SIZE - 1);
+	if (r && r->pager == p && r->handler) {
+		int e = pager_serve(r, a, write, true);
+		if (e) {
+			/* The thread cannot be given its data: make its
+			 * access fail (SIGBUS) rather than hang. */
+			bp_err("bypass: pager: cannot serve the fault at %#lx: %s",
+			       (unsigned long)a, strerror(-e));
+			struct uffdio_poison po = { .range = { pa, PG_SIZE } };
+			if (ioctl(p->uffd_thread, UFFDIO_POISON, &po) < 0)
+				uffd_wake(p->uffd_thread, pa, PG_SIZE);
+		}
+	} else {
+		uffd_wake(p->uffd_thread, pa, PG_SIZE);
+	}
+	tab_leave(idx);
+}
+
+static void *handler_main(void *arg)
+{
+	struct bypass_pager *p = arg;
+	struct uffd_msg msgs[64];
+	struct pollfd pf[2] = { { .fd = p->uffd_thread, .events = POLLIN },
+				{ .fd = p->stop_fd, .events = POLLIN } };
+	for (;;) {
+		ssize_t n = read(p->uffd_thread, msgs, sizeof(msgs));
+		if (n > 0) {
+			for (size_t i = 0; i < (size_t)n / sizeof(msgs[0]); i++)
+				handle_msg(p, &msgs[i]);
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			bp_err("bypass: pager: reading the userfaultfd: %s", strerror(errno));
+			break;
+		}
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[1].revents)
+			break;
+	}
+	return NULL;
+}
+
+int pager_thread_start(struct bypass_pager *p)
+{
+	if (p->thread_live)
+		return 0;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int e = pthread_create(&p->thread, NULL, handler_main, p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e)
+		return -e;
+	p->thread_live = true;
+	return 0;
+}
+
+void pager_thread_stop(struct bypass_pager *p)
+{
+	if (!p->thread_live)
+		return;
+	uint64_t one = 1;
+	ssize_t n = write(p->stop_fd, &one, sizeof(one));
+	(void)n;
+	pthread_join(p->thread, NULL);
+	p->thread_live = false;
+}

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Locks that work inside a signal handler: futexes and atomics only.  A
+ * thread may block on them while serving a page fault, so none of them is
+ * ever held across an access to region memory.
+ */
+#include "pager/pager_internal.h"
+
+#include <limits.h>
+#include <sched.h>
+
+#define SPINS 200
+
+void plock_lock(struct plock *l)
+{
+	uint32_t c = 0;
+	if (atomic_compare_exchange_strong_explicit(&l->v, &c, 1, memory_order_acquire,
+						    memory_order_relaxed))
+		return;
+	for (int i = 0; i < SPINS; i++) {
+		bp_cpu_relax();
+		c = 0;
+		if (atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_strong_explicit(&l->v, &c, 1, memory_order_acquire,
+							    memory_order_relaxed))
+			return;
+	}
+	/* 2 = locked, maybe with sleepers. */
+	c = atomic_exchange_explicit(&l->v, 2, memory_order_acquire);
+	while (c != 0) {
+		bp_futex_wait(&l->v, 2, -1, false);
+		c = atomic_exchange_explicit(&l->v, 2, memory_order_acquire);
+	}
+}
+
+bool plock_trylock(struct plock *l)
+{
+	uint32_t c = 0;
+	return atomic_compare_exchange_strong_explicit(&l->v, &c, 1, memory_order_acquire,
+						       memory_order_relaxed);
+}
+
+void plock_unlock(struct plock *l)
+{
+	if (atomic_exchange_explicit(&l->v, 0, memory_order_release) == 2)
+		bp_futex_wake(&l->v, 1, false);
+}
+
+void spin_lock(struct spin *s)
+{
+	for (unsigned i = 0;; i++) {
+		uint32_t z = 0;
+		if (atomic_load_explicit(&s->v, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_weak_explicit(&s->v, &z, 1, memory_order_acquire,
+							  memory_order_relaxed))
+			return;
+		if (i < 1000)
+			bp_cpu_relax();
+		else
+			sched_yield(); /* the holder was preempted */
+	}
+}
+
+void spin_unlock(struct spin *s)
+{
+	atomic_store_explicit(&s->v, 0, memory_order_release);
+}
+
+bool pg_trylock(struct pg *pg)
+{
+	uint32_t w = atomic_load_explicit(&pg->w, memory_order_relaxed);
+	while (!(w & PW_LOCK)) {
+		if (atomic_compare_exchange_weak_explicit(&pg->w, &w, w | PW_LOCK,
+							  memory_order_acquire,
+							  memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
+void pg_lock(struct pg *pg)
+{
+	for (int i = 0; i < SPINS; i++) {
+		if (pg_trylock(pg))
+			return;
+		bp_cpu_relax();
+	}
+	for (;;) {
+		uint32_t w = atomic_load_explicit(&pg->w, memory_order_relaxed);
+		if (!(w & PW_LOCK)) {
+			if (atomic_compare_exchange_weak_explicit(&pg->w, &w, w | PW_LOCK,
+								  memory_order_acquire,
+								  memory_order_relaxed))
+				return;
+			continue;
+		}
+		if (!(w & PW_WAIT) &&
+		    !atomic_compare_exchange_weak_explicit(&pg->w, &w, w | PW_WAIT,
+							   memory_order_relaxed,
+							   memory_order_relaxed))
+			continue;
+		/* Other bits of the word change too: a spurious return is fine. */
+		bp_futex_wait(&pg->w, w | PW_WAIT, -1, false);
+	}
+}
+
+void pg_unlock(struct pg *pg)
+{
+	uint32_t w = atomic_fetch_and_explicit(&pg->w, ~(PW_LOCK | PW_WAIT),
+					       memory_order_release);
+	if (w & PW_WAIT)
+		bp_futex_wake(&pg->w, INT_MAX, false);
+}

@@ -1,0 +1,825 @@
+/* SPDX-License-Identifier: MIT */
+/* The pager's public API: create, map, unmap, pin, stats, destroy. */
+#include "pager/pager_internal.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/userfaultfd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef UFFD_FEATURE_POISON
+#define UFFD_FEATURE_POISON (1 << 14)
+#endif
+
+#define DEFAULT_BATCH 32u
+#define DEFAULT_RA 8u
+
+/* ------------------------------------------------------------ userfaultfd */
+
+static int uffd_features_available(uint64_t *out)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+	if (fd < 0)
+		return -errno;
+	struct uffdio_api a = { .api = UFFD_API };
+	int e = ioctl(fd, UFFDIO_API, &a) == 0 ? 0 : -errno;
+	close(fd);
+	*out = a.features;
+	return e;
+}
+
+/*
+ * A userfaultfd for the handler thread: it must handle faults the kernel
+ * takes inside system calls, which UFFD_USER_MODE_ONLY would refuse.
+ */
+static int uffd_open_kernel(void)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0 || errno != EPERM)
+		return fd >= 0 ? fd : -errno;
+	int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+	if (dev >= 0) {
+		fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+		close(dev);
+		if (fd >= 0)
+			return fd;
+	}
+	bp_err("bypass: pager: handler mode needs userfaultfd for kernel-mode faults, "
+	       "which needs CAP_SYS_PTRACE, vm.unprivileged_userfaultfd = 1 or access "
+	       "to /dev/userfaultfd; none is available (upcall mode works unprivileged)");
+	return -EPERM;
+}
+
+static int uffd_setup(int fd, uint64_t features)
+{
+	struct uffdio_api a = { .api = UFFD_API, .features = features };
+	if (ioctl(fd, UFFDIO_API, &a) < 0) {
+		int e = errno;
+		bp_err("bypass: pager: UFFDIO_API(features %#llx): %s",
+		       (unsigned long long)features, strerror(e));
+		return e == EINVAL ? -EOPNOTSUPP : -e;
+	}
+	return 0;
+}
+
+static int open_thread_uffd(struct bypass_pager *p, uint64_t avail)
+{
+	int fd = uffd_open_kernel();
+	if (fd < 0)
+		return fd;
+	int e = uffd_setup(fd, UFFD_FEATURE_PAGEFAULT_FLAG_WP |
+				       (avail & UFFD_FEATURE_POISON));
+	if (e) {
+		close(fd);
+		return e;
+	}
+	p->uffd_thread = fd;
+	if (p->stop_fd < 0) {
+		p->stop_fd = eventfd(0, EFD_CLOEXEC);
+		if (p->stop_fd < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ swap file */
+
+static int open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
+{
+	const char *path = cfg->swap_path;
+	int base = O_RDWR | O_CLOEXEC;
+	int fd = -1;
+	for (int direct = 1; direct >= 0 && fd < 0; direct--) {
+		int fl = base | (direct ? O_DIRECT : 0);
+		if (cfg->flags & BYPASS_PAGER_SWAP_TEMP) {
+			fd = open(path, fl | O_TMPFILE, 0600);
+			if (fd < 0 && errno == EOPNOTSUPP) {
+				/* No O_TMPFILE here: a named file, unlinked at once. */
+				char tmpl[4096];
+				int n = snprintf(tmpl, sizeof(tmpl), "%s/bypass-swap-XXXXXX", path);
+				if (n < 0 || (size_t)n >= sizeof(tmpl))
+					return -ENAMETOOLONG;
+				fd = mkostemp(tmpl, O_CLOEXEC | (direct ? O_DIRECT : 0));
+				if (fd >= 0)
+					unlink(tmpl);
+			}
+		} else if (cfg->flags & BYPASS_PAGER_SWAP_CREATE) {
+			fd = open(path, fl | O_CREAT, 0600);
+		} else {
+			fd = open(path, fl);
+		}
+		if (fd < 0 && !(direct && errno == EINVAL)) {
+			int e = errno;
+			bp_err("bypass: pager: swap file %s: %s", path, strerror(e));
+			return -e;
+		}
+		p->direct = fd >= 0 && direct;
+	}
+	if (!p->direct)
+		bp_warn("bypass: pager: %s does not support O_DIRECT; swap I/O goes "
+			"through the page cache", path);
+	p->swap_fd = fd;
+
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	uint64_t size;
+	if (S_ISREG(st.st_mode)) {
+		size = (uint64_t)st.st_size;
+	} else if (S_ISBLK(st.st_mode)) {
+		if (ioctl(fd, BLKGETSIZE64, &size) < 0)
+			return -errno;
+	} else {
+		bp_err("bypass: pager: swap file %s is not a regular file or block device",
+		       path);
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	}
+	uint64_t want = cfg->swap_size;
+	if (size < want && S_ISREG(st.st_mode) &&
+	    (cfg->flags & (BYPASS_PAGER_SWAP_CREATE | BYPASS_PAGER_SWAP_TEMP))) {
+		int e = posix_fallocate(fd, 0, (off_t)want);
+		if (e == EOPNOTSUPP || e == EINVAL)
+			e = ftruncate(fd, (off_t)want) < 0 ? errno : 0;
+		if (e) {
+			bp_err("bypass: pager: sizing swap file %s to %llu bytes: %s", path,
+			       (unsigned long long)want, strerror(e));
+			return -e;
+		}
+		size = want;
+	}
+	if (want && size < want) {
+		bp_err("bypass: pager: swap file %s has %llu bytes, fewer than the %llu "
+		       "asked for", path, (unsigned long long)size, (unsigned long long)want);
+		return -ENOSPC;
+	}
+	if (!want)
+		want = size;
+	uint64_t pages = want >> PG_SHIFT;
+	if (pages < PG_MIN_SWAP) {
+		bp_err("bypass: pager: swap file %s is too small: %llu bytes, at least "
+		       "%zu needed", path, (unsigned long long)want, PG_MIN_SWAP * PG_SIZE);
+		return -ENOSPC;
+	}
+	if (pages > UINT32_MAX - 2) {
+		bp_warn("bypass: pager: using the first 16 TiB of swap file %s", path);
+		pages = UINT32_MAX - 2;
+	}
+	p->swap_pages = (uint32_t)pages;
+	return 0;
+}
+
+/* ------------------------------------------------------------ page ids */
+
+static int id_alloc(struct bypass_pager *p, uint32_t n, uint32_t *out)
+{
+	for (size_t i = 0; i < p->nidfree; i++) {
+		if (p->idfree[i].len < n)
+			continue;
+		*out = p->idfree[i].start;
+		p->idfree[i].start += n;
+		p->idfree[i].len -= n;
+		if (!p->idfree[i].len) {
+			memmove(&p->idfree[i], &p->idfree[i + 1],
+				(p->nidfree - i - 1) * sizeof(p->idfree[0]));
+			p->nidfree--;
+		}
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static void id_free(struct bypass_pager *p, uint32_t start, uint32_t n)
+{
+	size_t i = 0;
+	while (i < p->nidfree && p->idfree[i].start < start)
+		i++;
+	bool left = i > 0 && p->idfree[i - 1].start + p->idfree[i - 1].len == start;
+	bool right = i < p->nidfree && start + n == p->idfree[i].start;
+	if (left && right) {
+		p->idfree[i - 1].len += n + p->idfree[i].len;
+		memmove(&p->idfree[i], &p->idfree[i + 1],
+			(p->nidfree - i - 1) * sizeof(p->idfree[0]));
+		p->nidfree--;
+	} else if (left) {
+		p->idfree[i - 1].len += n;
+	} else if (right) {
+		p->idfree[i].start = start;
+		p->idfree[i].len += n;
+	} else {
+		/* Room for one more extent was kept free in advance. */
+		memmove(&p->idfree[i + 1], &p->idfree[i],
+			(p->nidfree - i) * sizeof(p->idfree[0]));
+		p->idfree[i].start = start;
+		p->idfree[i].len = n;
+		p->nidfree++;
+	}
+}
+
+static int id_reserve_extent(struct bypass_pager *p)
+{
+	if (p->nidfree + 1 < p->capidfree)
+		return 0;
+	size_t cap = p->capidfree ? p->capidfree * 2 : 16;
+	void *n = realloc(p->idfree, cap * sizeof(p->idfree[0]));
+	if (!n)
+		return -ENOMEM;
+	p->idfree = n;
+	p->capidfree = cap;
+	return 0;
+}
+
+/* ------------------------------------------------------------ create */
+
+static void pager_free(struct bypass_pager *p, bool child)
+{
+	if (!child)
+		pager_thread_stop(p);
+	evict_fini(p);
+	if (p->uffd_sigbus >= 0)
+		close(p->uffd_sigbus);
+	if (p->uffd_thread >= 0)
+		close(p->uffd_thread);
+	if (p->stop_fd >= 0)
+		close(p->stop_fd);
+	if (p->swap_fd >= 0)
+		close(p->swap_fd);
+	if (p->pidfd_owned >= 0)
+		close(p->pidfd_owned);
+	if (p->pages)
+		munmap(p->pages, p->pages_len);
+	if (p->bounce)
+		munmap(p->bounce, (size_t)p->nbounce * p->ra * PG_SIZE);
+	free(p->bounce_map);
+	free((void *)p->slotmap);
+	free(p->idfree);
+	if (!child)
+		pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+static int check_config(const struct bypass_pager_config *cfg, struct bypass_pager *p)
+{
+	if (!cfg->swap_path || (cfg->mode != BYPASS_PAGER_UPCALL &&
+				cfg->mode != BYPASS_PAGER_HANDLER) ||
+	    (cfg->flags & ~(BYPASS_PAGER_SWAP_CREATE | BYPASS_PAGER_SWAP_TEMP)) ||
+	    cfg->readahead > PG_MAX_RA) {
+		bp_err("bypass: pager: bad configuration (swap_path, mode, flags or "
+		       "readahead)");
+		return -EINVAL;
+	}
+	if ((cfg->flags & (BYPASS_PAGER_SWAP_CREATE | BYPASS_PAGER_SWAP_TEMP)) &&
+	    !cfg->swap_size) {
+		bp_err("bypass: pager: creating a swap file needs swap_size");
+		return -EINVAL;
+	}
+	uint64_t budget = cfg->budget >> PG_SHIFT;
+	if (budget < PG_MIN_BUDGET) {
+		bp_err("bypass: pager: budget %zu bytes is below the minimum of %zu",
+		       cfg->budget, PG_MIN_BUDGET * PG_SIZE);
+		return -EINVAL;
+	}
+	if (budget > UINT32_MAX / 2)
+		budget = UINT32_MAX / 2;
+	p->budget = (uint32_t)budget;
+	uint32_t batch = cfg->batch ? cfg->batch : DEFAULT_BATCH;
+	if (batch > p->budget / 4)
+		batch = p->budget / 4;
+	p->batch = batch;
+	uint64_t high = cfg->high_watermark >> PG_SHIFT, low = cfg->low_watermark >> PG_SHIFT;
+	if (!high) {
+		high = p->budget - 2 * batch;
+		if (high < p->budget / 2)
+			high = p->budget / 2;
+	}
+	if (!low)
+		low = high > batch ? high - batch : 1;
+	if (high > p->budget || low >= high || !low) {
+		bp_err("bypass: pager: watermarks out of order: low %llu < high %llu <= "
+		       "budget %u pages is needed", (unsigned long long)low,
+		       (unsigned long long)high, p->budget);
+		return -EINVAL;
+	}
+	p->high = (uint32_t)high;
+	p->low = (uint32_t)low;
+	p->ra = cfg->readahead ? cfg->readahead : DEFAULT_RA;
+	if (p->ra > p->budget / 4)
+		p->ra = p->budget / 4;
+	p->mode = cfg->mode;
+	p->flags = cfg->flags;
+	return 0;
+}
+
+int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **out)
+{
+	if (!cfg || !out)
+		return -EINVAL;
+	struct bypass_pager *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->swap_fd = p->uffd_sigbus = p->uffd_thread = p->stop_fd = -1;
+	p->pidfd = p->pidfd_owned = -1;
+	pthread_mutex_init(&p->lock, NULL);
+	bp_pid();
+	p->gen = bp_fork_gen();
+	int e = check_config(cfg, p);
+	if (e)
+		goto fail;
+
+	uint64_t avail = 0;
+	e = uffd_features_available(&avail);
+	if (e) {
+		if (e == -ENOSYS)
+			bp_err("bypass: pager: this kernel has no userfaultfd");
+		else
+			bp_err("bypass: pager: userfaultfd: %s", strerror(-e));
+		goto fail;
+	}
+	if (!(avail & UFFD_FEATURE_PAGEFAULT_FLAG_WP) ||
+	    (p->mode == BYPASS_PAGER_UPCALL && !(avail & UFFD_FEATURE_SIGBUS))) {
+		bp_err("bypass: pager: userfaultfd lacks write-protect or SIGBUS mode "
+		       "(features %#llx)", (unsigned long long)avail);
+		e = -EOPNOTSUPP;
+		goto fail;
+	}
+	p->uffd_avail = avail;
+	if (p->mode == BYPASS_PAGER_UPCALL) {
+		/* Kernel-mode faults fail with EFAULT in SIGBUS mode anyway, so
+		 * user-mode-only costs nothing and needs no privilege. */
+		p->uffd_sigbus = (int)syscall(SYS_userfaultfd,
+					      O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+		if (p->uffd_sigbus < 0) {
+			e = -errno;
+			bp_err("bypass: pager: userfaultfd: %s", strerror(-e));
+			goto fail;
+		}
+		e = uffd_setup(p->uffd_sigbus,
+			       UFFD_FEATURE_SIGBUS | UFFD_FEATURE_PAGEFAULT_FLAG_WP);
+		if (!e)
+			e = pager_hook_install();
+	} else {
+		e = open_thread_uffd(p, avail);
+		if (!e)
+			e = pager_thread_start(p);
+	}
+	if (e)
+		goto fail;
+
+	e = open_swap(p, cfg);
+	if (e)
+		goto fail;
+
+	p->pages_len = ((size_t)p->swap_pages * sizeof(struct pg) + PG_SIZE - 1) &
+		       ~(PG_SIZE - 1);
+	p->pages = mmap(NULL, p->pages_len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p->pages == MAP_FAILED) {
+		p->pages = NULL;
+		e = -ENOMEM;
+		goto fail;
+	}
+	uint32_t words = (p->swap_pages + 63) / 64;
+	p->slotmap = calloc(words, sizeof(uint64_t));
+	if (!p->slotmap) {
+		e = -ENOMEM;
+		goto fail;
+	}
+	if (p->swap_pages % 64) /* slots past the end are never free */
+		atomic_store(&p->slotmap[words - 1], ~0ull << (p->swap_pages % 64));
+	e = id_reserve_extent(p);
+	if (e)
+		goto fail;
+	p->idfree[0].start = 0;
+	p->idfree[0].len = p->swap_pages;
+	p->nidfree = 1;
+
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	p->nbounce = (uint32_t)(ncpu > 0 ? 4 * ncpu : 16);
+	if (p->nbounce < 16)
+		p->nbounce = 16;
+	if (p->nbounce > 128)
+		p->nbounce = 128;
+	p->bounce = mmap(NULL, (size_t)p->nbounce * p->ra * PG_SIZE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	p->bounce_map = calloc((p->nbounce + 63) / 64, sizeof(uint64_t));
+	if (p->bounce == MAP_FAILED || !p->bounce_map) {
+		if (p->bounce == MAP_FAILED)
+			p->bounce = NULL;
+		e = -ENOMEM;
+		goto fail;
+	}
+
+	e = evict_init(p);
+	if (e)
+		goto fail;
+	p->pidfd_owned = (int)syscall(SYS_pidfd_open, bp_pid(), 0);
+	p->pidfd = p->pidfd_owned;
+
+	uint64_t hz = bypass_tsc_hz();
+	p->cyc_per_ns_q16 = hz ? (hz << 16) / 1000000000ull : 1ull << 16;
+	if (!p->cyc_per_ns_q16)
+		p->cyc_per_ns_q16 = 1;
+
+	bp_info("bypass: pager: %s mode, budget %u pages (high %u, low %u, batch %u), "
+		"swap %s: %u pages%s, readahead %u",
+		p->mode == BYPASS_PAGER_UPCALL ? "upcall" : "handler", p->budget, p->high,
+		p->low, p->batch, cfg->swap_path, p->swap_pages,
+		p->direct ? " O_DIRECT" : "", p->ra);
+	*out = p;
+	return 0;
+fail:
+	pager_free(p, false);
+	return e;
+}
+
+/* ------------------------------------------------------------ regions */
+
+static int check_owner(struct bypass_pager *p)
+{
+	if (!p)
+		return -EINVAL;
+	if (p->gen != bp_fork_gen())
+		return -ECHILD;
+	return 0;
+}
+
+int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr)
+{
+	int e = check_owner(p);
+	if (e)
+		return e;
+	if (!addr || !length || (length & (PG_SIZE - 1)) ||
+	    (flags & ~BYPASS_PAGER_MAP_HANDLER))
+		return -EINVAL;
+	size_t np = length >> PG_SHIFT;
+	bool handler = p->mode == BYPASS_PAGER_HANDLER || (flags & BYPASS_PAGER_MAP_HANDLER);
+	void *m = MAP_FAILED;
+	uint32_t id0 = 0;
+	bool have_id = false;
+	struct region *r = NULL;
+
+	pthread_mutex_lock(&p->lock);
+	if (np > p->swap_pages - p->mapped) {
+		bp_err("bypass: pager: mapping %zu bytes would exceed the swap file "
+		       "(%u of %u pages mapped already)", length, p->mapped, p->swap_pages);
+		e = -ENOSPC;
+		goto out;
+	}
+	if (handler && p->uffd_thread < 0) {
+		e = open_thread_uffd(p, p->uffd_avail);
+		if (e)
+			goto out;
+	}
+	if (handler) {
+		e = pager_thread_start(p);
+		if (e)
+			goto out;
+	}
+	e = id_reserve_extent(p);
+	if (!e)
+		e = id_alloc(p, (uint32_t)np, &id0);
+	if (e) {
+		bp_err("bypass: pager: no contiguous room for %zu pages in the swap file's "
+		       "page table (fragmented by unmaps)", np);
+		goto out;
+	}
+	have_id = true;
+	m = mmap(NULL, length, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) {
+		e = -errno;
+		goto out;
+	}
+	/* 4 KiB pages only (the pager's unit); not inherited by fork. */
+	madvise(m, length, MADV_NOHUGEPAGE);
+	if (madvise(m, length, MADV_DONTFORK) < 0) {
+		e = -errno;
+		goto out;
+	}
+	int uffd = handler ? p->uffd_thread : p->uffd_sigbus;
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)m, .len = length },
+		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
+	};
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg) < 0) {
+		e = -errno;
+		bp_err("bypass: pager: UFFDIO_REGISTER: %s", strerror(-e));
+		goto out;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		e = -ENOMEM;
+		goto out;
+	}
+	r->start = (uintptr_t)m;
+	r->end = r->start + length;
+	r->pager = p;
+	r->id0 = id0;
+	r->uffd = uffd;
+	r->handler = handler;
+	r->gen = p->gen;
+	e = tab_replace(NULL, 0, &r, 1);
+	if (e)
+		goto out;
+	p->mapped += (uint32_t)np;
+	*addr = m;
+	bp_debug("bypass: pager: mapped %p, %zu pages, ids %u.., %s", m, np, id0,
+		 handler ? "handler thread" : "upcall");
+out:
+	if (e) {
+		free(r);
+		if (m != MAP_FAILED)
+			munmap(m, length);
+		if (have_id)
+			id_free(p, id0, (uint32_t)np);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return e;
+}
+
+static struct region *region_dup(const struct region *r, uintptr_t start, uintptr_t end)
+{
+	struct region *n = malloc(sizeof(*n));
+	if (n) {
+		*n = *r;
+		n->start = start;
+		n->end = end;
+		n->id0 = region_id(r, start);
+	}
+	return n;
+}
+
+/* Unmap [a, a + len) of region r (p->lock held). */
+static int unmap_locked(struct bypass_pager *p, struct region *r, uintptr_t a, size_t len)
+{
+	struct region *piece[2];
+	size_t np = 0;
+	if (a > r->start && !(piece[np++] = region_dup(r, r->start, a)))
+		goto nomem;
+	if (a + len < r->end && !(piece[np++] = region_dup(r, a + len, r->end)))
+		goto nomem;
+	if (tab_replace(&r, 1, piece, np))
+		goto nomem;
+
+	/* No fault handler can reach the hole now; finish the write-backs
+	 * in flight, then forget its pages. */
+	uint32_t hid = region_id(r, a), hn = (uint32_t)(len >> PG_SHIFT);
+	plock_lock(&p->evict);
+	evict_drain(p);
+	uint32_t res = 0, pins = 0;
+	for (uint32_t id = hid; id < hid + hn; id++) {
+		struct pg *pg = pg_of(p, id);
+		uint32_t w = atomic_load(&pg->w);
+		if (w & PW_LRU)
+			lru_del(p, id);
+		unsigned st = pg_state(w);
+		if (st == PS_RESIDENT || st == PS_WRITEBACK)
+			res++;
+		pins += w >> PW_PIN_SHIFT;
+		slot_free(p, pg);
+		atomic_store(&pg->w, 0);
+		pg->prev = pg->next = 0;
+	}
+	atomic_fetch_sub(&p->resident, res);
+	atomic_fetch_sub(&p->pinned, pins);
+	plock_unlock(&p->evict);
+	pager_progress(p);
+	munmap((void *)a, len);
+	id_free(p, hid, hn);
+	p->mapped -= hn;
+	free(r);
+	return 0;
+nomem:
+	while (np)
+		free(piece[--np]);
+	return -ENOMEM;
+}
+
+int bypass_pager_unmap(bypass_pager *p, void *addr, size_t length)
+{
+	int e = check_owner(p);
+	if (e)
+		return e;
+	uintptr_t a = (uintptr_t)addr;
+	if (!length || (a & (PG_SIZE - 1)) || (length & (PG_SIZE - 1)) || a + length < a)
+		return -EINVAL;
+	pthread_mutex_lock(&p->lock);
+	/* p's regions change only under p->lock, which we hold. */
+	unsigned idx = tab_enter();
+	struct region *r = tab_find(tab_get(), a);
+	tab_leave(idx);
+	if (!r || r->pager != p || a + length > r->end) {
+		bp_err("bypass: pager: unmap of %p + %zu: not inside one region of this pager",
+		       addr, length);
+		e = -EINVAL;
+	} else {
+		e = id_reserve_extent(p);
+		if (!e)
+			e = unmap_locked(p, r, a, length);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return e;
+}
+
+int bypass_pager_destroy(bypass_pager *p)
+{
+	if (!p)
+		return -EINVAL;
+	if (p->gen != bp_fork_gen()) {
+		/*
+		 * A forked child: the regions are not mapped here and the
+		 * parent's threads and locks do not exist; release our copy
+		 * only.  The region records stay in the child's table (the
+		 * fault hook ignores them: wrong generation).
+		 */
+		pager_free(p, true);
+		return 0;
+	}
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		unsigned idx = tab_enter();
+		struct regtab *t = tab_get();
+		struct region *r = NULL;
+		for (size_t i = 0; t && i < t->n && !r; i++)
+			if (t->r[i]->pager == p)
+				r = t->r[i];
+		tab_leave(idx);
+		if (!r)
+			break;
+		if (id_reserve_extent(p) || unmap_locked(p, r, r->start, r->end - r->start)) {
+			bp_err("bypass: pager: out of memory while destroying; regions leak");
+			break;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	pager_free(p, false);
+	return 0;
+}
+
+/* ------------------------------------------------------------ pinning */
+
+static int pin_page(struct bypass_pager *p, struct region *r, uintptr_t a, bool write)
+{
+	uint32_t id = region_id(r, a);
+	struct pg *pg = pg_of(p, id);
+	for (;;) {
+		pg_lock(pg);
+		uint32_t w = atomic_load(&pg->w);
+		unsigned st = pg_state(w);
+		if (st == PS_RESIDENT || st == PS_WRITEBACK) {
+			if (write && (w & PW_WP)) {
+				pg_unlock(pg);
+				int e = pager_serve(r, a, true, r->handler);
+				if (e)
+					return e;
+				continue;
+			}
+			uint32_t pins = w >> PW_PIN_SHIFT;
+			if (pins == PW_PIN_MAX) {
+				pg_unlock(pg);
+				return -ENOMEM;
+			}
+			if (!pins) {
+				uint32_t n = atomic_load(&p->pinned);
+				do {
+					if (n + 1 > p->budget / 2) {
+						pg_unlock(pg);
+						bp_err("bypass: pager: pinning more than half the "
+						       "budget (%u pages)", p->budget / 2);
+						return -ENOMEM;
+					}
+				} while (!atomic_compare_exchange_weak(&p->pinned, &n, n + 1));
+				lru_del(p, id);
+			}
+			atomic_fetch_add(&pg->w, PW_PIN_ONE);
+			pg_set(pg, PW_REF);
+			pg_unlock(pg);
+			return 0;
+		}
+		pg_unlock(pg);
+		int e = pager_serve(r, a, write, r->handler);
+		if (e)
+			return e == -ENOMEM ? e : -EIO;
+	}
+}
+
+static void unpin_page(struct bypass_pager *p, struct region *r, uintptr_t a)
+{
+	uint32_t id = region_id(r, a);
+	struct pg *pg = pg_of(p, id);
+	pg_lock(pg);
+	uint32_t w = atomic_load(&pg->w);
+	if (w >> PW_PIN_SHIFT) {
+		w = atomic_fetch_sub(&pg->w, PW_PIN_ONE) - PW_PIN_ONE;
+		if (!(w >> PW_PIN_SHIFT)) {
+			atomic_fetch_sub(&p->pinned, 1);
+			if (pg_state(w) == PS_RESIDENT)
+				lru_add(p, id, false);
+		}
+	}
+	pg_unlock(pg);
+}
+
+/* Check that [start, end) lies in regions of p; 0 or -EINVAL. */
+static int range_check(struct bypass_pager *p, struct regtab *t, uintptr_t start,
+		       uintptr_t end)
+{
+	for (uintptr_t a = start; a < end;) {
+		struct region *r = tab_find(t, a);
+		if (!r || r->pager != p)
+			return -EINVAL;
+		a = r->end;
+	}
+	return 0;
+}
+
+int bypass_pager_pin(bypass_pager *p, void *addr, size_t length, unsigned flags)
+{
+	int e = check_owner(p);
+	if (e)
+		return e;
+	if (flags & ~BYPASS_PAGER_PIN_WRITE)
+		return -EINVAL;
+	uintptr_t start = (uintptr_t)addr & ~(PG_SIZE - 1);
+	uintptr_t end = ((uintptr_t)addr + length + PG_SIZE - 1) & ~(PG_SIZE - 1);
+	if (!length)
+		return 0;
+	if (end < start)
+		return -EINVAL;
+	unsigned idx = tab_enter();
+	struct regtab *t = tab_get();
+	e = range_check(p, t, start, end);
+	for (uintptr_t a = start; !e && a < end; a += PG_SIZE) {
+		e = pin_page(p, tab_find(t, a), a, flags & BYPASS_PAGER_PIN_WRITE);
+		if (e) /* undo: nothing stays pinned */
+			for (uintptr_t b = start; b < a; b += PG_SIZE)
+				unpin_page(p, tab_find(t, b), b);
+	}
+	tab_leave(idx);
+	return e;
+}
+
+int bypass_pager_unpin(bypass_pager *p, void *addr, size_t length)
+{
+	int e = check_owner(p);
+	if (e)
+		return e;
+	uintptr_t start = (uintptr_t)addr & ~(PG_SIZE - 1);
+	uintptr_t end = ((uintptr_t)addr + length + PG_SIZE - 1) & ~(PG_SIZE - 1);
+	if (!length)
+		return 0;
+	if (end < start)
+		return -EINVAL;
+	unsigned idx = tab_enter();
+	struct regtab *t = tab_get();
+	e = range_check(p, t, start, end);
+	for (uintptr_t a = start; !e && a < end; a += PG_SIZE) {
+		struct region *r = tab_find(t, a);
+		if (!(atomic_load(&pg_of(p, region_id(r, a))->w) >> PW_PIN_SHIFT))
+			e = -EINVAL;
+	}
+	for (uintptr_t a = start; !e && a < end; a += PG_SIZE)
+		unpin_page(p, tab_find(t, a), a);
+	tab_leave(idx);
+	return e;
+}
+
+/* ------------------------------------------------------------ stats */
+
+int bypass_pager_stats(bypass_pager *p, struct bypass_pager_stats *st)
+{
+	if (!p || !st)
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+#define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+	st->faults_zero = LD(p->st.zero);
+	st->faults_swapin = LD(p->st.swapin);
+	st->faults_wp = LD(p->st.wp);
+	st->faults_other = LD(p->st.other);
+	st->readahead_pages = LD(p->st.ra);
+	st->evictions = LD(p->st.evict);
+	st->evictions_clean = LD(p->st.evict_clean);
+	st->bytes_read = LD(p->st.rd);
+	st->bytes_written = LD(p->st.wr);
+	st->write_errors = LD(p->st.wr_err);
+	st->resident_pages = LD(p->resident);
+	st->resident_peak = LD(p->st.peak);
+	st->pinned_pages = LD(p->pinned);
+	st->budget_pages = p->budget;
+	st->swap_pages = p->swap_pages;
+	st->swap_used = LD(p->swap_used);
+	st->mapped_pages = LD(p->mapped);
+	for (int i = 0; i < BYPASS_PAGER_HIST; i++)
+		st->lat_hist[i] = LD(p->st.hist[i]);
+	st->lat_count = LD(p->st.lat_count);
+	st->lat_sum_ns = LD(p->st.lat_sum_ns);
+#undef LD
+	return 0;
+}

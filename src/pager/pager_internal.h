@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pager's internals.  See docs/pager.md for the design.
+ *
+ * Everything reachable from a page fault runs in a signal handler (upcall
+ * mode) that may have interrupted any code of the application, so the fault
+ * path uses no malloc, no stdio and no pthread locks: only atomics, futexes
+ * and system calls.  The locks, in the order they nest:
+ *
+ *   page lock (a bit in pg.w)  ->  evict lock  ->  LRU lock
+ *
+ * A fault takes the lock of the page it serves (and of readahead pages,
+ * with trylock), then may take the evict lock to make room.  The evictor
+ * only trylocks pages.  Pages under write-back are unlocked (state
+ * WRITEBACK) so that a write to them can be served during the I/O.
+ */
+#ifndef BYPASS_PAGER_INTERNAL_H
+#define BYPASS_PAGER_INTERNAL_H
+
+#include "core/internal.h"
+#include <bypass/pager.h>
+
+#include <liburing.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define PG_SHIFT 12
+#define PG_SIZE ((size_t)1 << PG_SHIFT)
+#define PG_MIN_BUDGET 16u  /* pages */
+#define PG_MIN_SWAP 16u    /* pages */
+#define PG_MAX_RA 64u      /* readahead pages */
+#define PG_NONE UINT32_MAX /* no page id */
+
+/* ------------------------------------------------------------ page state */
+
+/*
+ * pg.w: the page lock, its waiters, the state and flags.  Changed only with
+ * atomic read-modify-write operations; the state and DIRTY/WP/slot change
+ * under the page lock, LRU/ACTIVE under the LRU lock, REF anywhere.
+ */
+#define PW_LOCK 0x1u
+#define PW_WAIT 0x2u
+#define PW_STATE_SHIFT 2
+#define PW_STATE (0x3u << PW_STATE_SHIFT)
+enum pg_state {
+	PS_ZERO = 0,      /* no data: never touched, or known to be zeros */
+	PS_RESIDENT = 1,  /* mapped */
+	PS_SWAPPED = 2,   /* evicted; the data is in slot */
+	PS_WRITEBACK = 3, /* mapped and write-protected, being written */
+};
+#define PW_DIRTY 0x10u   /* resident data that the swap file lacks */
+#define PW_WP 0x20u      /* write-protected in the page table */
+#define PW_REF 0x40u     /* referenced since it was last scanned (2Q) */
+#define PW_ACTIVE 0x80u  /* on the active list (else inactive) */
+#define PW_LRU 0x100u    /* on a list */
+#define PW_REDIRTY 0x200u /* written during write-back */
+#define PW_PIN_SHIFT 16
+#define PW_PIN_ONE (1u << PW_PIN_SHIFT)
+#define PW_PIN_MAX 0xffffu
+
+struct pg {
+	_Atomic uint32_t w;
+	uint32_t slot;      /* swap slot + 1, 0 = none (page lock) */
+	uint32_t prev, next; /* LRU links (LRU lock); prev holds the eviction
+				sequence (refault shadow) while SWAPPED */
+};
+
+static inline unsigned pg_state(uint32_t w)
+{
+	return (w & PW_STATE) >> PW_STATE_SHIFT;
+}
+
+/* --------------------------------------------------------------- locks */
+
+/* A futex mutex that is safe in signal handlers (Drepper's three states). */
+struct plock {
+	_Atomic uint32_t v;
+};
+void plock_lock(struct plock *l);
+bool plock_trylock(struct plock *l);
+void plock_unlock(struct plock *l);
+
+/* A spinlock for short sections that never sleep or fault. */
+struct spin {
+	_Atomic uint32_t v;
+};
+void spin_lock(struct spin *s);
+void spin_unlock(struct spin *s);
+
+void pg_lock(struct pg *pg);
+bool pg_trylock(struct pg *pg);
+void pg_unlock(struct pg *pg);
+/* Set/clear flag bits of a page (any thread). */
+static inline void pg_set(struct pg *pg, uint32_t bits)
+{
+	atomic_fetch_or_explicit(&pg->w, bits, memory_order_relaxed);
+}
+static inline void pg_clear(struct pg *pg, uint32_t bits)
+{
+	atomic_fetch_and_explicit(&pg->w, ~bits, memory_order_relaxed);
+}
+static inline void pg_set_state(struct pg *pg, unsigned st)
+{
+	uint32_t w = atomic_load_explicit(&pg->w, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(
+		&pg->w, &w, (w & ~PW_STATE) | (st << PW_STATE_SHIFT),
+		memory_order_release, memory_order_relaxed))
+		;
+}
+
+/* ------------------------------------------------------------- regions */
+
+struct region {
+	uintptr_t start, end;
+	struct bypass_pager *pager;
+	uint32_t id0;     /* page id of start */
+	int uffd;         /* the userfaultfd serving it */
+	bool handler;     /* served by the handler thread */
+	unsigned gen;     /* fork generation of the process that mapped it */
+};
+
+/* A snapshot of every region of every pager, sorted by address. */
+struct regtab {
+	size_t n;
+	struct region *r[];
+};
+
+/*
+ * Readers (fault handlers, the evictor) enter a read section, load the
+ * table, and may use every region in it until they leave.  Writers publish
+ * a new table and wait until every reader of the old one has left.
+ */
+unsigned tab_enter(void);
+void tab_leave(unsigned idx);
+struct regtab *tab_get(void);
+struct region *tab_find(struct regtab *t, uintptr_t addr);
+/* The region of pager p holding page id, or NULL. */
+struct region *tab_find_id(struct regtab *t, struct bypass_pager *p, uint32_t id);
+/*
+ * Replace the regions in `old` (nold of them, may be 0) by `add` (nadd) in
+ * the table, then wait for readers of the old table.  Returns -ENOMEM.
+ */
+int tab_replace(struct region **old, size_t nold, struct region **add, size_t nadd);
+
+/* ------------------------------------------------------------ the pager */
+
+struct lru {
+	uint32_t head, tail; /* head = most recent */
+	uint32_t count;
+};
+
+struct iovec;
+struct wb {           /* one write-back request in flight */
+	uint32_t n;
+	uint32_t used;
+	uint32_t *ids;
+	struct iovec *iov;
+};
+
+struct bypass_pager {
+	/* configuration */
+	uint32_t budget, high, low, batch, ra;
+	uint32_t swap_pages;
+	int mode;
+	unsigned flags;
+	unsigned gen;       /* fork generation at creation */
+	int swap_fd;
+	bool direct;        /* swap file opened O_DIRECT */
+	int uffd_sigbus;    /* upcall userfaultfd, or -1 */
+	int uffd_thread;    /* handler-thread userfaultfd, or -1 */
+	int pidfd;          /* for process_madvise, or -1 if unusable */
+	int pidfd_owned;    /* the descriptor to close */
+	uint64_t uffd_avail; /* userfaultfd features of this kernel */
+	uint64_t cyc_per_ns_q16; /* TSC cycles per ns, 16.16 fixed point */
+
+	/* page metadata, indexed by page id; ids are handed out per region */
+	struct pg *pages;
+	size_t pages_len;   /* bytes mapped for pages[] */
+
+	/* map/unmap, id allocator, handler thread (never in a fault) */
+	pthread_mutex_t lock;
+	struct { uint32_t start, len; } *idfree; /* free id extents, sorted */
+	size_t nidfree, capidfree;
+	_Atomic uint32_t mapped; /* pages in regions (changed under lock) */
+	pthread_t thread;
+	bool thread_live;
+	int stop_fd;        /* eventfd that stops the handler thread */
+
+	/* swap slots: bit set = in use.  Allocated under the evict lock,
+	 * freed with atomics from anywhere. */
+	_Atomic uint64_t *slotmap;
+	uint32_t slot_cursor;
+	_Atomic uint32_t swap_used;
+
+	/* the budget */
+	_Atomic uint32_t resident __attribute__((aligned(BP_CACHELINE)));
+	_Atomic uint32_t pinned;
+	_Atomic uint32_t writeback;   /* pages in WRITEBACK */
+	_Atomic uint32_t progress;    /* bumped when pages are freed */
+	_Atomic uint32_t waiters;     /* sleeping on progress */
+
+	/* eviction */
+	struct plock evict __attribute__((aligned(BP_CACHELINE)));
+	struct io_uring ring;
+	bool ring_live;
+	struct wb *wbs;              /* write-back records */
+	uint32_t *wb_ids;
+	struct iovec *wb_iov;
+	uint32_t nwb, wb_inflight, wb_max_pages;
+	uint32_t *victims, *clean_ids; /* scratch for one round */
+	uint32_t *reap_ids;          /* scratch for one completion */
+	struct iovec *dropv;         /* scratch for process_madvise */
+	_Atomic uint32_t evict_seq;  /* pages evicted, for refault distance */
+
+	/* the 2Q lists */
+	struct spin lru_lock __attribute__((aligned(BP_CACHELINE)));
+	struct lru lru[2];           /* [0] inactive, [1] active */
+
+	/* bounce buffers for swap-in (fault path: no malloc) */
+	char *bounce;
+	uint32_t nbounce;
+	_Atomic uint64_t *bounce_map;
+
+	/* counters */
+	struct {
+		_Atomic uint64_t zero, swapin, wp, other, ra, evict, evict_clean,
+			rd, wr, wr_err, peak, lat_count, lat_sum_ns;
+		_Atomic uint64_t hist[BYPASS_PAGER_HIST];
+	} st __attribute__((aligned(BP_CACHELINE)));
+};
+
+static inline struct pg *pg_of(struct bypass_pager *p, uint32_t id)
+{
+	return &p->pages[id];
+}
+
+static inline uint32_t region_id(const struct region *r, uintptr_t addr)
+{
+	return r->id0 + (uint32_t)((addr - r->start) >> PG_SHIFT);
+}
+
+static inline uintptr_t region_addr(const struct region *r, uint32_t id)
+{
+	return r->start + ((uintptr_t)(id - r->id0) << PG_SHIFT);
+}
+
+/* ---------------------------------------------------------------- fault.c */
+
+/*
+ * Serve a fault (or a pin) at addr in r: make the page resident, writable if
+ * write.  handler: called from the handler thread (wake the faulting
+ * thread).  Returns 0 or -errno (the fault cannot be served).
+ */
+int pager_serve(struct region *r, uintptr_t addr, bool write, bool handler);
+int pager_hook_install(void);
+int pager_thread_start(struct bypass_pager *p);
+void pager_thread_stop(struct bypass_pager *p);
+/* userfaultfd ioctls; they return 0 or -errno */
+int uffd_copy(int uffd, uintptr_t dst, const void *src, size_t len, bool wp,
+	      bool wake);
+int uffd_wp(int uffd, uintptr_t addr, size_t len, bool protect, bool wake);
+int uffd_wake(int uffd, uintptr_t addr, size_t len);
+
+/* ---------------------------------------------------------------- evict.c */
+
+/* Reserve n pages of the budget, evicting if needed (may sleep).  With
+ * must = false, only succeeds if no eviction is needed. */
+int pager_reserve(struct bypass_pager *p, uint32_t n, bool must);
+void pager_unreserve(struct bypass_pager *p, uint32_t n);
+/* Put a page that just became resident on a list (active or inactive). */
+void lru_add(struct bypass_pager *p, uint32_t id, bool active);
+/* The same for a page read back from swap: active if it comes back sooner
+ * than the active list would have kept it (Linux's workingset rule);
+ * dist = pages evicted since it was. */
+void lru_add_refault(struct bypass_pager *p, uint32_t id, uint32_t dist);
+void lru_del(struct bypass_pager *p, uint32_t id);
+/* Free a page's swap slot (page lock held). */
+void slot_free(struct bypass_pager *p, struct pg *pg);
+/* Wait for every write-back in flight and finish it (evict lock held). */
+void evict_drain(struct bypass_pager *p);
+int evict_init(struct bypass_pager *p);
+void evict_fini(struct bypass_pager *p);
+void pager_progress(struct bypass_pager *p);
+
+/* ---------------------------------------------------------------- stats */
+
+static inline void stat_add(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+#endif

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The table of regions, read by page-fault handlers without locks.
+ *
+ * Writers (map, unmap) publish a new sorted snapshot and then wait until
+ * every reader that could still hold the old one has left its read
+ * section, in the manner of SRCU: readers count themselves in one of two
+ * counters chosen by a phase; a writer flips the phase and waits for each
+ * counter to drain in turn.  A reader that loaded the phase before the flip
+ * but counted itself after the writer saw its counter at zero loads the
+ * table after the writer stored the new one (all seq_cst), so it cannot
+ * hold the old snapshot.
+ */
+#include "pager/pager_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static _Atomic(struct regtab *) g_tab;
+static _Atomic unsigned g_phase;
+static struct {
+	_Atomic long n;
+	char pad[BP_CACHELINE - sizeof(long)];
+} g_readers[2] __attribute__((aligned(BP_CACHELINE)));
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+unsigned tab_enter(void)
+{
+	unsigned idx = atomic_load(&g_phase) & 1;
+	atomic_fetch_add(&g_readers[idx].n, 1);
+	return idx;
+}
+
+void tab_leave(unsigned idx)
+{
+	atomic_fetch_sub(&g_readers[idx].n, 1);
+}
+
+struct regtab *tab_get(void)
+{
+	return atomic_load(&g_tab);
+}
+
+struct region *tab_find(struct regtab *t, uintptr_t addr)
+{
+	if (!t)
+		return NULL;
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		struct region *r = t->r[mid];
+		if (addr < r->start)
+			hi = mid;
+		else if (addr >= r->end)
+			lo = mid + 1;
+		else
+			return r;
+	}
+	return NULL;
+}
+
+struct region *tab_find_id(struct regtab *t, struct bypass_pager *p, uint32_t id)
+{
+	if (!t)
+		return NULL;
+	for (size_t i = 0; i < t->n; i++) {
+		struct region *r = t->r[i];
+		if (r->pager == p && id >= r->id0 &&
+		    id - r->id0 < (r->end - r->start) >> PG_SHIFT)
+			return r;
+	}
+	return NULL;
+}
+
+static void synchronize(void)
+{
+	for (int k = 0; k < 2; k++) {
+		unsigned idx = atomic_fetch_add(&g_phase, 1) & 1;
+		for (unsigned spins = 0; atomic_load(&g_readers[idx].n) != 0; spins++) {
+			if (spins < 100) {
+				bp_cpu_relax();
+			} else {
+				struct timespec ts = { 0, 50000 };
+				nanosleep(&ts, NULL);
+			}
+		}
+	}
+}
+
+static int cmp_region(const void *a, const void *b)
+{
+	const struct region *x = *(struct region *const *)a;
+	const struct region *y = *(struct region *const *)b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int tab_replace(struct region **old, size_t nold, struct region **add, size_t nadd)
+{
+	pthread_mutex_lock(&g_lock);
+	struct regtab *cur = atomic_load(&g_tab);
+	size_t n = cur ? cur->n : 0;
+	struct regtab *nt = malloc(sizeof(*nt) + (n + nadd) * sizeof(nt->r[0]));
+	if (!nt) {
+		pthread_mutex_unlock(&g_lock);
+		return -ENOMEM;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool drop = false;
+		for (size_t j = 0; j < nold && !drop; j++)
+			drop = cur->r[i] == old[j];
+		if (!drop)
+			nt->r[k++] = cur->r[i];
+	}
+	for (size_t j = 0; j < nadd; j++)
+		nt->r[k++] = add[j];
+	nt->n = k;
+	qsort(nt->r, k, sizeof(nt->r[0]), cmp_region);
+	if (k == 0) {
+		free(nt);
+		nt = NULL;
+	}
+	atomic_store(&g_tab, nt);
+	synchronize();
+	pthread_mutex_unlock(&g_lock);
+	free(cur);
+	return 0;
+}

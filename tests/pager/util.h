@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the pager tests. */
+#ifndef BYPASS_TEST_PAGER_UTIL_H
+#define BYPASS_TEST_PAGER_UTIL_H
+
+#include "harness.h"
+
+#include <bypass/pager.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#define PAGE 4096ul
+
+/* A temporary directory for swap files, removed at exit (even on failure:
+ * the harness exits through _exit, so tests call tmpdir_cleanup() from
+ * their own paths too; a leftover is only an empty directory). */
+static char test_dir[64];
+
+static void tmpdir_cleanup(void)
+{
+	if (test_dir[0]) {
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", test_dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", test_dir);
+		test_dir[0] = 0;
+	}
+}
+
+static const char *tmpdir(void)
+{
+	if (!test_dir[0]) {
+		const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+		snprintf(test_dir, sizeof(test_dir), "%s/bypass-pager-XXXXXX", base);
+		if (!mkdtemp(test_dir))
+			TEST_FAIL("mkdtemp: %s", strerror(errno));
+		atexit(tmpdir_cleanup);
+	}
+	return test_dir;
+}
+
+/* A pager with an unnamed swap file (it vanishes with the pager). */
+static bypass_pager *new_pager(int mode, size_t budget, size_t swap)
+{
+	struct bypass_pager_config c = {
+		.budget = budget, .swap_path = tmpdir(), .swap_size = swap,
+		.mode = mode, .flags = BYPASS_PAGER_SWAP_TEMP,
+	};
+	bypass_pager *p = NULL;
+	int r = bypass_pager_create(&c, &p);
+	if (r == -EPERM && mode == BYPASS_PAGER_HANDLER)
+		SKIP("handler mode needs CAP_SYS_PTRACE or vm.unprivileged_userfaultfd");
+	if (r)
+		TEST_FAIL("bypass_pager_create: %s", strerror(-r));
+	return p;
+}
+
+static const char *mode_name(int mode)
+{
+	return mode == BYPASS_PAGER_UPCALL ? "upcall" : "handler";
+}
+
+/* The content of page i at version v: every word depends on both. */
+static inline uint64_t pat(uint64_t page, uint64_t v, uint64_t word)
+{
+	uint64_t x = (page + 1) * 0x9e3779b97f4a7c15ull ^ (v + 1) * 0xc2b2ae3d27d4eb4full;
+	x ^= word * 0x165667b19e3779f9ull;
+	x ^= x >> 29;
+	return x;
+}
+
+static inline void fill_page(void *pg, uint64_t page, uint64_t v)
+{
+	uint64_t *w = pg;
+	for (uint64_t i = 0; i < PAGE / 8; i++)
+		w[i] = pat(page, v, i);
+}
+
+/* 1 if page holds version v of page `page`. */
+static inline int page_ok(const void *pg, uint64_t page, uint64_t v)
+{
+	const uint64_t *w = pg;
+	for (uint64_t i = 0; i < PAGE / 8; i++)
+		if (w[i] != pat(page, v, i))
+			return 0;
+	return 1;
+}
+
+static inline int page_zero(const void *pg)
+{
+	const uint64_t *w = pg;
+	for (uint64_t i = 0; i < PAGE / 8; i++)
+		if (w[i])
+			return 0;
+	return 1;
+}
+
+/* Pages of [p, p+len) present in the page table (mincore). */
+static inline size_t present_pages(void *p, size_t len)
+{
+	static unsigned char vec[1 << 20];
+	size_t n = len / PAGE;
+	if (n > sizeof(vec) || mincore(p, len, vec) < 0)
+		TEST_FAIL("mincore: %s", n > sizeof(vec) ? "too long" : strerror(errno));
+	size_t c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += vec[i] & 1;
+	return c;
+}
+
+static inline uint64_t xorshift(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+static inline struct bypass_pager_stats stats_of(bypass_pager *p)
+{
+	struct bypass_pager_stats st;
+	CHECK_EQ(bypass_pager_stats(p, &st), 0);
+	return st;
+}
+
+#endif
