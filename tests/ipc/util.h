@@ -5,6 +5,7 @@
 
 #include <bypass/ipc.h>
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sigbus: memory of the peer that vanishes, and arenas that could.
+ *
+ * 1. Recovery: the arena under a live connection is replaced by a mapping
+ *    of an empty, unsealed memfd (what a truncated memfd looks like): every
+ *    access raises SIGBUS inside the library, which its recovery point turns
+ *    into -EFAULT; the connection stays dead (sticky), the process lives,
+ *    and close cleans up.
+ * 2. A fake server offers an arena memfd that is not sealed against
+ *    shrinking (it could truncate it under us): connect refuses it with
+ *    -EPROTO.  So does a hello with bad magic, sizes or offsets.
+ */
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "ipc/ipc_internal.h"
+#include "util.h"
+
+static void recovery(void)
+{
+	char name[64];
+	test_svc_name(name, sizeof(name), "bus");
+	bypass_ipc_service *svc;
+	CHECK_ERR(bypass_ipc_listen(name, NULL, &svc), 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		bypass_ipc_conn *s = test_accept(svc);
+		struct bypass_ipc_msg m;
+		CHECK_ERR(bypass_ipc_recv(s, &m, BYPASS_FOREVER), 0);
+		CHECK_ERR(bypass_ipc_release(s, &m), 0);
+		/* The client's arena vanished on its side; ours is intact. */
+		CHECK_ERR(bypass_ipc_recv(s, &m, 10000000000ll), -ECONNRESET);
+		CHECK_ERR(bypass_ipc_close(s), 0);
+		_exit(0);
+	}
+	bypass_ipc_conn *c = test_connect(name, NULL);
+	CHECK_ERR(bypass_ipc_send(c, "first", 6, BYPASS_FOREVER), 0);
+	/* Replace the arena with a mapping past the end of an empty file. */
+	int fd = memfd_create("vanished", MFD_CLOEXEC);
+	CHECK(fd >= 0);
+	void *p = mmap((void *)c->lo, c->len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_FIXED, fd, 0);
+	CHECK(p == (void *)c->lo);
+	close(fd);
+	struct bypass_ipc_msg m;
+	CHECK_ERR(bypass_ipc_recv(c, &m, BYPASS_FOREVER), -EFAULT);
+	CHECK_ERR(bypass_ipc_recv(c, &m, 0), -EFAULT);
+	CHECK_ERR(bypass_ipc_send(c, "x", 1, 0), -EFAULT);
+	void *b;
+	CHECK_ERR(bypass_ipc_loan(c, 8, &b, 0), -EFAULT);
+	CHECK_ERR(bypass_ipc_call(c, "x", 1, &m, 1000000), -EFAULT);
+	CHECK_ERR(bypass_ipc_close(c), 0);
+	wait_child(pid);
+	CHECK_ERR(bypass_ipc_service_close(svc), 0);
+	/* A fault outside any recovery point still kills (not swallowed): the
+	 * dispatcher passes it on; checked in a child. */
+	pid = fork();
+	if (pid == 0) {
+		int f = memfd_create("vanished2", MFD_CLOEXEC);
+		volatile char *q = mmap(NULL, 4096, PROT_READ, MAP_SHARED, f, 0);
+		(void)q[0];
+		_exit(0);
+	}
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS);
+}
+
+/* A fake server: answer one connection with hello h and descriptor afd. */
+static int fake_connect(const char *name, const struct ipc_hello *h, int afd)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "bypass-ipc:%s", name);
+	int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(ls >= 0);
+	CHECK(bind(ls, (struct sockaddr *)&sa,
+		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) == 0);
+	CHECK(listen(ls, 4) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		int s = accept(ls, NULL, NULL);
+		CHECK(s >= 0);
+		CHECK(bypass_send_fds(s, afd >= 0 ? &afd : NULL, afd >= 0 ? 1 : 0, h,
+				      sizeof(*h)) > 0);
+		char x;
+		CHECK(read(s, &x, 1) >= 0); /* until the client hangs up */
+		_exit(0);
+	}
+	bypass_ipc_conn *c = NULL;
+	int r = bypass_ipc_connect(name, NULL, &c);
+	if (!r)
+		bypass_ipc_close(c);
+	wait_child(pid);
+	close(ls);
+	return r;
+}
+
+static void hostile_servers(void)
+{
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t cap = 65536;
+	size_t size = 2 * ps + 2 * cap;
+	struct ipc_hello good = { .magic = IPC_MAGIC, .version = IPC_VERSION,
+				  .pid = (int32_t)getpid(), .ring_size = cap, .max_msg = 1024,
+				  .off_shared = ps, .off_c2s = 2 * ps, .off_s2c = 2 * ps + cap };
+	char name[64];
+	/* Unsealed memfd of the right shape: refused. */
+	int fd = memfd_create("unsealed", MFD_CLOEXEC);
+	CHECK(fd >= 0 && ftruncate(fd, (off_t)size) == 0);
+	test_svc_name(name, sizeof(name), "fake1");
+	CHECK_ERR(fake_connect(name, &good, fd), -EPROTO);
+	close(fd);
+	/* Sealed, but lying: offsets past the end, bad ring size, bad magic. */
+	struct bypass_arena *a;
+	struct bypass_arena_opts ao = { .size = size };
+	CHECK_ERR(bypass_arena_create(&ao, &a), 0);
+	int afd = bypass_arena_fd(a);
+	struct ipc_hello bad = good;
+	bad.off_s2c = size - ps;
+	test_svc_name(name, sizeof(name), "fake2");
+	CHECK_ERR(fake_connect(name, &bad, afd), -EPROTO);
+	bad = good;
+	bad.ring_size = 65535;
+	test_svc_name(name, sizeof(name), "fake3");
+	CHECK_ERR(fake_connect(name, &bad, afd), -EPROTO);
+	bad = good;
+	bad.max_msg = cap;
+	test_svc_name(name, sizeof(name), "fake4");
+	CHECK_ERR(fake_connect(name, &bad, afd), -EPROTO);
+	bad = good;
+	bad.magic ^= 1;
+	test_svc_name(name, sizeof(name), "fake5");
+	CHECK_ERR(fake_connect(name, &bad, afd), -EPROTO);
+	/* A hello without a descriptor. */
+	test_svc_name(name, sizeof(name), "fake6");
+	CHECK_ERR(fake_connect(name, &good, -1), -EPROTO);
+	/* A refusal. */
+	bad = good;
+	bad.status = EACCES;
+	test_svc_name(name, sizeof(name), "fake7");
+	CHECK_ERR(fake_connect(name, &bad, -1), -EACCES);
+	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_EQ(test_count_maps("bypass-ipc"), 0);
+}
+
+int main(void)
+{
+	test_timeout(60);
+	int fds = test_count_fds();
+	recovery();
+	hostile_servers();
+	CHECK_EQ(test_count_fds(), fds);
+	return test_pass("ipc/sigbus");
+}
