@@ -351,9 +351,14 @@ static int bench_oneway(struct bench_ctx *c)
 		bench_target(c, "adaptive vs unix+epoll (mean ratio) >= 10x",
 			     base / s[OW_BYPASS_ADAPTIVE].mean, ">=", 10);
 	}
-	if (have[OW_BYPASS_SPIN])
-		bench_target(c, "polling mean / cache-line one-way limit <= 2",
-			     s[OW_BYPASS_SPIN].mean / limit, "<=", 2);
+	if (have[OW_BYPASS_SPIN]) {
+		/* The limit is a median (of the cache-line round trip): compare
+		 * like with like; the mean is in the table. */
+		bench_target(c, "polling median / cache-line one-way limit (a median) <= 2",
+			     s[OW_BYPASS_SPIN].median / limit, "<=", 2);
+		bench_note(c, "polling: median %.2fx, mean %.2fx the cache-line one-way limit",
+			   s[OW_BYPASS_SPIN].median / limit, s[OW_BYPASS_SPIN].mean / limit);
+	}
 	if (have[OW_BYPASS_SLEEP] && have[OW_UNIX_EPOLL])
 		bench_target(c, "sleeping vs unix+epoll (mean ratio) >= 1",
 			     base / s[OW_BYPASS_SLEEP].mean, ">=", 1);
@@ -372,8 +377,12 @@ int bench_ipc(struct bench_ctx *c)
 	}
 	/* A dead peer must not kill the driver. */
 	signal(SIGPIPE, SIG_IGN);
-	bench_oneway(c);
-	ipcb_calls(c);
-	ipcb_throughput(c);
+	const char *only = bench_param(c, "ipc", "all");
+	if (!strcmp(only, "all") || !strcmp(only, "oneway"))
+		bench_oneway(c);
+	if (!strcmp(only, "all") || !strcmp(only, "call"))
+		ipcb_calls(c);
+	if (!strcmp(only, "all") || !strcmp(only, "tput"))
+		ipcb_throughput(c);
 	return 0;
 }

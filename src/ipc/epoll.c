@@ -274,9 +274,11 @@ int bypass_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout_ms)
 			spin = c->spin_cycles;
 	}
 	int n;
-	for (;;) {
+	uint64_t now = t0;
+	for (unsigned iter = 0;; iter++) {
 		n = scan(s, ev, 0, max);
-		uint64_t now = bypass_rdtscp(NULL);
+		if (n || !(iter & 15))
+			now = bypass_rdtscp(NULL);
 		if (now >= s->next_kpoll) {
 			/* Ordinary descriptors: at least every POLL_NS while busy. */
 			s->next_kpoll = now + poll_cycles;
@@ -298,11 +300,7 @@ int bypass_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout_ms)
 			break;
 		if (timeout_ms > 0 && bypass_now_ns() - start_ns >= (uint64_t)timeout_ms * 1000000)
 			break;
-		pthread_mutex_unlock(&lock);
-		for (int i = 0; i < 32; i++)
-			bp_cpu_relax();
-		pthread_mutex_lock(&lock);
-		s = find_set(epfd);
+		bp_cpu_relax();
 	}
 	if (n || !s || timeout_ms == 0) {
 		pthread_mutex_unlock(&lock);

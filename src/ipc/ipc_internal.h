@@ -133,6 +133,7 @@ struct bypass_ipc_conn {
 	int broken;             /* sticky -EPROTO / -EFAULT */
 	bool peer_gone;         /* hang-up seen */
 	uint64_t next_check;    /* TSC of the next liveness check while spinning */
+	unsigned ops;           /* calls since the clock was last read */
 	bool armed;             /* rx_armed set by us (bypass_ipc_arm) */
 	bool pkey;              /* the arena carries the protection key */
 	struct ipc_epreg *ep;   /* epoll registration, or NULL */
