@@ -17,7 +17,7 @@
  * their own paths too; a leftover is only an empty directory). */
 static char test_dir[64];
 
-static void tmpdir_cleanup(void)
+static inline void tmpdir_cleanup(void)
 {
 	if (test_dir[0]) {
 		char cmd[128];
@@ -28,7 +28,7 @@ static void tmpdir_cleanup(void)
 	}
 }
 
-static const char *tmpdir(void)
+static inline const char *tmpdir(void)
 {
 	if (!test_dir[0]) {
 		const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -41,7 +41,7 @@ static const char *tmpdir(void)
 }
 
 /* A pager with an unnamed swap file (it vanishes with the pager). */
-static bypass_pager *new_pager(int mode, size_t budget, size_t swap)
+static inline bypass_pager *new_pager(int mode, size_t budget, size_t swap)
 {
 	struct bypass_pager_config c = {
 		.budget = budget, .swap_path = tmpdir(), .swap_size = swap,
@@ -56,7 +56,7 @@ static bypass_pager *new_pager(int mode, size_t budget, size_t swap)
 	return p;
 }
 
-static const char *mode_name(int mode)
+static inline const char *mode_name(int mode)
 {
 	return mode == BYPASS_PAGER_UPCALL ? "upcall" : "handler";
 }
