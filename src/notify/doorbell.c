@@ -282,7 +282,8 @@ int bypass_doorbell_send(int sock, bypass_doorbell *h)
 		w.offset = (uint64_t)((char *)h->sh - (char *)bypass_arena_base(h->arena));
 	} else if (h->memfd >= 0) {
 		fds[n++] = h->memfd;
-		w.offset = (uint64_t)((char *)h->sh - (char *)h->map);
+		/* A received handle maps only the pages around the doorbell. */
+		w.offset = h->map_off + (uint64_t)((char *)h->sh - (char *)h->map);
 	} else {
 		return -EINVAL;
 	}
@@ -341,6 +342,7 @@ int bypass_doorbell_recv(int sock, bypass_doorbell **out)
 	db_init_handle(h, sh, NULL);
 	h->map = map;
 	h->map_len = len;
+	h->map_off = page_off;
 	h->memfd = fds[0];
 	if (w.efd_id) {
 		h->efd = fds[1];

@@ -45,6 +45,7 @@ struct bypass_doorbell {
 	bypass_arena *arena;   /* not owned */
 	void *map;             /* owned mapping, or NULL */
 	size_t map_len;
+	uint64_t map_off;      /* offset of map within memfd's file */
 	int memfd;             /* owned descriptor of the shared memory, or -1 */
 	int efd;               /* local descriptor of the eventfd, or -1 */
 	uint64_t efd_id;       /* which shared eventfd efd is */

@@ -5,7 +5,9 @@
  * arena (bypass_arena_attach) and opens them (bypass_doorbell_open), in each
  * wait mode.  Proves ring/wait across the two programs with exact counts,
  * and that destroying a doorbell here wakes the helper's sleeping waiter
- * with -EINVAL and makes its other calls fail with -EINVAL.
+ * with -EINVAL and makes its other calls fail with -EINVAL.  Also: such a
+ * doorbell passed with bypass_doorbell_send and forwarded again by its
+ * receiver is still the same doorbell.
  */
 #include <bypass/notify.h>
 #include <fcntl.h>
@@ -71,10 +73,43 @@ static void one_mode(int mode)
 	CHECK_ERR(bypass_arena_detach(a), 0);
 }
 
+/*
+ * An arena doorbell passed with bypass_doorbell_send (which sends the whole
+ * arena's descriptor and the doorbell's offset in it), and forwarded again
+ * by the process that received it, is still the same doorbell.
+ */
+static void forwarded(void)
+{
+	bypass_arena *a;
+	CHECK_ERR(bypass_arena_create(NULL, &a), 0);
+	bypass_doorbell *orig, *first, *second;
+	void *pad;
+	CHECK_ERR(bypass_arena_alloc(a, 5000, 0, &pad), 0); /* not in page 1 */
+	CHECK_ERR(bypass_doorbell_create_in(a, NULL, &orig), 0);
+	int sv[2];
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	CHECK_ERR(bypass_doorbell_send(sv[0], orig), 0);
+	CHECK_ERR(bypass_doorbell_recv(sv[1], &first), 0);
+	CHECK_ERR(bypass_doorbell_send(sv[1], first), 0);
+	CHECK_ERR(bypass_doorbell_recv(sv[0], &second), 0);
+	CHECK_ERR(bypass_doorbell_ring(second), 0);
+	CHECK_EQ(bypass_doorbell_try(orig), 1);
+	CHECK_ERR(bypass_doorbell_ring(orig), 0);
+	CHECK_ERR(bypass_doorbell_ring(first), 0);
+	CHECK_EQ(bypass_doorbell_wait(second, BYPASS_FOREVER), 2);
+	CHECK_ERR(bypass_doorbell_close(second), 0);
+	CHECK_ERR(bypass_doorbell_close(first), 0);
+	CHECK_ERR(bypass_doorbell_close(orig), 0);
+	close(sv[0]);
+	close(sv[1]);
+	CHECK_ERR(bypass_arena_detach(a), 0);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
 	test_timeout(120);
+	forwarded();
 	test_helper_path(helper, sizeof(helper), argv[0], "notify", "helper-arena");
 	if (access(helper, X_OK))
 		TEST_FAIL("helper %s not found", helper);
