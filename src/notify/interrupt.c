@@ -54,7 +54,8 @@ static void intr_handler(int sig, siginfo_t *si, void *uc)
 	unsigned idx = cookie & (INTR_SLOTS - 1);
 	struct intr_slot *s = &slots[idx];
 	struct bypass_doorbell *h = atomic_load(&s->db);
-	if (h && atomic_load(&s->gen) == cookie >> 8) {
+	/* The cookie holds the generation's low 24 bits. */
+	if (h && (atomic_load(&s->gen) & 0xffffffu) == cookie >> 8) {
 		/* Clear first: a ring after this point posts a new signal. */
 		atomic_store(&h->sh->intr_posted, 0);
 		int n = db_consume(h);
