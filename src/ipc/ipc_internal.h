@@ -130,10 +130,12 @@ struct bypass_ipc_conn {
 	uint32_t call_id;
 
 	/* State. */
-	int broken;             /* sticky -EPROTO / -EFAULT */
-	bool peer_gone;         /* hang-up seen */
-	uint64_t next_check;    /* TSC of the next liveness check while spinning */
-	unsigned ops;           /* calls since the clock was last read */
+	/* Written by the sending and the receiving thread alike. */
+	_Atomic int broken;     /* sticky -EPROTO / -EFAULT */
+	_Atomic bool peer_gone; /* hang-up seen */
+	/* Liveness checks while busy, one set per side (tx, rx). */
+	uint64_t next_check[2]; /* TSC of the next check */
+	unsigned ops[2];        /* calls since the clock was last read */
 	bool armed;             /* rx_armed set by us (bypass_ipc_arm) */
 	bool pkey;              /* the arena carries the protection key */
 	struct ipc_epreg *ep;   /* epoll registration, or NULL */

@@ -29,17 +29,19 @@ static inline struct ipc_rec *rec_at(const struct ipc_ring *r, uint64_t pos)
 }
 
 /* A rate-limited liveness check for sides that are busy (no sleep slices). */
-static int lazy_check(bypass_ipc_conn *c)
+enum { TX, RX };
+
+static int lazy_check(bypass_ipc_conn *c, int side)
 {
 	if (c->peer_gone)
 		return -ECONNRESET;
-	if (bp_likely(++c->ops & 255)) /* read the clock every 256 calls */
+	if (bp_likely(++c->ops[side] & 255)) /* read the clock every 256 calls */
 		return 0;
 	uint64_t now = bypass_rdtscp(NULL);
-	if (bp_likely(now < c->next_check))
+	if (bp_likely(now < c->next_check[side]))
 		return 0;
-	c->next_check = now + bp_ns_to_cycles(CHECK_NS);
-	if (c->armed)
+	c->next_check[side] = now + bp_ns_to_cycles(CHECK_NS);
+	if (side == RX && c->armed)
 		ipc_drain_socket(c);
 	return ipc_peer_check(c);
 }
@@ -82,7 +84,7 @@ int ipc_wait_room(bypass_ipc_conn *c, uint64_t need, uint64_t deadline)
 					return r < 0 ? r : 0;
 				bp_cpu_relax();
 			}
-			if ((r = ipc_tx_check(c)) || (r = lazy_check(c) ? -EPIPE : 0))
+			if ((r = ipc_tx_check(c)) || (r = lazy_check(c, TX) ? -EPIPE : 0))
 				return r;
 			uint64_t now = bypass_rdtscp(NULL);
 			if (c->mode == BYPASS_WAIT_ADAPTIVE && now - c0 >= c->spin_cycles)
@@ -126,7 +128,7 @@ int ipc_produce(bypass_ipc_conn *c, size_t size, int64_t timeout_ns, void **payl
 	if (size > c->max_msg)
 		return -EMSGSIZE;
 	int r = ipc_tx_check(c);
-	if (r || (r = lazy_check(c) ? -EPIPE : 0))
+	if (r || (r = lazy_check(c, TX) ? -EPIPE : 0))
 		return r;
 	uint64_t cap = c->tx.cap;
 	uint64_t rsize = align_rec(size);
@@ -266,7 +268,7 @@ int ipc_wait_record(bypass_ipc_conn *c, uint64_t pos, uint64_t deadline)
 	if (stamp_here(rg, pos))
 		return 1;
 	if (!deadline) {
-		if ((r = rx_closed_by_peer(c)) || (r = lazy_check(c)))
+		if ((r = rx_closed_by_peer(c)) || (r = lazy_check(c, RX)))
 			return stamp_here(rg, pos) ? 1 : r;
 		return 0;
 	}
@@ -278,7 +280,7 @@ int ipc_wait_record(bypass_ipc_conn *c, uint64_t pos, uint64_t deadline)
 					return 1;
 				bp_cpu_relax();
 			}
-			if ((r = rx_closed_by_peer(c)) || (r = lazy_check(c)))
+			if ((r = rx_closed_by_peer(c)) || (r = lazy_check(c, RX)))
 				return stamp_here(rg, pos) ? 1 : r;
 			uint64_t now = bypass_rdtscp(NULL);
 			if (c->mode == BYPASS_WAIT_ADAPTIVE && now - c0 >= c->spin_cycles)
