@@ -6,7 +6,8 @@
  * process (the callback runs there, not on the child's main thread), the
  * counts add up to the rings made, the callback may itself ring a doorbell
  * (the parent counts those acknowledgements), and after the child's thread
- * unregisters the parent can wait on the doorbell again.
+ * unregisters the parent can wait on the doorbell again.  A receiver
+ * process killed while registered does not leave the doorbell -EBUSY.
  *
  * TEST_LABELS: threads
  */
@@ -90,6 +91,28 @@ int main(void)
 	CHECK_ERR(bypass_doorbell_wait(db, 0), -ETIMEDOUT);
 	CHECK_ERR(bypass_doorbell_ring(db), 0);
 	CHECK_EQ(bypass_doorbell_wait(db, BYPASS_FOREVER), 1);
+
+	/* A receiver process killed while registered: the doorbell does not
+	 * stay -EBUSY for ever. */
+	want = 1l << 62; /* the receiver computes until killed */
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		pthread_t t;
+		CHECK_EQ(pthread_create(&t, NULL, receiver, NULL), 0);
+		CHECK_EQ(pthread_join(t, NULL), 0);
+		_exit(1);
+	}
+	CHECK_EQ(bypass_doorbell_wait(ready, BYPASS_FOREVER), 1);
+	CHECK_ERR(bypass_doorbell_wait(db, 0), -EBUSY);
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFSIGNALED(st));
+	CHECK_ERR(bypass_doorbell_ring(db), 0); /* nobody to interrupt: fine */
+	CHECK_EQ(bypass_doorbell_wait(db, BYPASS_FOREVER), 1);
+	CHECK_ERR(bypass_doorbell_try(db), -EAGAIN);
+
 	CHECK_ERR(bypass_doorbell_close(db), 0);
 	CHECK_ERR(bypass_doorbell_close(ready), 0);
 	CHECK_ERR(bypass_doorbell_close(ack), 0);
