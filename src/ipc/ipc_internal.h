@@ -184,6 +184,13 @@ int ipc_disarm(bypass_ipc_conn *c);
 /* epoll.c */
 void ipc_epoll_forget(bypass_ipc_conn *c);
 
+/* Mark the connection dead (sticky) and return the error. */
+static inline int ipc_set_broken(bypass_ipc_conn *c, int err)
+{
+	atomic_store(&c->broken, err);
+	return err;
+}
+
 static inline int ipc_usable(bypass_ipc_conn *c)
 {
 	if (bp_unlikely(!c))

@@ -144,7 +144,7 @@ static int do_recv(bypass_ipc_conn *c, struct bypass_ipc_msg *m, int64_t timeout
 		uint64_t end;
 		int r = ipc_peek(c, c->rd, &kind, &len, &id, &end);
 		if (r < 0)
-			return c->broken = r;
+			return ipc_set_broken(c, r);
 		if (r == 0) {
 			r = ipc_wait_record(c, c->rd, deadline);
 			if (r == 1)
@@ -155,7 +155,7 @@ static int do_recv(bypass_ipc_conn *c, struct bypass_ipc_msg *m, int64_t timeout
 		}
 		uint64_t pos = c->rd;
 		if ((r = advance_rd(c, end)))
-			return c->broken = r;
+			return ipc_set_broken(c, r);
 		if (kind == IPC_K_PAD || kind == IPC_K_RESP) {
 			/* A pad, or the response to a call that gave up. */
 			ipc_update_tail(c);
@@ -238,7 +238,7 @@ static int do_call(bypass_ipc_conn *c, const void *req, size_t len,
 		uint64_t end;
 		r = ipc_peek(c, scan, &kind, &rlen, &rid, &end);
 		if (r < 0)
-			return c->broken = r;
+			return ipc_set_broken(c, r);
 		if (r == 0) {
 			r = ipc_wait_record(c, scan, deadline ? deadline : UINT64_MAX);
 			if (r == 1)

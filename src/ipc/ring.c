@@ -144,7 +144,7 @@ int ipc_produce(bypass_ipc_conn *c, size_t size, int64_t timeout_ns, void **payl
 	}
 	if (r < 0) {
 		if (r == -EPROTO)
-			c->broken = r;
+			ipc_set_broken(c, r);
 		return r;
 	}
 	if (pad) {
