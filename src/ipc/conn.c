@@ -229,6 +229,7 @@ static struct bypass_ipc_conn *conn_new(void)
 		return NULL;
 	c->sock = -1;
 	c->pidfd = -1;
+	c->tx_cpu = -1;
 	c->fork_gen = bp_fork_gen();
 	return c;
 }
@@ -385,6 +386,8 @@ int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t time
 		goto fail;
 	sh->magic = IPC_MAGIC;
 	sh->version = IPC_VERSION;
+	atomic_store(&sh->c2s.tx_cpu, -1);
+	atomic_store(&sh->s2c.tx_cpu, -1);
 	c->lo = (uintptr_t)bypass_arena_base(c->arena);
 	c->len = bypass_arena_size(c->arena);
 	ring_view(&c->rx, &sh->c2s, d1, cap);

@@ -270,7 +270,8 @@ int bypass_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout_ms)
 		bypass_ipc_conn *c = s->regs[i]->conn;
 		if (c->mode == BYPASS_WAIT_SPIN)
 			forever = true;
-		else if (c->mode == BYPASS_WAIT_ADAPTIVE && c->spin_cycles > spin)
+		else if (c->mode == BYPASS_WAIT_ADAPTIVE && c->spin_cycles > spin &&
+			 ipc_poll_peer_elsewhere(c))
 			spin = c->spin_cycles;
 	}
 	int n;

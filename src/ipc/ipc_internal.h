@@ -63,6 +63,7 @@ struct ipc_ctl {
 	_Atomic uint32_t rx_wake __attribute__((aligned(BP_CACHELINE)));
 	_Atomic uint32_t tx_sleepers;
 	_Atomic uint32_t tx_closed;     /* producer closed the connection */
+	_Atomic int32_t tx_cpu;         /* CPU of the producer's last publish */
 };
 
 struct ipc_shared {
@@ -117,6 +118,7 @@ struct bypass_ipc_conn {
 	void *loan;             /* outstanding loan's payload, or NULL */
 	uint64_t loan_pos;
 	uint64_t loan_max;      /* payload bytes reserved */
+	int tx_cpu;             /* last CPU written to tx.ctl->tx_cpu */
 	bool loan_pkey_open;
 
 	/* Consumer (rx), private. */
@@ -169,6 +171,7 @@ int ipc_peek(bypass_ipc_conn *c, uint64_t pos, unsigned *kind, uint32_t *len,
 int ipc_wait_record(bypass_ipc_conn *c, uint64_t pos, uint64_t deadline_ns);
 void ipc_update_tail(bypass_ipc_conn *c);
 bool ipc_rx_ready(bypass_ipc_conn *c);
+bool ipc_peer_on_my_cpu(bypass_ipc_conn *c);
 uint64_t ipc_deadline(int64_t timeout_ns);
 
 /* pkey.c */
@@ -180,6 +183,7 @@ int ipc_pkey_tag(void *addr, size_t len);
 /* msg.c, for epoll.c: is a message (or a hang-up) waiting?  Optionally arm. */
 int ipc_poll_ready(bypass_ipc_conn *c, bool arm);
 int ipc_disarm(bypass_ipc_conn *c);
+int ipc_poll_peer_elsewhere(bypass_ipc_conn *c); /* 1: spinning may pay */
 
 /* epoll.c */
 void ipc_epoll_forget(bypass_ipc_conn *c);

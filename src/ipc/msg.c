@@ -331,6 +331,13 @@ int ipc_poll_ready(bypass_ipc_conn *c, bool arm)
 	return GUARDED(c, arm ? do_arm(c) : poll_ready(c));
 }
 
+int ipc_poll_peer_elsewhere(bypass_ipc_conn *c)
+{
+	if (c->broken || c->fork_gen != bp_fork_gen_fast())
+		return 0;
+	return GUARDED(c, !ipc_peer_on_my_cpu(c));
+}
+
 int ipc_disarm(bypass_ipc_conn *c)
 {
 	if (!c->armed || c->broken || c->fork_gen != bp_fork_gen_fast())

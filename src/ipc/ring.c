@@ -12,6 +12,7 @@
  */
 #include "ipc/ipc_internal.h"
 
+#include <sched.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -176,6 +177,13 @@ int ipc_publish(bypass_ipc_conn *c, size_t len, unsigned kind, uint32_t id)
 	atomic_exchange_explicit(&rec->stamp, pos | kind, memory_order_seq_cst);
 	c->head = end;
 	c->loan = NULL;
+	/* Where we run, so that a receiver on the same CPU does not spin
+	 * (glibc reads it from rseq: no system call). */
+	int cpu = sched_getcpu();
+	if (bp_unlikely(cpu != c->tx_cpu)) {
+		c->tx_cpu = cpu;
+		atomic_store_explicit(&ctl->tx_cpu, cpu, memory_order_relaxed);
+	}
 	if (atomic_load_explicit(&ctl->rx_sleepers, memory_order_seq_cst)) {
 		atomic_fetch_add_explicit(&ctl->rx_wake, 1, memory_order_seq_cst);
 		bp_futex_wake(&ctl->rx_wake, 1, true);
@@ -251,6 +259,17 @@ static int rx_closed_by_peer(bypass_ipc_conn *c)
 	return 0;
 }
 
+/*
+ * Spinning for a peer that last ran on our own CPU only burns the time it
+ * needs to run: sleep at once instead.  (The peer writes the hint; a wrong
+ * one costs only a spin or a sleep.)
+ */
+bool ipc_peer_on_my_cpu(bypass_ipc_conn *c)
+{
+	int peer = atomic_load_explicit(&c->rx.ctl->tx_cpu, memory_order_relaxed);
+	return peer >= 0 && peer == sched_getcpu();
+}
+
 bool ipc_rx_ready(bypass_ipc_conn *c)
 {
 	uint64_t pos = c->rd;
@@ -272,7 +291,8 @@ int ipc_wait_record(bypass_ipc_conn *c, uint64_t pos, uint64_t deadline)
 			return stamp_here(rg, pos) ? 1 : r;
 		return 0;
 	}
-	if (c->mode != BYPASS_WAIT_SLEEP) {
+	if (c->mode == BYPASS_WAIT_SPIN ||
+	    (c->mode == BYPASS_WAIT_ADAPTIVE && !ipc_peer_on_my_cpu(c))) {
 		uint64_t c0 = bypass_rdtscp(NULL);
 		for (;;) {
 			for (int i = 0; i < 64; i++) {
