@@ -634,10 +634,9 @@ int bypass_pager_destroy(bypass_pager *p)
 		return -EINVAL;
 	if (p->gen != bp_fork_gen()) {
 		/*
-		 * A forked child: the regions are not mapped here and the
-		 * parent's threads and locks do not exist; release our copy
-		 * only.  The region records stay in the child's table (the
-		 * fault hook ignores them: wrong generation).
+		 * A forked child: the regions are not mapped here (the table
+		 * forgot them at fork) and the parent's threads and locks do
+		 * not exist; release our copy only.
 		 */
 		pager_free(p, true);
 		return 0;

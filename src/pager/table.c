@@ -24,6 +24,43 @@ static struct {
 	char pad[BP_CACHELINE - sizeof(long)];
 } g_readers[2] __attribute__((aligned(BP_CACHELINE)));
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+/* A child forked while another thread maps or unmaps must not inherit
+ * g_lock held: it may create pagers of its own. */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&g_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&g_lock);
+}
+
+/*
+ * The child has none of the regions (they are MADV_DONTFORK) and a single
+ * thread: forget them all, or a pager or mapping created in the child at a
+ * recycled address would be mistaken for the parent's.
+ */
+static void fork_child(void)
+{
+	pthread_mutex_init(&g_lock, NULL);
+	/* Readers counted by the parent's other threads do not exist here. */
+	atomic_store(&g_readers[0].n, 0);
+	atomic_store(&g_readers[1].n, 0);
+	struct regtab *t = atomic_exchange(&g_tab, NULL);
+	if (t) {
+		for (size_t i = 0; i < t->n; i++)
+			free(t->r[i]);
+		free(t);
+	}
+}
+
+static void tab_init(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
 
 unsigned tab_enter(void)
 {
@@ -97,6 +134,7 @@ static int cmp_region(const void *a, const void *b)
 
 int tab_replace(struct region **old, size_t nold, struct region **add, size_t nadd)
 {
+	pthread_once(&g_once, tab_init);
 	pthread_mutex_lock(&g_lock);
 	struct regtab *cur = atomic_load(&g_tab);
 	size_t n = cur ? cur->n : 0;
