@@ -109,6 +109,13 @@ static inline size_t present_pages(void *p, size_t len)
 	return c;
 }
 
+/* The page at a is not mapped in this process at all. */
+static inline int absent(void *a)
+{
+	unsigned char v;
+	return mincore((void *)((uintptr_t)a & ~(PAGE - 1)), PAGE, &v) < 0 && errno == ENOMEM;
+}
+
 static inline uint64_t xorshift(uint64_t *s)
 {
 	uint64_t x = *s;

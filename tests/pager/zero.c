@@ -33,7 +33,8 @@ static void run(int mode)
 	CHECK_EQ(stats_of(p).faults_wp, wp0 + 1);
 	CHECK_EQ(m[3 * PAGE + 5], 42);
 	/* a word across a page boundary, in pages never touched since */
-	uint64_t *w = (uint64_t *)(m + 10 * PAGE - 4);
+	typedef uint64_t u64_unaligned __attribute__((aligned(1)));
+	u64_unaligned *w = (u64_unaligned *)(m + 10 * PAGE - 4);
 	*w = 0x1122334455667788ull;
 	for (uint64_t i = 20; i < NPAGES; i++) /* evict them */
 		m[i * PAGE] = 1;
