@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The batch engine, shared by the explicit API (api.c) and the preload
+ * (preload/batch.c through defer.c).
+ *
+ * Each thread has a queue (struct bt_thread) and its own io_uring.  Work is
+ * kept per descriptor (struct bt_fdent, in a process-wide table indexed by
+ * fd): a FIFO of operations owned by one thread at a time.  A flush writes
+ * each descriptor's queued operations as one linked chain, in the order they
+ * were made, and submits every chain with one io_uring_enter.  Operations
+ * stay "in flight" until their completion is reaped; a descriptor never has
+ * queued and in-flight operations at once (bt_quiesce cancels and requeues
+ * the in-flight ones first), so a chain never overtakes an earlier one.
+ *
+ * Locks: each thread's lock protects its queue and the streams it owns.  A
+ * thread never holds two thread locks; taking a stream from another thread
+ * goes through an ownerless step (bt_acquire).  Waiting in the kernel is
+ * done without the lock.  Thread states are never freed (a dead one is
+ * reused), so a stale owner pointer stays safe to lock and re-check.
+ */
+#ifndef BYPASS_BATCH_INTERNAL_H
+#define BYPASS_BATCH_INTERNAL_H
+
+#include <bypass/batch.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+
+#include "core/internal.h"
+
+struct io_uring;
+struct io_uring_cqe;
+
+/* ---------------------------------------------------------- configuration */
+
+enum { BT_SENDFILE_SYNC = 0, BT_SENDFILE_COPY = 1 };
+
+struct bt_config {
+	bool enabled;            /* BYPASS_BATCH: 0 makes the preload pass through */
+	unsigned entries;        /* BYPASS_BATCH_ENTRIES */
+	bool sqpoll;             /* BYPASS_BATCH_SQPOLL */
+	unsigned sqpoll_idle_ms; /* BYPASS_BATCH_SQPOLL_IDLE_MS */
+	size_t max_copy;         /* BYPASS_BATCH_MAX_COPY: larger payloads run at once */
+	size_t fd_bytes;         /* BYPASS_BATCH_FD_BYTES: queued+in flight per fd */
+	size_t thread_bytes;     /* BYPASS_BATCH_THREAD_BYTES: per thread */
+	unsigned max_ops;        /* BYPASS_BATCH_MAX_OPS: queued per thread */
+	uint64_t max_delay_ns;   /* BYPASS_BATCH_MAX_DELAY_US: age of a segment */
+	int sendfile_mode;       /* BYPASS_BATCH_SENDFILE: sync | copy */
+	int defer_close;         /* BYPASS_BATCH_CLOSE: 0 never, 1 sockets, 2 all */
+	bool defer_sockopt;      /* BYPASS_BATCH_SOCKOPT */
+	uint64_t exit_wait_ms;   /* BYPASS_BATCH_EXIT_WAIT_MS */
+	const char *stats_path;  /* BYPASS_BATCH_STATS: append counters at exit */
+	bool uring_sockopt;      /* the kernel has socket uring_cmd setsockopt */
+};
+extern struct bt_config bt_cfg;
+/* Read the environment once (idempotent; safe from a constructor). */
+void bt_config_init(void);
+
+/* ---------------------------------------------------------- descriptors */
+
+#define BT_FD_KNOWN 0x01u    /* type known (probed, or seen being created) */
+#define BT_FD_SOCK 0x02u
+#define BT_FD_STREAM 0x04u   /* SOCK_STREAM socket */
+#define BT_FD_INET 0x08u     /* AF_INET or AF_INET6 */
+#define BT_FD_NONBLOCK 0x10u
+#define BT_FD_REG 0x20u      /* regular file */
+#define BT_FD_CLOSING 0x40u  /* the program closed it; our close is pending */
+#define BT_FD_SIZE 0x80u     /* size holds st_size seen by fstat */
+#define BT_FD_OPEN 0x100u    /* seen being opened (type may be unknown) */
+
+struct bt_thread;
+struct bt_op;
+
+struct bt_fdent {
+	_Atomic uint32_t flags;
+	_Atomic uint32_t gen;               /* bumped each time the number is
+					       forgotten or made anew */
+	_Atomic int err;                    /* errno to report (| BT_ERR_SIGPIPE) */
+	_Atomic(struct bt_thread *) owner;  /* thread whose queue holds the stream */
+	_Atomic int64_t size;               /* st_size, valid with BT_FD_SIZE */
+	_Atomic int ep[2];                  /* epoll fds it was added to, +1 */
+	_Atomic int readers;                /* queued sendfile calls reading it */
+	_Atomic(struct bt_thread *) reader; /* their thread (BT_READERS_MANY) */
+	/* The stream: protected by the owner's lock. */
+	struct bt_op *head, *tail;
+	unsigned nqueued, ninflight, nexplicit;
+	size_t bytes;                       /* payload queued + in flight */
+	struct bt_fdent *next_active;
+	bool active;                        /* on the owner's active list */
+	int fd;
+};
+#define BT_ERR_SIGPIPE 0x10000
+#define BT_READERS_MANY ((struct bt_thread *)1)
+
+/* The entry for fd (created on demand), or NULL for fd out of range. */
+struct bt_fdent *bt_fd(int fd);
+/* The entry if its block exists, else NULL (never allocates). */
+struct bt_fdent *bt_fd_peek(int fd);
+/* Learn fd's type and flags with a few system calls, once.  0 or -errno. */
+int bt_fd_probe(struct bt_fdent *fe);
+/* Forget what is known about fd (closed, or replaced). */
+void bt_fd_forget(struct bt_fdent *fe);
+/* Record a deferred error (the first one stays until reported). */
+void bt_fd_set_err(struct bt_fdent *fe, int err, bool sigpipe);
+/* Take the deferred error: 0 or the errno (| BT_ERR_SIGPIPE). */
+int bt_fd_take_err(struct bt_fdent *fe);
+/* Call fn on every entry of the table that exists (fork child, drains). */
+void bt_fd_each(void (*fn)(struct bt_fdent *fe, void *arg), void *arg);
+/* Largest fd the table covers + 1. */
+#define BT_FD_MAX (1 << 20)
+
+/* ---------------------------------------------------------- operations */
+
+enum bt_kind { BT_SEND, BT_SENDMSG, BT_WRITE, BT_WRITEV, BT_SENDFILE,
+	       BT_SHUTDOWN, BT_CLOSE, BT_SOCKOPT };
+enum bt_state { BT_QUEUED, BT_INFLIGHT };
+
+#define BT_OP_TRANSPARENT 0x01u /* preload: already returned; finish it */
+#define BT_OP_SIGPIPE 0x02u     /* the call would have raised SIGPIPE */
+#define BT_OP_READ_DONE 0x04u   /* sendfile: the data is in buf */
+#define BT_OP_REQUEUE 0x08u     /* cancelled on purpose: requeue the rest */
+#define BT_OP_FIXED 0x10u       /* use the registered file */
+
+struct bt_op {
+	struct bt_op *next;       /* in the descriptor's FIFO */
+	struct bt_fdent *fe;
+	int fd;
+	uint8_t kind, state;
+	uint16_t flags;
+	int msg_flags;
+	char *buf;                /* payload (ours when transparent) */
+	size_t len, done;
+	ssize_t *res;             /* explicit: where the result goes */
+	union {
+		struct { int in_fd; off_t off; } sf;
+		int how;
+		struct { uint32_t gen; } cl;
+		struct { int level, name; socklen_t len; } so;
+		struct { struct msghdr msg; struct sockaddr_storage addr; } m;
+		struct { int iovcnt; } v;
+	} u;
+	struct iovec *iov;        /* writev/sendmsg: copied array */
+	char data[];              /* inline storage (payload, iovecs, values) */
+};
+
+/* Allocate an operation with extra inline bytes. */
+struct bt_op *bt_op_new(size_t extra);
+void bt_op_free(struct bt_op *op);
+
+/* ---------------------------------------------------------- threads */
+
+#define BT_SEG_PRELOAD 0x1u
+#define BT_SEG_EXPLICIT 0x2u
+
+struct bt_counters {
+	uint64_t segments, deferred, direct, enters, submitted, bytes, partial,
+		eagain, errors, reported;
+};
+
+struct bt_thread {
+	pthread_mutex_t lock;
+	struct io_uring *ring;
+	unsigned gen;              /* fork generation of ring */
+	unsigned segment;          /* BT_SEG_* */
+	uint64_t seg_tsc;          /* when the oldest queued op was queued */
+	struct bt_fdent *act_head, *act_tail; /* streams with queued ops */
+	unsigned nqueued, ninflight, nexplicit, nreads;
+	unsigned seg_calls;        /* explicit calls queued in this segment */
+	size_t bytes;              /* payload queued + in flight */
+	struct bt_counters c;
+	bool live;                 /* in use by a thread (else in the pool) */
+	struct bt_thread *next;    /* all states, live or pooled */
+	int fixed_slots;           /* registered file table size, 0 = none */
+	uint64_t *fixed_map;       /* which fds are registered (bit per fd) */
+};
+
+/* Ring options set by bypass_batch_configure (0 / -1 = from bt_cfg). */
+extern unsigned bt_opt_entries, bt_opt_sqpoll_idle;
+extern int bt_opt_sqpoll;
+
+/* The calling thread's state, or NULL. */
+struct bt_thread *bt_self(void);
+/* The calling thread's state with its ring, made on first use.  0 or -errno. */
+int bt_self_make(struct bt_thread **out);
+
+void bt_lock(struct bt_thread *th);
+void bt_unlock(struct bt_thread *th);
+
+/*
+ * Under th's lock: make th the owner of fe's stream.  May drop and retake
+ * th's lock (to release the stream from another thread): callers re-read
+ * th's state afterwards.
+ */
+void bt_acquire(struct bt_thread *th, struct bt_fdent *fe);
+/* Under th's lock (th owns fe): append op to fe's stream. */
+void bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op);
+/* Under th's lock: submit everything queued (one enter), reap.  Returns the
+ * number of requests submitted or -errno. */
+int bt_submit(struct bt_thread *th);
+/* Under th's lock: process completions, no system call. */
+void bt_reap(struct bt_thread *th);
+/* Under th's lock (th owns fe): cancel fe's in-flight operations and requeue
+ * what they did not do. */
+void bt_quiesce(struct bt_thread *th, struct bt_fdent *fe);
+/*
+ * Under th's lock: wait (lock dropped while in the kernel) until pred(th,
+ * arg) holds, reaping as completions come.  timeout_ns < 0 = forever.
+ * Returns 0, -ETIMEDOUT, or -EINTR when a signal interrupted and intr is set.
+ */
+int bt_wait(struct bt_thread *th, bool (*pred)(struct bt_thread *, void *),
+	    void *arg, int64_t timeout_ns, bool intr);
+/* Under th's lock: wait until fe has nothing in flight (fe owned by th). */
+int bt_wait_fd_idle(struct bt_thread *th, struct bt_fdent *fe, bool intr);
+/* Under th's lock: submit, then wait until th has nothing queued or in
+ * flight, at most timeout_ns.  Returns 0 or -ETIMEDOUT. */
+int bt_drain(struct bt_thread *th, int64_t timeout_ns);
+/* Drain every thread's work into the calling thread and wait (exit, exec). */
+void bt_drain_all(int64_t timeout_ns);
+/* Release everything the thread owns and return it to the pool. */
+void bt_thread_retire(struct bt_thread *th);
+
+/* Counters of the whole process. */
+void bt_stats_sum(struct bt_counters *out);
+/* Append the counters to bt_cfg.stats_path (at exit). */
+void bt_stats_dump(const char *why);
+
+/* fork: prepare / parent / child handlers (installed by bt_engine_init). */
+void bt_engine_init(void);
+
+/* Raw system calls that no preload wrapper intercepts. */
+long bt_sys_close(int fd);
+
+#endif

@@ -1,0 +1,633 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Transparent deferral, for the preload: decides for each intercepted call
+ * whether it is queued (and what it returns now), refused (-EAGAIN, -EBADF,
+ * a deferred error), or run as the real system call (BT_PASS), after making
+ * sure that earlier work on the descriptor is ahead of it.
+ */
+#include "batch/defer.h"
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+__thread int bt_guard __attribute__((tls_model("initial-exec")));
+__thread unsigned bt_sig_seen __attribute__((tls_model("initial-exec")));
+
+#define TX_FLAGS (MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE | MSG_EOR)
+
+/* The calling thread's state if a preload segment is open on it. */
+static inline struct bt_thread *seg_self(void)
+{
+	struct bt_thread *th = bt_self();
+	if (th && (th->segment & BT_SEG_PRELOAD) && th->gen == bp_fork_gen_fast())
+		return th;
+	return NULL;
+}
+
+/* Our own state for waiting on fe's stream, even outside a segment. */
+static struct bt_thread *self_any(void)
+{
+	struct bt_thread *th = bt_self();
+	if (th && th->ring && th->gen == bp_fork_gen_fast())
+		return th;
+	return bt_self_make(&th) ? NULL : th;
+}
+
+/*
+ * A descriptor marked CLOSING whose close may have completed without being
+ * reaped yet (another thread's ring, or task work that ran in a system call
+ * of ours): reap the owner's ring and look again.  true if still closing.
+ */
+static bool still_closing(struct bt_fdent *fe)
+{
+	for (int i = 0; i < 2; i++) {
+		if (!(atomic_load(&fe->flags) & BT_FD_CLOSING))
+			return false;
+		struct bt_thread *o = atomic_load(&fe->owner);
+		if (!o)
+			return !!(atomic_load(&fe->flags) & BT_FD_CLOSING);
+		bt_lock(o);
+		if (o->ring && atomic_load(&fe->owner) == o)
+			bt_reap(o);
+		bt_unlock(o);
+	}
+	return !!(atomic_load(&fe->flags) & BT_FD_CLOSING);
+}
+
+/* A deferred error to report now: -errno (the wrapper raises SIGPIPE). */
+static long take_error(struct bt_thread *th, struct bt_fdent *fe, bool *sigpipe)
+{
+	int e = bt_fd_take_err(fe);
+	if (bp_likely(!e))
+		return 0;
+	if (sigpipe)
+		*sigpipe = e & BT_ERR_SIGPIPE;
+	if (th) {
+		bt_lock(th);
+		th->c.reported++;
+		bt_unlock(th);
+	}
+	return -(long)(e & 0xffff);
+}
+
+/* Under th's lock, th owns fe: is everything in flight a send (no read)? */
+static bool inflight_all_sends(struct bt_fdent *fe)
+{
+	for (struct bt_op *op = fe->head; op; op = op->next)
+		if (op->state == BT_INFLIGHT && op->kind == BT_SENDFILE &&
+		    !(op->flags & BT_OP_READ_DONE))
+			return false;
+	return true;
+}
+
+/*
+ * Under th's lock, th owns fe: the stream must have nothing in flight before
+ * a new call goes behind it.  Returns 0, or -EAGAIN for a non-blocking
+ * descriptor whose earlier data still waits for room in the socket (the
+ * socket was found full by the last attempt, so the program will be told
+ * when it drains: an EPOLLOUT edge comes).  A blocking one waits.
+ */
+static long settle(struct bt_thread *th, struct bt_fdent *fe)
+{
+	bt_reap(th);
+	if (fe->nqueued) {
+		bt_submit(th);
+		bt_acquire(th, fe);
+	}
+	if (!fe->ninflight)
+		return 0;
+	uint32_t f = atomic_load(&fe->flags);
+	if ((f & BT_FD_NONBLOCK) && inflight_all_sends(fe)) {
+		th->c.eagain++;
+		return -EAGAIN;
+	}
+	bt_wait_fd_idle(th, fe, false);
+	bt_acquire(th, fe);
+	return 0;
+}
+
+/* Under th's lock: is the segment too old to keep queueing? Then submit. */
+static void check_age(struct bt_thread *th)
+{
+	static _Atomic uint64_t delay_cycles;
+	if (!bt_cfg.max_delay_ns || !th->nqueued)
+		return;
+	uint64_t d = atomic_load_explicit(&delay_cycles, memory_order_relaxed);
+	if (!d) {
+		d = bp_ns_to_cycles(bt_cfg.max_delay_ns);
+		if (!d)
+			d = UINT64_MAX;
+		atomic_store_explicit(&delay_cycles, d, memory_order_relaxed);
+	}
+	if (bypass_rdtscp(NULL) - th->seg_tsc > d)
+		bt_submit(th);
+}
+
+/* Under th's lock: room for len more bytes on fe and one more op? */
+static bool room(struct bt_thread *th, struct bt_fdent *fe, size_t len)
+{
+	unsigned entries = th->ring ? th->ring->sq.ring_entries : bt_cfg.entries;
+	return fe->bytes + len <= bt_cfg.fd_bytes && th->bytes + len <= bt_cfg.thread_bytes &&
+	       th->nqueued < bt_cfg.max_ops && fe->nqueued + 1 < entries / 2;
+}
+
+/* Make room by submitting what is queued; true if there is room now. */
+static bool make_room(struct bt_thread *th, struct bt_fdent *fe, size_t len)
+{
+	if (room(th, fe, len))
+		return true;
+	bt_submit(th);
+	bt_acquire(th, fe);
+	return room(th, fe, len) && !fe->ninflight;
+}
+
+static __attribute__((noinline)) void copy_iov(char *p, const struct iovec *iov,
+						int iovcnt)
+{
+	for (int i = 0; i < iovcnt; i++) {
+		memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+}
+
+static __attribute__((noinline)) void sum_iov(const struct iovec *iov, int iovcnt,
+					       size_t *out)
+{
+	size_t t = 0;
+	for (int i = 0; i < iovcnt; i++)
+		t += iov[i].iov_len;
+	*out = t;
+}
+
+/*
+ * Read the caller's memory under a recovery point, so that a bad address
+ * gives -EFAULT as the system call would, not a crash.
+ */
+static bool copy_in(char *p, const struct iovec *iov, int iovcnt)
+{
+	struct bp_recover rp;
+	if (!BP_RECOVER_TRY(&rp, NULL, 0))
+		return false;
+	copy_iov(p, iov, iovcnt);
+	bp_recover_pop(&rp);
+	return true;
+}
+
+static bool total_in(const struct iovec *iov, int iovcnt, size_t *total)
+{
+	struct bp_recover rp;
+	if (!BP_RECOVER_TRY(&rp, NULL, 0))
+		return false;
+	sum_iov(iov, iovcnt, total);
+	bp_recover_pop(&rp);
+	return true;
+}
+
+/*
+ * What every call that writes or controls a stream starts with.  Returns
+ * BT_PASS when there is nothing to do (no segment, no pending work on fd),
+ * -errno to return now (the program closed fd; a deferred error, reported
+ * once if report), or 0 with *thp locked (bt_guard raised) owning *fep.
+ */
+static long tx_enter(int fd, struct bt_thread **thp, struct bt_fdent **fep,
+		     bool report, bool *sigpipe)
+{
+	struct bt_thread *th = seg_self();
+	struct bt_fdent *fe = th ? bt_fd(fd) : bt_fd_peek(fd);
+	if (!fe)
+		return BT_PASS;
+	uint32_t f = atomic_load_explicit(&fe->flags, memory_order_acquire);
+	if (bp_unlikely(f & BT_FD_CLOSING) && still_closing(fe))
+		return -EBADF;
+	if (report) {
+		long e = take_error(th, fe, sigpipe);
+		if (e)
+			return e;
+	}
+	if (!th && !atomic_load_explicit(&fe->owner, memory_order_relaxed))
+		return BT_PASS;
+	if (!th && !(th = self_any()))
+		return BT_PASS;
+	bt_guard++;
+	bt_lock(th);
+	bt_reap(th);
+	bt_acquire(th, fe);
+	*thp = th;
+	*fep = fe;
+	return 0;
+}
+
+static long tx_leave(struct bt_thread *th, long r)
+{
+	bt_unlock(th);
+	bt_guard--;
+	return r;
+}
+
+/* Not queued: the real call runs, behind what is queued on fd. */
+static long tx_direct(struct bt_thread *th, struct bt_fdent *fe)
+{
+	long r = 0;
+	if (fe->nqueued || fe->ninflight)
+		r = settle(th, fe);
+	if (r == 0) {
+		if (th->segment & BT_SEG_PRELOAD)
+			th->c.direct++;
+		r = BT_PASS;
+	}
+	return tx_leave(th, r);
+}
+
+/* Under th's lock, inside a segment: ready to queue len more bytes on fe? */
+static long tx_room(struct bt_thread *th, struct bt_fdent *fe, size_t len)
+{
+	check_age(th);
+	bt_acquire(th, fe);
+	long r = fe->ninflight ? settle(th, fe) : 0;
+	if (r < 0)
+		return r;
+	return make_room(th, fe, len) ? 1 : 0;
+}
+
+static bool is_stream(struct bt_fdent *fe)
+{
+	return bt_fd_probe(fe) == 0 &&
+	       (atomic_load(&fe->flags) & (BT_FD_SOCK | BT_FD_STREAM)) ==
+		       (BT_FD_SOCK | BT_FD_STREAM);
+}
+
+long bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
+		bool *sigpipe)
+{
+	struct bt_thread *th;
+	struct bt_fdent *fe;
+	long r = tx_enter(fd, &th, &fe, true, sigpipe);
+	if (r)
+		return r;
+	if (fe->ninflight && (r = settle(th, fe)) < 0)
+		return tx_leave(th, r);
+	size_t total = 0;
+	if (!(th->segment & BT_SEG_PRELOAD) || iovcnt < 0 || iovcnt > IOV_MAX ||
+	    (msg_flags & ~TX_FLAGS) || !total_in(iov, iovcnt, &total) || !total ||
+	    total > bt_cfg.max_copy || !is_stream(fe))
+		return tx_direct(th, fe);
+	if ((r = tx_room(th, fe, total)) <= 0)
+		return r < 0 ? tx_leave(th, r) : tx_direct(th, fe);
+	struct bt_op *op = bt_op_new(total);
+	if (!op)
+		return tx_direct(th, fe);
+	if (!copy_in(op->data, iov, iovcnt)) {
+		bt_op_free(op);
+		return tx_leave(th, -EFAULT);
+	}
+	op->kind = BT_SEND;
+	op->buf = op->data;
+	op->len = total;
+	op->msg_flags = (msg_flags & (MSG_MORE | MSG_EOR)) | MSG_WAITALL | MSG_NOSIGNAL;
+	op->flags = BT_OP_TRANSPARENT | (msg_flags & MSG_NOSIGNAL ? 0 : BT_OP_SIGPIPE);
+	bt_enqueue(th, fe, op);
+	return tx_leave(th, (long)total);
+}
+
+/* What a sendfile in copy mode will send: the file's size as the program
+ * saw it with fstat bounds it.  false if not deferrable. */
+static bool sendfile_len(struct bt_fdent *in, off_t off, size_t count, size_t *n)
+{
+	uint32_t fi = atomic_load(&in->flags);
+	if ((fi & (BT_FD_SIZE | BT_FD_REG)) != (BT_FD_SIZE | BT_FD_REG) ||
+	    (fi & BT_FD_CLOSING) || off < 0)
+		return false;
+	int64_t size = atomic_load(&in->size);
+	*n = off >= size ? 0 : (size_t)(size - off);
+	if (*n > count)
+		*n = count;
+	return true;
+}
+
+long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
+{
+	struct bt_thread *th;
+	struct bt_fdent *fe;
+	long r = tx_enter(out_fd, &th, &fe, true, NULL);
+	if (r)
+		return r;
+	if (fe->ninflight && (r = settle(th, fe)) < 0)
+		return tx_leave(th, r);
+	struct bt_fdent *in = bt_fd(in_fd);
+	size_t n = 0;
+	if (!(th->segment & BT_SEG_PRELOAD) || bt_cfg.sendfile_mode != BT_SENDFILE_COPY ||
+	    !in || !offset || !count || !sendfile_len(in, *offset, count, &n) ||
+	    n > bt_cfg.max_copy || !is_stream(fe))
+		return tx_direct(th, fe);
+	if (n == 0)
+		return tx_leave(th, 0);
+	if ((r = tx_room(th, fe, n)) <= 0)
+		return r < 0 ? tx_leave(th, r) : tx_direct(th, fe);
+	struct bt_op *op = bt_op_new(n);
+	if (!op)
+		return tx_direct(th, fe);
+	op->kind = BT_SENDFILE;
+	op->buf = op->data;
+	op->len = n;
+	op->u.sf.in_fd = in_fd;
+	op->u.sf.off = *offset;
+	op->msg_flags = MSG_WAITALL | MSG_NOSIGNAL;
+	op->flags = BT_OP_TRANSPARENT | BT_OP_SIGPIPE;
+	struct bt_thread *rd = NULL;
+	if (!atomic_compare_exchange_strong(&in->reader, &rd, th) && rd != th)
+		atomic_store(&in->reader, BT_READERS_MANY);
+	atomic_fetch_add(&in->readers, 1);
+	bt_enqueue(th, fe, op);
+	*offset += (off_t)n;
+	return tx_leave(th, (long)n);
+}
+
+/*
+ * Shutdown, and the socket options we can queue: behind pending work they
+ * are queued (never reordered, never waiting for a slow peer); inside a
+ * segment they are queued anyway.
+ */
+static long tx_control(int fd, struct bt_op *proto, bool queueable)
+{
+	struct bt_thread *th;
+	struct bt_fdent *fe;
+	long r = tx_enter(fd, &th, &fe, proto->kind == BT_SHUTDOWN, NULL);
+	if (r)
+		return r;
+	bool seg = th->segment & BT_SEG_PRELOAD;
+	bool pending = fe->nqueued || fe->ninflight;
+	if (!pending && !seg)
+		return tx_direct(th, fe);
+	struct bt_op *op = queueable && is_stream(fe) ? bt_op_new(sizeof(int)) : NULL;
+	if (!op) {
+		if (pending) {
+			/* Not queueable here: the call waits for the stream. */
+			bt_submit(th);
+			bt_acquire(th, fe);
+			bt_wait_fd_idle(th, fe, false);
+		}
+		return tx_direct(th, fe);
+	}
+	if (fe->ninflight)
+		bt_quiesce(th, fe);
+	op->kind = proto->kind;
+	op->u = proto->u;
+	op->flags = BT_OP_TRANSPARENT;
+	op->buf = op->data;
+	if (proto->buf)
+		memcpy(op->data, proto->buf, sizeof(int));
+	bt_enqueue(th, fe, op);
+	if (!seg)
+		bt_submit(th);
+	return tx_leave(th, 0);
+}
+
+long bt_tx_shutdown(int fd, int how)
+{
+	struct bt_op proto = { .kind = BT_SHUTDOWN };
+	proto.u.how = how;
+	return tx_control(fd, &proto, how == SHUT_RD || how == SHUT_WR || how == SHUT_RDWR);
+}
+
+long bt_tx_sockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	struct bt_fdent *fe = bt_fd_peek(fd);
+	bool queueable = fe && bt_cfg.uring_sockopt && bt_cfg.defer_sockopt &&
+			 level == IPPROTO_TCP && (name == TCP_CORK || name == TCP_NODELAY) &&
+			 len == sizeof(int) && val &&
+			 (atomic_load(&fe->flags) & BT_FD_INET);
+	int v = 0;
+	if (queueable) {
+		/* The value is read now, under a recovery point. */
+		struct iovec iov = { (void *)val, sizeof(int) };
+		if (!copy_in((char *)&v, &iov, 1))
+			queueable = false;
+	}
+	struct bt_op proto = { .kind = BT_SOCKOPT };
+	proto.u.so.level = level;
+	proto.u.so.name = name;
+	proto.u.so.len = sizeof(int);
+	proto.buf = (char *)&v;
+	return tx_control(fd, &proto, queueable);
+}
+
+long bt_tx_close(int fd)
+{
+	struct bt_thread *th = seg_self();
+	struct bt_fdent *fe = bt_fd(fd);
+	if (!fe)
+		return BT_PASS;
+	uint32_t f = atomic_load(&fe->flags);
+	if ((f & BT_FD_CLOSING) && still_closing(fe))
+		return -EBADF;
+	bool pending = atomic_load(&fe->owner) || atomic_load(&fe->readers);
+	bool want = th && (bt_cfg.defer_close == 2 ? (f & (BT_FD_KNOWN | BT_FD_OPEN))
+						   : bt_cfg.defer_close == 1 && (f & BT_FD_SOCK));
+	if (!pending && !want) {
+		bt_fd_forget(fe);
+		return BT_PASS;
+	}
+	if (!th && !(th = self_any())) {
+		bt_fd_forget(fe);
+		return BT_PASS;
+	}
+	bt_guard++;
+	bt_lock(th);
+	bt_reap(th);
+	int err = bt_fd_take_err(fe);
+	if (err)
+		th->c.reported++;
+	bt_acquire(th, fe);
+	if (fe->ninflight)
+		bt_quiesce(th, fe);
+	long r = err ? -(long)(err & 0xffff) : 0;
+	struct bt_op *op = bt_op_new(0);
+	if (!op) {
+		/* No memory: close once what is queued is out. */
+		bt_submit(th);
+		bt_acquire(th, fe);
+		bt_wait_fd_idle(th, fe, false);
+		bt_fd_forget(fe);
+		r = BT_PASS;
+		goto out;
+	}
+	if (atomic_load(&fe->readers) && atomic_load(&fe->reader) != th) {
+		/* Queued sendfile calls read it.  Ours read at the next submit,
+		 * before any chain (so the close may queue); another thread's
+		 * read at its own submit: wait for them. */
+		bt_submit(th);
+		if (atomic_load(&fe->readers)) {
+			bt_unlock(th);
+			struct timespec ts = { 0, 20000 };
+			while (atomic_load(&fe->readers))
+				nanosleep(&ts, NULL);
+			bt_lock(th);
+		}
+	}
+	op->kind = BT_CLOSE;
+	op->flags = BT_OP_TRANSPARENT;
+	atomic_fetch_or(&fe->flags, BT_FD_CLOSING);
+	op->u.cl.gen = atomic_load(&fe->gen);
+	bt_enqueue(th, fe, op);
+	if (!(th->segment & BT_SEG_PRELOAD))
+		bt_submit(th);
+out:
+	bt_unlock(th);
+	bt_guard--;
+	return r;
+}
+
+long bt_before_fd(int fd, bool is_read)
+{
+	struct bt_fdent *fe = bt_fd_peek(fd);
+	if (fe && bp_unlikely(atomic_load_explicit(&fe->flags, memory_order_relaxed) &
+			      BT_FD_CLOSING) && still_closing(fe))
+		return -EBADF;
+	struct bt_thread *th = bt_self();
+	if (!th || !th->ring || th->gen != bp_fork_gen_fast())
+		return 0;
+	if (is_read) {
+		/* A blocking read must not wait for a peer that waits for our
+		 * queued data. */
+		if (!th->nqueued)
+			return 0;
+		if (!fe && !(fe = bt_fd(fd)))
+			return 0;
+		if (bt_fd_probe(fe) == 0 &&
+		    (atomic_load(&fe->flags) & (BT_FD_NONBLOCK | BT_FD_REG)))
+			return 0;
+		bt_guard++;
+		bt_lock(th);
+		bt_submit(th);
+		bt_unlock(th);
+		bt_guard--;
+		return 0;
+	}
+	if (!fe || !atomic_load_explicit(&fe->owner, memory_order_relaxed))
+		return 0;
+	/* Anything else on a descriptor with pending work: submit it first. */
+	bt_guard++;
+	bt_lock(th);
+	bt_reap(th);
+	if (atomic_load(&fe->owner) == th && fe->nqueued)
+		bt_submit(th);
+	bt_unlock(th);
+	bt_guard--;
+	return 0;
+}
+
+void bt_flush_fd_wait(int fd)
+{
+	struct bt_fdent *fe = bt_fd_peek(fd);
+	if (!fe || (!atomic_load(&fe->owner) && !atomic_load(&fe->readers)))
+		return;
+	struct bt_thread *th = self_any();
+	if (!th)
+		return;
+	bt_guard++;
+	bt_lock(th);
+	bt_submit(th);
+	if (atomic_load(&fe->owner)) {
+		bt_acquire(th, fe);
+		bt_wait_fd_idle(th, fe, false);
+	}
+	bt_unlock(th);
+	bt_guard--;
+}
+
+void bt_segment_end(void)
+{
+	struct bt_thread *th = bt_self();
+	if (!th || !th->ring || th->gen != bp_fork_gen_fast())
+		return;
+	if (!(th->segment & BT_SEG_PRELOAD) && !th->nqueued)
+		return;
+	bt_guard++;
+	bt_lock(th);
+	for (int i = 0; i < 8 && th->nqueued; i++)
+		bt_submit(th);
+	if (th->segment & BT_SEG_PRELOAD) {
+		th->segment &= ~BT_SEG_PRELOAD;
+		th->c.segments++;
+	}
+	bt_unlock(th);
+	bt_guard--;
+}
+
+void bt_segment_begin(void)
+{
+	struct bt_thread *th = bt_self();
+	if (bp_unlikely(!th || !th->ring || th->gen != bp_fork_gen_fast())) {
+		if (bt_self_make(&th))
+			return;
+	}
+	bt_guard++;
+	bt_lock(th);
+	bt_reap(th);
+	th->segment |= BT_SEG_PRELOAD;
+	bt_unlock(th);
+	bt_guard--;
+}
+
+bool bt_has_inflight(void)
+{
+	struct bt_thread *th = bt_self();
+	return th && th->ring && th->gen == bp_fork_gen_fast() && th->ninflight;
+}
+
+void bt_fd_created(int fd, uint32_t flags)
+{
+	struct bt_fdent *fe = bt_fd(fd);
+	if (!fe)
+		return;
+	if (atomic_load(&fe->flags) & BT_FD_CLOSING)
+		/* Our close of this number completed: the kernel reused it. */
+		still_closing(fe);
+	bt_fd_forget(fe);
+	if (flags)
+		atomic_store(&fe->flags, flags);
+}
+
+void bt_fd_setfl(int fd, bool nonblock)
+{
+	struct bt_fdent *fe = bt_fd_peek(fd);
+	if (!fe)
+		return;
+	if (nonblock)
+		atomic_fetch_or(&fe->flags, BT_FD_NONBLOCK);
+	else
+		atomic_fetch_and(&fe->flags, ~BT_FD_NONBLOCK);
+}
+
+void bt_fd_size(int fd, const struct stat *st)
+{
+	struct bt_fdent *fe = bt_fd(fd);
+	if (!fe || !S_ISREG(st->st_mode))
+		return;
+	atomic_store(&fe->size, (int64_t)st->st_size);
+	atomic_fetch_or(&fe->flags, BT_FD_SIZE | BT_FD_REG);
+}
+
+void bt_epoll_ctl(int epfd, int op, int fd)
+{
+	struct bt_fdent *fe = op == EPOLL_CTL_ADD ? bt_fd(fd) : bt_fd_peek(fd);
+	if (!fe)
+		return;
+	for (int i = 0; i < 2; i++) {
+		int cur = atomic_load(&fe->ep[i]);
+		if (op == EPOLL_CTL_DEL && cur == epfd + 1) {
+			atomic_store(&fe->ep[i], 0);
+			return;
+		}
+		if (op == EPOLL_CTL_ADD && cur == 0 &&
+		    atomic_compare_exchange_strong(&fe->ep[i], &cur, epfd + 1))
+			return;
+	}
+}

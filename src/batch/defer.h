@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Transparent deferral (defer.c), the interface of the preload's wrappers.
+ *
+ * Each bt_tx_* returns what the call returns now (>= 0), -errno to return as
+ * -1 with errno, or BT_PASS: run the real call now (earlier work on the
+ * descriptor is out of the way).  A wrapper calls them only when bt_guard is
+ * 0 (not inside the library, not inside a signal handler).
+ */
+#ifndef BYPASS_BATCH_DEFER_H
+#define BYPASS_BATCH_DEFER_H
+
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include "batch/batch_internal.h"
+
+#define BT_PASS LONG_MIN
+
+/* > 0 while the thread runs library code or a signal handler. */
+extern __thread int bt_guard;
+/* Counts signal handlers run on this thread (to tell io_uring's EINTR). */
+extern __thread unsigned bt_sig_seen;
+
+/* write, writev, send, sendto without address, sendmsg without name or
+ * control.  *sigpipe is set when a reported EPIPE must raise SIGPIPE. */
+long bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
+		bool *sigpipe);
+long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count);
+long bt_tx_shutdown(int fd, int how);
+long bt_tx_sockopt(int fd, int level, int name, const void *val, socklen_t len);
+/* close: queued, or BT_PASS (the entry is already forgotten). */
+long bt_tx_close(int fd);
+/*
+ * Any other call on fd: 0 to go on, -EBADF if the program closed fd.  A
+ * read on a blocking descriptor submits what the thread queued first; other
+ * calls submit fd's queued work first.
+ */
+long bt_before_fd(int fd, bool is_read);
+/* dup2/dup3 onto fd, dup of fd, close_range: fd's work must be complete. */
+void bt_flush_fd_wait(int fd);
+
+/* The event loop's wait: end the segment before it, begin one after it. */
+void bt_segment_end(void);
+void bt_segment_begin(void);
+/* The thread has requests in flight (an EINTR may come from their task work). */
+bool bt_has_inflight(void);
+
+/* Descriptor life: created (with what is known), flags changed, fstat seen,
+ * epoll registration. */
+void bt_fd_created(int fd, uint32_t flags);
+void bt_fd_setfl(int fd, bool nonblock);
+void bt_fd_size(int fd, const struct stat *st);
+void bt_epoll_ctl(int epfd, int op, int fd);
+
+#endif

@@ -1,0 +1,736 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The batch engine: per-thread queues over per-thread io_uring rings,
+ * per-descriptor streams, submission as linked chains, completion handling
+ * (partial writes finished, errors recorded), cancellation and hand-over of
+ * a stream between threads.  See batch_internal.h for the invariants.
+ */
+#include "batch/batch_internal.h"
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* SOCKET_URING_OP_SETSOCKOPT (Linux 6.7), not in liburing 2.3's headers. */
+#define BT_SOCKET_URING_OP_SETSOCKOPT 3
+
+/* ------------------------------------------------------------- ops, lists */
+
+struct bt_op *bt_op_new(size_t extra)
+{
+	struct bt_op *op = malloc(sizeof(*op) + extra);
+	if (op)
+		memset(op, 0, sizeof(*op));
+	return op;
+}
+
+/* A queued sendfile of the preload holds its source descriptor open. */
+static void release_reader(struct bt_op *op)
+{
+	if (op->kind == BT_SENDFILE && (op->flags & BT_OP_TRANSPARENT) &&
+	    !(op->flags & BT_OP_READ_DONE)) {
+		struct bt_fdent *in = bt_fd_peek(op->u.sf.in_fd);
+		if (in && atomic_fetch_sub(&in->readers, 1) == 1)
+			atomic_store(&in->reader, NULL);
+	}
+}
+
+void bt_op_free(struct bt_op *op)
+{
+	release_reader(op);
+	free(op);
+}
+
+static void activate(struct bt_thread *th, struct bt_fdent *fe)
+{
+	if (fe->active)
+		return;
+	fe->active = true;
+	fe->next_active = NULL;
+	if (th->act_tail)
+		th->act_tail->next_active = fe;
+	else
+		th->act_head = fe;
+	th->act_tail = fe;
+}
+
+static void deactivate(struct bt_thread *th, struct bt_fdent *fe)
+{
+	if (!fe->active)
+		return;
+	struct bt_fdent **pp = &th->act_head, *prev = NULL;
+	while (*pp && *pp != fe) {
+		prev = *pp;
+		pp = &(*pp)->next_active;
+	}
+	if (*pp) {
+		*pp = fe->next_active;
+		if (th->act_tail == fe)
+			th->act_tail = prev;
+	}
+	fe->active = false;
+	fe->next_active = NULL;
+}
+
+static unsigned stream_reads(struct bt_fdent *fe)
+{
+	unsigned n = 0;
+	for (struct bt_op *op = fe->head; op; op = op->next)
+		if (op->kind == BT_SENDFILE && op->state == BT_QUEUED &&
+		    !(op->flags & BT_OP_READ_DONE))
+			n++;
+	return n;
+}
+
+/* Take fe's stream (ownerless, possibly carrying queued ops) into th. */
+static void adopt(struct bt_thread *th, struct bt_fdent *fe)
+{
+	/* Registered-file slots belong to the previous owner's ring; files
+	 * read by moved sendfile calls are now read by two threads' queues. */
+	for (struct bt_op *op = fe->head; op; op = op->next) {
+		op->flags &= (uint16_t)~BT_OP_FIXED;
+		if (op->kind == BT_SENDFILE && !(op->flags & BT_OP_READ_DONE)) {
+			struct bt_fdent *in = bt_fd_peek(op->u.sf.in_fd);
+			if (in)
+				atomic_store(&in->reader, BT_READERS_MANY);
+		}
+	}
+	th->nqueued += fe->nqueued;
+	th->ninflight += fe->ninflight;
+	th->nexplicit += fe->nexplicit;
+	th->bytes += fe->bytes;
+	th->nreads += stream_reads(fe);
+	if (fe->nqueued) {
+		activate(th, fe);
+		if (th->nqueued == fe->nqueued)
+			th->seg_tsc = bypass_rdtscp(NULL);
+	}
+}
+
+static void detach(struct bt_thread *th, struct bt_fdent *fe)
+{
+	deactivate(th, fe);
+	th->nqueued -= fe->nqueued;
+	th->ninflight -= fe->ninflight;
+	th->nexplicit -= fe->nexplicit;
+	th->bytes -= fe->bytes;
+	th->nreads -= stream_reads(fe);
+}
+
+/* An empty stream goes back to no owner, so another thread takes it cheaply. */
+static void maybe_release(struct bt_thread *th, struct bt_fdent *fe)
+{
+	if (!fe->head && atomic_load_explicit(&fe->owner, memory_order_relaxed) == th) {
+		deactivate(th, fe);
+		fe->nqueued = fe->ninflight = fe->nexplicit = 0;
+		fe->bytes = 0;
+		atomic_store_explicit(&fe->owner, NULL, memory_order_release);
+	}
+}
+
+void bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op)
+{
+	bt_acquire(th, fe);
+	op->fe = fe;
+	op->fd = fe->fd;
+	op->state = BT_QUEUED;
+	op->next = NULL;
+	if (fe->tail)
+		fe->tail->next = op;
+	else
+		fe->head = op;
+	fe->tail = op;
+	fe->nqueued++;
+	fe->bytes += op->len;
+	if (!th->nqueued)
+		th->seg_tsc = bypass_rdtscp(NULL);
+	th->nqueued++;
+	th->bytes += op->len;
+	if (!(op->flags & BT_OP_TRANSPARENT)) {
+		fe->nexplicit++;
+		th->nexplicit++;
+	}
+	if (op->kind == BT_SENDFILE && !(op->flags & BT_OP_READ_DONE))
+		th->nreads++;
+	activate(th, fe);
+	th->c.deferred++;
+	th->c.bytes += op->len;
+}
+
+/* Remove a finished op from its stream and free it. */
+static void finish(struct bt_thread *th, struct bt_op *op)
+{
+	struct bt_fdent *fe = op->fe;
+	struct bt_op **pp = &fe->head, *prev = NULL;
+	while (*pp && *pp != op) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (*pp) {
+		*pp = op->next;
+		if (fe->tail == op)
+			fe->tail = prev;
+	}
+	fe->bytes -= op->len;
+	th->bytes -= op->len;
+	if (!(op->flags & BT_OP_TRANSPARENT)) {
+		fe->nexplicit--;
+		th->nexplicit--;
+	}
+	bt_op_free(op);
+	maybe_release(th, fe);
+}
+
+static void requeue(struct bt_thread *th, struct bt_op *op)
+{
+	struct bt_fdent *fe = op->fe;
+	op->state = BT_QUEUED;
+	op->flags &= (uint16_t)~BT_OP_REQUEUE;
+	fe->nqueued++;
+	if (!th->nqueued)
+		th->seg_tsc = bypass_rdtscp(NULL);
+	th->nqueued++;
+	activate(th, fe);
+}
+
+static void store_result(struct bt_op *op, long res)
+{
+	if (op->res)
+		*op->res = res;
+}
+
+/* ------------------------------------------------------------- completions */
+
+static void record_error(struct bt_thread *th, struct bt_op *op, int err)
+{
+	struct bt_fdent *fe = op->fe;
+	th->c.errors++;
+	uint32_t f = atomic_load_explicit(&fe->flags, memory_order_relaxed);
+	if (f & BT_FD_CLOSING) {
+		bp_warn("bypass batch: deferred call on fd %d failed after the "
+			"program closed it: %s (%zu bytes not sent)", op->fd,
+			strerror(err), op->len - op->done);
+		return;
+	}
+	bp_warn("bypass batch: deferred call on fd %d failed: %s; reported by "
+		"the next call on it", op->fd, strerror(err));
+	bt_fd_set_err(fe, err, err == EPIPE && (op->flags & BT_OP_SIGPIPE));
+}
+
+/* The op's successors on its descriptor were cut off with it: requeue them. */
+static void mark_rest_requeue(struct bt_op *op)
+{
+	for (struct bt_op *o = op->next; o; o = o->next)
+		if (o->state == BT_INFLIGHT)
+			o->flags |= BT_OP_REQUEUE;
+}
+
+static void read_done(struct bt_thread *th, struct bt_op *op, int res)
+{
+	th->nreads--;
+	release_reader(op);
+	op->flags |= BT_OP_READ_DONE;
+	bool transparent = op->flags & BT_OP_TRANSPARENT;
+	if (res < 0) {
+		if (transparent)
+			record_error(th, op, -res);
+		else
+			store_result(op, res);
+		op->fe->nqueued--;
+		th->nqueued--;
+		finish(th, op);
+		return;
+	}
+	if ((size_t)res < op->len) {
+		/* The file is shorter than when the program looked at it. */
+		if (transparent)
+			record_error(th, op, EIO);
+		op->fe->bytes -= op->len - (size_t)res;
+		th->bytes -= op->len - (size_t)res;
+		op->len = (size_t)res;
+	}
+	if (op->len == 0) {
+		store_result(op, 0);
+		op->fe->nqueued--;
+		th->nqueued--;
+		finish(th, op);
+	}
+}
+
+static void complete(struct bt_thread *th, const struct io_uring_cqe *cqe)
+{
+	uintptr_t ud = (uintptr_t)cqe->user_data;
+	if (!ud)
+		return;
+	struct bt_op *op = (struct bt_op *)(ud & ~(uintptr_t)1);
+	int res = cqe->res;
+	if (ud & 1) {
+		read_done(th, op, res);
+		return;
+	}
+	struct bt_fdent *fe = op->fe;
+	fe->ninflight--;
+	th->ninflight--;
+	bool transparent = op->flags & BT_OP_TRANSPARENT;
+	bool requeue_me = op->flags & BT_OP_REQUEUE;
+
+	if (!transparent) {
+		/* Explicit calls: the result is what the system call returned. */
+		if (op->kind == BT_CLOSE && res == -ECANCELED) {
+			res = (int)bt_sys_close(op->fd);
+			if (res < 0)
+				res = -errno;
+		}
+		if (res < 0 && res != -ECANCELED)
+			th->c.errors++;
+		store_result(op, res);
+		finish(th, op);
+		return;
+	}
+
+	switch (op->kind) {
+	case BT_CLOSE:
+		if (res == -ECANCELED && requeue_me) {
+			requeue(th, op);
+			return;
+		}
+		if (res == -ECANCELED)
+			bt_sys_close(op->fd); /* the chain broke: close anyway */
+		else if (res < 0)
+			bp_warn("bypass batch: deferred close(%d): %s", op->fd,
+				strerror(-res));
+		{
+			uint32_t f = atomic_load_explicit(&fe->flags, memory_order_relaxed);
+			/* Unless the number was taken again meanwhile. */
+			if ((f & BT_FD_CLOSING) && op->u.cl.gen == atomic_load(&fe->gen))
+				bt_fd_forget(fe);
+		}
+		finish(th, op);
+		return;
+	case BT_SHUTDOWN:
+	case BT_SOCKOPT:
+		if (res == -ECANCELED && requeue_me) {
+			requeue(th, op);
+			return;
+		}
+		if (res == -ECANCELED) {
+			/* The data before it failed (already recorded); still
+			 * do what the program asked. */
+			if (op->kind == BT_SHUTDOWN)
+				syscall(SYS_shutdown, op->fd, op->u.how);
+		} else if (res < 0) {
+			record_error(th, op, -res);
+		}
+		finish(th, op);
+		return;
+	default:
+		break;
+	}
+
+	/* Data, on behalf of a call that has returned already. */
+	if (res > 0)
+		op->done += (size_t)res;
+	if (op->done >= op->len) {
+		finish(th, op);
+		return;
+	}
+	if (requeue_me && (res >= 0 || res == -ECANCELED)) {
+		requeue(th, op);
+		return;
+	}
+	if (res >= 0) {
+		/* Short: finish it; what was linked behind it comes back too. */
+		th->c.partial++;
+		mark_rest_requeue(op);
+		requeue(th, op);
+		return;
+	}
+	if (res != -ECANCELED)
+		record_error(th, op, -res);
+	finish(th, op);
+}
+
+void bt_reap(struct bt_thread *th)
+{
+	struct io_uring *ring = th->ring;
+	if (!ring)
+		return;
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		unsigned head, n = 0;
+		io_uring_for_each_cqe(ring, head, cqe)
+		{
+			complete(th, cqe);
+			n++;
+		}
+		if (!n)
+			return;
+		io_uring_cq_advance(ring, n);
+	}
+}
+
+/* ------------------------------------------------------------- submission */
+
+static void prep(struct bt_op *op, struct io_uring_sqe *sqe)
+{
+	int fd = op->fd;
+	switch (op->kind) {
+	case BT_SEND:
+	case BT_SENDFILE:
+		io_uring_prep_send(sqe, fd, op->buf + op->done, op->len - op->done,
+				   op->msg_flags);
+		break;
+	case BT_SENDMSG:
+		io_uring_prep_sendmsg(sqe, fd, &op->u.m.msg, (unsigned)op->msg_flags);
+		break;
+	case BT_WRITE:
+		io_uring_prep_write(sqe, fd, op->buf, (unsigned)op->len, (uint64_t)-1);
+		break;
+	case BT_WRITEV:
+		io_uring_prep_writev(sqe, fd, op->iov, (unsigned)op->u.v.iovcnt,
+				     (uint64_t)-1);
+		break;
+	case BT_SHUTDOWN:
+		io_uring_prep_shutdown(sqe, fd, op->u.how);
+		break;
+	case BT_CLOSE:
+		io_uring_prep_close(sqe, fd);
+		break;
+	case BT_SOCKOPT:
+		io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, NULL, 0, 0);
+		sqe->off = BT_SOCKET_URING_OP_SETSOCKOPT; /* cmd_op */
+		sqe->addr = (uint32_t)op->u.so.level |
+			    ((uint64_t)(uint32_t)op->u.so.name << 32);
+		sqe->file_index = op->u.so.len; /* optlen */
+		sqe->addr3 = (uint64_t)(uintptr_t)op->buf; /* optval */
+		break;
+	}
+	if (op->flags & BT_OP_FIXED)
+		sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data(sqe, op);
+}
+
+static bool ring_needs_enter(struct io_uring *ring)
+{
+	if (!(ring->flags & IORING_SETUP_SQPOLL))
+		return true;
+	return IO_URING_READ_ONCE(*ring->sq.kflags) & IORING_SQ_NEED_WAKEUP;
+}
+
+/* One io_uring_submit, retried on transient errors. */
+static int do_submit(struct bt_thread *th)
+{
+	struct io_uring *ring = th->ring;
+	unsigned ready = io_uring_sq_ready(ring);
+	if (!ready)
+		return 0;
+	bool enter = ring_needs_enter(ring);
+	int r;
+	for (int tries = 0;; tries++) {
+		r = io_uring_submit(ring);
+		if (r >= 0 || tries >= 100 ||
+		    (r != -EINTR && r != -EAGAIN && r != -EBUSY && r != -ENOMEM))
+			break;
+		/* Completions may be what blocks the kernel: reap, then retry. */
+		bt_reap(th);
+		if (r != -EINTR) {
+			struct timespec ts = { 0, 100000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (enter)
+		th->c.enters++;
+	if (r < 0) {
+		bp_err("bypass batch: io_uring_submit: %s (%u requests wait)",
+		       strerror(-r), ready);
+		return r;
+	}
+	th->c.submitted += (unsigned)r;
+	return r;
+}
+
+/* Wait (at most a second) for a completion without dropping the lock. */
+static void wait_one_locked(struct bt_thread *th)
+{
+	struct io_uring *ring = th->ring;
+	struct __kernel_timespec ts = { 1, 0 };
+	struct io_uring_getevents_arg ga = { .ts = (uint64_t)(uintptr_t)&ts };
+	long r = syscall(SYS_io_uring_enter, ring->ring_fd, 0, 1,
+			 IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &ga, sizeof(ga));
+	(void)r;
+	th->c.enters++;
+	bt_reap(th);
+}
+
+/* Phase one of a flush: read the files of queued sendfile calls. */
+static void read_phase(struct bt_thread *th)
+{
+	struct io_uring *ring = th->ring;
+	for (struct bt_fdent *fe = th->act_head; fe; fe = fe->next_active) {
+		for (struct bt_op *op = fe->head; op; op = op->next) {
+			if (op->kind != BT_SENDFILE || op->state != BT_QUEUED ||
+			    (op->flags & (BT_OP_READ_DONE | BT_OP_REQUEUE)) ||
+			    op->done)
+				continue;
+			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+			if (!sqe) {
+				do_submit(th);
+				sqe = io_uring_get_sqe(ring);
+				if (!sqe)
+					return;
+			}
+			io_uring_prep_read(sqe, op->u.sf.in_fd, op->buf, (unsigned)op->len,
+					   (uint64_t)op->u.sf.off);
+			io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | 1);
+		}
+	}
+	do_submit(th);
+	bt_reap(th);
+	/* Disk reads take their time; nothing else may touch the ops meanwhile. */
+	uint64_t t0 = bypass_now_ns();
+	while (th->nreads && bypass_now_ns() - t0 < 60000000000ull)
+		wait_one_locked(th);
+	if (th->nreads)
+		bp_err("bypass batch: %u file reads of sendfile calls did not "
+		       "complete in 60 s", th->nreads);
+}
+
+/*
+ * A close queued behind data on a descriptor: if the data is still in flight
+ * after the submit, the descriptor stays open until it drains, and epoll
+ * would keep reporting it to a program that believes it closed (and may have
+ * freed what the event points to).  Take it out of the epoll sets we saw it
+ * added to.
+ */
+static void unregister_epoll(struct bt_fdent *fe)
+{
+	for (int i = 0; i < 2; i++) {
+		int ep = atomic_exchange(&fe->ep[i], 0);
+		if (ep > 0)
+			syscall(SYS_epoll_ctl, ep - 1, 2 /* EPOLL_CTL_DEL */, fe->fd, NULL);
+	}
+}
+
+int bt_submit(struct bt_thread *th)
+{
+	struct bt_fdent *closing[32];
+	unsigned nclosing = 0;
+	if (!th->ring)
+		return 0;
+	bt_reap(th);
+	if (!th->nqueued)
+		return 0;
+	struct io_uring *ring = th->ring;
+	if (th->nreads)
+		read_phase(th);
+	int total = 0;
+	struct bt_fdent *fe = th->act_head, *keep_head = NULL, *keep_tail = NULL;
+	th->act_head = th->act_tail = NULL;
+	while (fe) {
+		struct bt_fdent *next = fe->next_active;
+		fe->next_active = NULL;
+		if (fe->ninflight || !fe->nqueued) {
+			/* Behind in-flight work (its cancellations are on their
+			 * way): stays queued for the next submit. */
+			if (fe->nqueued) {
+				if (keep_tail)
+					keep_tail->next_active = fe;
+				else
+					keep_head = fe;
+				keep_tail = fe;
+			} else {
+				fe->active = false;
+			}
+			fe = next;
+			continue;
+		}
+		if (io_uring_sq_space_left(ring) < fe->nqueued) {
+			int r = do_submit(th);
+			if (r > 0)
+				total += r;
+		}
+		struct io_uring_sqe *prev = NULL;
+		for (struct bt_op *op = fe->head; op; op = op->next) {
+			if (op->state != BT_QUEUED)
+				continue;
+			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+			if (!sqe)
+				break; /* only if a chain exceeds the ring: see MAX_OPS */
+			prep(op, sqe);
+			if (op->kind == BT_CLOSE && prev && (op->flags & BT_OP_TRANSPARENT)) {
+				if (nclosing < BP_ARRAY_SIZE(closing))
+					closing[nclosing++] = fe;
+				else
+					unregister_epoll(fe);
+			}
+			if (prev)
+				prev->flags |= IOSQE_IO_LINK;
+			prev = sqe;
+			op->state = BT_INFLIGHT;
+			fe->nqueued--;
+			fe->ninflight++;
+			th->nqueued--;
+			th->ninflight++;
+		}
+		fe->active = false;
+		if (fe->nqueued)
+			activate(th, fe);
+		fe = next;
+	}
+	for (fe = keep_head; fe;) {
+		struct bt_fdent *next = fe->next_active;
+		fe->active = false;
+		activate(th, fe);
+		fe = next;
+	}
+	int r = do_submit(th);
+	if (r > 0)
+		total += r;
+	bt_reap(th);
+	for (unsigned i = 0; i < nclosing; i++)
+		if ((atomic_load(&closing[i]->flags) & BT_FD_CLOSING) &&
+		    closing[i]->ninflight)
+			unregister_epoll(closing[i]);
+	return r < 0 && !total ? r : total;
+}
+
+/* ------------------------------------------------------------- waiting */
+
+int bt_wait(struct bt_thread *th, bool (*pred)(struct bt_thread *, void *),
+	    void *arg, int64_t timeout_ns, bool intr)
+{
+	uint64_t deadline = timeout_ns >= 0 ? bypass_now_ns() + (uint64_t)timeout_ns : 0;
+	bt_reap(th);
+	while (!pred(th, arg)) {
+		if (th->nqueued)
+			bt_submit(th);
+		if (pred(th, arg))
+			break;
+		struct __kernel_timespec ts = { 0, 0 };
+		struct io_uring_getevents_arg ga = { 0 };
+		unsigned flags = IORING_ENTER_GETEVENTS;
+		if (timeout_ns >= 0) {
+			uint64_t now = bypass_now_ns();
+			if (now >= deadline)
+				return -ETIMEDOUT;
+			uint64_t left = deadline - now;
+			ts.tv_sec = (long long)(left / 1000000000ull);
+			ts.tv_nsec = (long long)(left % 1000000000ull);
+			ga.ts = (uint64_t)(uintptr_t)&ts;
+			flags |= IORING_ENTER_EXT_ARG;
+		}
+		int fd = th->ring->ring_fd;
+		bt_unlock(th);
+		long r = syscall(SYS_io_uring_enter, fd, 0, 1, flags,
+				 timeout_ns >= 0 ? (void *)&ga : NULL,
+				 timeout_ns >= 0 ? sizeof(ga) : 0);
+		int e = r < 0 ? errno : 0;
+		bt_lock(th);
+		th->c.enters++;
+		bt_reap(th);
+		if (e == EINTR && intr && !pred(th, arg))
+			return -EINTR;
+	}
+	return 0;
+}
+
+static bool pred_fd_idle(struct bt_thread *th, void *arg)
+{
+	struct bt_fdent *fe = arg;
+	return atomic_load_explicit(&fe->owner, memory_order_relaxed) != th ||
+	       fe->ninflight == 0;
+}
+
+int bt_wait_fd_idle(struct bt_thread *th, struct bt_fdent *fe, bool intr)
+{
+	return bt_wait(th, pred_fd_idle, fe, -1, intr);
+}
+
+static bool pred_idle(struct bt_thread *th, void *arg)
+{
+	(void)arg;
+	return !th->nqueued && !th->ninflight;
+}
+
+int bt_drain(struct bt_thread *th, int64_t timeout_ns)
+{
+	if (!th->ring)
+		return 0;
+	for (int i = 0; i < 8 && th->nqueued; i++)
+		bt_submit(th);
+	return bt_wait(th, pred_idle, NULL, timeout_ns, false);
+}
+
+/* ------------------------------------------------------------- cancel, hand-over */
+
+void bt_quiesce(struct bt_thread *th, struct bt_fdent *fe)
+{
+	bt_reap(th);
+	if (!fe->ninflight)
+		return;
+	bool explicit_inflight = false, fixed = false;
+	for (struct bt_op *op = fe->head; op; op = op->next)
+		if (op->state == BT_INFLIGHT) {
+			fixed |= op->flags & BT_OP_FIXED;
+			if (op->flags & BT_OP_TRANSPARENT)
+				op->flags |= BT_OP_REQUEUE;
+			else
+				explicit_inflight = true;
+		}
+	if (!explicit_inflight) {
+		struct io_uring_sync_cancel_reg reg;
+		memset(&reg, 0, sizeof(reg));
+		reg.fd = fe->fd;
+		reg.flags = IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ALL;
+		reg.timeout.tv_sec = -1;
+		reg.timeout.tv_nsec = -1;
+		int r = io_uring_register_sync_cancel(th->ring, &reg);
+		if (r < 0 && r != -ENOENT && r != -EALREADY)
+			bp_debug("bypass batch: cancel on fd %d: %s", fe->fd, strerror(-r));
+		if (fixed) {
+			reg.flags |= IORING_ASYNC_CANCEL_FD_FIXED;
+			io_uring_register_sync_cancel(th->ring, &reg);
+		}
+	}
+	/* The cancelled requests complete through their submitter's task work
+	 * (an explicit call is waited for: it keeps its result). */
+	while (fe->ninflight)
+		wait_one_locked(th);
+}
+
+static void release_from(struct bt_thread *o, struct bt_fdent *fe)
+{
+	bt_lock(o);
+	if (atomic_load_explicit(&fe->owner, memory_order_acquire) == o) {
+		if (o->ring)
+			bt_quiesce(o, fe);
+		detach(o, fe);
+		atomic_store_explicit(&fe->owner, NULL, memory_order_release);
+	}
+	bt_unlock(o);
+}
+
+void bt_acquire(struct bt_thread *th, struct bt_fdent *fe)
+{
+	for (;;) {
+		struct bt_thread *o = atomic_load_explicit(&fe->owner, memory_order_acquire);
+		if (o == th)
+			return;
+		if (!o) {
+			if (atomic_compare_exchange_strong(&fe->owner, &o, th)) {
+				adopt(th, fe);
+				return;
+			}
+			continue;
+		}
+		bt_unlock(th);
+		release_from(o, fe);
+		bt_lock(th);
+	}
+}
+

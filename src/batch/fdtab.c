@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/* Configuration from the environment, and the process-wide descriptor table. */
+#include "batch/batch_internal.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------- configuration */
+
+struct bt_config bt_cfg;
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+
+static bool env_bool(const char *name, bool def)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return def;
+	if (!strcmp(s, "0") || !strcasecmp(s, "off") || !strcasecmp(s, "no") ||
+	    !strcasecmp(s, "false"))
+		return false;
+	if (!strcmp(s, "1") || !strcasecmp(s, "on") || !strcasecmp(s, "yes") ||
+	    !strcasecmp(s, "true"))
+		return true;
+	bp_warn("bypass batch: ignoring %s=%s (not 0/1)", name, s);
+	return def;
+}
+
+/* Socket setsockopt through IORING_OP_URING_CMD arrived in Linux 6.7. */
+static bool kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int ma, mi;
+	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+		return false;
+	return ma > major || (ma == major && mi >= minor);
+}
+
+static void cfg_load(void)
+{
+	struct bt_config c = { 0 };
+	c.enabled = env_bool("BYPASS_BATCH", true);
+	c.entries = (unsigned)bp_env_u64("BYPASS_BATCH_ENTRIES", 256);
+	if (c.entries < 8 || c.entries > 32768 || (c.entries & (c.entries - 1))) {
+		bp_warn("bypass batch: BYPASS_BATCH_ENTRIES=%u is not a power of two "
+			"in 8..32768, using 256", c.entries);
+		c.entries = 256;
+	}
+	c.sqpoll = env_bool("BYPASS_BATCH_SQPOLL", false);
+	c.sqpoll_idle_ms = (unsigned)bp_env_u64("BYPASS_BATCH_SQPOLL_IDLE_MS", 50);
+	c.max_copy = bp_env_u64("BYPASS_BATCH_MAX_COPY", 64 * 1024);
+	c.fd_bytes = bp_env_u64("BYPASS_BATCH_FD_BYTES", 256 * 1024);
+	c.thread_bytes = bp_env_u64("BYPASS_BATCH_THREAD_BYTES", 4 * 1024 * 1024);
+	if (c.fd_bytes < c.max_copy)
+		c.fd_bytes = c.max_copy;
+	if (c.thread_bytes < c.fd_bytes)
+		c.thread_bytes = c.fd_bytes;
+	c.max_ops = (unsigned)bp_env_u64("BYPASS_BATCH_MAX_OPS", c.entries);
+	if (c.max_ops < 1 || c.max_ops > c.entries)
+		c.max_ops = c.entries;
+	c.max_delay_ns = bp_env_u64("BYPASS_BATCH_MAX_DELAY_US", 1000) * 1000;
+	const char *sf = getenv("BYPASS_BATCH_SENDFILE");
+	c.sendfile_mode = BT_SENDFILE_SYNC;
+	if (sf && !strcasecmp(sf, "copy"))
+		c.sendfile_mode = BT_SENDFILE_COPY;
+	else if (sf && *sf && strcasecmp(sf, "sync"))
+		bp_warn("bypass batch: ignoring BYPASS_BATCH_SENDFILE=%s (sync|copy)", sf);
+	const char *cl = getenv("BYPASS_BATCH_CLOSE");
+	c.defer_close = 1;
+	if (cl && (!strcmp(cl, "0") || !strcasecmp(cl, "off")))
+		c.defer_close = 0;
+	else if (cl && !strcasecmp(cl, "all"))
+		c.defer_close = 2;
+	else if (cl && *cl && strcasecmp(cl, "sockets") && strcmp(cl, "1"))
+		bp_warn("bypass batch: ignoring BYPASS_BATCH_CLOSE=%s (0|sockets|all)", cl);
+	c.defer_sockopt = env_bool("BYPASS_BATCH_SOCKOPT", true);
+	c.exit_wait_ms = bp_env_u64("BYPASS_BATCH_EXIT_WAIT_MS", 2000);
+	const char *st = getenv("BYPASS_BATCH_STATS");
+	c.stats_path = st && *st ? strdup(st) : NULL;
+	c.uring_sockopt = kernel_at_least(6, 7);
+	bt_cfg = c;
+}
+
+void bt_config_init(void)
+{
+	pthread_once(&cfg_once, cfg_load);
+}
+
+/* ---------------------------------------------------------- descriptor table */
+
+#define BLOCK_SHIFT 10
+#define BLOCK_SIZE (1u << BLOCK_SHIFT)
+#define NBLOCKS (BT_FD_MAX / BLOCK_SIZE)
+
+static _Atomic(struct bt_fdent *) blocks[NBLOCKS];
+
+struct bt_fdent *bt_fd_peek(int fd)
+{
+	if (fd < 0 || fd >= BT_FD_MAX)
+		return NULL;
+	struct bt_fdent *b = atomic_load_explicit(&blocks[fd >> BLOCK_SHIFT],
+						  memory_order_acquire);
+	return b ? &b[fd & (BLOCK_SIZE - 1)] : NULL;
+}
+
+struct bt_fdent *bt_fd(int fd)
+{
+	if (fd < 0 || fd >= BT_FD_MAX)
+		return NULL;
+	_Atomic(struct bt_fdent *) *slot = &blocks[fd >> BLOCK_SHIFT];
+	struct bt_fdent *b = atomic_load_explicit(slot, memory_order_acquire);
+	if (bp_unlikely(!b)) {
+		struct bt_fdent *nb = calloc(BLOCK_SIZE, sizeof(*nb));
+		if (!nb)
+			return NULL;
+		int base = fd & ~(int)(BLOCK_SIZE - 1);
+		for (unsigned i = 0; i < BLOCK_SIZE; i++)
+			nb[i].fd = base + (int)i;
+		struct bt_fdent *expect = NULL;
+		if (atomic_compare_exchange_strong(slot, &expect, nb))
+			b = nb;
+		else {
+			free(nb);
+			b = expect;
+		}
+	}
+	return &b[fd & (BLOCK_SIZE - 1)];
+}
+
+void bt_fd_each(void (*fn)(struct bt_fdent *fe, void *arg), void *arg)
+{
+	for (unsigned i = 0; i < NBLOCKS; i++) {
+		struct bt_fdent *b = atomic_load_explicit(&blocks[i], memory_order_acquire);
+		if (b)
+			for (unsigned j = 0; j < BLOCK_SIZE; j++)
+				fn(&b[j], arg);
+	}
+}
+
+int bt_fd_probe(struct bt_fdent *fe)
+{
+	uint32_t f = atomic_load_explicit(&fe->flags, memory_order_acquire);
+	if (f & BT_FD_KNOWN)
+		return 0;
+	long fl = syscall(SYS_fcntl, fe->fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	struct stat st;
+	if (syscall(SYS_fstat, fe->fd, &st) < 0)
+		return -errno;
+	uint32_t nf = BT_FD_KNOWN | BT_FD_OPEN | (fl & O_NONBLOCK ? BT_FD_NONBLOCK : 0);
+	if (S_ISSOCK(st.st_mode)) {
+		int type = 0, dom = 0;
+		socklen_t l = sizeof(type);
+		nf |= BT_FD_SOCK;
+		if (syscall(SYS_getsockopt, fe->fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 &&
+		    type == SOCK_STREAM)
+			nf |= BT_FD_STREAM;
+		l = sizeof(dom);
+		if (syscall(SYS_getsockopt, fe->fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) == 0 &&
+		    (dom == AF_INET || dom == AF_INET6))
+			nf |= BT_FD_INET;
+	} else if (S_ISREG(st.st_mode)) {
+		nf |= BT_FD_REG;
+	}
+	/* Keep bits set concurrently (CLOSING, SIZE) and add ours. */
+	atomic_fetch_or_explicit(&fe->flags, nf, memory_order_release);
+	return 0;
+}
+
+void bt_fd_forget(struct bt_fdent *fe)
+{
+	atomic_fetch_add_explicit(&fe->gen, 1, memory_order_relaxed);
+	atomic_store_explicit(&fe->flags, 0, memory_order_release);
+	atomic_store_explicit(&fe->err, 0, memory_order_relaxed);
+	atomic_store_explicit(&fe->ep[0], 0, memory_order_relaxed);
+	atomic_store_explicit(&fe->ep[1], 0, memory_order_relaxed);
+	atomic_store_explicit(&fe->readers, 0, memory_order_relaxed);
+	atomic_store_explicit(&fe->reader, NULL, memory_order_relaxed);
+}
+
+void bt_fd_set_err(struct bt_fdent *fe, int err, bool sigpipe)
+{
+	int v = err | (sigpipe ? BT_ERR_SIGPIPE : 0), zero = 0;
+	atomic_compare_exchange_strong(&fe->err, &zero, v);
+}
+
+int bt_fd_take_err(struct bt_fdent *fe)
+{
+	if (bp_likely(!atomic_load_explicit(&fe->err, memory_order_relaxed)))
+		return 0;
+	return atomic_exchange(&fe->err, 0);
+}
+
+long bt_sys_close(int fd)
+{
+	return syscall(SYS_close, fd);
+}

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Thread states (made on first use, retired at thread exit, reused), fork
+ * handling (the child starts empty and closes what the parent was closing),
+ * draining at exit and exec, and the process-wide counters.
+ */
+#include "batch/batch_internal.h"
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- threads */
+
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct bt_thread *all_threads;  /* live and pooled, never freed */
+static struct bt_counters dead;        /* retired threads' counters */
+static __thread struct bt_thread *self_th __attribute__((tls_model("initial-exec")));
+static pthread_key_t th_key;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+
+void bt_lock(struct bt_thread *th)
+{
+	pthread_mutex_lock(&th->lock);
+}
+
+void bt_unlock(struct bt_thread *th)
+{
+	pthread_mutex_unlock(&th->lock);
+}
+
+struct bt_thread *bt_self(void)
+{
+	return self_th;
+}
+
+static void th_key_destroy(void *p)
+{
+	struct bt_thread *th = p;
+	if (th && th == self_th)
+		bt_thread_retire(th);
+}
+
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+
+static void engine_init_once(void)
+{
+	bt_config_init();
+	/* Core's fork handler (new pid, generation) must run before ours. */
+	(void)bp_fork_gen();
+	pthread_key_create(&th_key, th_key_destroy);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+void bt_engine_init(void)
+{
+	pthread_once(&engine_once, engine_init_once);
+}
+
+/* Options set with bypass_batch_configure (api.c); 0 = from bt_cfg. */
+unsigned bt_opt_entries, bt_opt_sqpoll_idle;
+int bt_opt_sqpoll = -1;
+
+int bt_self_make(struct bt_thread **out)
+{
+	struct bt_thread *th = self_th;
+	if (bp_likely(th && th->ring && th->gen == bp_fork_gen_fast())) {
+		*out = th;
+		return 0;
+	}
+	bt_engine_init();
+	if (!th) {
+		pthread_mutex_lock(&list_lock);
+		for (th = all_threads; th; th = th->next)
+			if (!th->live)
+				break;
+		if (!th) {
+			th = calloc(1, sizeof(*th));
+			if (!th) {
+				pthread_mutex_unlock(&list_lock);
+				return -ENOMEM;
+			}
+			pthread_mutex_init(&th->lock, NULL);
+			th->next = all_threads;
+			all_threads = th;
+		}
+		th->live = true;
+		pthread_mutex_unlock(&list_lock);
+		self_th = th;
+		pthread_setspecific(th_key, th);
+	}
+	bt_lock(th);
+	if (!th->ring || th->gen != bp_fork_gen()) {
+		struct bp_ring_params p = {
+			.entries = bt_opt_entries ? bt_opt_entries : bt_cfg.entries,
+			.sqpoll = bt_opt_sqpoll >= 0 ? bt_opt_sqpoll : bt_cfg.sqpoll,
+			.sqpoll_idle_ms = bt_opt_sqpoll_idle ? bt_opt_sqpoll_idle
+							     : bt_cfg.sqpoll_idle_ms,
+			.flags = IORING_SETUP_SUBMIT_ALL,
+		};
+		struct io_uring *ring;
+		int r = bp_thread_ring(BP_RING_BATCH, &p, &ring);
+		if (r) {
+			bt_unlock(th);
+			return r;
+		}
+		th->ring = ring;
+		th->gen = bp_fork_gen();
+		th->fixed_slots = 0;
+	}
+	bt_unlock(th);
+	*out = th;
+	return 0;
+}
+
+/* ------------------------------------------------------------- exit, fork */
+
+static void free_stream(struct bt_fdent *fe, void *arg)
+{
+	bool close_zombies = arg != NULL;
+	for (struct bt_op *op = fe->head, *next; op; op = next) {
+		next = op->next;
+		bt_op_free(op);
+	}
+	fe->head = fe->tail = NULL;
+	fe->nqueued = fe->ninflight = fe->nexplicit = 0;
+	fe->bytes = 0;
+	fe->active = false;
+	fe->next_active = NULL;
+	atomic_store_explicit(&fe->owner, NULL, memory_order_relaxed);
+	atomic_store_explicit(&fe->err, 0, memory_order_relaxed);
+	uint32_t f = atomic_load_explicit(&fe->flags, memory_order_relaxed);
+	if (close_zombies && (f & BT_FD_CLOSING)) {
+		/* The parent closes it once its data is out; the child has no
+		 * business holding the socket open. */
+		bt_sys_close(fe->fd);
+		bt_fd_forget(fe);
+	}
+}
+
+static void add_counters(struct bt_counters *a, const struct bt_counters *b)
+{
+	a->segments += b->segments;
+	a->deferred += b->deferred;
+	a->direct += b->direct;
+	a->enters += b->enters;
+	a->submitted += b->submitted;
+	a->bytes += b->bytes;
+	a->partial += b->partial;
+	a->eagain += b->eagain;
+	a->errors += b->errors;
+	a->reported += b->reported;
+}
+
+struct owned_arg {
+	struct bt_thread *th;
+	size_t lost;
+};
+
+static void drop_owned(struct bt_fdent *fe, void *arg)
+{
+	struct owned_arg *a = arg;
+	if (atomic_load_explicit(&fe->owner, memory_order_relaxed) != a->th)
+		return;
+	for (struct bt_op *op = fe->head; op; op = op->next)
+		a->lost += op->len - op->done;
+	free_stream(fe, NULL);
+}
+
+void bt_thread_retire(struct bt_thread *th)
+{
+	bt_lock(th);
+	int r = bt_drain(th, (int64_t)bt_cfg.exit_wait_ms * 1000000);
+	struct owned_arg a = { th, 0 };
+	bt_fd_each(drop_owned, &a);
+	if (r || a.lost)
+		bp_err("bypass batch: thread exit: %zu deferred bytes could not be "
+		       "sent within %llu ms and are lost", a.lost,
+		       (unsigned long long)bt_cfg.exit_wait_ms);
+	th->act_head = th->act_tail = NULL;
+	th->nqueued = th->ninflight = th->nexplicit = th->nreads = 0;
+	th->bytes = 0;
+	th->segment = 0;
+	bt_unlock(th);
+	pthread_mutex_lock(&list_lock);
+	add_counters(&dead, &th->c);
+	memset(&th->c, 0, sizeof(th->c));
+	th->ring = NULL;
+	th->live = false;
+	pthread_mutex_unlock(&list_lock);
+	if (self_th == th)
+		self_th = NULL;
+}
+
+static void take_foreign(struct bt_fdent *fe, void *arg)
+{
+	struct bt_thread *me = arg, *o = atomic_load(&fe->owner);
+	if (o && o != me) {
+		bt_lock(me);
+		bt_acquire(me, fe);
+		bt_unlock(me);
+	}
+}
+
+void bt_drain_all(int64_t timeout_ns)
+{
+	struct bt_thread *me;
+	if (bt_self_make(&me))
+		return;
+	bt_fd_each(take_foreign, me);
+	bt_lock(me);
+	int r = bt_drain(me, timeout_ns);
+	if (r)
+		bp_err("bypass batch: %zu deferred bytes still wait for their "
+		       "sockets and will be lost", me->bytes);
+	bt_unlock(me);
+}
+
+static void fork_prepare(void)
+{
+	struct bt_thread *me = self_th;
+	if (me && me->ring && me->gen == bp_fork_gen_fast()) {
+		bt_lock(me);
+		bt_submit(me);
+		bt_unlock(me);
+	}
+	pthread_mutex_lock(&list_lock);
+	for (struct bt_thread *th = all_threads; th; th = th->next)
+		if (th->live)
+			bt_lock(th);
+}
+
+static void fork_parent(void)
+{
+	for (struct bt_thread *th = all_threads; th; th = th->next)
+		if (th->live)
+			bt_unlock(th);
+	pthread_mutex_unlock(&list_lock);
+}
+
+static void fork_child(void)
+{
+	/* Only the forking thread exists here; its ring is rebuilt on use. */
+	bt_fd_each(free_stream, (void *)1);
+	for (struct bt_thread *th = all_threads; th; th = th->next) {
+		pthread_mutex_init(&th->lock, NULL);
+		th->act_head = th->act_tail = NULL;
+		th->nqueued = th->ninflight = th->nexplicit = th->nreads = 0;
+		th->bytes = 0;
+		th->segment = 0;
+		th->ring = NULL;
+		th->fixed_slots = 0;
+		memset(&th->c, 0, sizeof(th->c));
+		th->live = th == self_th;
+	}
+	memset(&dead, 0, sizeof(dead));
+	pthread_mutex_init(&list_lock, NULL);
+}
+
+/* ------------------------------------------------------------- stats */
+
+void bt_stats_sum(struct bt_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&list_lock);
+	add_counters(out, &dead);
+	for (struct bt_thread *th = all_threads; th; th = th->next)
+		if (th->live) {
+			bt_lock(th);
+			add_counters(out, &th->c);
+			bt_unlock(th);
+		}
+	pthread_mutex_unlock(&list_lock);
+}
+
+void bt_stats_dump(const char *why)
+{
+	if (!bt_cfg.stats_path)
+		return;
+	struct bt_counters c;
+	bt_stats_sum(&c);
+	char line[512];
+	int n = snprintf(line, sizeof(line),
+			 "{\"pid\": %d, \"why\": \"%s\", \"segments\": %llu, "
+			 "\"deferred\": %llu, \"direct\": %llu, \"enters\": %llu, "
+			 "\"submitted\": %llu, \"bytes\": %llu, \"partial\": %llu, "
+			 "\"eagain\": %llu, \"errors\": %llu, \"reported\": %llu}\n",
+			 (int)bp_pid(), why, (unsigned long long)c.segments,
+			 (unsigned long long)c.deferred, (unsigned long long)c.direct,
+			 (unsigned long long)c.enters, (unsigned long long)c.submitted,
+			 (unsigned long long)c.bytes, (unsigned long long)c.partial,
+			 (unsigned long long)c.eagain, (unsigned long long)c.errors,
+			 (unsigned long long)c.reported);
+	if (n <= 0 || (size_t)n >= sizeof(line))
+		return;
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, bt_cfg.stats_path,
+			      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	ssize_t w = syscall(SYS_write, fd, line, (size_t)n);
+	(void)w;
+	bt_sys_close(fd);
+}
