@@ -5,5 +5,6 @@
 
 #include <bypass/core.h>
 #include <bypass/notify.h>
+#include <bypass/ipc.h>
 
 #endif
