@@ -12,7 +12,8 @@
  *    for the other handles;
  *  - a receiver thread that exited can be replaced by another thread;
  *  - at most 64 doorbells per process have handlers (-EAGAIN beyond);
- *  - signals are still recognised after 2^24 re-registrations.
+ *  - signals are still recognised after 2^24 re-registrations;
+ *  - BYPASS_NOTIFY_SIGNAL chooses the signal (real-time ones only).
  *
  * TEST_LABELS: threads
  */
@@ -244,9 +245,39 @@ static void generation_wrap(void)
 #endif
 }
 
+/* BYPASS_NOTIFY_SIGNAL picks the signal (a real-time one; else default). */
+static void signal_env(const char *value, int want)
+{
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		setenv("BYPASS_NOTIFY_SIGNAL", value, 1);
+		CHECK_EQ(bypass_notify_signal(), want);
+		bypass_doorbell *db;
+		CHECK_ERR(bypass_doorbell_create(NULL, &db), 0);
+		struct ctx me;
+		memset(&me, 0, sizeof(me));
+		me.db = db;
+		atomic_store(&me.tid, (int)syscall(SYS_gettid));
+		CHECK_ERR(bypass_doorbell_set_handler(db, cb, &me), 0);
+		struct sigaction sa;
+		CHECK_EQ(sigaction(want, NULL, &sa), 0);
+		CHECK(sa.sa_flags & SA_SIGINFO);
+		CHECK_ERR(bypass_doorbell_ring(db), 0);
+		wait_sum(&me, 1);
+		CHECK_ERR(bypass_doorbell_close(db), 0);
+		_exit(0);
+	}
+	wait_child(pid);
+}
+
 int main(void)
 {
 	test_timeout(120);
+	char v[16];
+	snprintf(v, sizeof(v), "%d", SIGRTMIN + 6);
+	signal_env(v, SIGRTMIN + 6);
+	signal_env("5", SIGRTMIN + 4); /* SIGTRAP: not real-time, ignored */
 	int sig = bypass_notify_signal();
 	CHECK(sig >= SIGRTMIN && sig <= SIGRTMAX);
 	if (!getenv("BYPASS_NOTIFY_SIGNAL"))
