@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_pager: ExtMem's experiments on a stock kernel.
+ *   pager.latency     per-fault latency against the number of threads
+ *                     faulting at once (ExtMem's first figure)
+ *   pager.throughput  random and sequential accesses over a region 4x the
+ *                     budget, bypass against Linux swap in a memory cgroup
+ *                     of the same size (ExtMem's same-policy comparison)
+ */
+#include "pager_bench.h"
+
+#include <string.h>
+
+const char *pb_swapdir(struct bench_ctx *c)
+{
+	return bench_param(c, "swapdir", "/var/tmp");
+}
+
+/* --param only=latency|throughput runs one experiment. */
+int bench_pager(struct bench_ctx *c)
+{
+	const char *only = bench_param(c, "only", NULL);
+	if (!only || !strcmp(only, "latency"))
+		bench_pager_latency(c);
+	if (!only || !strcmp(only, "throughput"))
+		bench_pager_throughput(c);
+	return 0;
+}

@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pager.throughput: ExtMem's same-policy comparison.  One access loop over a
+ * region four times larger than the memory budget, run (a) on plain
+ * anonymous memory in a memory cgroup limited to the budget, with Linux
+ * swapping to a swap file, and (b) on a bypass region with the same budget,
+ * swapping to a swap file of the same size on the same filesystem.  Both run
+ * in a fresh child process, alternately, each round.
+ *
+ * The Linux side needs root (swapon, the cgroup); it is skipped with the
+ * reason otherwise, and the bypass rows are still reported.
+ */
+#include "pager_bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/swap.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { PH_POPULATE, PH_SEQ, PH_RAND, PH_N };
+static const char *phase_name[PH_N] = { "first touch", "sequential", "random" };
+
+struct result {
+	double secs[PH_N];
+	uint64_t accesses[PH_N];
+	struct bypass_pager_stats st; /* bypass side */
+	int err;
+	char msg[200];
+};
+
+struct sizes {
+	size_t region, budget; /* bytes */
+	uint64_t seq_passes, rand_accesses;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* One access: add 1 to a word of the page, in one read-modify-write
+ * instruction (so that it faults as a write on either side). */
+static inline void touch(char *base, uint64_t page, uint64_t word)
+{
+	uint64_t *p = (uint64_t *)(base + page * PB_PAGE) + word;
+	__asm__ __volatile__("addq $1, %0" : "+m"(*p));
+}
+
+static void access_loop(char *m, const struct sizes *z, struct result *res)
+{
+	uint64_t np = z->region / PB_PAGE;
+	double t0 = now_s();
+	for (uint64_t i = 0; i < np; i++)
+		touch(m, i, 0);
+	res->secs[PH_POPULATE] = now_s() - t0;
+	res->accesses[PH_POPULATE] = np;
+
+	t0 = now_s();
+	for (uint64_t pass = 0; pass < z->seq_passes; pass++)
+		for (uint64_t i = 0; i < np; i++)
+			touch(m, i, (pass + 1) % 512);
+	res->secs[PH_SEQ] = now_s() - t0;
+	res->accesses[PH_SEQ] = np * z->seq_passes;
+
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	t0 = now_s();
+	for (uint64_t n = 0; n < z->rand_accesses; n++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		touch(m, x % np, (x >> 52) & 511);
+	}
+	res->secs[PH_RAND] = now_s() - t0;
+	res->accesses[PH_RAND] = z->rand_accesses;
+}
+
+/* ------------------------------------------------------------ files */
+
+/* A swap file written in full (like dd): no holes, no unwritten extents. */
+static int write_file(const char *path, size_t size)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	size_t chunk = 1 << 20;
+	char *buf = calloc(1, chunk);
+	int e = buf ? 0 : -ENOMEM;
+	for (size_t done = 0; !e && done < size; done += chunk)
+		if (write(fd, buf, chunk) != (ssize_t)chunk)
+			e = -EIO;
+	if (!e && fsync(fd) < 0)
+		e = -errno;
+	free(buf);
+	close(fd);
+	if (e)
+		unlink(path);
+	return e;
+}
+
+static int run_cmd(const char *cmd, const char *arg)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		execlp(cmd, cmd, arg, (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -ENOEXEC;
+}
+
+static int read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return 0;
+}
+
+static int write_small(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, s, strlen(s));
+	int e = n == (ssize_t)strlen(s) ? 0 : -errno;
+	close(fd);
+	return e;
+}
+
+static uint64_t vmstat(const char *key)
+{
+	FILE *f = fopen("/proc/vmstat", "r");
+	char k[64];
+	unsigned long long v;
+	uint64_t r = 0;
+	if (!f)
+		return 0;
+	while (fscanf(f, "%63s %llu", k, &v) == 2)
+		if (!strcmp(k, key))
+			r = v;
+	fclose(f);
+	return r;
+}
+
+/* ------------------------------------------------------------ Linux side */
+
+struct linux_env {
+	char swapfile[300];
+	char cg[300];
+	char procs[320];
+	bool swap_on, cg_made, file_made;
+};
+
+static struct linux_env *cleanup_env; /* for the signal handler */
+
+static void linux_teardown(struct linux_env *env)
+{
+	if (env->swap_on && swapoff(env->swapfile) == 0)
+		env->swap_on = false;
+	if (env->file_made && unlink(env->swapfile) == 0)
+		env->file_made = false;
+	if (env->cg_made) {
+		for (int i = 0; i < 50 && rmdir(env->cg) < 0 && errno == EBUSY; i++) {
+			struct timespec ts = { 0, 20000000 };
+			nanosleep(&ts, NULL);
+		}
+		env->cg_made = false;
+	}
+}
+
+static void on_fatal(int sig)
+{
+	if (cleanup_env)
+		linux_teardown(cleanup_env);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Returns 0, or -1 with the reason in why. */
+static int linux_setup(struct bench_ctx *c, const struct sizes *z, struct linux_env *env,
+		       char *why, size_t whylen, char *facts, size_t factslen)
+{
+	memset(env, 0, sizeof(*env));
+	if (geteuid() != 0) {
+		snprintf(why, whylen, "needs root (swapon and a memory cgroup)");
+		return -1;
+	}
+	char buf[256];
+	if (read_small("/sys/module/zswap/parameters/enabled", buf, sizeof(buf)) == 0 &&
+	    buf[0] == 'Y') {
+		snprintf(why, whylen, "zswap is enabled: Linux would compress pages in RAM "
+			 "instead of writing them to the swap file");
+		return -1;
+	}
+	snprintf(facts, factslen, "zswap %s", buf[0] == 'N' ? "off" : "absent");
+
+	/* the memory cgroup: v1 memory.limit_in_bytes, else v2 memory.max */
+	const char *v1 = "/sys/fs/cgroup/memory";
+	char path[400];
+	snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", v1);
+	const char *limit_file = NULL, *root = NULL;
+	if (access(path, W_OK) == 0) {
+		root = v1;
+		limit_file = "memory.limit_in_bytes";
+	} else {
+		const char *v2s[] = { "/sys/fs/cgroup/unified", "/sys/fs/cgroup" };
+		for (int i = 0; i < 2 && !root; i++) {
+			snprintf(path, sizeof(path), "%s/cgroup.subtree_control", v2s[i]);
+			if (read_small(path, buf, sizeof(buf)) == 0 && strstr(buf, "memory")) {
+				root = v2s[i];
+				limit_file = "memory.max";
+			}
+		}
+	}
+	if (!root) {
+		snprintf(why, whylen, "no memory cgroup controller (cgroup v1 memory or v2 "
+			 "with memory enabled in subtree_control)");
+		return -1;
+	}
+	snprintf(env->cg, sizeof(env->cg), "%s/bypass-bench-%d", root, (int)getpid());
+	if (mkdir(env->cg, 0755) < 0) {
+		snprintf(why, whylen, "mkdir %s: %s", env->cg, strerror(errno));
+		return -1;
+	}
+	env->cg_made = true;
+	cleanup_env = env;
+	signal(SIGINT, on_fatal);
+	signal(SIGTERM, on_fatal);
+	signal(SIGHUP, on_fatal);
+	snprintf(path, sizeof(path), "%s/%s", env->cg, limit_file);
+	snprintf(buf, sizeof(buf), "%zu", z->budget);
+	int e = write_small(path, buf);
+	if (!e && limit_file[0] == 'm' && !strcmp(limit_file, "memory.max")) {
+		snprintf(path, sizeof(path), "%s/memory.swap.max", env->cg);
+		write_small(path, "max");
+	}
+	if (e) {
+		snprintf(why, whylen, "setting %s: %s", limit_file, strerror(-e));
+		goto fail;
+	}
+	snprintf(env->procs, sizeof(env->procs), "%s/cgroup.procs", env->cg);
+	size_t fl = strlen(facts);
+	snprintf(facts + fl, factslen - fl, "; cgroup %s (%s = %zu)", root[15] == 'm' ? "v1" : "v2",
+		 limit_file, z->budget);
+
+	snprintf(env->swapfile, sizeof(env->swapfile), "%s/bypass-bench-linux-%d.swap",
+		 pb_swapdir(c), (int)getpid());
+	e = write_file(env->swapfile, z->region);
+	if (e) {
+		snprintf(why, whylen, "writing swap file %s: %s", env->swapfile, strerror(-e));
+		goto fail;
+	}
+	env->file_made = true;
+	if (run_cmd("mkswap", env->swapfile)) {
+		snprintf(why, whylen, "mkswap %s failed (is util-linux installed?)", env->swapfile);
+		goto fail;
+	}
+	if (swapon(env->swapfile, SWAP_FLAG_PREFER | (32767 & SWAP_FLAG_PRIO_MASK)) < 0) {
+		snprintf(why, whylen, "swapon %s: %s (this filesystem may not support swap "
+			 "files)", env->swapfile, strerror(errno));
+		goto fail;
+	}
+	env->swap_on = true;
+	/* other swap in use would be used too: say so */
+	FILE *f = fopen("/proc/swaps", "r");
+	int lines = 0;
+	while (f && fgets(buf, sizeof(buf), f))
+		lines++;
+	if (f)
+		fclose(f);
+	fl = strlen(facts);
+	snprintf(facts + fl, factslen - fl, "; %s", lines > 2 ? "OTHER SWAP AREAS ARE ACTIVE too"
+							   : "no other swap active");
+	return 0;
+fail:
+	linux_teardown(env);
+	cleanup_env = NULL;
+	return -1;
+}
+
+static void linux_child(const struct linux_env *env, const struct sizes *z, struct result *res)
+{
+	char pid[32];
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	int e = write_small(env->procs, pid);
+	if (e) {
+		res->err = e;
+		snprintf(res->msg, sizeof(res->msg), "joining the cgroup: %s", strerror(-e));
+		_exit(1);
+	}
+	char *m = mmap(NULL, z->region, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) {
+		res->err = -errno;
+		_exit(1);
+	}
+	madvise(m, z->region, MADV_NOHUGEPAGE); /* 4 KiB pages, as bypass's */
+	access_loop(m, z, res);
+	_exit(0);
+}
+
+/* ------------------------------------------------------------ bypass side */
+
+static void bypass_child(const char *swapfile, const struct sizes *z, struct result *res)
+{
+	struct bypass_pager_config cfg = {
+		.budget = z->budget, .swap_path = swapfile, .swap_size = z->region,
+		.mode = BYPASS_PAGER_UPCALL,
+	};
+	bypass_pager *p;
+	char *m;
+	int e = bypass_pager_create(&cfg, &p);
+	if (!e)
+		e = bypass_pager_map(p, z->region, 0, (void **)&m);
+	if (e) {
+		res->err = e;
+		snprintf(res->msg, sizeof(res->msg), "bypass_pager: %s", strerror(-e));
+		_exit(1);
+	}
+	access_loop(m, z, res);
+	bypass_pager_stats(p, &res->st);
+	bypass_pager_destroy(p);
+	_exit(0);
+}
+
+static int run_child(int side, const struct linux_env *env, const char *bswap,
+		     const struct sizes *z, struct result *res)
+{
+	memset(res, 0, sizeof(*res));
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (side == 0)
+			linux_child(env, z, res);
+		else
+			bypass_child(bswap, z, res);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(st)) {
+		snprintf(res->msg, sizeof(res->msg), "killed by signal %d", WTERMSIG(st));
+		return -EINTR;
+	}
+	if (WEXITSTATUS(st) != 0 || res->err)
+		return res->err ? res->err : -EIO;
+	return 0;
+}
+
+/* ------------------------------------------------------------ the experiment */
+
+void bench_pager_throughput(struct bench_ctx *c)
+{
+	const char *id = "pager.throughput";
+	struct sizes z;
+	uint64_t region_mib = bench_count(c, "region_mib", 32768, 1024);
+	if (region_mib < 16)
+		region_mib = 16;
+	z.region = (size_t)region_mib << 20;
+	z.budget = z.region / 4;
+	z.seq_passes = bench_count(c, "seq_passes", 2, 2);
+	if (bench_smoke(c))
+		z.seq_passes = 1;
+	z.rand_accesses = bench_count(c, "rand_accesses", 4000000, 200000);
+	int rounds = bench_rounds(c);
+
+	bench_begin(c, id, "accesses/s over a region 4x the budget: bypass vs Linux swap "
+		    "in a memory cgroup of the same size", "Linux swap (memory cgroup)");
+	struct linux_env env;
+	char why[1024] = "", facts[1024] = "";
+	bool have_linux = linux_setup(c, &z, &env, why, sizeof(why), facts, sizeof(facts)) == 0;
+
+	char bswap[300];
+	snprintf(bswap, sizeof(bswap), "%s/bypass-bench-pager-%d.swap", pb_swapdir(c),
+		 (int)getpid());
+	int e = write_file(bswap, z.region);
+	if (e) {
+		if (have_linux)
+			linux_teardown(&env);
+		cleanup_env = NULL;
+		bench_skip(c, id, "writing swap file %s: %s", bswap, strerror(-e));
+		return;
+	}
+
+	struct result *res = bench_shared_alloc(sizeof(*res));
+	double *aps[2][PH_N];
+	for (int s = 0; s < 2; s++)
+		for (int ph = 0; ph < PH_N; ph++)
+			aps[s][ph] = calloc((size_t)rounds, sizeof(double));
+	struct bypass_pager_stats bst = { 0 };
+	uint64_t pswpin = 0, pswpout = 0;
+	int n = 0;
+	const char *fail = NULL;
+	for (int r = 0; r < rounds && !fail; r++) {
+		for (int side = have_linux ? 0 : 1; side < 2 && !fail; side++) {
+			uint64_t in0 = vmstat("pswpin"), out0 = vmstat("pswpout");
+			e = run_child(side, &env, bswap, &z, res);
+			if (e) {
+				fail = side ? "bypass" : "Linux";
+				snprintf(why, sizeof(why), "%s side: %s", fail,
+					 res->msg[0] ? res->msg : strerror(-e));
+				break;
+			}
+			for (int ph = 0; ph < PH_N; ph++)
+				aps[side][ph][r] = (double)res->accesses[ph] / res->secs[ph];
+			if (side == 0) {
+				pswpin += vmstat("pswpin") - in0;
+				pswpout += vmstat("pswpout") - out0;
+			} else {
+				bst.faults_zero += res->st.faults_zero;
+				bst.faults_swapin += res->st.faults_swapin;
+				bst.readahead_pages += res->st.readahead_pages;
+				bst.evictions += res->st.evictions;
+				bst.evictions_clean += res->st.evictions_clean;
+				bst.bytes_read += res->st.bytes_read;
+				bst.bytes_written += res->st.bytes_written;
+				if (res->st.resident_peak > bst.resident_peak)
+					bst.resident_peak = res->st.resident_peak;
+			}
+		}
+		if (!fail)
+			n++;
+	}
+	unlink(bswap);
+	if (have_linux)
+		linux_teardown(&env);
+	cleanup_env = NULL;
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	if (fail && !n) {
+		bench_skip(c, id, "%s", why);
+		goto out;
+	}
+
+	double ratio[PH_N];
+	for (int ph = 0; ph < PH_N; ph++) {
+		struct bench_summary sum[2];
+		for (int side = have_linux ? 0 : 1; side < 2; side++)
+			bench_summarize_d(aps[side][ph], (size_t)n, &sum[side]);
+		ratio[ph] = have_linux ? sum[1].median / sum[0].median : NAN;
+		char name[96], params[160];
+		for (int side = have_linux ? 0 : 1; side < 2; side++) {
+			snprintf(name, sizeof(name), "%s: %s", phase_name[ph],
+				 side ? "bypass (upcall)" : "Linux swap (memory cgroup)");
+			snprintf(params, sizeof(params),
+				 "{\"phase\": \"%s\", \"region_mib\": %zu, \"budget_mib\": %zu}",
+				 phase_name[ph], z.region >> 20, z.budget >> 20);
+			struct bench_row row = {
+				.variant = name, .kind = side ? BENCH_BYPASS : BENCH_BASELINE,
+				.unit = "accesses/s", .s = sum[side], .higher_is_better = true,
+				.ratio = side ? ratio[ph] : (have_linux ? 1.0 : NAN), .params = params,
+			};
+			bench_row(c, &row);
+		}
+	}
+	bench_note(c, "region %zu MiB, budget (cgroup limit) %zu MiB, 4 KiB pages both sides; "
+		   "swap files of %zu MiB each, written in full beforehand, in %s", z.region >> 20,
+		   z.budget >> 20, z.region >> 20, pb_swapdir(c));
+	bench_note(c, "an access adds 1 to one 8-byte word of a page in one read-modify-write "
+		   "instruction; first touch: every page once, in order; sequential: %llu passes "
+		   "in order; random: %llu accesses to uniformly random pages",
+		   (unsigned long long)z.seq_passes, (unsigned long long)z.rand_accesses);
+	bench_note(c, "each side runs in a fresh child process, alternately, %d round%s; "
+		   "samples are per round", n, n == 1 ? "" : "s");
+	if (bench_quick(c) || bench_smoke(c))
+		bench_note(c, "scaled down: ExtMem limited RAM to 8 GB; full size here is a "
+			   "32 GiB region and an 8 GiB budget, this run %zu MiB and %zu MiB",
+			   z.region >> 20, z.budget >> 20);
+	if (have_linux)
+		bench_note(c, "Linux: %s; swapped in %llu, out %llu pages over all rounds "
+			   "(vm.page-cluster readahead as configured)", facts,
+			   (unsigned long long)pswpin, (unsigned long long)pswpout);
+	else
+		bench_note(c, "Linux side not run: %s", why);
+	bench_note(c, "bypass over all rounds: %llu zero-fill and %llu swap-in faults "
+		   "(+%llu readahead pages), %llu evictions (%llu clean), %.0f MiB read, %.0f MiB "
+		   "written, resident peak %llu pages (budget %zu)",
+		   (unsigned long long)bst.faults_zero, (unsigned long long)bst.faults_swapin,
+		   (unsigned long long)bst.readahead_pages, (unsigned long long)bst.evictions,
+		   (unsigned long long)bst.evictions_clean, (double)bst.bytes_read / 1048576.0,
+		   (double)bst.bytes_written / 1048576.0, (unsigned long long)bst.resident_peak,
+		   z.budget / PB_PAGE);
+	bench_note(c, "not in either budget: bypass's page table (16 bytes a page: %zu MiB) and "
+		   "Linux's page tables; the cgroup also charges the child's own small footprint",
+		   (z.region / PB_PAGE * 16) >> 20);
+	if (fail)
+		bench_note(c, "stopped early: %s", why);
+	if (have_linux) {
+		bench_target(c, "random accesses/s, bypass / Linux (at least equal)", ratio[PH_RAND],
+			     ">=", 1.0);
+		bench_target(c, "sequential accesses/s, bypass / Linux (at least equal)",
+			     ratio[PH_SEQ], ">=", 1.0);
+	}
+	bench_end(c);
+out:
+	for (int s = 0; s < 2; s++)
+		for (int ph = 0; ph < PH_N; ph++)
+			free(aps[s][ph]);
+	bench_shared_free(res, sizeof(*res));
+}
