@@ -22,14 +22,7 @@
 #define ARENA_VERSION 1
 #define ARENA_HDR 4096
 #define ARENA_ALIGN (2ul << 20)
-#if defined(__SANITIZE_THREAD__)
-#define BP_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define BP_TSAN 1
-#endif
-#endif
-#ifdef BP_TSAN
+#if BP_TSAN
 /*
  * ThreadSanitizer keeps its shadow and metadata between 1 TiB and 80 TiB
  * and drops a hint outside its application ranges (MAP_FIXED_NOREPLACE at

@@ -15,6 +15,18 @@
 #include <sys/types.h>
 
 #define BP_CACHELINE 64
+
+/* BP_TSAN: built with ThreadSanitizer (gcc or clang). */
+#if defined(__SANITIZE_THREAD__)
+#define BP_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BP_TSAN 1
+#endif
+#endif
+#ifndef BP_TSAN
+#define BP_TSAN 0
+#endif
 #define bp_likely(x) __builtin_expect(!!(x), 1)
 #define bp_unlikely(x) __builtin_expect(!!(x), 0)
 #define BP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -200,8 +212,10 @@ void bp_recover_pop(struct bp_recover *r);
  *   }
  *
  * The mask is not saved (no system call): the handler runs with SA_NODEFER.
+ * Under ThreadSanitizer it is: TSan's wrapper blocks the signal while the
+ * handler runs, and a second fault while blocked would kill the process.
  */
 #define BP_RECOVER_TRY(r, lo, len) \
-	(bp_recover_push((r), (lo), (len)), sigsetjmp((r)->jb, 0) == 0)
+	(bp_recover_push((r), (lo), (len)), sigsetjmp((r)->jb, BP_TSAN) == 0)
 
 #endif

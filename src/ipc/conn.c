@@ -296,33 +296,6 @@ static int conn_pkey(struct bypass_ipc_conn *c, unsigned flags)
 	return 0;
 }
 
-#if defined(__SANITIZE_THREAD__)
-#define IPC_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define IPC_TSAN 1
-#endif
-#endif
-
-/*
- * Core places arenas at 16..80 TiB, where ThreadSanitizer keeps its shadow
- * memory; under TSan, pick addresses in its low application range instead
- * (below 1 TiB).  Normal builds use core's choice.
- */
-static int arena_create(struct bypass_arena_opts *ao, bypass_arena **out)
-{
-#ifdef IPC_TSAN
-	int r = -EEXIST;
-	for (int i = 0; i < 64 && r == -EEXIST; i++) {
-		uint64_t slot = (bypass_rdtscp(NULL) * 0x9e3779b97f4a7c15ull) >> 40;
-		ao->addr = (void *)((256ull << 30) + (slot % 256) * (2ull << 20) * 8);
-		r = bypass_arena_create(ao, out);
-	}
-	return r;
-#else
-	return bypass_arena_create(ao, out);
-#endif
-}
 
 int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t timeout_ns)
 {
@@ -372,7 +345,7 @@ int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t time
 	conn_set_mode(c, &s->opts);
 	uint64_t cap = s->ring_size, ps = (uint64_t)sysconf(_SC_PAGESIZE);
 	struct bypass_arena_opts ao = { .size = 2 * ps + 2 * cap, .name = "bypass-ipc" };
-	r = arena_create(&ao, &c->arena);
+	r = bypass_arena_create(&ao, &c->arena);
 	if (r)
 		goto fail;
 	int afd = bypass_arena_fd(c->arena);

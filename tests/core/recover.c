@@ -82,11 +82,13 @@ int main(void)
 	CHECK_EQ(touch(m, 1), 0); /* the first page still works */
 
 	/* SIGSEGV, many times, from several threads at once. */
-	char *none = mmap(NULL, ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* (A page per thread: to ThreadSanitizer the faulting accesses to one
+	 * byte from several threads would look like a race.) */
+	char *none = mmap(NULL, 5 * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(none != MAP_FAILED);
 	pthread_t t[4];
 	for (int i = 0; i < 4; i++)
-		CHECK(pthread_create(&t[i], NULL, thread_fn, none) == 0);
+		CHECK(pthread_create(&t[i], NULL, thread_fn, none + (i + 1) * ps) == 0);
 	for (int i = 0; i < 4; i++) {
 		void *ret;
 		pthread_join(t[i], &ret);
@@ -120,8 +122,13 @@ int main(void)
 			die_child(kind, m, none, m + ps);
 		int st;
 		CHECK(waitpid(pid, &st, 0) == pid);
-		CHECK(WIFSIGNALED(st));
-		CHECK_EQ(WTERMSIG(st), kind == 0 ? SIGSEGV : SIGBUS);
+		if (WIFSIGNALED(st)) {
+			CHECK_EQ(WTERMSIG(st), kind == 0 ? SIGSEGV : SIGBUS);
+		} else {
+			/* A sanitizer's handler (the one before bypass's) reports
+			 * the fault and exits non-zero instead. */
+			CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+		}
 	}
 	return test_pass("core/recover");
 }
