@@ -271,7 +271,7 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 			struct iovec v = { (void *)buf, n };
 			r = bt_tx_data(fd, &v, 1, flags, &sp);
 		} else {
-			r = bt_before_fd(fd, false);
+			r = bt_before_fd(fd, BT_OTHER);
 			if (!r)
 				r = BT_PASS;
 		}
@@ -290,7 +290,7 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 		if (msg && !msg->msg_name && !msg->msg_namelen && !msg->msg_controllen &&
 		    msg->msg_iovlen <= INT_MAX)
 			r = bt_tx_data(fd, msg->msg_iov, (int)msg->msg_iovlen, flags, &sp);
-		else if (!(r = bt_before_fd(fd, false)))
+		else if (!(r = bt_before_fd(fd, BT_OTHER)))
 			r = BT_PASS;
 		if (r != BT_PASS)
 			return ret_errno(r, sp);
@@ -353,7 +353,7 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
 	if (ACTIVE()) {
-		long r = bt_before_fd(fd, false);
+		long r = bt_before_fd(fd, BT_OTHER);
 		if (r)
 			return (int)ret_errno(r, false);
 	}
@@ -362,43 +362,45 @@ EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 
 /* ------------------------------------------------------------ reads */
 
-#define BEFORE_READ(fd)                                        \
-	do {                                                   \
-		if (ACTIVE()) {                                \
-			long r_ = bt_before_fd((fd), true);    \
-			if (r_)                                \
-				return ret_errno(r_, false);   \
-		}                                              \
+#define BEFORE_READ(fd, flags)                                              \
+	do {                                                                \
+		if (ACTIVE()) {                                             \
+			long r_ = bt_before_fd((fd), (flags) & MSG_DONTWAIT \
+							     ? BT_READ_NOWAIT   \
+							     : BT_READ);        \
+			if (r_)                                             \
+				return ret_errno(r_, false);                \
+		}                                                           \
 	} while (0)
 
 EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
-	BEFORE_READ(fd);
+	BEFORE_READ(fd, 0);
 	return REAL(read)(fd, buf, n);
 }
 
 EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
-	BEFORE_READ(fd);
+	BEFORE_READ(fd, 0);
 	return REAL(readv)(fd, iov, iovcnt);
 }
 
 EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
-	BEFORE_READ(fd);
+	BEFORE_READ(fd, flags);
 	return REAL(recv)(fd, buf, n, flags);
 }
 
 EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a,
 			socklen_t *al)
 {
-	BEFORE_READ(fd);
+	BEFORE_READ(fd, flags);
 	return REAL(recvfrom)(fd, buf, n, flags, a, al);
 }
 
 EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	BEFORE_READ(fd);
+	BEFORE_READ(fd, flags);
 	return REAL(recvmsg)(fd, msg, flags);
 }
 
@@ -576,7 +578,7 @@ static uint32_t listener_flags(int lfd)
 
 EXPORT int accept(int lfd, struct sockaddr *a, socklen_t *al)
 {
-	BEFORE_READ(lfd);
+	BEFORE_READ(lfd, 0);
 	int fd = REAL(accept)(lfd, a, al);
 	if (fd >= 0 && bt_cfg.enabled) {
 		uint32_t lf = listener_flags(lfd);
@@ -587,7 +589,7 @@ EXPORT int accept(int lfd, struct sockaddr *a, socklen_t *al)
 
 EXPORT int accept4(int lfd, struct sockaddr *a, socklen_t *al, int flags)
 {
-	BEFORE_READ(lfd);
+	BEFORE_READ(lfd, 0);
 	int fd = REAL(accept4)(lfd, a, al, flags);
 	if (fd >= 0 && bt_cfg.enabled) {
 		uint32_t lf = listener_flags(lfd);
@@ -692,7 +694,7 @@ static int do_fcntl(int (*real)(int, int, ...), int fd, int cmd, va_list ap)
 		if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
 			bt_flush_fd_wait(fd);
 		else {
-			long e = bt_before_fd(fd, false);
+			long e = bt_before_fd(fd, BT_OTHER);
 			if (e)
 				return (int)ret_errno(e, false);
 		}
@@ -732,7 +734,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
 	if (ACTIVE()) {
-		long e = bt_before_fd(fd, false);
+		long e = bt_before_fd(fd, BT_OTHER);
 		if (e)
 			return (int)ret_errno(e, false);
 	}

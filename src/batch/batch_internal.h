@@ -68,6 +68,7 @@ void bt_config_init(void);
 #define BT_FD_CLOSING 0x40u  /* the program closed it; our close is pending */
 #define BT_FD_SIZE 0x80u     /* size holds st_size seen by fstat */
 #define BT_FD_OPEN 0x100u    /* seen being opened (type may be unknown) */
+#define BT_FD_BROKEN 0x200u  /* a deferred call failed: later ones go direct */
 
 struct bt_thread;
 struct bt_op;
@@ -163,7 +164,7 @@ struct bt_thread {
 	struct io_uring *ring;
 	unsigned gen;              /* fork generation of ring */
 	unsigned segment;          /* BT_SEG_* */
-	uint64_t seg_tsc;          /* when the oldest queued op was queued */
+	uint64_t seg_ns;           /* when the oldest queued op was queued */
 	struct bt_fdent *act_head, *act_tail; /* streams with queued ops */
 	unsigned nqueued, ninflight, nexplicit, nreads;
 	unsigned seg_calls;        /* explicit calls queued in this segment */

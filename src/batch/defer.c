@@ -116,17 +116,8 @@ static long settle(struct bt_thread *th, struct bt_fdent *fe)
 /* Under th's lock: is the segment too old to keep queueing? Then submit. */
 static void check_age(struct bt_thread *th)
 {
-	static _Atomic uint64_t delay_cycles;
-	if (!bt_cfg.max_delay_ns || !th->nqueued)
-		return;
-	uint64_t d = atomic_load_explicit(&delay_cycles, memory_order_relaxed);
-	if (!d) {
-		d = bp_ns_to_cycles(bt_cfg.max_delay_ns);
-		if (!d)
-			d = UINT64_MAX;
-		atomic_store_explicit(&delay_cycles, d, memory_order_relaxed);
-	}
-	if (bypass_rdtscp(NULL) - th->seg_tsc > d)
+	if (bt_cfg.max_delay_ns && th->nqueued &&
+	    bypass_now_ns() - th->seg_ns > bt_cfg.max_delay_ns)
 		bt_submit(th);
 }
 
@@ -211,6 +202,9 @@ static long tx_enter(int fd, struct bt_thread **thp, struct bt_fdent **fep,
 		if (e)
 			return e;
 	}
+	/* After a failure the socket's own errors come straight from it. */
+	if (bp_unlikely(f & BT_FD_BROKEN) && !atomic_load(&fe->owner))
+		return BT_PASS;
 	if (!th && !atomic_load_explicit(&fe->owner, memory_order_relaxed))
 		return BT_PASS;
 	if (!th && !(th = self_any()))
@@ -484,7 +478,7 @@ out:
 	return r;
 }
 
-long bt_before_fd(int fd, bool is_read)
+long bt_before_fd(int fd, int kind)
 {
 	struct bt_fdent *fe = bt_fd_peek(fd);
 	if (fe && bp_unlikely(atomic_load_explicit(&fe->flags, memory_order_relaxed) &
@@ -493,7 +487,9 @@ long bt_before_fd(int fd, bool is_read)
 	struct bt_thread *th = bt_self();
 	if (!th || !th->ring || th->gen != bp_fork_gen_fast())
 		return 0;
-	if (is_read) {
+	if (kind == BT_READ_NOWAIT)
+		return 0;
+	if (kind == BT_READ) {
 		/* A blocking read must not wait for a peer that waits for our
 		 * queued data. */
 		if (!th->nqueued)

@@ -33,11 +33,14 @@ long bt_tx_sockopt(int fd, int level, int name, const void *val, socklen_t len);
 /* close: queued, or BT_PASS (the entry is already forgotten). */
 long bt_tx_close(int fd);
 /*
- * Any other call on fd: 0 to go on, -EBADF if the program closed fd.  A
- * read on a blocking descriptor submits what the thread queued first; other
- * calls submit fd's queued work first.
+ * Any other call on fd: 0 to go on, -EBADF if the program closed fd.
+ * BT_READ: a read that blocks if fd is blocking: it submits what the thread
+ * queued first (the peer may wait for it).  BT_READ_NOWAIT: a read that
+ * does not block (MSG_DONTWAIT).  BT_OTHER: fd's queued work is submitted
+ * first (getsockopt, ioctl, fcntl, ...).
  */
-long bt_before_fd(int fd, bool is_read);
+enum { BT_READ, BT_READ_NOWAIT, BT_OTHER };
+long bt_before_fd(int fd, int kind);
 /* dup2/dup3 onto fd, dup of fd, close_range: fd's work must be complete. */
 void bt_flush_fd_wait(int fd);
 

@@ -108,7 +108,7 @@ static void adopt(struct bt_thread *th, struct bt_fdent *fe)
 	if (fe->nqueued) {
 		activate(th, fe);
 		if (th->nqueued == fe->nqueued)
-			th->seg_tsc = bypass_rdtscp(NULL);
+			th->seg_ns = bypass_now_ns();
 	}
 }
 
@@ -148,7 +148,7 @@ void bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op)
 	fe->nqueued++;
 	fe->bytes += op->len;
 	if (!th->nqueued)
-		th->seg_tsc = bypass_rdtscp(NULL);
+		th->seg_ns = bypass_now_ns();
 	th->nqueued++;
 	th->bytes += op->len;
 	if (!(op->flags & BT_OP_TRANSPARENT)) {
@@ -193,7 +193,7 @@ static void requeue(struct bt_thread *th, struct bt_op *op)
 	op->flags &= (uint16_t)~BT_OP_REQUEUE;
 	fe->nqueued++;
 	if (!th->nqueued)
-		th->seg_tsc = bypass_rdtscp(NULL);
+		th->seg_ns = bypass_now_ns();
 	th->nqueued++;
 	activate(th, fe);
 }

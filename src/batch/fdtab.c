@@ -188,6 +188,7 @@ void bt_fd_set_err(struct bt_fdent *fe, int err, bool sigpipe)
 {
 	int v = err | (sigpipe ? BT_ERR_SIGPIPE : 0), zero = 0;
 	atomic_compare_exchange_strong(&fe->err, &zero, v);
+	atomic_fetch_or(&fe->flags, BT_FD_BROKEN);
 }
 
 int bt_fd_take_err(struct bt_fdent *fe)

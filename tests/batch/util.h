@@ -109,4 +109,172 @@ static inline const char *preload_path(void)
 	return buf;
 }
 
+/* ------------------------------------------------ servers under the preload */
+
+/*
+ * LD_PRELOAD for a child: the preload, after the sanitizer runtime when this
+ * test is a sanitizer build (the runtime must come first).
+ */
+static inline const char *preload_env(void)
+{
+	static char buf[2048];
+	char rt[1024] = "";
+	FILE *m = fopen("/proc/self/maps", "r");
+	char line[1400];
+	while (m && fgets(line, sizeof(line), m)) {
+		char *p = strstr(line, "/");
+		if (p && (strstr(p, "libasan.so") || strstr(p, "libtsan.so"))) {
+			p[strcspn(p, "\n")] = 0;
+			snprintf(rt, sizeof(rt), "%s:", p);
+			break;
+		}
+	}
+	if (m)
+		fclose(m);
+	snprintf(buf, sizeof(buf), "%s%s", rt, preload_path());
+	return buf;
+}
+
+struct server {
+	pid_t pid;
+	int port;
+	char dir[256];
+};
+
+/*
+ * Start helper-server in dir (its root), under the preload unless env holds
+ * "BYPASS_BATCH=0"-style overrides only; env is a NULL-terminated list of
+ * K=V, args a NULL-terminated list of extra options.
+ */
+static inline void server_start(struct server *s, const char *argv0, const char *dir,
+				const char *const *args, const char *const *env)
+{
+	char bin[1024], portf[400], out[400], stats[400];
+	test_helper_path(bin, sizeof(bin), argv0, "batch", "helper-server");
+	snprintf(s->dir, sizeof(s->dir), "%s", dir);
+	snprintf(portf, sizeof(portf), "%s/port", dir);
+	snprintf(out, sizeof(out), "%s/server.out", dir);
+	snprintf(stats, sizeof(stats), "%s/stats", dir);
+	unlink(portf);
+	unlink(stats);
+	s->pid = fork();
+	CHECK(s->pid >= 0);
+	if (s->pid == 0) {
+		const char *av[40] = { bin, "--root", dir, "--port-file", portf };
+		int n = 5;
+		for (int i = 0; args && args[i] && n < 38; i++)
+			av[n++] = args[i];
+		av[n] = NULL;
+		setenv("LD_PRELOAD", preload_env(), 1);
+		setenv("BYPASS_BATCH_STATS", stats, 1);
+		setenv("ASAN_OPTIONS", "detect_leaks=0", 0);
+		for (int i = 0; env && env[i]; i++)
+			putenv((char *)env[i]);
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			close(fd);
+		}
+		execv(bin, (char *const *)av);
+		_exit(127);
+	}
+	for (int i = 0; i < 1000; i++) {
+		FILE *f = fopen(portf, "r");
+		if (f) {
+			int ok = fscanf(f, "%d", &s->port);
+			fclose(f);
+			if (ok == 1)
+				return;
+		}
+		int st;
+		if (waitpid(s->pid, &st, WNOHANG) == s->pid)
+			TEST_FAIL("helper-server exited early (status %d)", st);
+		test_sleep_ms(10);
+	}
+	kill(s->pid, SIGKILL);
+	TEST_FAIL("helper-server did not start");
+}
+
+/* Stop it; returns the responses it served (all workers), fails on a bad exit. */
+static inline long server_stop(struct server *s, long *errors)
+{
+	kill(s->pid, SIGTERM);
+	int st;
+	CHECK(waitpid(s->pid, &st, 0) == s->pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		TEST_FAIL("helper-server ended badly (status %#x)", st);
+	char out[400], line[256];
+	snprintf(out, sizeof(out), "%s/server.out", s->dir);
+	FILE *f = fopen(out, "r");
+	CHECK(f);
+	long served = 0, errs = 0, a, b;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "served %ld errors %ld", &a, &b) == 2) {
+			served += a;
+			errs += b;
+		}
+	fclose(f);
+	if (errors)
+		*errors = errs;
+	return served;
+}
+
+/* Sum of one counter over the processes that wrote the stats file. */
+static inline long stats_sum(const char *dir, const char *key)
+{
+	char path[400], line[1024], pat[64];
+	snprintf(path, sizeof(path), "%s/stats", dir);
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	long sum = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, pat);
+		if (p)
+			sum += atol(p + strlen(pat));
+	}
+	fclose(f);
+	return sum;
+}
+
+/* Run helper-client against port with the NULL-terminated extra args. */
+static inline int run_client(const char *argv0, int port, const char *root,
+			     const char *const *args)
+{
+	char bin[1024], ps[16];
+	test_helper_path(bin, sizeof(bin), argv0, "batch", "helper-client");
+	snprintf(ps, sizeof(ps), "%d", port);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		const char *av[40] = { bin, "--port", ps, "--root", root };
+		int n = 5;
+		for (int i = 0; args && args[i] && n < 38; i++)
+			av[n++] = args[i];
+		av[n] = NULL;
+		unsetenv("LD_PRELOAD");
+		execv(bin, (char *const *)av);
+		_exit(127);
+	}
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The test files: 0 B to several MB, named by size. */
+static const size_t test_sizes[] = { 0, 1, 100, 1000, 4096, 20480, 65535, 65536,
+				     65537, 200000, 1 << 20, 3000000 };
+static inline void make_files(const char *dir, char *list, size_t len)
+{
+	list[0] = 0;
+	for (size_t i = 0; i < sizeof(test_sizes) / sizeof(test_sizes[0]); i++) {
+		char path[400], name[32];
+		snprintf(name, sizeof(name), "f%zu", test_sizes[i]);
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		write_pat_file(path, test_sizes[i], i + 11);
+		snprintf(list + strlen(list), len - strlen(list), "%s%s", i ? "," : "", name);
+	}
+}
+
 #endif
