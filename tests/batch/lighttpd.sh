@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# lighttpd (Debian's, unmodified) under libbypass-batch.so: many concurrent
+# clients fetch files of 0 B to 3 MB with keep-alive and without, pipelined,
+# slowly (partial writes), and resetting connections; every byte is checked.
+# One process, then two workers; sendfile run directly and deferred by copy.
+LIGHTTPD=$(command -v lighttpd || echo /usr/sbin/lighttpd)
+[ -x "$LIGHTTPD" ] || { echo "SKIP: lighttpd is not installed"; exit 77; }
+. "$(dirname "$0")/server-lib.bash"
+
+run() { # <label> <workers> <env...>
+	local label=$1 workers=$2; shift 2
+	rm -f "$T/stats" "$T/error.log"
+	for try in 1 2 3 4 5; do
+		PORT=$(free_port)
+		cat > "$T/lighttpd.conf" <<CONF
+server.document-root = "$T/www"
+server.bind = "127.0.0.1"
+server.port = $PORT
+server.pid-file = "$T/lighttpd.pid"
+server.errorlog = "$T/error.log"
+server.max-keep-alive-requests = 100000
+server.max-worker = $workers
+server.event-handler = "linux-sysepoll"
+CONF
+		env "$@" LD_PRELOAD="$PRELOAD" BYPASS_BATCH_STATS="$T/stats" \
+			"$LIGHTTPD" -D -f "$T/lighttpd.conf" 2>>"$T/error.log" &
+		SERVER_PID=$!
+		wait_port "$PORT" && break
+		kill -TERM "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null
+		SERVER_PID=
+	done
+	[ -n "$SERVER_PID" ] || { echo "FAIL: lighttpd did not start"; cat "$T/error.log"; exit 1; }
+	clients_all
+	kill -TERM "$SERVER_PID"
+	wait "$SERVER_PID"
+	SERVER_PID=
+	local d; d=$(stat_sum deferred)
+	echo "ok: $label: deferred $d, segments $(stat_sum segments), enters $(stat_sum enters)," \
+		"errors $(stat_sum errors), reported $(stat_sum reported)"
+	if [ "$d" -le 0 ]; then
+		echo "FAIL: $label: nothing was deferred"; exit 1
+	fi
+}
+
+run "one process, sendfile (sync)" 0
+run "one process, sendfile (copy)" 0 BYPASS_BATCH_SENDFILE=copy
+run "two workers, sendfile (copy)" 2 BYPASS_BATCH_SENDFILE=copy
+echo "PASS: batch/lighttpd"

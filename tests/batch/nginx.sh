@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# nginx (Debian's, unmodified) under libbypass-batch.so: many concurrent
+# clients fetch files of 0 B to 3 MB with keep-alive and without, pipelined,
+# slowly (partial writes), and resetting connections; every byte is checked.
+# Two workers (forked after the preload is loaded), sendfile run directly
+# and deferred by copy, sendfile off (writev), tcp_nopush (TCP_CORK).
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$NGINX" ] || { echo "SKIP: nginx is not installed"; exit 77; }
+. "$(dirname "$0")/server-lib.bash"
+
+run() { # <label> <sendfile on|off> <tcp_nopush on|off> <env...>
+	local label=$1 sf=$2 nopush=$3; shift 3
+	mkdir -p "$T/tmp"
+	rm -f "$T/stats" "$T/error.log"
+	for try in 1 2 3 4 5; do
+		PORT=$(free_port)
+		cat > "$T/nginx.conf" <<CONF
+daemon off;
+master_process on;
+worker_processes 2;
+user root;
+pid $T/nginx.pid;
+error_log $T/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile $sf;
+  tcp_nopush $nopush;
+  keepalive_requests 100000;
+  client_body_temp_path $T/tmp; proxy_temp_path $T/tmp; fastcgi_temp_path $T/tmp;
+  uwsgi_temp_path $T/tmp; scgi_temp_path $T/tmp;
+  server { listen 127.0.0.1:$PORT; root $T/www; }
+}
+CONF
+		env "$@" LD_PRELOAD="$PRELOAD" BYPASS_BATCH_STATS="$T/stats" \
+			"$NGINX" -c "$T/nginx.conf" -p "$T" 2>>"$T/error.log" &
+		SERVER_PID=$!
+		wait_port "$PORT" && break
+		kill -TERM "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null
+		SERVER_PID=
+	done
+	[ -n "$SERVER_PID" ] || { echo "FAIL: nginx did not start"; cat "$T/error.log"; exit 1; }
+	clients_all
+	kill -QUIT "$SERVER_PID"  # graceful: workers finish and exit
+	wait "$SERVER_PID"
+	SERVER_PID=
+	if grep -E "\[(alert|emerg)\]|signal [0-9]+ .*exited" "$T/error.log"; then
+		echo "FAIL: $label: nginx logged the above"
+		exit 1
+	fi
+	local d; d=$(stat_sum deferred)
+	echo "ok: $label: deferred $d, segments $(stat_sum segments), enters $(stat_sum enters)," \
+		"errors $(stat_sum errors), reported $(stat_sum reported)"
+	if [ "${BYPASS_BATCH:-1}" != 0 ] && [ "$d" -le 0 ]; then
+		echo "FAIL: $label: nothing was deferred"; exit 1
+	fi
+}
+
+run "sendfile (sync)" on off
+run "sendfile (copy)" on off BYPASS_BATCH_SENDFILE=copy
+run "sendfile off (writev), close=all" off off BYPASS_BATCH_CLOSE=all
+run "tcp_nopush (cork), copy" on on BYPASS_BATCH_SENDFILE=copy
+echo "PASS: batch/nginx"

@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: MIT
+# Shared by tests/batch/nginx.sh and lighttpd.sh (sourced, not a test itself):
+# a temporary directory with the test files, the preload environment, the
+# client, and cleanup that stops what was started, by pid.
+
+set -u
+B=${BYPASS_BUILD:?BYPASS_BUILD not set}
+SO=$B/libbypass-batch.so
+CLIENT=$B/tests/batch/helper-client
+[ -r "$SO" ] || { echo "SKIP: no $SO"; exit 77; }
+[ -x "$CLIENT" ] || { echo "SKIP: no $CLIENT"; exit 77; }
+
+T=$(mktemp -d /tmp/bypass-batch-srv-XXXXXX)
+SERVER_PID=
+cleanup() {
+	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+		kill -TERM "$SERVER_PID" 2>/dev/null
+		for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$SERVER_PID" 2>/dev/null
+	fi
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+# The preload, after the sanitizer runtime if the library was built with one.
+PRELOAD=$SO
+rt=$(ldd "$SO" 2>/dev/null | awk '/lib(asan|tsan)\.so/ {print $3; exit}')
+if [ -n "$rt" ]; then
+	PRELOAD="$rt:$SO"
+	export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0
+fi
+
+# Files of 0 B to 3 MB (and ESCA's 20 KB html), random bytes.
+mkdir -p "$T/www"
+FILES=
+for s in 0 1 100 1000 4096 20480 65535 65536 65537 200000 1048576 3000000; do
+	head -c "$s" /dev/urandom > "$T/www/f$s"
+	FILES="${FILES:+$FILES,}f$s"
+done
+cp "$T/www/f20480" "$T/www/a20.html"
+FILES="$FILES,a20.html"
+
+free_port() {
+	local p
+	for _ in $(seq 50); do
+		p=$((20000 + RANDOM % 30000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+	echo 0
+}
+
+wait_port() {
+	for _ in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# client <label> <args...>: every byte checked; fail the test on a mismatch.
+client() {
+	local label=$1; shift
+	if ! "$CLIENT" --port "$PORT" --root "$T/www" --files "$FILES" "$@"; then
+		echo "FAIL: $label: $*"
+		exit 1
+	fi
+}
+
+# The counters of the processes that ran under the preload.
+stat_sum() {
+	[ -f "$T/stats" ] || { echo 0; return; }
+	sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$T/stats" | awk '{s+=$1} END {print s+0}'
+}
+
+clients_all() {
+	client keep-alive --conns 24 --requests 40
+	client close --conns 16 --requests 20 --close
+	client pipelined --conns 8 --requests 40 --pipeline 4
+	client slow --conns 4 --requests 13 --slow --rcvbuf 4096
+	client resets --conns 4 --requests 20 --reset-every 2 --rcvbuf 8192
+	client after-resets --conns 8 --requests 26
+}
