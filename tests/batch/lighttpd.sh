@@ -23,7 +23,8 @@ server.max-keep-alive-requests = 100000
 server.max-worker = $workers
 server.event-handler = "linux-sysepoll"
 CONF
-		env "$@" LD_PRELOAD="$PRELOAD" BYPASS_BATCH_STATS="$T/stats" \
+		# Its own session: with workers, lighttpd signals its process group.
+		setsid env "$@" LD_PRELOAD="$PRELOAD" BYPASS_BATCH_STATS="$T/stats" \
 			"$LIGHTTPD" -D -f "$T/lighttpd.conf" 2>>"$T/error.log" &
 		SERVER_PID=$!
 		wait_port "$PORT" && break
