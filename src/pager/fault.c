@@ -194,17 +194,24 @@ static int fill_zero(struct bypass_pager *p, struct region *r, struct pg *pg,
 }
 
 /*
- * Read a page back, with the following pages of the region that were
- * evicted into the following slots (readahead: they were evicted together,
- * most likely by a sequential pass).  Readahead pages are mapped as the
- * faulting page is: written (dirty) after a write fault, write-protected
- * (clean) after a read fault.
+ * Read a page back.  Readahead, as Linux's: when the fault is where the
+ * previous swap-in of the region ended (a sequential stream), the window
+ * doubles, up to p->ra pages; any other fault resets it to one page.  The
+ * window takes the following pages of the region that were evicted into
+ * the following slots (evicted together, in order), in one read.  They are
+ * mapped as the faulting page is: writable (dirty) after a write fault,
+ * write-protected (clean) after a read fault.
  */
 static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 		   uint32_t id, uintptr_t pa, bool write, uint32_t *mapped)
 {
 	uint32_t slot1 = pg->slot; /* slot + 1 */
-	uint32_t k = 1, maxk = p->ra;
+	uint32_t win = atomic_load_explicit(&r->ra_win, memory_order_relaxed);
+	if (id == atomic_load_explicit(&r->ra_next, memory_order_relaxed))
+		win = win < 2 ? 2 : (2 * win > p->ra ? p->ra : 2 * win);
+	else
+		win = 1;
+	uint32_t k = 1, maxk = win;
 	uint32_t left = (uint32_t)((r->end - pa) >> PG_SHIFT);
 	if (maxk > left)
 		maxk = left;
@@ -243,6 +250,8 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 		goto unlock;
 	}
 	*mapped = k;
+	atomic_store_explicit(&r->ra_next, id + k, memory_order_relaxed);
+	atomic_store_explicit(&r->ra_win, win, memory_order_relaxed);
 	stat_add(&p->st.rd, (uint64_t)k * PG_SIZE);
 	stat_add(&p->st.swapin, 1);
 	stat_add(&p->st.ra, k - 1);

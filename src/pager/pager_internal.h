@@ -119,6 +119,9 @@ struct region {
 	int uffd;         /* the userfaultfd serving it */
 	bool handler;     /* served by the handler thread */
 	unsigned gen;     /* fork generation of the process that mapped it */
+	/* readahead: the page id where the last swap-in cluster ended and
+	 * the current window; a swap-in fault there is sequential */
+	_Atomic uint32_t ra_next, ra_win;
 };
 
 /* A snapshot of every region of every pager, sorted by address. */
