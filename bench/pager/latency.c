@@ -11,7 +11,13 @@
 #include "pager_bench.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -113,10 +119,65 @@ static void signal_floor(size_t n, uint64_t *out)
 	sigaction(SIGUSR1, &old, NULL);
 }
 
+/* The other part of the floor: UFFDIO_COPY of a zero page into a
+ * registered, missing page (the system call alone, no fault).  Returns the
+ * number of samples, 0 if userfaultfd is unavailable. */
+static size_t copy_floor(size_t n, uint64_t *out)
+{
+	static char zero[PB_PAGE] __attribute__((aligned(4096)));
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+	if (fd < 0)
+		return 0;
+	struct uffdio_api api = { .api = UFFD_API };
+	size_t len = n * PB_PAGE, got = 0;
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m != MAP_FAILED && ioctl(fd, UFFDIO_API, &api) == 0) {
+		madvise(m, len, MADV_NOHUGEPAGE);
+		struct uffdio_register reg = { .range = { (uintptr_t)m, len },
+					       .mode = UFFDIO_REGISTER_MODE_MISSING };
+		if (ioctl(fd, UFFDIO_REGISTER, &reg) == 0)
+			for (; got < n; got++) {
+				struct uffdio_copy cp = { .dst = (uintptr_t)m + got * PB_PAGE,
+							  .src = (uintptr_t)zero, .len = PB_PAGE };
+				uint64_t t0 = bypass_rdtscp(NULL);
+				if (ioctl(fd, UFFDIO_COPY, &cp) < 0)
+					break;
+				out[got] = bypass_rdtscp(NULL) - t0;
+			}
+	}
+	if (m != MAP_FAILED)
+		munmap(m, len);
+	close(fd);
+	return got;
+}
+
+static void latency_table(struct bench_ctx *c, bool one_cpu);
+
 void bench_pager_latency(struct bench_ctx *c)
 {
-	const char *id = "pager.latency";
-	int ncpu = bench_ncpus();
+	latency_table(c, false);
+	/* Again with every thread (the handler thread too) on one CPU: no
+	 * cross-CPU wake-ups, which on this kind of machine (a VM whose idle
+	 * CPUs halt) dominate a handler-thread fault. */
+	cpu_set_t old, one;
+	if (sched_getaffinity(0, sizeof(old), &old) == 0) {
+		int cpu = -1;
+		for (int i = 0; i < CPU_SETSIZE && cpu < 0; i++)
+			if (CPU_ISSET(i, &old))
+				cpu = i;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		if (sched_setaffinity(0, sizeof(one), &one) == 0) {
+			latency_table(c, true);
+			sched_setaffinity(0, sizeof(old), &old);
+		}
+	}
+}
+
+static void latency_table(struct bench_ctx *c, bool one_cpu)
+{
+	const char *id = one_cpu ? "pager.latency-1cpu" : "pager.latency";
+	int ncpu = one_cpu ? 1 : bench_ncpus();
 	int counts[8], nc = 0;
 	for (int t = 1; t <= ncpu && nc < 6; t *= 2)
 		counts[nc++] = t;
@@ -128,7 +189,8 @@ void bench_pager_latency(struct bench_ctx *c)
 	size_t pages = bench_count(c, "faults", 50000, 10000); /* per thread per run */
 	int rounds = bench_rounds(c);
 
-	bench_begin(c, id, "per-fault latency against concurrency (first-touch write faults)",
+	bench_begin(c, id, one_cpu ? "per-fault latency against concurrency, all threads on one CPU"
+				   : "per-fault latency against concurrency (first-touch write faults)",
 		    "the kernel's minor fault with the same number of threads");
 	uint64_t *s[8][K_N];
 	size_t ns[8] = { 0 };
@@ -163,8 +225,10 @@ void bench_pager_latency(struct bench_ctx *c)
 				bench_summarize(s[k][m], ns[k], &sum[k][m]);
 	uint64_t *floor = malloc(sizeof(uint64_t) * pages);
 	signal_floor(pages, floor);
-	struct bench_summary fs;
+	struct bench_summary fs, cs = { 0 };
 	bench_summarize(floor, pages, &fs);
+	size_t ncopy = copy_floor(pages, floor);
+	bench_summarize(floor, ncopy, &cs);
 	free(floor);
 
 	for (int k = 0; k < nc; k++)
@@ -190,19 +254,34 @@ void bench_pager_latency(struct bench_ctx *c)
 		.note = "the floor of any upcall", .params = "{\"threads\": 1}",
 	};
 	bench_row(c, &frow);
+	if (ncopy) {
+		struct bench_row crow = {
+			.variant = "UFFDIO_COPY of a zero page (the ioctl alone)", .kind = BENCH_LIMIT,
+			.unit = "cycles", .s = cs, .ratio = cs.median / sum[0][K_KERNEL].median,
+			.note = "the other part of a zero-fill upcall", .params = "{\"threads\": 1}",
+		};
+		bench_row(c, &crow);
+	}
 
 	bench_note(c, "each sample: one first-touch write to a fresh 4 KiB page, timed by the "
 		      "faulting thread (rdtscp around the store); %zu faults per thread per run, "
 		      "%d rounds, kinds alternating within each round", pages, rounds);
 	bench_note(c, "the budget holds every page (no eviction, no I/O): the fault mechanism only; "
 		      "kernel side: MAP_PRIVATE|MAP_ANONYMOUS with MADV_NOHUGEPAGE");
-	bench_note(c, "threads are not pinned; %d CPUs here, so %d threads are oversubscribed 2x",
-		   ncpu, 2 * ncpu);
+	if (one_cpu)
+		bench_note(c, "every thread, the handler thread included, pinned to one CPU: no "
+			      "cross-CPU wake-ups; 2 threads share it");
+	else
+		bench_note(c, "threads are not pinned; %d CPUs here, so %d threads are "
+			      "oversubscribed 2x; a handler-thread fault needs two cross-CPU wake-ups "
+			      "(several microseconds each on a VM whose idle CPUs halt), which busier "
+			      "CPUs make cheaper: see pager.latency-1cpu", ncpu, 2 * ncpu);
 	if (!handler_ok)
 		bench_note(c, "handler-thread rows missing: userfaultfd for kernel faults is not "
 			      "permitted here (needs CAP_SYS_PTRACE or vm.unprivileged_userfaultfd=1)");
 	if (!bench_quick(c) && !bench_smoke(c))
-		bench_note(c, "ExtMem measured up to 32 threads on 16 cores; this machine has %d", ncpu);
+		bench_note(c, "ExtMem measured up to 32 threads on 16 cores; this machine has %d",
+			   bench_ncpus());
 	else
 		bench_note(c, "faults per thread scaled down from 50000 (full) to %zu", pages);
 
