@@ -14,6 +14,13 @@
  * or callback returns the number of rings since the last consumption, and
  * each ring is returned once (to one of several concurrent consumers).
  *
+ * Trust: a doorbell is shared memory, and every process that maps it can
+ * write it.  Such a peer can make rings be lost or invented, make waiters
+ * wake or keep sleeping, and name the thread a ring interrupts (with this
+ * library's signal only).  It cannot make us write into a descriptor that
+ * is not an eventfd, nor make us spin on a lock.  Share doorbells only with
+ * processes you trust; bypass/ipc.h is built for peers you do not.
+ *
  * Every function returns 0 or a count on success and -errno on failure.
  */
 #ifndef BYPASS_NOTIFY_H
@@ -116,7 +123,9 @@ BYPASS_API int bypass_doorbell_ring(bypass_doorbell *db);
  * timeout other than BYPASS_FOREVER), -EPIPE (every
  * other process that used the doorbell has exited, and nothing is pending),
  * or -EBUSY (a handler consumes this doorbell's rings).  A waiter notices a
- * dead peer within about 20 ms.
+ * dead peer within about 20 ms.  -EPIPE is never returned to a process that
+ * has rung the doorbell itself (another of its threads may ring again), nor
+ * once more than 8 processes have used it (they are no longer tracked).
  */
 BYPASS_API int bypass_doorbell_wait(bypass_doorbell *db, int64_t timeout_ns);
 

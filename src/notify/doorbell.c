@@ -15,11 +15,11 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -41,40 +41,52 @@ static uint64_t default_spin_ns(void)
 /* ---------------------------------------------------------- registration */
 
 /* Record this process in the doorbell's process table (for peer checks). */
-static void db_register(struct bypass_doorbell *h)
+void db_register(struct bypass_doorbell *h)
 {
 	struct db_shared *sh = h->sh;
 	pid_t me = bp_pid();
 	unsigned gen = bp_fork_gen();
 	h->reg_gen = gen;
-	for (unsigned i = 0; i < DB_PROCS; i++)
-		if (atomic_load(&sh->procs[i]) == me)
+	atomic_store_explicit(&h->rang_marked, false, memory_order_relaxed);
+	for (int i = 0; i < DB_PROCS; i++)
+		if (atomic_load(&sh->procs[i]) == me) {
+			h->slot = i;
 			return;
+		}
 	for (int pass = 0; pass < 2; pass++) {
-		for (unsigned i = 0; i < DB_PROCS; i++) {
+		for (int i = 0; i < DB_PROCS; i++) {
 			int32_t cur = atomic_load(&sh->procs[i]);
 			if (cur && (pass == 0 || bp_proc_alive(cur, NULL)))
 				continue;
-			if (atomic_compare_exchange_strong(&sh->procs[i], &cur, me))
+			/* A reused slot starts with its "has rung" bit clear. */
+			atomic_fetch_and(&sh->rang, ~(1u << i));
+			if (atomic_compare_exchange_strong(&sh->procs[i], &cur, me)) {
+				h->slot = i;
 				return;
+			}
 		}
 	}
+	/* Peer tracking is off for this doorbell from now on: an untracked
+	 * process could be the one that rings, so never report -EPIPE. */
+	h->slot = -1;
+	atomic_store(&sh->untracked, 1);
 	bp_warn("bypass: doorbell %p: process table full, pid %d untracked",
 		(void *)sh, (int)me);
 }
 
-static inline void db_check_fork(struct bypass_doorbell *h)
+/* First ring by this process: note that it rings this doorbell. */
+static void db_mark_rang(struct bypass_doorbell *h)
 {
-	if (bp_unlikely(h->reg_gen != bp_fork_gen_fast())) {
-		db_register(h);
-		/* The child's only thread is not the interrupt receiver. */
-	}
+	if (h->slot >= 0)
+		atomic_fetch_or(&h->sh->rang, 1u << h->slot);
+	atomic_store_explicit(&h->rang_marked, true, memory_order_relaxed);
 }
 
 int bypass_doorbell_peer_alive(bypass_doorbell *h)
 {
 	if (!h || !db_live(h))
 		return -EINVAL;
+	db_check_fork(h);
 	pid_t me = bp_pid();
 	int others = 0, alive = 0;
 	pthread_mutex_lock(&h->lock);
@@ -93,16 +105,24 @@ int bypass_doorbell_peer_alive(bypass_doorbell *h)
 			alive++;
 	}
 	pthread_mutex_unlock(&h->lock);
+	if (atomic_load(&h->sh->untracked))
+		return 1;
 	return !others || alive ? 1 : 0;
 }
 
-/* Called by sleeping waiters between slices. */
+/*
+ * Called by sleeping waiters between slices.  -EPIPE only when nobody can
+ * ring any more: every other process that used the doorbell has exited, and
+ * this process has never rung it (a thread of ours might still).
+ */
 static int db_wait_check(void *arg)
 {
 	struct bypass_doorbell *h = arg;
 	if (!db_live(h))
 		return -EINVAL;
 	if (db_pending(h->sh))
+		return 0;
+	if (h->slot >= 0 && (atomic_load(&h->sh->rang) & (1u << h->slot)))
 		return 0;
 	return bypass_doorbell_peer_alive(h) == 0 ? -EPIPE : 0;
 }
@@ -116,6 +136,7 @@ static int db_init_handle(struct bypass_doorbell *h, struct db_shared *sh,
 	h->memfd = -1;
 	h->efd = -1;
 	h->intr_slot = -1;
+	h->slot = -1;
 	h->mode = o ? o->mode : BYPASS_WAIT_ADAPTIVE;
 	h->spin_ns = o && o->spin_ns ? o->spin_ns : default_spin_ns();
 	for (unsigned i = 0; i < DB_PROCS; i++) {
@@ -267,7 +288,7 @@ struct db_wire {
 	uint32_t magic;
 	uint32_t version;
 	uint64_t offset;   /* of the shared state within the memfd */
-	uint64_t efd_id;   /* identity of the eventfd sent along, 0 = none */
+	uint64_t efd_loc;  /* the shared efd_loc of the eventfd sent along, 0 = none */
 };
 #define DB_WIRE_MAGIC 0x42504442u /* "BPDB" */
 
@@ -287,9 +308,9 @@ int bypass_doorbell_send(int sock, bypass_doorbell *h)
 	} else {
 		return -EINVAL;
 	}
-	if (h->efd >= 0 && h->efd_id == atomic_load(&h->sh->efd_id)) {
+	if (h->efd >= 0 && h->efd_loc == atomic_load(&h->sh->efd_loc)) {
 		fds[n++] = h->efd;
-		w.efd_id = h->efd_id;
+		w.efd_loc = h->efd_loc;
 	}
 	int r = bypass_send_fds(sock, fds, (unsigned)n, &w, sizeof(w));
 	return r < 0 ? r : 0;
@@ -309,7 +330,8 @@ int bypass_doorbell_recv(int sock, bypass_doorbell **out)
 		return r;
 	int err = -EPROTO;
 	if ((size_t)r != sizeof(w) || w.magic != DB_WIRE_MAGIC || w.version != 1 ||
-	    nfds < 1 || (w.efd_id && nfds != 2) || (!w.efd_id && nfds != 1))
+	    nfds < 1 || (w.efd_loc && nfds != 2) || (!w.efd_loc && nfds != 1) ||
+	    (w.efd_loc && !db_is_eventfd(fds[1])))
 		goto fail;
 	struct stat st;
 	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
@@ -344,9 +366,9 @@ int bypass_doorbell_recv(int sock, bypass_doorbell **out)
 	h->map_len = len;
 	h->map_off = page_off;
 	h->memfd = fds[0];
-	if (w.efd_id) {
+	if (w.efd_loc) {
 		h->efd = fds[1];
-		h->efd_id = w.efd_id;
+		h->efd_loc = w.efd_loc;
 	}
 	db_register(h);
 	*out = h;
@@ -368,11 +390,10 @@ int bypass_doorbell_close(bypass_doorbell *h)
 			close(h->pidfd[i]);
 	if (h->efd >= 0) {
 		/* Withdraw our eventfd from the shared state if it is ours. */
-		if (h->efd_owner && atomic_load(&h->sh->efd_id) == h->efd_id &&
-		    atomic_load(&h->sh->efd_pid) == bp_pid()) {
+		uint64_t mine = h->efd_loc;
+		if (h->efd_owner && (pid_t)(mine >> 32) == bp_pid() &&
+		    atomic_compare_exchange_strong(&h->sh->efd_loc, &mine, 0))
 			atomic_store(&h->sh->efd_armed, 0);
-			atomic_store(&h->sh->efd_id, 0);
-		}
 		close(h->efd);
 	}
 	if (h->map)
@@ -418,6 +439,8 @@ int bypass_doorbell_ring(bypass_doorbell *h)
 	atomic_fetch_add_explicit(&sh->ww.value, 1, memory_order_seq_cst);
 	if (bp_unlikely(atomic_load_explicit(&sh->state, memory_order_relaxed) != DB_ALIVE))
 		return -EINVAL;
+	if (bp_unlikely(!atomic_load_explicit(&h->rang_marked, memory_order_relaxed)))
+		db_mark_rang(h);
 	int r = 0;
 	if (atomic_load_explicit(&sh->ww.sleepers, memory_order_seq_cst))
 		bp_futex_wake(&sh->ww.value, INT32_MAX, true);
@@ -556,73 +579,109 @@ int bypass_doorbell_wait(bypass_doorbell *h, int64_t timeout_ns)
 
 /* ---------------------------------------------------------------- eventfd */
 
-/* Find or fetch a local descriptor for the doorbell's current eventfd. */
-static int db_efd_get(struct bypass_doorbell *h, bool create)
+/*
+ * A descriptor named by shared memory is only used once it proves to be an
+ * eventfd: a corrupt or hostile peer must not make us write into a file,
+ * socket or pipe of ours or of another process.
+ */
+bool db_is_eventfd(int fd)
 {
-	struct db_shared *sh = h->sh;
-	pthread_mutex_lock(&h->lock);
-	while (atomic_exchange(&sh->efd_lock, 1))
-		bp_cpu_relax();
-	int ret;
-	uint64_t id = atomic_load(&sh->efd_id);
-	if (id && h->efd >= 0 && h->efd_id == id) {
-		ret = h->efd;
-		goto out;
-	}
-	if (id) {
-		pid_t owner = atomic_load(&sh->efd_pid);
-		int num = atomic_load(&sh->efd_num);
-		int fd = -1;
-		if (owner == bp_pid()) {
-			fd = fcntl(num, F_DUPFD_CLOEXEC, 0);
-		} else {
-			int pfd = (int)syscall(SYS_pidfd_open, owner, 0);
-			if (pfd >= 0) {
-				fd = (int)syscall(SYS_pidfd_getfd, pfd, num, 0);
-				close(pfd);
-			}
+	char path[48], link[32];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = 0;
+	return !strcmp(link, "anon_inode:[eventfd]");
+}
+
+static inline uint64_t efd_loc_make(pid_t pid, int fd)
+{
+	return ((uint64_t)(uint32_t)pid << 32) | (uint32_t)fd;
+}
+
+/* A local descriptor for the eventfd at loc, or -1. */
+static int efd_fetch(uint64_t loc)
+{
+	pid_t owner = (pid_t)(loc >> 32);
+	int num = (int)(uint32_t)loc, fd = -1;
+	if (owner <= 0 || num < 0)
+		return -1;
+	if (owner == bp_pid()) {
+		fd = fcntl(num, F_DUPFD_CLOEXEC, 0);
+	} else {
+		int pfd = (int)syscall(SYS_pidfd_open, owner, 0);
+		if (pfd >= 0) {
+			fd = (int)syscall(SYS_pidfd_getfd, pfd, num, 0);
+			close(pfd);
 		}
-		if (fd >= 0) {
-			if (h->efd >= 0)
-				close(h->efd);
-			h->efd = fd;
-			h->efd_id = id;
-			h->efd_owner = false;
-			ret = fd;
-			goto out;
-		}
-		if (!create || bp_proc_alive(owner, NULL)) {
-			bp_warn("bypass: doorbell %p: cannot reach the eventfd of pid %d: %s",
-				(void *)sh, (int)owner, strerror(errno));
-			ret = -EPERM;
-			goto out;
-		}
-		/* Its owner is gone: replace it. */
 	}
-	if (!create) {
-		ret = -ENOENT;
-		goto out;
+	if (fd >= 0 && !db_is_eventfd(fd)) {
+		bp_warn("bypass: doorbell names descriptor %d of pid %d, not an eventfd: "
+			"ignored", num, (int)owner);
+		close(fd);
+		return -1;
 	}
-	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (fd < 0) {
-		ret = -errno;
-		goto out;
-	}
-	uint64_t nid;
-	if (getrandom(&nid, sizeof(nid), 0) != sizeof(nid))
-		nid = bypass_rdtscp(NULL);
-	nid |= 1;
+	return fd;
+}
+
+static void efd_adopt(struct bypass_doorbell *h, int fd, uint64_t loc, bool owner)
+{
 	if (h->efd >= 0)
 		close(h->efd);
 	h->efd = fd;
-	h->efd_id = nid;
-	h->efd_owner = true;
-	atomic_store(&sh->efd_pid, bp_pid());
-	atomic_store(&sh->efd_num, fd);
-	atomic_store(&sh->efd_id, nid);
-	ret = fd;
-out:
-	atomic_store(&sh->efd_lock, 0);
+	h->efd_loc = loc;
+	h->efd_owner = owner;
+}
+
+/*
+ * Find or fetch a local descriptor for the doorbell's current eventfd, or
+ * (create) make one and publish it.  No lock is shared between processes:
+ * the eventfd's location is one 64-bit word, published with a CAS.
+ */
+static int db_efd_get(struct bypass_doorbell *h, bool create)
+{
+	struct db_shared *sh = h->sh;
+	int ret = -EBUSY;
+	pthread_mutex_lock(&h->lock);
+	for (int tries = 0; tries < 8; tries++) {
+		uint64_t loc = atomic_load(&sh->efd_loc);
+		if (loc && h->efd >= 0 && h->efd_loc == loc) {
+			ret = h->efd;
+			break;
+		}
+		if (loc) {
+			int fd = efd_fetch(loc);
+			if (fd >= 0) {
+				efd_adopt(h, fd, loc, false);
+				ret = fd;
+				break;
+			}
+			pid_t owner = (pid_t)(loc >> 32);
+			if (!create || bp_proc_alive(owner, NULL)) {
+				bp_warn("bypass: doorbell %p: cannot reach the eventfd of pid %d",
+					(void *)sh, (int)owner);
+				ret = -EPERM;
+				break;
+			}
+			/* Its owner is gone: replace it. */
+		} else if (!create) {
+			ret = -ENOENT;
+			break;
+		}
+		int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (fd < 0) {
+			ret = -errno;
+			break;
+		}
+		uint64_t mine = efd_loc_make(bp_pid(), fd);
+		if (atomic_compare_exchange_strong(&sh->efd_loc, &loc, mine)) {
+			efd_adopt(h, fd, mine, true);
+			ret = fd;
+			break;
+		}
+		close(fd); /* someone published first: use theirs */
+	}
 	pthread_mutex_unlock(&h->lock);
 	return ret;
 }
@@ -630,7 +689,7 @@ out:
 int db_post_eventfd(struct bypass_doorbell *h)
 {
 	int fd = h->efd;
-	if (bp_unlikely(fd < 0 || h->efd_id != atomic_load(&h->sh->efd_id))) {
+	if (bp_unlikely(fd < 0 || h->efd_loc != atomic_load(&h->sh->efd_loc))) {
 		fd = db_efd_get(h, false);
 		if (fd == -ENOENT) /* withdrawn meanwhile */
 			return 0;
@@ -646,6 +705,7 @@ int bypass_doorbell_fd(bypass_doorbell *h)
 {
 	if (!h || !db_live(h))
 		return -EINVAL;
+	db_check_fork(h);
 	return db_efd_get(h, true);
 }
 
@@ -653,8 +713,9 @@ int bypass_doorbell_arm(bypass_doorbell *h)
 {
 	if (!h || !db_live(h))
 		return -EINVAL;
+	db_check_fork(h);
 	struct db_shared *sh = h->sh;
-	if (h->efd < 0 || h->efd_id != atomic_load(&sh->efd_id)) {
+	if (h->efd < 0 || h->efd_loc != atomic_load(&sh->efd_loc)) {
 		int r = db_efd_get(h, true);
 		if (r < 0)
 			return r;

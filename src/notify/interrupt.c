@@ -82,7 +82,9 @@ int db_intr_post(struct bypass_doorbell *h)
 	struct db_shared *sh = h->sh;
 	siginfo_t si;
 	memset(&si, 0, sizeof(si));
-	si.si_signo = atomic_load(&sh->intr_signo);
+	/* Our own signal number, not one read from shared memory: a peer that
+	 * writes the doorbell must not pick which signal we send. */
+	si.si_signo = bypass_notify_signal();
 	si.si_code = SI_QUEUE;
 	si.si_pid = bp_pid();
 	si.si_uid = getuid();
@@ -148,6 +150,7 @@ int bypass_doorbell_set_handler(bypass_doorbell *h, bypass_doorbell_cb cb, void 
 {
 	if (!h || !db_live(h))
 		return -EINVAL;
+	db_check_fork(h);
 	struct db_shared *sh = h->sh;
 	if (!cb) {
 		if (h->intr_slot < 0)
@@ -189,7 +192,6 @@ int bypass_doorbell_set_handler(bypass_doorbell *h, bypass_doorbell_cb cb, void 
 	atomic_store(&s->db, h);
 	h->intr_slot = idx;
 	atomic_store(&sh->intr_cookie, (gen << 8) | (unsigned)idx);
-	atomic_store(&sh->intr_signo, intr_signo);
 	atomic_store(&sh->intr_pid, bp_pid());
 	atomic_store(&sh->intr_posted, 0);
 	atomic_store_explicit(&sh->intr_tid, (uint32_t)bp_tid(), memory_order_seq_cst);

@@ -25,7 +25,6 @@ struct db_shared {
 	_Atomic uint32_t intr_tid;   /* interrupt receiver thread, 0 = none */
 	_Atomic uint32_t intr_posted;/* a signal is in flight */
 	_Atomic int32_t intr_pid;
-	_Atomic int32_t intr_signo;
 	_Atomic uint32_t intr_cookie;
 	uint32_t backend;
 	uint32_t pad0;
@@ -33,11 +32,11 @@ struct db_shared {
 	/* Line 1, written by consumers. */
 	_Atomic uint32_t consumed __attribute__((aligned(BP_CACHELINE)));
 	/* Line 2, cold. */
-	_Atomic uint64_t efd_id __attribute__((aligned(BP_CACHELINE)));
-	_Atomic int32_t efd_pid;
-	_Atomic int32_t efd_num;
-	_Atomic uint32_t efd_lock;
-	_Atomic int32_t procs[DB_PROCS];
+	/* Where the eventfd lives: (pid << 32) | descriptor number, 0 = none. */
+	_Atomic uint64_t efd_loc __attribute__((aligned(BP_CACHELINE)));
+	_Atomic int32_t procs[DB_PROCS]; /* processes that use the doorbell */
+	_Atomic uint32_t rang;           /* bit i: procs[i] has rung it */
+	_Atomic uint32_t untracked;      /* a process found the table full */
 };
 
 struct bypass_doorbell {
@@ -48,8 +47,10 @@ struct bypass_doorbell {
 	uint64_t map_off;      /* offset of map within memfd's file */
 	int memfd;             /* owned descriptor of the shared memory, or -1 */
 	int efd;               /* local descriptor of the eventfd, or -1 */
-	uint64_t efd_id;       /* which shared eventfd efd is */
+	uint64_t efd_loc;      /* which shared eventfd efd is (see efd_loc) */
 	bool efd_owner;        /* this handle created it */
+	int slot;              /* this process's entry in procs[], or -1 */
+	_Atomic bool rang_marked; /* our bit in rang is set */
 	int mode;
 	uint64_t spin_ns;
 	unsigned reg_gen;      /* fork generation we registered in */
@@ -72,6 +73,15 @@ static inline bool db_pending(struct db_shared *sh)
 
 int db_consume(struct bypass_doorbell *h);
 int db_post_eventfd(struct bypass_doorbell *h);
+bool db_is_eventfd(int fd);
+void db_register(struct bypass_doorbell *h);
+
+/* After fork(), the first call in the child registers the child. */
+static inline void db_check_fork(struct bypass_doorbell *h)
+{
+	if (bp_unlikely(h->reg_gen != bp_fork_gen_fast()))
+		db_register(h);
+}
 int db_intr_post(struct bypass_doorbell *h);
 void db_intr_unregister(struct bypass_doorbell *h);
 /* A live thread's handler consumes the rings (clears the registration of a

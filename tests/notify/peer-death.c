@@ -5,7 +5,9 @@
  * -EPIPE instead of hanging (whether the child dies before or during the
  * wait, reaped or not), a wait with a long timeout returns -EPIPE well
  * within it, peer_alive goes from 1 to 0, rings still pending are returned
- * before -EPIPE, and a child that never used the doorbell is no peer.
+ * before -EPIPE, a child that never used the doorbell is no peer, and a
+ * process that rang the doorbell itself never gets -EPIPE (one of its
+ * threads may ring again).
  */
 #include <bypass/notify.h>
 #include <signal.h>
@@ -64,9 +66,16 @@ static void one_mode(int mode)
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	CHECK_ERR(bypass_doorbell_wait(db, BYPASS_FOREVER), -EPIPE);
 	CHECK_EQ(bypass_doorbell_peer_alive(db), 0);
-	/* Pending rings come first, then -EPIPE again. */
-	CHECK_ERR(bypass_doorbell_ring(db), 0);
-	CHECK_ERR(bypass_doorbell_ring(db), 0);
+	/* Pending rings (from a child that rang twice and exited) come
+	 * first, then -EPIPE again. */
+	pid_t ringer = fork();
+	CHECK(ringer >= 0);
+	if (ringer == 0) {
+		CHECK_ERR(bypass_doorbell_ring(db), 0);
+		CHECK_ERR(bypass_doorbell_ring(db), 0);
+		_exit(0);
+	}
+	wait_child(ringer);
 	CHECK_EQ(bypass_doorbell_wait(db, BYPASS_FOREVER), 2);
 	CHECK_ERR(bypass_doorbell_wait(db, BYPASS_FOREVER), -EPIPE);
 	reap_killed(pid);
@@ -106,6 +115,22 @@ int main(void)
 	for (int m = BYPASS_WAIT_ADAPTIVE; m <= BYPASS_WAIT_SPIN; m++) {
 		TEST_LOG("mode %d", m);
 		one_mode(m);
+	}
+
+	/* This process rang the doorbell itself, so a thread of ours may ring
+	 * it again: no -EPIPE when the only other peer dies, a timeout. */
+	{
+		bypass_doorbell *self;
+		CHECK_ERR(bypass_doorbell_create(NULL, &self), 0);
+		CHECK_ERR(bypass_doorbell_ring(self), 0);
+		CHECK_EQ(bypass_doorbell_wait(self, 0), 1);
+		pid_t p = peer(self, -1);
+		CHECK_EQ(bypass_doorbell_wait(self, BYPASS_FOREVER), 1);
+		CHECK_EQ(kill(p, SIGKILL), 0);
+		reap_killed(p);
+		CHECK_EQ(bypass_doorbell_peer_alive(self), 0);
+		CHECK_ERR(bypass_doorbell_wait(self, 100000000), -ETIMEDOUT);
+		CHECK_ERR(bypass_doorbell_close(self), 0);
 	}
 
 	/* A child that never used the doorbell is no peer: a timeout, not
