@@ -19,6 +19,7 @@
  */
 #include <bypass/notify.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
@@ -91,6 +92,15 @@ static void stop(struct ctx *c, pthread_t t)
 {
 	atomic_store(&c->stop, 1);
 	CHECK_EQ(pthread_join(t, NULL), 0);
+	/*
+	 * pthread_join returns when the thread's tid word is cleared, a little
+	 * before the kernel has released the thread: until then tgkill(tid, 0)
+	 * still finds it, and the library rightly treats it as alive.  Wait for
+	 * the kernel (no time limit here: the test's own timeout bounds it).
+	 */
+	int tid = atomic_load(&c->tid);
+	while (tid && (syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH))
+		sched_yield();
 }
 
 static void busy_receiver(void)
