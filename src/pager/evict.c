@@ -344,18 +344,25 @@ static uint32_t finish_wb(struct bypass_pager *p, struct ectx *c, struct wb *b, 
 	return ndrop;
 }
 
-/* Reap finished writes; with wait, wait for at least one. */
+/*
+ * Reap finished writes; with wait, wait up to 1 ms for one.  Never longer:
+ * io_uring posts an O_DIRECT completion through the task work of the thread
+ * that submitted it, which may be asleep where task work cannot run (a
+ * kernel-mode fault on a handler-thread region, waiting for us); the caller
+ * then evicts more pages itself, whose completions it can reap.
+ */
 static uint32_t reap(struct bypass_pager *p, struct ectx *c, bool wait)
 {
 	uint32_t freed = 0;
 	bool got = false;
 	while (p->wb_inflight) {
 		struct io_uring_cqe *cqe;
-		int e = wait && !got ? io_uring_wait_cqe(&p->ring, &cqe)
+		struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = 1000000 };
+		int e = wait && !got ? io_uring_wait_cqe_timeout(&p->ring, &cqe, &ts)
 				     : io_uring_peek_cqe(&p->ring, &cqe);
 		if (e == -EINTR)
 			continue;
-		if (e)
+		if (e) /* -EAGAIN: none yet; -ETIME: timed out */
 			break;
 		uint32_t ri = (uint32_t)cqe->user_data;
 		int res = cqe->res;
@@ -445,13 +452,17 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 
 /* ------------------------------------------------------------ eviction */
 
-/* One round: up to a batch of victims dropped or put under write-back. */
-static uint32_t evict_round(struct bypass_pager *p, struct ectx *c)
+/*
+ * One round: up to a batch of victims dropped or put under write-back, down
+ * to the low watermark counting the pages already under write-back (with
+ * force: a batch more, whatever the watermark).
+ */
+static uint32_t evict_round(struct bypass_pager *p, struct ectx *c, bool force)
 {
 	uint32_t res = atomic_load(&p->resident), wb = atomic_load(&p->writeback);
-	if (res <= wb + p->low)
+	if (res <= wb + (force ? 0 : p->low))
 		return 0;
-	uint32_t want = res - wb - p->low;
+	uint32_t want = res - wb - (force ? 0 : p->low);
 	if (want > p->batch)
 		want = p->batch;
 	uint32_t *v = p->victims, *clean = p->clean_ids;
@@ -511,14 +522,23 @@ static uint32_t evict_run(struct bypass_pager *p, bool need)
 	struct ectx c = { tab_get(), NULL };
 	uint32_t done = reap(p, &c, false);
 	for (int round = 0; round < 64; round++) {
-		uint32_t n = evict_round(p, &c);
+		uint32_t n = evict_round(p, &c, false);
 		if (!n)
 			break;
 		done += n;
 	}
-	if (need)
-		while (atomic_load(&p->resident) >= p->budget && p->wb_inflight)
-			done += reap(p, &c, true);
+	/* The budget is full of pages under write-back: wait for some, and
+	 * put more under way meanwhile (see reap()). */
+	for (int tries = 0; need && atomic_load(&p->resident) >= p->budget && tries < 100;
+	     tries++) {
+		uint32_t got = reap(p, &c, true);
+		if (atomic_load(&p->resident) < p->budget)
+			break;
+		uint32_t n = evict_round(p, &c, true);
+		done += got + n;
+		if (!got && !n && !p->wb_inflight)
+			break;
+	}
 	tab_leave(idx);
 	return done;
 }

@@ -208,9 +208,11 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 	uint32_t slot1 = pg->slot; /* slot + 1 */
 	uint32_t win = atomic_load_explicit(&r->ra_win, memory_order_relaxed);
 	if (id == atomic_load_explicit(&r->ra_next, memory_order_relaxed))
-		win = win < 2 ? 2 : (2 * win > p->ra ? p->ra : 2 * win);
+		win = win < 1 ? 2 : 2 * win;
 	else
 		win = 1;
+	if (win > p->ra)
+		win = p->ra;
 	uint32_t k = 1, maxk = win;
 	uint32_t left = (uint32_t)((r->end - pa) >> PG_SHIFT);
 	if (maxk > left)
