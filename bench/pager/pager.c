@@ -3,6 +3,8 @@
  * bench_pager: ExtMem's experiments on a stock kernel.
  *   pager.latency     per-fault latency against the number of threads
  *                     faulting at once (ExtMem's first figure)
+ *   pager.drop        how evicted pages are best dropped (the issue's
+ *                     MADV_DONTNEED or UFFDIO_MOVE)
  *   pager.throughput  random and sequential accesses over a region 4x the
  *                     budget, bypass against Linux swap in a memory cgroup
  *                     of the same size (ExtMem's same-policy comparison)
@@ -16,12 +18,14 @@ const char *pb_swapdir(struct bench_ctx *c)
 	return bench_param(c, "swapdir", "/var/tmp");
 }
 
-/* --param only=latency|throughput runs one experiment. */
+/* --param only=latency|drop|throughput runs one experiment. */
 int bench_pager(struct bench_ctx *c)
 {
 	const char *only = bench_param(c, "only", NULL);
 	if (!only || !strcmp(only, "latency"))
 		bench_pager_latency(c);
+	if (!only || !strcmp(only, "drop"))
+		bench_pager_drop(c);
 	if (!only || !strcmp(only, "throughput"))
 		bench_pager_throughput(c);
 	return 0;

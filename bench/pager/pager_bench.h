@@ -12,6 +12,8 @@
 /* ExtMem's two figures. */
 void bench_pager_latency(struct bench_ctx *c);
 void bench_pager_throughput(struct bench_ctx *c);
+/* The design choice: how evicted pages are dropped. */
+void bench_pager_drop(struct bench_ctx *c);
 
 /* Where swap files go: --param swapdir=DIR (default /var/tmp). */
 const char *pb_swapdir(struct bench_ctx *c);

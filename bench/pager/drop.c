@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pager.drop: the cost of dropping evicted pages, per page, for the ways
+ * the issue allowed: MADV_DONTNEED one page at a time, MADV_DONTNEED on a
+ * whole batch in one process_madvise() (what the pager does), and
+ * UFFDIO_MOVE of each page out to a scratch area freed by one MADV_DONTNEED.
+ * Batches of 32 pages (the pager's default round) chosen at random from a
+ * registered, populated region, as an eviction round's victims are.
+ */
+#include "pager_bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#ifndef UFFDIO_MOVE /* Linux 6.8; the headers here may be older */
+struct uffdio_move {
+	__u64 dst, src, len, mode;
+	__s64 move;
+};
+#define UFFDIO_MOVE _IOWR(UFFDIO, 0x05, struct uffdio_move)
+#endif
+#ifndef UFFD_FEATURE_MOVE
+#define UFFD_FEATURE_MOVE (1 << 16)
+#endif
+
+#define BATCH 32
+enum { D_MADVISE, D_PMADVISE, D_MOVE, D_N };
+static const char *dname[D_N] = {
+	"MADV_DONTNEED, one call per page",
+	"MADV_DONTNEED, one process_madvise per batch (bypass)",
+	"UFFDIO_MOVE per page + one MADV_DONTNEED per batch",
+};
+
+void bench_pager_drop(struct bench_ctx *c)
+{
+	const char *id = "pager.drop";
+	size_t npages = bench_count(c, "drop_pages", 65536, 16384);
+	npages -= npages % BATCH;
+	size_t len = npages * PB_PAGE;
+	int rounds = bench_rounds(c);
+	int uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+	struct uffdio_api api = { .api = UFFD_API,
+				  .features = UFFD_FEATURE_SIGBUS | UFFD_FEATURE_MOVE };
+	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) < 0) {
+		bench_skip(c, id, "userfaultfd with UFFD_FEATURE_MOVE: %s", strerror(errno));
+		if (uffd >= 0)
+			close(uffd);
+		return;
+	}
+	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *scratch = mmap(NULL, BATCH * PB_PAGE, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	static char src[PB_PAGE] __attribute__((aligned(4096)));
+	memset(src, 7, sizeof(src));
+	madvise(m, len, MADV_NOHUGEPAGE);
+	madvise(scratch, BATCH * PB_PAGE, MADV_NOHUGEPAGE);
+	struct uffdio_register r1 = { .range = { (uintptr_t)m, len },
+				      .mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP };
+	struct uffdio_register r2 = { .range = { (uintptr_t)scratch, BATCH * PB_PAGE },
+				      .mode = UFFDIO_REGISTER_MODE_MISSING };
+	if (ioctl(uffd, UFFDIO_REGISTER, &r1) < 0 || ioctl(uffd, UFFDIO_REGISTER, &r2) < 0) {
+		bench_skip(c, id, "UFFDIO_REGISTER: %s", strerror(errno));
+		goto out;
+	}
+	uint32_t *perm = malloc(npages * sizeof(uint32_t));
+	for (size_t i = 0; i < npages; i++)
+		perm[i] = (uint32_t)i;
+	uint64_t x = 12345;
+	for (size_t i = npages - 1; i > 0; i--) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		size_t j = x % (i + 1);
+		uint32_t t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	size_t nb = npages / BATCH;
+	uint64_t *s[D_N];
+	for (int d = 0; d < D_N; d++)
+		s[d] = malloc(sizeof(uint64_t) * nb * (size_t)rounds);
+	bool pm_ok = pidfd >= 0, move_ok = true;
+	for (int r = 0; r < rounds; r++)
+		for (int d = 0; d < D_N; d++) {
+			for (size_t i = 0; i < npages; i++) { /* populate, as pages are */
+				struct uffdio_copy cp = { .dst = (uintptr_t)m + i * PB_PAGE,
+							  .src = (uintptr_t)src, .len = PB_PAGE };
+				ioctl(uffd, UFFDIO_COPY, &cp);
+			}
+			for (size_t b = 0; b < nb; b++) {
+				uint32_t *v = perm + b * BATCH;
+				uint64_t t0 = bypass_rdtscp(NULL);
+				if (d == D_MADVISE) {
+					for (int k = 0; k < BATCH; k++)
+						madvise(m + (size_t)v[k] * PB_PAGE, PB_PAGE, MADV_DONTNEED);
+				} else if (d == D_PMADVISE) {
+					struct iovec iov[BATCH];
+					for (int k = 0; k < BATCH; k++)
+						iov[k] = (struct iovec){ m + (size_t)v[k] * PB_PAGE, PB_PAGE };
+					if (syscall(SYS_process_madvise, pidfd, iov, BATCH,
+						    MADV_DONTNEED, 0u) < 0)
+						pm_ok = false;
+				} else {
+					for (int k = 0; k < BATCH; k++) {
+						struct uffdio_move mv = {
+							.dst = (uintptr_t)scratch + (size_t)k * PB_PAGE,
+							.src = (uintptr_t)m + (size_t)v[k] * PB_PAGE,
+							.len = PB_PAGE };
+						if (ioctl(uffd, UFFDIO_MOVE, &mv) < 0)
+							move_ok = false;
+					}
+					madvise(scratch, BATCH * PB_PAGE, MADV_DONTNEED);
+				}
+				s[d][(size_t)r * nb + b] = (bypass_rdtscp(NULL) - t0 + BATCH / 2) / BATCH;
+			}
+		}
+	bench_begin(c, id, "dropping evicted pages: cost per page in batches of 32 random pages",
+		    "MADV_DONTNEED, one call per page");
+	struct bench_summary sum[D_N];
+	for (int d = 0; d < D_N; d++)
+		bench_summarize(s[d], nb * (size_t)rounds, &sum[d]);
+	for (int d = 0; d < D_N; d++) {
+		if ((d == D_PMADVISE && !pm_ok) || (d == D_MOVE && !move_ok))
+			continue;
+		struct bench_row row = {
+			.variant = dname[d], .kind = d == D_PMADVISE ? BENCH_BYPASS : BENCH_BASELINE,
+			.unit = "cycles", .s = sum[d], .ratio = sum[d].median / sum[D_MADVISE].median,
+		};
+		bench_row(c, &row);
+	}
+	bench_note(c, "each sample: one batch of %d pages, divided by %d; %zu batches per round, "
+		   "%d rounds; single thread (with more threads each call's TLB shootdown costs more, "
+		   "which favours the batched call further)", BATCH, BATCH, nb, rounds);
+	if (!pm_ok)
+		bench_note(c, "process_madvise(MADV_DONTNEED) on itself refused here (before Linux "
+			      "6.13): the pager falls back to one madvise per range");
+	if (!move_ok)
+		bench_note(c, "UFFDIO_MOVE failed here");
+	bench_end(c);
+	for (int d = 0; d < D_N; d++)
+		free(s[d]);
+	free(perm);
+out:
+	munmap(m, len);
+	munmap(scratch, BATCH * PB_PAGE);
+	if (pidfd >= 0)
+		close(pidfd);
+	close(uffd);
+}
