@@ -5,6 +5,12 @@
  * raw liburing loop (the floor for io_uring), through bypass's explicit API,
  * and through the preload's path (arguments copied, per-descriptor
  * bookkeeping).  The null system call is the limit batching removes.
+ *
+ * As in an event-driven server, the sends of a segment go to different
+ * connections (256 socket pairs, in turn).  Two more rows send a whole
+ * segment of 32 on one socket: bypass keeps their order by linking them
+ * (io_uring runs each linked request from task work), a raw loop that does
+ * not link them is faster and may reorder them when the socket fills.
  */
 #include "bench.h"
 #include "batch_bench.h"
@@ -23,67 +29,84 @@
 
 #define MSG 64
 #define BLOCK 1024 /* sends per sample */
+#define NSOCK 256  /* connections the sends go to, in turn */
 
 static const unsigned segs[] = { 8, 32, 256 };
 #define NSEG 3
 
 enum { V_NULL, V_SEND, V_URING, V_API = V_URING + NSEG, V_PRELOAD = V_API + NSEG,
-       V_FIXED = V_PRELOAD + NSEG, NV };
+       V_ONE_URING = V_PRELOAD + NSEG, V_ONE_LINKED, V_ONE_API, NV };
 
 struct sender {
-	int sv[2];
+	int tx[NSOCK], rx[NSOCK];
 	struct io_uring ring;
 	char msg[MSG];
 	char *sink;
 };
 
-static void drain(struct sender *s, size_t bytes)
+/* Empty every receiver (not timed). */
+static void drain(struct sender *s, bool one)
 {
-	while (bytes) {
-		ssize_t n = read(s->sv[1], s->sink, bytes < (1u << 20) ? bytes : (1u << 20));
-		if (n <= 0)
-			abort();
-		bytes -= (size_t)n;
+	for (int k = 0; k < (one ? 1 : NSOCK); k++) {
+		size_t bytes = one ? (size_t)BLOCK * MSG : (size_t)BLOCK / NSOCK * MSG;
+		while (bytes) {
+			ssize_t n = read(s->rx[k], s->sink, bytes < (1u << 20) ? bytes : (1u << 20));
+			if (n <= 0)
+				abort();
+			bytes -= (size_t)n;
+		}
 	}
+}
+
+static void uring_segment(struct sender *s, int first, unsigned b, bool one, bool link)
+{
+	for (unsigned j = 0; j < b; j++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
+		int fd = one ? s->tx[0] : s->tx[(first + (int)j) % NSOCK];
+		io_uring_prep_send(sqe, fd, s->msg, MSG, 0);
+		if (link && j + 1 < b)
+			sqe->flags |= IOSQE_IO_LINK;
+	}
+	if (link)
+		io_uring_submit_and_wait(&s->ring, b);
+	else
+		io_uring_submit(&s->ring);
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+	io_uring_for_each_cqe(&s->ring, head, cqe)
+	{
+		if (cqe->res != MSG)
+			abort();
+		n++;
+	}
+	io_uring_cq_advance(&s->ring, n);
 }
 
 /* One sample: BLOCK sends of variant v; cycles per send. */
 static uint64_t sample(struct sender *s, int v)
 {
-	int fd = s->sv[0];
+	bool one = v >= V_ONE_URING;
 	uint64_t t0 = bypass_rdtscp(NULL);
 	if (v == V_NULL) {
 		for (int i = 0; i < BLOCK; i++)
 			syscall(SYS_getppid);
 	} else if (v == V_SEND) {
 		for (int i = 0; i < BLOCK; i++)
-			if (send(fd, s->msg, MSG, 0) != MSG)
+			if (send(s->tx[i % NSOCK], s->msg, MSG, 0) != MSG)
 				abort();
-	} else if (v >= V_URING && v < V_URING + NSEG) {
-		unsigned b = segs[v - V_URING];
-		for (int i = 0; i < BLOCK; i += (int)b) {
-			for (unsigned j = 0; j < b; j++) {
-				struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
-				io_uring_prep_send(sqe, fd, s->msg, MSG, 0);
-			}
-			io_uring_submit(&s->ring);
-			struct io_uring_cqe *cqe;
-			unsigned head, n = 0;
-			io_uring_for_each_cqe(&s->ring, head, cqe)
-			{
-				if (cqe->res != MSG)
-					abort();
-				n++;
-			}
-			io_uring_cq_advance(&s->ring, n);
-		}
-	} else if ((v >= V_API && v < V_API + NSEG) || v == V_FIXED) {
-		unsigned b = v == V_FIXED ? 32 : segs[v - V_API];
+	} else if ((v >= V_URING && v < V_URING + NSEG) || v == V_ONE_URING ||
+		   v == V_ONE_LINKED) {
+		unsigned b = one ? 32 : segs[v - V_URING];
+		for (int i = 0; i < BLOCK; i += (int)b)
+			uring_segment(s, i, b, one, v == V_ONE_LINKED);
+	} else if ((v >= V_API && v < V_API + NSEG) || v == V_ONE_API) {
+		unsigned b = one ? 32 : segs[v - V_API];
 		static ssize_t res[256];
 		for (int i = 0; i < BLOCK; i += (int)b) {
 			bypass_batch_start();
 			for (unsigned j = 0; j < b; j++)
-				bypass_batch_send(fd, s->msg, MSG, 0, &res[j]);
+				bypass_batch_send(one ? s->tx[0] : s->tx[(i + (int)j) % NSOCK],
+						  s->msg, MSG, 0, &res[j]);
 			if (bypass_batch_flush() != (int)b)
 				abort();
 		}
@@ -94,14 +117,14 @@ static uint64_t sample(struct sender *s, int v)
 		for (int i = 0; i < BLOCK; i += (int)b) {
 			bt_segment_begin();
 			for (unsigned j = 0; j < b; j++)
-				if (bt_tx_data(fd, &iov, 1, 0, NULL) != MSG)
+				if (bt_tx_data(s->tx[(i + (int)j) % NSOCK], &iov, 1, 0, NULL) != MSG)
 					abort();
 			bt_segment_end();
 		}
 	}
 	uint64_t dt = bypass_rdtscp(NULL) - t0;
 	if (v != V_NULL)
-		drain(s, (size_t)BLOCK * MSG);
+		drain(s, one);
 	return (dt + BLOCK / 2) / BLOCK;
 }
 
@@ -111,10 +134,12 @@ static const char *vname(int v, char *buf, size_t len)
 		return "null system call (getppid)";
 	if (v == V_SEND)
 		return "send(), one system call each";
-	if (v == V_FIXED) {
-		snprintf(buf, len, "bypass API, segments of 32, registered fd");
-		return buf;
-	}
+	if (v == V_ONE_URING)
+		return "one socket, 32 per segment: raw liburing, unlinked";
+	if (v == V_ONE_LINKED)
+		return "one socket, 32 per segment: raw liburing, linked";
+	if (v == V_ONE_API)
+		return "one socket, 32 per segment: bypass API (linked)";
 	const char *what = v < V_API ? "raw liburing loop" : v < V_PRELOAD ? "bypass API"
 									  : "bypass preload path";
 	int k = v < V_API ? v - V_URING : v < V_PRELOAD ? v - V_API : v - V_PRELOAD;
@@ -125,19 +150,24 @@ static const char *vname(int v, char *buf, size_t len)
 int bench_batch_sends(struct bench_ctx *c)
 {
 	bench_begin(c, "batch.sends",
-		    "cost of one 64-byte send on a Unix stream socket, per call",
+		    "cost of one 64-byte send on Unix stream sockets, per call",
 		    "send(), one system call each");
-	struct sender s;
+	static struct sender s;
 	memset(&s, 0, sizeof(s));
 	memset(s.msg, 'x', MSG);
 	s.sink = malloc(1 << 20);
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s.sv)) {
-		bench_skip(c, "batch.sends", "socketpair failed");
-		return BENCH_SKIP;
+	for (int k = 0; k < NSOCK; k++) {
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+			bench_skip(c, "batch.sends", "socketpair failed");
+			return BENCH_SKIP;
+		}
+		s.tx[k] = sv[0];
+		s.rx[k] = sv[1];
+		int big = k ? 1 << 20 : 8 << 20;
+		if (setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big)))
+			setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
 	}
-	int big = 8 << 20;
-	if (setsockopt(s.sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big)))
-		setsockopt(s.sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
 	int r = io_uring_queue_init(512, &s.ring, 0);
 	if (r || (r = bypass_batch_start()) != 0) {
 		bench_skip(c, "batch.sends", "io_uring unavailable: %s", strerror(-r));
@@ -157,23 +187,13 @@ int bench_batch_sends(struct bench_ctx *c)
 	for (int v = 0; v < NV; v++)
 		smp[v] = malloc(sizeof(uint64_t) * n);
 	/* Warm up every path (rings, thread state, caches). */
-	for (int v = 0; v < NV; v++) {
-		if (v == V_FIXED)
-			bypass_batch_register_fd(s.sv[0]);
+	for (int v = 0; v < NV; v++)
 		for (int i = 0; i < 20; i++)
 			sample(&s, v);
-		if (v == V_FIXED)
-			bypass_batch_unregister_fd(s.sv[0]);
-	}
 	for (int rd = 0; rd < rounds; rd++)
-		for (int v = 0; v < NV; v++) {
-			if (v == V_FIXED)
-				bypass_batch_register_fd(s.sv[0]);
+		for (int v = 0; v < NV; v++)
 			for (uint64_t i = 0; i < per_round; i++)
 				smp[v][(size_t)rd * per_round + i] = sample(&s, v);
-			if (v == V_FIXED)
-				bypass_batch_unregister_fd(s.sv[0]);
-		}
 	struct bench_summary sum[NV];
 	for (int v = 0; v < NV; v++)
 		bench_summarize(smp[v], n, &sum[v]);
@@ -181,8 +201,10 @@ int bench_batch_sends(struct bench_ctx *c)
 	for (int v = 0; v < NV; v++) {
 		char name[96], note[160] = "";
 		const char *kind = v == V_NULL ? BENCH_LIMIT
-				   : v == V_SEND || (v >= V_URING && v < V_API) ? BENCH_BASELINE
-										: BENCH_BYPASS;
+				   : v == V_SEND || (v >= V_URING && v < V_API) || v == V_ONE_URING ||
+					     v == V_ONE_LINKED
+					   ? BENCH_BASELINE
+					   : BENCH_BYPASS;
 		if (v == V_SEND)
 			snprintf(note, sizeof(note), "%.0f cycles above the null call",
 				 sum[v].median - nul);
@@ -192,6 +214,12 @@ int bench_batch_sends(struct bench_ctx *c)
 		else if (v >= V_PRELOAD && v < V_PRELOAD + NSEG)
 			snprintf(note, sizeof(note), "copies the 64 bytes; %.2fx raw liburing",
 				 sum[v].median / sum[V_URING + (v - V_PRELOAD)].median);
+		else if (v == V_ONE_API)
+			snprintf(note, sizeof(note), "%.2fx unlinked, %.2fx linked raw liburing",
+				 sum[v].median / sum[V_ONE_URING].median,
+				 sum[v].median / sum[V_ONE_LINKED].median);
+		else if (v == V_ONE_URING)
+			snprintf(note, sizeof(note), "order not kept if the socket fills");
 		struct bench_row row = {
 			.variant = vname(v, name, sizeof(name)), .kind = kind, .unit = "cycles",
 			.s = sum[v], .higher_is_better = false, .ratio = sum[v].median / base,
@@ -203,8 +231,8 @@ int bench_batch_sends(struct bench_ctx *c)
 	double api32 = sum[V_API + 1].median / sum[V_URING + 1].median;
 	double best = sum[V_API + 2].median < sum[V_URING + 2].median ? sum[V_API + 2].median
 								       : sum[V_URING + 2].median;
-	bench_note(c, "per call, sample = mean over %d sends, %zu samples per row, "
-		   "rounds alternate every row (A B A B ...)", BLOCK, n);
+	bench_note(c, "per call, sample = mean over %d sends to %d connections in turn, %zu "
+		   "samples per row, rounds alternate every row (A B A B ...)", BLOCK, NSOCK, n);
 	bench_note(c, "the kernel's share a batch can remove is at most one null "
 		   "system call (%.0f cycles) per send; send() costs %.0f above it",
 		   nul, base - nul);
@@ -219,8 +247,10 @@ int bench_batch_sends(struct bench_ctx *c)
 	/* Unpin: the servers started next must not inherit it. */
 	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
 	io_uring_queue_exit(&s.ring);
-	close(s.sv[0]);
-	close(s.sv[1]);
+	for (int k = 0; k < NSOCK; k++) {
+		close(s.tx[k]);
+		close(s.rx[k]);
+	}
 	free(s.sink);
 	return 0;
 }

@@ -257,6 +257,7 @@ int bypass_batch_sendfile(int out_fd, int in_fd, off_t offset, size_t count,
 	op->len = count;
 	op->u.sf.in_fd = in_fd;
 	op->u.sf.off = offset;
+	op->u.sf.len = count;
 	op->res = res;
 	return queue(out_fd, op);
 }

@@ -132,9 +132,11 @@ struct bt_op {
 	int msg_flags;
 	char *buf;                /* payload (ours when transparent) */
 	size_t len, done;
+	size_t cap;               /* room in data[] (transparent sends grow) */
 	ssize_t *res;             /* explicit: where the result goes */
 	union {
-		struct { int in_fd; off_t off; } sf;
+		struct { int in_fd; off_t off; size_t at, len; } sf; /* read len
+					bytes of in_fd at off into buf + at */
 		int how;
 		struct { uint32_t gen; } cl;
 		struct { int level, name; socklen_t len; } so;
@@ -147,6 +149,14 @@ struct bt_op {
 
 /* Allocate an operation with extra inline bytes. */
 struct bt_op *bt_op_new(size_t extra);
+/*
+ * Under th's lock: the queued transparent send at fe's tail, grown to take
+ * extra more bytes (moved if need be), or NULL when there is none to grow.
+ * The caller fills the bytes and calls bt_grown().
+ */
+struct bt_op *bt_tail_grow(struct bt_thread *th, struct bt_fdent *fe, size_t extra,
+			   int msg_flags);
+void bt_grown(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op, size_t extra);
 void bt_op_free(struct bt_op *op);
 
 /* ---------------------------------------------------------- threads */

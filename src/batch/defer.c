@@ -21,6 +21,7 @@ __thread int bt_guard __attribute__((tls_model("initial-exec")));
 __thread unsigned bt_sig_seen __attribute__((tls_model("initial-exec")));
 
 #define TX_FLAGS (MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE | MSG_EOR)
+#define MIN_CAP 1024 /* a queued send has room to take the next write */
 
 /* The calling thread's state if a preload segment is open on it. */
 static inline struct bt_thread *seg_self(void)
@@ -274,7 +275,18 @@ long bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
 		return tx_direct(th, fe);
 	if ((r = tx_room(th, fe, total)) <= 0)
 		return r < 0 ? tx_leave(th, r) : tx_direct(th, fe);
-	struct bt_op *op = bt_op_new(total);
+	/* Bytes for the same socket in the same segment go out in one send. */
+	struct bt_op *op = bt_tail_grow(th, fe, total, msg_flags);
+	if (op) {
+		if (!copy_in(op->buf + op->len, iov, iovcnt))
+			return tx_leave(th, -EFAULT);
+		op->msg_flags = (msg_flags & (MSG_MORE | MSG_EOR)) | MSG_WAITALL | MSG_NOSIGNAL;
+		if (!(msg_flags & MSG_NOSIGNAL))
+			op->flags |= BT_OP_SIGPIPE;
+		bt_grown(th, fe, op, total);
+		return tx_leave(th, (long)total);
+	}
+	op = bt_op_new(total < MIN_CAP ? MIN_CAP : total);
 	if (!op)
 		return tx_direct(th, fe);
 	if (!copy_in(op->data, iov, iovcnt)) {
@@ -324,21 +336,38 @@ long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 		return tx_leave(th, 0);
 	if ((r = tx_room(th, fe, n)) <= 0)
 		return r < 0 ? tx_leave(th, r) : tx_direct(th, fe);
-	struct bt_op *op = bt_op_new(n);
-	if (!op)
-		return tx_direct(th, fe);
-	op->kind = BT_SENDFILE;
-	op->buf = op->data;
-	op->len = n;
-	op->u.sf.in_fd = in_fd;
-	op->u.sf.off = *offset;
-	op->msg_flags = MSG_WAITALL | MSG_NOSIGNAL;
-	op->flags = BT_OP_TRANSPARENT | BT_OP_SIGPIPE;
 	struct bt_thread *rd = NULL;
 	if (!atomic_compare_exchange_strong(&in->reader, &rd, th) && rd != th)
 		atomic_store(&in->reader, BT_READERS_MANY);
 	atomic_fetch_add(&in->readers, 1);
-	bt_enqueue(th, fe, op);
+	/* The file's bytes follow the header queued before them, in one send:
+	 * the flush reads them into place. */
+	struct bt_op *op = bt_tail_grow(th, fe, n, 0);
+	if (op) {
+		op->kind = BT_SENDFILE;
+		op->u.sf.at = op->len;
+	} else {
+		op = bt_op_new(n);
+		if (!op) {
+			atomic_fetch_sub(&in->readers, 1);
+			return tx_direct(th, fe);
+		}
+		op->kind = BT_SENDFILE;
+		op->buf = op->data;
+		op->flags = BT_OP_TRANSPARENT;
+		op->u.sf.at = 0;
+	}
+	op->u.sf.in_fd = in_fd;
+	op->u.sf.off = *offset;
+	op->u.sf.len = n;
+	op->msg_flags = MSG_WAITALL | MSG_NOSIGNAL;
+	op->flags |= BT_OP_SIGPIPE;
+	if (op->u.sf.at)
+		bt_grown(th, fe, op, n);
+	else {
+		op->len = n;
+		bt_enqueue(th, fe, op);
+	}
 	*offset += (off_t)n;
 	return tx_leave(th, (long)n);
 }

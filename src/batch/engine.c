@@ -24,9 +24,50 @@
 struct bt_op *bt_op_new(size_t extra)
 {
 	struct bt_op *op = malloc(sizeof(*op) + extra);
-	if (op)
+	if (op) {
 		memset(op, 0, sizeof(*op));
+		op->cap = extra;
+	}
 	return op;
+}
+
+struct bt_op *bt_tail_grow(struct bt_thread *th, struct bt_fdent *fe, size_t extra,
+			   int msg_flags)
+{
+	struct bt_op *t = fe->tail;
+	if (!t || t->state != BT_QUEUED || t->kind != BT_SEND || t->done ||
+	    !(t->flags & BT_OP_TRANSPARENT) || (t->msg_flags & MSG_EOR) ||
+	    atomic_load_explicit(&fe->owner, memory_order_relaxed) != th)
+		return NULL;
+	(void)msg_flags;
+	if (t->len + extra > t->cap) {
+		size_t cap = t->cap * 2 > t->len + extra ? t->cap * 2 : t->len + extra;
+		struct bt_op *n = realloc(t, sizeof(*n) + cap);
+		if (!n)
+			return NULL;
+		if (n != t) {
+			struct bt_op **pp = &fe->head;
+			while (*pp != t)
+				pp = &(*pp)->next;
+			*pp = n;
+			fe->tail = n;
+			n->buf = n->data;
+		}
+		n->cap = cap;
+		t = n;
+	}
+	return t;
+}
+
+void bt_grown(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op, size_t extra)
+{
+	op->len += extra;
+	fe->bytes += extra;
+	th->bytes += extra;
+	th->c.deferred++;
+	th->c.bytes += extra;
+	if (op->kind == BT_SENDFILE)
+		th->nreads++;
 }
 
 /* A queued sendfile of the preload holds its source descriptor open. */
@@ -246,13 +287,15 @@ static void read_done(struct bt_thread *th, struct bt_op *op, int res)
 		finish(th, op);
 		return;
 	}
-	if ((size_t)res < op->len) {
+	if ((size_t)res < op->u.sf.len) {
 		/* The file is shorter than when the program looked at it. */
 		if (transparent)
 			record_error(th, op, EIO);
-		op->fe->bytes -= op->len - (size_t)res;
-		th->bytes -= op->len - (size_t)res;
-		op->len = (size_t)res;
+		size_t miss = op->u.sf.len - (size_t)res;
+		op->fe->bytes -= miss;
+		th->bytes -= miss;
+		op->len -= miss;
+		op->u.sf.len = (size_t)res;
 	}
 	if (op->len == 0) {
 		store_result(op, 0);
@@ -484,8 +527,8 @@ static void read_phase(struct bt_thread *th)
 				if (!sqe)
 					return;
 			}
-			io_uring_prep_read(sqe, op->u.sf.in_fd, op->buf, (unsigned)op->len,
-					   (uint64_t)op->u.sf.off);
+			io_uring_prep_read(sqe, op->u.sf.in_fd, op->buf + op->u.sf.at,
+					   (unsigned)op->u.sf.len, (uint64_t)op->u.sf.off);
 			io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | 1);
 		}
 	}
