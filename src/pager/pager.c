@@ -739,19 +739,28 @@ static int range_check(struct bypass_pager *p, struct regtab *t, uintptr_t start
 	return 0;
 }
 
-int bypass_pager_pin(bypass_pager *p, void *addr, size_t length, unsigned flags)
+/* The pages of [addr, addr + length): 0, 1 if there are none, or -errno. */
+static int page_range(struct bypass_pager *p, void *addr, size_t length, uintptr_t *start,
+		      uintptr_t *end)
 {
 	int e = check_owner(p);
 	if (e)
 		return e;
+	if (!length)
+		return 1;
+	*start = (uintptr_t)addr & ~(PG_SIZE - 1);
+	*end = ((uintptr_t)addr + length + PG_SIZE - 1) & ~(PG_SIZE - 1);
+	return *end < *start ? -EINVAL : 0;
+}
+
+int bypass_pager_pin(bypass_pager *p, void *addr, size_t length, unsigned flags)
+{
 	if (flags & ~BYPASS_PAGER_PIN_WRITE)
 		return -EINVAL;
-	uintptr_t start = (uintptr_t)addr & ~(PG_SIZE - 1);
-	uintptr_t end = ((uintptr_t)addr + length + PG_SIZE - 1) & ~(PG_SIZE - 1);
-	if (!length)
-		return 0;
-	if (end < start)
-		return -EINVAL;
+	uintptr_t start, end;
+	int e = page_range(p, addr, length, &start, &end);
+	if (e)
+		return e < 0 ? e : 0;
 	unsigned idx = tab_enter();
 	struct regtab *t = tab_get();
 	e = range_check(p, t, start, end);
@@ -767,15 +776,10 @@ int bypass_pager_pin(bypass_pager *p, void *addr, size_t length, unsigned flags)
 
 int bypass_pager_unpin(bypass_pager *p, void *addr, size_t length)
 {
-	int e = check_owner(p);
+	uintptr_t start, end;
+	int e = page_range(p, addr, length, &start, &end);
 	if (e)
-		return e;
-	uintptr_t start = (uintptr_t)addr & ~(PG_SIZE - 1);
-	uintptr_t end = ((uintptr_t)addr + length + PG_SIZE - 1) & ~(PG_SIZE - 1);
-	if (!length)
-		return 0;
-	if (end < start)
-		return -EINVAL;
+		return e < 0 ? e : 0;
 	unsigned idx = tab_enter();
 	struct regtab *t = tab_get();
 	e = range_check(p, t, start, end);
