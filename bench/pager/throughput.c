@@ -255,7 +255,7 @@ static int linux_setup(struct bench_ctx *c, const struct sizes *z, struct linux_
 	snprintf(path, sizeof(path), "%s/%s", env->cg, limit_file);
 	snprintf(buf, sizeof(buf), "%zu", z->budget);
 	int e = write_small(path, buf);
-	if (!e && limit_file[0] == 'm' && !strcmp(limit_file, "memory.max")) {
+	if (!e && !strcmp(limit_file, "memory.max")) {
 		snprintf(path, sizeof(path), "%s/memory.swap.max", env->cg);
 		write_small(path, "max");
 	}
@@ -265,8 +265,8 @@ static int linux_setup(struct bench_ctx *c, const struct sizes *z, struct linux_
 	}
 	snprintf(env->procs, sizeof(env->procs), "%s/cgroup.procs", env->cg);
 	size_t fl = strlen(facts);
-	snprintf(facts + fl, factslen - fl, "; cgroup %s (%s = %zu)", root[15] == 'm' ? "v1" : "v2",
-		 limit_file, z->budget);
+	snprintf(facts + fl, factslen - fl, "; cgroup %s (%s = %zu)",
+		 strcmp(limit_file, "memory.max") ? "v1" : "v2", limit_file, z->budget);
 
 	snprintf(env->swapfile, sizeof(env->swapfile), "%s/bypass-bench-linux-%d.swap",
 		 pb_swapdir(c), (int)getpid());

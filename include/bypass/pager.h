@@ -31,7 +31,8 @@
  * A forked child does not inherit the regions (they are mapped
  * MADV_DONTFORK): touching one in the child is a SIGSEGV, never stale or
  * zeroed data.  In the child, every call on an inherited pager except
- * bypass_pager_destroy() returns -ECHILD; the child may create pagers of its
+ * bypass_pager_destroy() (which frees the child's copy) and
+ * bypass_pager_stats() returns -ECHILD; the child may create pagers of its
  * own.
  *
  * Every function returns 0 or a count on success and -errno on failure; none
