@@ -22,7 +22,9 @@
  *    writes a page that is not resident (or, for a write, one that is
  *    write-protected because it is clean) fails with EFAULT.  Pin such
  *    buffers first (bypass_pager_pin), or map the region with
- *    BYPASS_PAGER_MAP_HANDLER.
+ *    BYPASS_PAGER_MAP_HANDLER.  A thread that blocks SIGBUS must not
+ *    touch upcall memory: the kernel kills the process rather than queue a
+ *    fault signal that is blocked.
  *  - BYPASS_PAGER_HANDLER: the classic userfaultfd read loop in a handler
  *    thread per pager.  Faults are served one after another; faults taken by
  *    the kernel inside system calls are served too.  Needs CAP_SYS_PTRACE,
