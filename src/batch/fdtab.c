@@ -65,11 +65,11 @@ static void cfg_load(void)
 		c.max_ops = c.entries;
 	c.max_delay_ns = bp_env_u64("BYPASS_BATCH_MAX_DELAY_US", 1000) * 1000;
 	const char *sf = getenv("BYPASS_BATCH_SENDFILE");
-	c.sendfile_mode = BT_SENDFILE_SYNC;
-	if (sf && !strcasecmp(sf, "copy"))
-		c.sendfile_mode = BT_SENDFILE_COPY;
-	else if (sf && *sf && strcasecmp(sf, "sync"))
-		bp_warn("bypass batch: ignoring BYPASS_BATCH_SENDFILE=%s (sync|copy)", sf);
+	c.sendfile_mode = BT_SENDFILE_COPY;
+	if (sf && !strcasecmp(sf, "sync"))
+		c.sendfile_mode = BT_SENDFILE_SYNC;
+	else if (sf && *sf && strcasecmp(sf, "copy"))
+		bp_warn("bypass batch: ignoring BYPASS_BATCH_SENDFILE=%s (copy|sync)", sf);
 	const char *cl = getenv("BYPASS_BATCH_CLOSE");
 	c.defer_close = 1;
 	if (cl && (!strcmp(cl, "0") || !strcasecmp(cl, "off")))

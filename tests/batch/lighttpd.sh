@@ -44,7 +44,7 @@ CONF
 	fi
 }
 
-run "one process, sendfile (sync)" 0
+run "one process, sendfile (direct)" 0 BYPASS_BATCH_SENDFILE=sync
 run "one process, sendfile (copy)" 0 BYPASS_BATCH_SENDFILE=copy
 run "two workers, sendfile (copy)" 2 BYPASS_BATCH_SENDFILE=copy
 echo "PASS: batch/lighttpd"

@@ -57,7 +57,7 @@ CONF
 	fi
 }
 
-run "sendfile (sync)" on off
+run "sendfile (direct)" on off BYPASS_BATCH_SENDFILE=sync
 run "sendfile (copy)" on off BYPASS_BATCH_SENDFILE=copy
 run "sendfile off (writev), close=all" off off BYPASS_BATCH_CLOSE=all
 run "tcp_nopush (cork), copy" on on BYPASS_BATCH_SENDFILE=copy

@@ -44,10 +44,11 @@ int main(int argc, char **argv)
 	const char *pl[] = { "--files", files, "--conns", "8", "--requests", "48",
 			     "--pipeline", "4", NULL };
 	const char *copy[] = { "BYPASS_BATCH_SENDFILE=copy", NULL };
+	const char *sync[] = { "BYPASS_BATCH_SENDFILE=sync", NULL };
 	const char *all[] = { "BYPASS_BATCH_CLOSE=all", NULL };
 
-	one("sendfile, keep-alive", NULL, NULL, ka);
-	one("sendfile, close", NULL, NULL, cl);
+	one("sendfile (direct), keep-alive", NULL, sync, ka);
+	one("sendfile (direct), close", NULL, sync, cl);
 	one("sendfile (copy), keep-alive", NULL, copy, ka);
 	one("sendfile (copy), pipelined", NULL, copy, pl);
 	one("sendfile (copy), close, cork", (const char *[]){ "--cork", NULL }, copy, cl);
