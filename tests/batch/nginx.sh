@@ -36,9 +36,10 @@ CONF
 		env "$@" LD_PRELOAD="$PRELOAD" BYPASS_BATCH_STATS="$T/stats" \
 			"$NGINX" -c "$T/nginx.conf" -p "$T" 2>>"$T/error.log" &
 		SERVER_PID=$!
-		wait_port "$PORT" && break
+		wait_port "$PORT" "$SERVER_PID" && break
 		kill -TERM "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null
 		SERVER_PID=
+		mv "$T/error.log" "$T/error.log.try$try" 2>/dev/null
 	done
 	[ -n "$SERVER_PID" ] || { echo "FAIL: nginx did not start"; cat "$T/error.log"; exit 1; }
 	clients_all

@@ -40,10 +40,12 @@ done
 cp "$T/www/f20480" "$T/www/a20.html"
 FILES="$FILES,a20.html"
 
+# A port below the ephemeral range (client sockets cannot hold it) that
+# nothing listens on.
 free_port() {
 	local p
 	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 30000))
+		p=$((20000 + RANDOM % 12000))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return
@@ -52,9 +54,14 @@ free_port() {
 	echo 0
 }
 
+# wait_port <port> <pid>: our server (still alive) accepts connections.
 wait_port() {
 	for _ in $(seq 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+			kill -0 "$2" 2>/dev/null && return 0
+			return 1
+		fi
 		sleep 0.05
 	done
 	return 1
