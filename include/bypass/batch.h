@@ -29,7 +29,7 @@
  *
  * The same engine serves the LD_PRELOAD library libbypass-batch.so, which
  * finds segments in unmodified event-driven servers by itself (see
- * bypass_batch(7) in man/bypass_batch_preload.3 and docs/batch.md).
+ * libbypass-batch(3) and docs/batch.md).
  *
  * Every function returns 0 or a count on success and -errno on failure; it
  * never sets errno and prints nothing unless BYPASS_LOG asks.
@@ -104,7 +104,8 @@ BYPASS_API int bypass_batch_active(void);
  * sent, short at the end of the file.  It is done with a read into a buffer
  * of the library followed by a send (io_uring has no sendfile); count is cut
  * to 1 MiB per call, as sendfile(2) cuts at 2 GiB.  setsockopt copies up to
- * 64 bytes of value and needs Linux 6.7 (else its result is -EOPNOTSUPP).
+ * 64 bytes of value and needs Linux 6.7 (else its result is -EOPNOTSUPP, or
+ * -EINVAL before 5.19).
  */
 BYPASS_API int bypass_batch_write(int fd, const void *buf, size_t len, ssize_t *res);
 BYPASS_API int bypass_batch_writev(int fd, const struct iovec *iov, int iovcnt,
