@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/swap.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -382,6 +383,15 @@ void bench_pager_throughput(struct bench_ctx *c)
 	uint64_t region_mib = bench_count(c, "region_mib", 32768, 1024);
 	if (region_mib < 16)
 		region_mib = 16;
+	/* Two swap files of the region's size must fit on the disk, with a
+	 * third to spare for everyone else. */
+	uint64_t want_mib = region_mib, avail_mib = 0;
+	struct statvfs vfs;
+	if (statvfs(pb_swapdir(c), &vfs) == 0) {
+		avail_mib = (uint64_t)vfs.f_bavail * vfs.f_frsize >> 20;
+		while (region_mib > 16 && region_mib * 3 > avail_mib)
+			region_mib /= 2;
+	}
 	z.region = (size_t)region_mib << 20;
 	z.budget = z.region / 4;
 	z.seq_passes = bench_count(c, "seq_passes", 2, 2);
@@ -489,7 +499,10 @@ void bench_pager_throughput(struct bench_ctx *c)
 		   (unsigned long long)z.seq_passes, (unsigned long long)z.rand_accesses);
 	bench_note(c, "each side runs in a fresh child process, alternately, %d round%s; "
 		   "samples are per round", n, n == 1 ? "" : "s");
-	if (bench_quick(c) || bench_smoke(c))
+	if (region_mib < want_mib)
+		bench_note(c, "region scaled down from %llu MiB to fit the disk (%llu MiB free in %s)",
+			   (unsigned long long)want_mib, (unsigned long long)avail_mib, pb_swapdir(c));
+	if (bench_quick(c) || bench_smoke(c) || region_mib < 32768)
 		bench_note(c, "scaled down: ExtMem limited RAM to 8 GB; full size here is a "
 			   "32 GiB region and an 8 GiB budget, this run %zu MiB and %zu MiB",
 			   z.region >> 20, z.budget >> 20);
