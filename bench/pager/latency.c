@@ -235,11 +235,15 @@ static void latency_table(struct bench_ctx *c, bool one_cpu)
 		for (int m = 0; m < K_N; m++) {
 			if (m == K_HANDLER && !handler_ok)
 				continue;
-			char name[96], params[96];
+			char name[96], params[256];
 			snprintf(name, sizeof(name), "%s, %d thread%s", kind_name[m], counts[k],
 				 counts[k] > 1 ? "s" : "");
-			snprintf(params, sizeof(params), "{\"threads\": %d, \"mode\": \"%s\"}",
-				 counts[k], m == K_KERNEL ? "kernel" : m == K_HANDLER ? "handler" : "upcall");
+			/* series/x: tools/report.py draws these rows as curves */
+			snprintf(params, sizeof(params),
+				 "{\"series\": \"%s\", \"x\": %d, \"x_label\": \"threads faulting "
+				 "at once\", \"threads\": %d, \"mode\": \"%s\"}",
+				 kind_name[m], counts[k], counts[k],
+				 m == K_KERNEL ? "kernel" : m == K_HANDLER ? "handler" : "upcall");
 			struct bench_row row = {
 				.variant = name, .kind = kind_kind[m], .unit = "cycles",
 				.s = sum[k][m], .ratio = sum[k][m].median / sum[k][K_KERNEL].median,
