@@ -175,9 +175,11 @@ struct linux_env {
 	char cg[300];
 	char procs[320];
 	bool swap_on, cg_made, file_made;
+	const char *bypass_file; /* the bypass side's swap file, if made */
 };
 
 static struct linux_env *cleanup_env; /* for the signal handler */
+static volatile pid_t running_child;
 
 static void linux_teardown(struct linux_env *env)
 {
@@ -196,10 +198,28 @@ static void linux_teardown(struct linux_env *env)
 
 static void on_fatal(int sig)
 {
-	if (cleanup_env)
+	pid_t child = running_child;
+	if (child > 0) { /* out of the cgroup first: it must be empty to go */
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	if (cleanup_env) {
 		linux_teardown(cleanup_env);
+		if (cleanup_env->bypass_file)
+			unlink(cleanup_env->bypass_file);
+	}
 	signal(sig, SIG_DFL);
 	raise(sig);
+}
+
+/* Remove the swap files, swap and cgroup of env if the run is interrupted
+ * (env NULL: stop doing so). */
+static void cleanup_on_signal(struct linux_env *env)
+{
+	cleanup_env = env;
+	signal(SIGINT, env ? on_fatal : SIG_DFL);
+	signal(SIGTERM, env ? on_fatal : SIG_DFL);
+	signal(SIGHUP, env ? on_fatal : SIG_DFL);
 }
 
 /* Returns 0, or -1 with the reason in why. */
@@ -207,6 +227,7 @@ static int linux_setup(struct bench_ctx *c, const struct sizes *z, struct linux_
 		       char *why, size_t whylen, char *facts, size_t factslen)
 {
 	memset(env, 0, sizeof(*env));
+	cleanup_on_signal(env);
 	if (geteuid() != 0) {
 		snprintf(why, whylen, "needs root (swapon and a memory cgroup)");
 		return -1;
@@ -249,10 +270,6 @@ static int linux_setup(struct bench_ctx *c, const struct sizes *z, struct linux_
 		return -1;
 	}
 	env->cg_made = true;
-	cleanup_env = env;
-	signal(SIGINT, on_fatal);
-	signal(SIGTERM, on_fatal);
-	signal(SIGHUP, on_fatal);
 	snprintf(path, sizeof(path), "%s/%s", env->cg, limit_file);
 	snprintf(buf, sizeof(buf), "%zu", z->budget);
 	int e = write_small(path, buf);
@@ -300,7 +317,6 @@ static int linux_setup(struct bench_ctx *c, const struct sizes *z, struct linux_
 	return 0;
 fail:
 	linux_teardown(env);
-	cleanup_env = NULL;
 	return -1;
 }
 
@@ -357,14 +373,17 @@ static int run_child(int side, const struct linux_env *env, const char *bswap,
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
+		cleanup_on_signal(NULL); /* the parent cleans up, not us */
 		if (side == 0)
 			linux_child(env, z, res);
 		else
 			bypass_child(bswap, z, res);
 	}
+	running_child = pid;
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	running_child = 0;
 	if (WIFSIGNALED(st)) {
 		snprintf(res->msg, sizeof(res->msg), "killed by signal %d", WTERMSIG(st));
 		return -EINTR;
@@ -409,11 +428,12 @@ void bench_pager_throughput(struct bench_ctx *c)
 	char bswap[300];
 	snprintf(bswap, sizeof(bswap), "%s/bypass-bench-pager-%d.swap", pb_swapdir(c),
 		 (int)getpid());
+	env.bypass_file = bswap; /* removed by on_fatal too */
 	int e = write_file(bswap, z.region);
 	if (e) {
 		if (have_linux)
 			linux_teardown(&env);
-		cleanup_env = NULL;
+		cleanup_on_signal(NULL);
 		bench_skip(c, id, "writing swap file %s: %s", bswap, strerror(-e));
 		return;
 	}
@@ -460,10 +480,7 @@ void bench_pager_throughput(struct bench_ctx *c)
 	unlink(bswap);
 	if (have_linux)
 		linux_teardown(&env);
-	cleanup_env = NULL;
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
+	cleanup_on_signal(NULL);
 	if (fail && !n) {
 		bench_skip(c, id, "%s", why);
 		goto out;
