@@ -266,6 +266,19 @@ int uffd_copy(int uffd, uintptr_t dst, const void *src, size_t len, bool wp,
 int uffd_wp(int uffd, uintptr_t addr, size_t len, bool protect, bool wake);
 int uffd_wake(int uffd, uintptr_t addr, size_t len);
 
+/* ---------------------------------------------------------------- setup.c */
+
+/* The userfaultfd features this kernel offers. */
+int uffd_features_available(uint64_t *out);
+/* UFFDIO_API on fd with these features; -EOPNOTSUPP if refused. */
+int uffd_setup(int fd, uint64_t features);
+/* The handler thread's userfaultfd (kernel faults too), or -EPERM. */
+int open_thread_uffd(struct bypass_pager *p, uint64_t avail);
+/* Open and size the swap file; sets swap_fd, direct, swap_pages. */
+int open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg);
+/* Check cfg and set budget, watermarks, batch, readahead, mode, flags. */
+int check_config(const struct bypass_pager_config *cfg, struct bypass_pager *p);
+
 /* ---------------------------------------------------------------- evict.c */
 
 /* Reserve n pages of the budget, evicting if needed (may sleep).  With

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/* Setting a pager up: its userfaultfds, its swap file, its configuration. */
+#include "pager/pager_internal.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/userfaultfd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef UFFD_FEATURE_POISON
+#define UFFD_FEATURE_POISON (1 << 14)
+#endif
+
+#define DEFAULT_BATCH 32u
+#define DEFAULT_RA 8u
+
+/* ------------------------------------------------------------ userfaultfd */
+
+int uffd_features_available(uint64_t *out)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+	if (fd < 0)
+		return -errno;
+	struct uffdio_api a = { .api = UFFD_API };
+	int e = ioctl(fd, UFFDIO_API, &a) == 0 ? 0 : -errno;
+	close(fd);
+	*out = a.features;
+	return e;
+}
+
+/*
+ * A userfaultfd for the handler thread: it must handle faults the kernel
+ * takes inside system calls, which UFFD_USER_MODE_ONLY would refuse.
+ */
+static int uffd_open_kernel(void)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0 || errno != EPERM)
+		return fd >= 0 ? fd : -errno;
+	int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+	if (dev >= 0) {
+		fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+		close(dev);
+		if (fd >= 0)
+			return fd;
+	}
+	bp_err("bypass: pager: handler mode needs userfaultfd for kernel-mode faults, "
+	       "which needs CAP_SYS_PTRACE, vm.unprivileged_userfaultfd = 1 or access "
+	       "to /dev/userfaultfd; none is available (upcall mode works unprivileged)");
+	return -EPERM;
+}
+
+int uffd_setup(int fd, uint64_t features)
+{
+	struct uffdio_api a = { .api = UFFD_API, .features = features };
+	if (ioctl(fd, UFFDIO_API, &a) < 0) {
+		int e = errno;
+		bp_err("bypass: pager: UFFDIO_API(features %#llx): %s",
+		       (unsigned long long)features, strerror(e));
+		return e == EINVAL ? -EOPNOTSUPP : -e;
+	}
+	return 0;
+}
+
+int open_thread_uffd(struct bypass_pager *p, uint64_t avail)
+{
+	int fd = uffd_open_kernel();
+	if (fd < 0)
+		return fd;
+	int e = uffd_setup(fd, UFFD_FEATURE_PAGEFAULT_FLAG_WP |
+				       (avail & UFFD_FEATURE_POISON));
+	if (e) {
+		close(fd);
+		return e;
+	}
+	p->uffd_thread = fd;
+	if (p->stop_fd < 0) {
+		p->stop_fd = eventfd(0, EFD_CLOEXEC);
+		if (p->stop_fd < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ swap file */
+
+int open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
+{
+	const char *path = cfg->swap_path;
+	int base = O_RDWR | O_CLOEXEC;
+	int fd = -1;
+	for (int direct = 1; direct >= 0 && fd < 0; direct--) {
+		int fl = base | (direct ? O_DIRECT : 0);
+		if (cfg->flags & BYPASS_PAGER_SWAP_TEMP) {
+			fd = open(path, fl | O_TMPFILE, 0600);
+			if (fd < 0 && errno == EOPNOTSUPP) {
+				/* No O_TMPFILE here: a named file, unlinked at once. */
+				char tmpl[4096];
+				int n = snprintf(tmpl, sizeof(tmpl), "%s/bypass-swap-XXXXXX", path);
+				if (n < 0 || (size_t)n >= sizeof(tmpl))
+					return -ENAMETOOLONG;
+				fd = mkostemp(tmpl, O_CLOEXEC | (direct ? O_DIRECT : 0));
+				if (fd >= 0)
+					unlink(tmpl);
+			}
+		} else if (cfg->flags & BYPASS_PAGER_SWAP_CREATE) {
+			fd = open(path, fl | O_CREAT, 0600);
+		} else {
+			fd = open(path, fl);
+		}
+		if (fd < 0 && !(direct && errno == EINVAL)) {
+			int e = errno;
+			bp_err("bypass: pager: swap file %s: %s", path, strerror(e));
+			return -e;
+		}
+		p->direct = fd >= 0 && direct;
+	}
+	if (!p->direct)
+		bp_warn("bypass: pager: %s does not support O_DIRECT; swap I/O goes "
+			"through the page cache", path);
+	p->swap_fd = fd;
+
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	uint64_t size;
+	if (S_ISREG(st.st_mode)) {
+		size = (uint64_t)st.st_size;
+	} else if (S_ISBLK(st.st_mode)) {
+		if (ioctl(fd, BLKGETSIZE64, &size) < 0)
+			return -errno;
+	} else {
+		bp_err("bypass: pager: swap file %s is not a regular file or block device",
+		       path);
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	}
+	uint64_t want = cfg->swap_size;
+	if (size < want && S_ISREG(st.st_mode) &&
+	    (cfg->flags & (BYPASS_PAGER_SWAP_CREATE | BYPASS_PAGER_SWAP_TEMP))) {
+		int e = posix_fallocate(fd, 0, (off_t)want);
+		if (e == EOPNOTSUPP || e == EINVAL)
+			e = ftruncate(fd, (off_t)want) < 0 ? errno : 0;
+		if (e) {
+			bp_err("bypass: pager: sizing swap file %s to %llu bytes: %s", path,
+			       (unsigned long long)want, strerror(e));
+			return -e;
+		}
+		size = want;
+	}
+	if (want && size < want) {
+		bp_err("bypass: pager: swap file %s has %llu bytes, fewer than the %llu "
+		       "asked for", path, (unsigned long long)size, (unsigned long long)want);
+		return -ENOSPC;
+	}
+	if (!want)
+		want = size;
+	uint64_t pages = want >> PG_SHIFT;
+	if (pages < PG_MIN_SWAP) {
+		bp_err("bypass: pager: swap file %s is too small: %llu bytes, at least "
+		       "%zu needed", path, (unsigned long long)want, PG_MIN_SWAP * PG_SIZE);
+		return -ENOSPC;
+	}
+	if (pages > UINT32_MAX - 2) {
+		bp_warn("bypass: pager: using the first 16 TiB of swap file %s", path);
+		pages = UINT32_MAX - 2;
+	}
+	p->swap_pages = (uint32_t)pages;
+	return 0;
+}
+
+int check_config(const struct bypass_pager_config *cfg, struct bypass_pager *p)
+{
+	if (!cfg->swap_path || (cfg->mode != BYPASS_PAGER_UPCALL &&
+				cfg->mode != BYPASS_PAGER_HANDLER) ||
+	    (cfg->flags & ~(BYPASS_PAGER_SWAP_CREATE | BYPASS_PAGER_SWAP_TEMP)) ||
+	    cfg->readahead > PG_MAX_RA) {
+		bp_err("bypass: pager: bad configuration (swap_path, mode, flags or "
+		       "readahead)");
+		return -EINVAL;
+	}
+	if ((cfg->flags & (BYPASS_PAGER_SWAP_CREATE | BYPASS_PAGER_SWAP_TEMP)) &&
+	    !cfg->swap_size) {
+		bp_err("bypass: pager: creating a swap file needs swap_size");
+		return -EINVAL;
+	}
+	uint64_t budget = cfg->budget >> PG_SHIFT;
+	if (budget < PG_MIN_BUDGET) {
+		bp_err("bypass: pager: budget %zu bytes is below the minimum of %zu",
+		       cfg->budget, PG_MIN_BUDGET * PG_SIZE);
+		return -EINVAL;
+	}
+	if (budget > UINT32_MAX / 2)
+		budget = UINT32_MAX / 2;
+	p->budget = (uint32_t)budget;
+	uint32_t batch = cfg->batch ? cfg->batch : DEFAULT_BATCH;
+	if (batch > p->budget / 4)
+		batch = p->budget / 4;
+	p->batch = batch;
+	uint64_t high = cfg->high_watermark >> PG_SHIFT, low = cfg->low_watermark >> PG_SHIFT;
+	if (!high) {
+		high = p->budget - 2 * batch;
+		if (high < p->budget / 2)
+			high = p->budget / 2;
+	}
+	if (!low)
+		low = high > batch ? high - batch : 1;
+	if (high > p->budget || low >= high || !low) {
+		bp_err("bypass: pager: watermarks out of order: low %llu < high %llu <= "
+		       "budget %u pages is needed", (unsigned long long)low,
+		       (unsigned long long)high, p->budget);
+		return -EINVAL;
+	}
+	p->high = (uint32_t)high;
+	p->low = (uint32_t)low;
+	p->ra = cfg->readahead ? cfg->readahead : DEFAULT_RA;
+	if (p->ra > p->budget / 4)
+		p->ra = p->budget / 4;
+	p->mode = cfg->mode;
+	p->flags = cfg->flags;
+	return 0;
+}
