@@ -88,7 +88,7 @@ static bool write_file(const char *path, const char *text)
 
 static bool make_conf(struct srv *s)
 {
-	char path[400], text[2048];
+	char path[400], text[4096];
 	snprintf(path, sizeof(path), "%s/tmp", s->dir);
 	mkdir(path, 0755);
 	if (s->nginx) {

@@ -234,9 +234,11 @@ out:
 	return NULL;
 }
 
+static char *list_copy;
+
 static void load(const char *list)
 {
-	char *s = strdup(list), *save = NULL;
+	char *s = list_copy = strdup(list), *save = NULL;
 	for (char *t = strtok_r(s, ",", &save); t && nfiles < 256; t = strtok_r(NULL, ",", &save)) {
 		char path[1200];
 		snprintf(path, sizeof(path), "%s/%s", root, t);
@@ -296,6 +298,10 @@ int main(int argc, char **argv)
 			return 2;
 	for (int i = 0; i < conns; i++)
 		pthread_join(t[i], NULL);
+	free(t);
+	for (int i = 0; i < nfiles; i++)
+		free(data[i]);
+	free(list_copy);
 	printf("helper-client: %ld responses ok, %ld resets, %ld failures\n",
 	       atomic_load(&ok_count), atomic_load(&reset_count), atomic_load(&fail_count));
 	return atomic_load(&fail_count) ? 1 : 0;
