@@ -35,6 +35,7 @@ int main(int argc, char **argv)
 	(void)argc;
 	argv0 = argv[0];
 	test_timeout(240);
+	SKIP_UNDER_TSAN();
 	if (access(preload_path(), R_OK))
 		SKIP("no %s", preload_path());
 	make_tmpdir(dir, sizeof(dir), "http");

@@ -10,6 +10,7 @@ int main(int argc, char **argv)
 {
 	(void)argc;
 	test_timeout(120);
+	SKIP_UNDER_TSAN();
 	if (access(preload_path(), R_OK))
 		SKIP("no %s", preload_path());
 	char dir[256], files[1024];

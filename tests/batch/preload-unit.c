@@ -314,6 +314,7 @@ int main(int argc, char **argv)
 {
 	(void)argc;
 	test_timeout(120);
+	SKIP_UNDER_TSAN();
 	if (!getenv("BT_UNIT_PRELOADED")) {
 		if (access(preload_path(), R_OK))
 			SKIP("no %s", preload_path());

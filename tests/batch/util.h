@@ -100,6 +100,19 @@ static inline void write_pat_file(const char *path, size_t len, uint64_t s)
 	close(fd);
 }
 
+/*
+ * Tests that load the preload skip under ThreadSanitizer: its runtime calls
+ * sigaction while it starts, which resolves to the preload's (instrumented)
+ * wrapper before the runtime is ready.  tests/batch/threads runs the
+ * engine's threaded paths under TSan without the preload.
+ */
+#define SKIP_UNDER_TSAN()                                                      \
+	do {                                                                   \
+		if (TEST_TSAN)                                                 \
+			SKIP("LD_PRELOAD of a ThreadSanitizer build does not work " \
+			     "(tests/batch/threads covers the threads)");      \
+	} while (0)
+
 /* The preload library in the build tree. */
 static inline const char *preload_path(void)
 {
