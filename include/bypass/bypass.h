@@ -5,6 +5,8 @@
 
 #include <bypass/core.h>
 #include <bypass/notify.h>
+#include <bypass/batch.h>
 #include <bypass/ipc.h>
+#include <bypass/pager.h>
 
 #endif
