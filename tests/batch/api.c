@@ -290,9 +290,10 @@ static void registered_files(void)
 	CHECK_ERR(bypass_batch_register_fd(sv[0]), 0);
 	CHECK_ERR(bypass_batch_register_fd(sv[0]), -EALREADY);
 	ssize_t r[40];
+	static const char digits[] = "0123456789";
 	CHECK_ERR(bypass_batch_start(), 0);
 	for (int i = 0; i < 40; i++)
-		CHECK_ERR(bypass_batch_send(sv[0], "0123456789" + i % 10, 1, 0, &r[i]), 0);
+		CHECK_ERR(bypass_batch_send(sv[0], &digits[i % 10], 1, 0, &r[i]), 0);
 	CHECK_EQ(bypass_batch_flush(), 40);
 	for (int i = 0; i < 40; i++)
 		CHECK_EQ(r[i], 1);
