@@ -900,10 +900,8 @@ EXPORT int execle(const char *p, const char *arg, ...)
 /* A spawned child inherits descriptors: submit closes and writes first. */
 static void before_spawn(void)
 {
-	if (!ACTIVE())
-		return;
-	bt_segment_end();
-	bt_segment_begin();
+	if (ACTIVE())
+		bt_flush_own();
 }
 
 EXPORT int posix_spawn(pid_t *pid, const char *path,

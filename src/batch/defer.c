@@ -590,13 +590,34 @@ void bt_segment_begin(void)
 {
 	struct bt_thread *th = bt_self();
 	if (bp_unlikely(!th || !th->ring || th->gen != bp_fork_gen_fast())) {
-		if (bt_self_make(&th))
+		int r = bt_self_make(&th);
+		if (r == -ENOSYS || r == -EPERM || r == -EOPNOTSUPP) {
+			/* No io_uring here (kernel, seccomp, sysctl): pass
+			 * through from now on rather than ask at every wait. */
+			bp_warn("bypass batch: io_uring unavailable (%s): the preload "
+				"passes every call through", strerror(-r));
+			bt_cfg.enabled = false;
+		}
+		if (r)
 			return;
 	}
 	bt_guard++;
 	bt_lock(th);
 	bt_reap(th);
 	th->segment |= BT_SEG_PRELOAD;
+	bt_unlock(th);
+	bt_guard--;
+}
+
+void bt_flush_own(void)
+{
+	struct bt_thread *th = bt_self();
+	if (!th || !th->ring || th->gen != bp_fork_gen_fast() || !th->nqueued)
+		return;
+	bt_guard++;
+	bt_lock(th);
+	for (int i = 0; i < 8 && th->nqueued; i++)
+		bt_submit(th);
 	bt_unlock(th);
 	bt_guard--;
 }

@@ -47,6 +47,8 @@ void bt_flush_fd_wait(int fd);
 /* The event loop's wait: end the segment before it, begin one after it. */
 void bt_segment_end(void);
 void bt_segment_begin(void);
+/* Submit what the thread queued, the segment staying as it is. */
+void bt_flush_own(void);
 /* The thread has requests in flight (an EINTR may come from their task work). */
 bool bt_has_inflight(void);
 

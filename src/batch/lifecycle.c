@@ -176,7 +176,11 @@ static void drop_owned(struct bt_fdent *fe, void *arg)
 void bt_thread_retire(struct bt_thread *th)
 {
 	bt_lock(th);
-	int r = bt_drain(th, (int64_t)bt_cfg.exit_wait_ms * 1000000);
+	/* Thread-exit destructors run in an order of glibc's: if core's ring
+	 * went first, its requests went with it. */
+	if (th->ring && bp_thread_ring_peek(BP_RING_BATCH) != th->ring)
+		th->ring = NULL;
+	int r = th->ring ? bt_drain(th, (int64_t)bt_cfg.exit_wait_ms * 1000000) : 0;
 	struct owned_arg a = { th, 0 };
 	bt_fd_each(drop_owned, &a);
 	if (r || a.lost)
