@@ -47,6 +47,7 @@ struct bt_config {
 	unsigned max_ops;        /* BYPASS_BATCH_MAX_OPS: queued per thread */
 	uint64_t max_delay_ns;   /* BYPASS_BATCH_MAX_DELAY_US: age of a segment */
 	int sendfile_mode;       /* BYPASS_BATCH_SENDFILE: sync | copy */
+	size_t sendfile_max;     /* BYPASS_BATCH_SENDFILE_MAX: largest copied */
 	int defer_close;         /* BYPASS_BATCH_CLOSE: 0 never, 1 sockets, 2 all */
 	bool defer_sockopt;      /* BYPASS_BATCH_SOCKOPT */
 	uint64_t exit_wait_ms;   /* BYPASS_BATCH_EXIT_WAIT_MS */
@@ -211,6 +212,10 @@ void bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op);
 int bt_submit(struct bt_thread *th);
 /* Under th's lock: process completions, no system call. */
 void bt_reap(struct bt_thread *th);
+/* Under th's lock (th owns fe, nothing in flight): run fe's queued sends
+ * and socket options as system calls now.  0 all ran, 1 the socket is full
+ * (the rest stays queued), or the -errno of one that failed. */
+int bt_run_queued(struct bt_thread *th, struct bt_fdent *fe, bool more);
 /* Under th's lock (th owns fe): cancel fe's in-flight operations and requeue
  * what they did not do. */
 void bt_quiesce(struct bt_thread *th, struct bt_fdent *fe);

@@ -21,7 +21,7 @@ __thread int bt_guard __attribute__((tls_model("initial-exec")));
 __thread unsigned bt_sig_seen __attribute__((tls_model("initial-exec")));
 
 #define TX_FLAGS (MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE | MSG_EOR)
-#define MIN_CAP 1024 /* a queued send has room to take the next write */
+#define MIN_CAP 256 /* a queued send has room to take a small next write */
 
 /* The calling thread's state if a preload segment is open on it. */
 static inline struct bt_thread *seg_self(void)
@@ -330,8 +330,16 @@ long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 	size_t n = 0;
 	if (!(th->segment & BT_SEG_PRELOAD) || bt_cfg.sendfile_mode != BT_SENDFILE_COPY ||
 	    !in || !offset || !count || !sendfile_len(in, *offset, count, &n) ||
-	    n > bt_cfg.max_copy || !is_stream(fe))
+	    n > bt_cfg.sendfile_max || !is_stream(fe)) {
+		/* The real sendfile runs: what is queued on the socket goes just
+		 * before it, by system call, so that it rides in its packets. */
+		if (fe->nqueued && !fe->ninflight) {
+			int q = bt_run_queued(th, fe, true);
+			if (q < 0)
+				return tx_leave(th, q);
+		}
 		return tx_direct(th, fe);
+	}
 	if (n == 0)
 		return tx_leave(th, 0);
 	if ((r = tx_room(th, fe, n)) <= 0)

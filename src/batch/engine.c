@@ -263,6 +263,56 @@ static void record_error(struct bt_thread *th, struct bt_op *op, int err)
 	bt_fd_set_err(fe, err, err == EPIPE && (op->flags & BT_OP_SIGPIPE));
 }
 
+/*
+ * Under th's lock, th owns fe, nothing in flight: run fe's queued sends and
+ * socket options now as system calls, in order (a direct call is about to
+ * follow them; MSG_MORE lets the kernel put the last bytes in the same
+ * packet as what follows, as TCP_CORK would).  Returns 0 when all ran, 1 when
+ * the socket is full (the rest stays queued), -errno when one failed (what
+ * is left of the stream is dropped, the error is the caller's to report).
+ */
+int bt_run_queued(struct bt_thread *th, struct bt_fdent *fe, bool more)
+{
+	for (struct bt_op *op = fe->head; op; op = op->next)
+		if (op->state != BT_QUEUED || !(op->flags & BT_OP_TRANSPARENT) ||
+		    (op->kind != BT_SEND && op->kind != BT_SOCKOPT))
+			return 1;
+	while (fe->head) {
+		struct bt_op *op = fe->head;
+		if (op->kind == BT_SOCKOPT) {
+			syscall(SYS_setsockopt, op->fd, op->u.so.level, op->u.so.name, op->buf,
+				op->u.so.len);
+		} else {
+			int fl = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0);
+			while (op->done < op->len) {
+				long n = syscall(SYS_sendto, op->fd, op->buf + op->done,
+						 op->len - op->done, fl, NULL, 0);
+				if (n > 0) {
+					op->done += (size_t)n;
+					continue;
+				}
+				if (n < 0 && errno == EINTR)
+					continue;
+				if (n < 0 && errno == EAGAIN)
+					return 1;
+				int e = n < 0 ? errno : EPIPE;
+				th->c.errors++;
+				while (fe->head) {
+					struct bt_op *o = fe->head;
+					fe->nqueued--;
+					th->nqueued--;
+					finish(th, o);
+				}
+				return -e;
+			}
+		}
+		fe->nqueued--;
+		th->nqueued--;
+		finish(th, op);
+	}
+	return 0;
+}
+
 /* The op's successors on its descriptor were cut off with it: requeue them. */
 static void mark_rest_requeue(struct bt_op *op)
 {

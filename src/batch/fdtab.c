@@ -71,6 +71,9 @@ static void cfg_load(void)
 	else if (sf && *sf && strcasecmp(sf, "copy"))
 		bp_warn("bypass batch: ignoring BYPASS_BATCH_SENDFILE=%s (copy|sync)", sf);
 	const char *cl = getenv("BYPASS_BATCH_CLOSE");
+	c.sendfile_max = bp_env_u64("BYPASS_BATCH_SENDFILE_MAX", 4096);
+	if (c.sendfile_max > c.max_copy)
+		c.sendfile_max = c.max_copy;
 	c.defer_close = 1;
 	if (cl && (!strcmp(cl, "0") || !strcasecmp(cl, "off")))
 		c.defer_close = 0;

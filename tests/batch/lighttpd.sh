@@ -46,6 +46,6 @@ CONF
 }
 
 run "one process, sendfile (direct)" 0 BYPASS_BATCH_SENDFILE=sync
-run "one process, sendfile (copy)" 0 BYPASS_BATCH_SENDFILE=copy
-run "two workers, sendfile (copy)" 2 BYPASS_BATCH_SENDFILE=copy
+run "one process, sendfile (copy)" 0 BYPASS_BATCH_SENDFILE=copy BYPASS_BATCH_SENDFILE_MAX=65536
+run "two workers, sendfile (copy)" 2 BYPASS_BATCH_SENDFILE=copy BYPASS_BATCH_SENDFILE_MAX=65536
 echo "PASS: batch/lighttpd"

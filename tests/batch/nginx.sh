@@ -59,7 +59,7 @@ CONF
 }
 
 run "sendfile (direct)" on off BYPASS_BATCH_SENDFILE=sync
-run "sendfile (copy)" on off BYPASS_BATCH_SENDFILE=copy
+run "sendfile (copy)" on off BYPASS_BATCH_SENDFILE=copy BYPASS_BATCH_SENDFILE_MAX=65536
 run "sendfile off (writev), close=all" off off BYPASS_BATCH_CLOSE=all
-run "tcp_nopush (cork), copy" on on BYPASS_BATCH_SENDFILE=copy
+run "tcp_nopush (cork), copy" on on BYPASS_BATCH_SENDFILE=copy BYPASS_BATCH_SENDFILE_MAX=65536
 echo "PASS: batch/nginx"

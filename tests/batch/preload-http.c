@@ -44,7 +44,7 @@ int main(int argc, char **argv)
 	const char *cl[] = { "--files", files, "--conns", "16", "--requests", "24", "--close", NULL };
 	const char *pl[] = { "--files", files, "--conns", "8", "--requests", "48",
 			     "--pipeline", "4", NULL };
-	const char *copy[] = { "BYPASS_BATCH_SENDFILE=copy", NULL };
+	const char *copy[] = { "BYPASS_BATCH_SENDFILE=copy", "BYPASS_BATCH_SENDFILE_MAX=65536", NULL };
 	const char *sync[] = { "BYPASS_BATCH_SENDFILE=sync", NULL };
 	const char *all[] = { "BYPASS_BATCH_CLOSE=all", NULL };
 

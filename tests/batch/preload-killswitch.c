@@ -19,7 +19,7 @@ int main(int argc, char **argv)
 	const char *ka[] = { "--files", files, "--conns", "8", "--requests", "24", NULL };
 	const char *values[] = { "BYPASS_BATCH=0", "BYPASS_BATCH=off", "BYPASS_BATCH=1" };
 	for (int i = 0; i < 3; i++) {
-		const char *env[] = { values[i], "BYPASS_BATCH_SENDFILE=copy", NULL };
+		const char *env[] = { values[i], "BYPASS_BATCH_SENDFILE=copy", "BYPASS_BATCH_SENDFILE_MAX=65536", NULL };
 		struct server s;
 		server_start(&s, argv[0], dir, NULL, env);
 		int rc = run_client(argv[0], s.port, dir, ka);

@@ -23,7 +23,7 @@ int main(int argc, char **argv)
 			       "--rcvbuf", "4096", NULL };
 	const char *slowpl[] = { "--files", files, "--conns", "4", "--requests", "16", "--slow",
 				 "--rcvbuf", "4096", "--pipeline", "4", NULL };
-	const char *copy[] = { "BYPASS_BATCH_SENDFILE=copy", NULL };
+	const char *copy[] = { "BYPASS_BATCH_SENDFILE=copy", "BYPASS_BATCH_SENDFILE_MAX=65536", NULL };
 	static const struct {
 		const char *what;
 		const char *body;

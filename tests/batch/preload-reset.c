@@ -22,7 +22,7 @@ int main(int argc, char **argv)
 				 "--reset-every", "2", "--rcvbuf", "8192", NULL };
 	const char *good[] = { "--files", files, "--conns", "4", "--requests", "24", NULL };
 	const char *bodies[] = { "writev", "send", "sendfile" };
-	const char *copy[] = { "BYPASS_BATCH_SENDFILE=copy", NULL };
+	const char *copy[] = { "BYPASS_BATCH_SENDFILE=copy", "BYPASS_BATCH_SENDFILE_MAX=65536", NULL };
 	long reported = 0, errors_total = 0;
 	for (int i = 0; i < 3; i++) {
 		const char *sargs[] = { "--body", bodies[i], "--sndbuf", "16384", NULL };
