@@ -334,7 +334,8 @@ long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 		/* The real sendfile runs: what is queued on the socket goes just
 		 * before it, by system call, so that it rides in its packets. */
 		if (fe->nqueued && !fe->ninflight) {
-			int q = bt_run_queued(th, fe, true);
+			bool more = count && (atomic_load(&fe->flags) & BT_FD_INET);
+			int q = bt_run_queued(th, fe, more);
 			if (q < 0)
 				return tx_leave(th, q);
 		}

@@ -280,8 +280,12 @@ int bt_run_queued(struct bt_thread *th, struct bt_fdent *fe, bool more)
 	while (fe->head) {
 		struct bt_op *op = fe->head;
 		if (op->kind == BT_SOCKOPT) {
-			syscall(SYS_setsockopt, op->fd, op->u.so.level, op->u.so.name, op->buf,
-				op->u.so.len);
+			if (syscall(SYS_setsockopt, op->fd, op->u.so.level, op->u.so.name,
+				    op->buf, op->u.so.len) < 0) {
+				th->c.errors++;
+				bp_warn("bypass batch: deferred setsockopt(%d, %d, %d): %s",
+					op->fd, op->u.so.level, op->u.so.name, strerror(errno));
+			}
 		} else {
 			int fl = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0);
 			while (op->done < op->len) {
