@@ -45,6 +45,7 @@ CONF
 	fi
 }
 
+run "one process, defaults" 0
 run "one process, sendfile (direct)" 0 BYPASS_BATCH_SENDFILE=sync
 run "one process, sendfile (copy)" 0 BYPASS_BATCH_SENDFILE=copy BYPASS_BATCH_SENDFILE_MAX=65536
 run "two workers, sendfile (copy)" 2 BYPASS_BATCH_SENDFILE=copy BYPASS_BATCH_SENDFILE_MAX=65536

@@ -58,6 +58,7 @@ CONF
 	fi
 }
 
+run "defaults" on off
 run "sendfile (direct)" on off BYPASS_BATCH_SENDFILE=sync
 run "sendfile (copy)" on off BYPASS_BATCH_SENDFILE=copy BYPASS_BATCH_SENDFILE_MAX=65536
 run "sendfile off (writev), close=all" off off BYPASS_BATCH_CLOSE=all

@@ -48,6 +48,8 @@ int main(int argc, char **argv)
 	const char *sync[] = { "BYPASS_BATCH_SENDFILE=sync", NULL };
 	const char *all[] = { "BYPASS_BATCH_CLOSE=all", NULL };
 
+	one("sendfile, defaults, keep-alive", NULL, NULL, ka);
+	one("sendfile, defaults, pipelined", NULL, NULL, pl);
 	one("sendfile (direct), keep-alive", NULL, sync, ka);
 	one("sendfile (direct), close", NULL, sync, cl);
 	one("sendfile (copy), keep-alive", NULL, copy, ka);
