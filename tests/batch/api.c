@@ -11,6 +11,8 @@
  * msghdrs are copied at the call (the caller may reuse them).
  */
 #include <bypass/batch.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <sys/uio.h>
 
 #include "batch/util.h"
@@ -342,6 +344,69 @@ static void many_calls(void)
 	close(sv[1]);
 }
 
+/* Options: a small queue, then SQPOLL, each in a thread of its own. */
+static void *opts_thread(void *arg)
+{
+	struct bypass_batch_opts *o = arg;
+	int r = bypass_batch_configure(o);
+	if (r)
+		return (void *)(intptr_t)(1000 - r);
+	r = bypass_batch_start();
+	if (r)
+		return (void *)(intptr_t)(2000 - r);
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return (void *)3;
+	static __thread ssize_t res[100];
+	static const char letters[] = "abcdefghij";
+	for (int i = 0; i < 100; i++)
+		if (bypass_batch_send(sv[0], &letters[i % 10], 1, 0, &res[i]))
+			return (void *)4;
+	if (bypass_batch_flush() != 100)
+		return (void *)5;
+	for (int i = 0; i < 100; i++)
+		if (res[i] != 1)
+			return (void *)6;
+	char buf[100];
+	if (read_full(sv[1], buf, 100) != 100)
+		return (void *)7;
+	for (int i = 0; i < 100; i++)
+		if (buf[i] != 'a' + i % 10)
+			return (void *)8;
+	close(sv[0]);
+	close(sv[1]);
+	return NULL;
+}
+
+static void *restore_defaults(void *arg)
+{
+	(void)arg;
+	struct bypass_batch_opts def = { 0 };
+	return bypass_batch_configure(&def) ? (void *)1 : NULL;
+}
+
+static void options(void)
+{
+	struct bypass_batch_opts small = { .entries = 8 };
+	pthread_t t;
+	void *ret;
+	CHECK(pthread_create(&t, NULL, opts_thread, &small) == 0);
+	pthread_join(t, &ret);
+	if (ret)
+		TEST_FAIL("small queue: step %ld", (long)(intptr_t)ret);
+	struct bypass_batch_opts sq = { .flags = BYPASS_BATCH_SQPOLL, .sqpoll_idle_ms = 10 };
+	CHECK(pthread_create(&t, NULL, opts_thread, &sq) == 0);
+	pthread_join(t, &ret);
+	long code = (long)(intptr_t)ret;
+	if (code > 2000 && (code - 2000 == EPERM || code - 2000 == EINVAL))
+		TEST_LOG("SQPOLL refused here (%s)", strerror((int)(code - 2000)));
+	else if (ret)
+		TEST_FAIL("SQPOLL: step %ld", code);
+	CHECK(pthread_create(&t, NULL, restore_defaults, NULL) == 0);
+	pthread_join(t, &ret);
+	CHECK(ret == NULL);
+}
+
 int main(void)
 {
 	test_timeout(60);
@@ -358,5 +423,6 @@ int main(void)
 	sockets_control();
 	registered_files();
 	many_calls();
+	options();
 	return test_pass("batch/api");
 }
