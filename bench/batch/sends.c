@@ -35,7 +35,7 @@ static const unsigned segs[] = { 8, 32, 256 };
 #define NSEG 3
 
 enum { V_NULL, V_SEND, V_URING, V_API = V_URING + NSEG, V_PRELOAD = V_API + NSEG,
-       V_ONE_URING = V_PRELOAD + NSEG, V_ONE_LINKED, V_ONE_API, NV };
+       V_ONE_URING = V_PRELOAD + NSEG, V_ONE_LINKED, V_ONE_API, V_ONE_FIXED, V_SQPOLL, NV };
 
 struct sender {
 	int tx[NSOCK], rx[NSOCK];
@@ -85,7 +85,7 @@ static void uring_segment(struct sender *s, int first, unsigned b, bool one, boo
 /* One sample: BLOCK sends of variant v; cycles per send. */
 static uint64_t sample(struct sender *s, int v)
 {
-	bool one = v >= V_ONE_URING;
+	bool one = v >= V_ONE_URING && v <= V_ONE_FIXED;
 	uint64_t t0 = bypass_rdtscp(NULL);
 	if (v == V_NULL) {
 		for (int i = 0; i < BLOCK; i++)
@@ -99,8 +99,10 @@ static uint64_t sample(struct sender *s, int v)
 		unsigned b = one ? 32 : segs[v - V_URING];
 		for (int i = 0; i < BLOCK; i += (int)b)
 			uring_segment(s, i, b, one, v == V_ONE_LINKED);
-	} else if ((v >= V_API && v < V_API + NSEG) || v == V_ONE_API) {
-		unsigned b = one ? 32 : segs[v - V_API];
+	} else if ((v >= V_API && v < V_API + NSEG) || v == V_ONE_API || v == V_ONE_FIXED ||
+		   v == V_SQPOLL) {
+		unsigned b = one || v == V_SQPOLL ? 32 : segs[v - V_API];
+		one = v == V_ONE_API || v == V_ONE_FIXED;
 		static ssize_t res[256];
 		for (int i = 0; i < BLOCK; i += (int)b) {
 			bypass_batch_start();
@@ -128,6 +130,60 @@ static uint64_t sample(struct sender *s, int v)
 	return (dt + BLOCK / 2) / BLOCK;
 }
 
+/* SQPOLL is a ring option: its samples run in a thread with such a ring. */
+struct sq_arg {
+	struct sender *s;
+	uint64_t *out;
+	uint64_t n;
+	int cpu;
+	bool ok;
+};
+
+static void *sq_thread(void *p)
+{
+	struct sq_arg *a = p;
+	struct bypass_batch_opts o = { .flags = BYPASS_BATCH_SQPOLL, .sqpoll_idle_ms = 100 };
+	bench_pin(a->cpu);
+	a->ok = bypass_batch_configure(&o) == 0 && bypass_batch_start() == 0;
+	struct bypass_batch_opts def = { 0 };
+	bypass_batch_configure(&def); /* for threads made later; ours has its ring */
+	if (!a->ok)
+		return NULL;
+	bypass_batch_flush();
+	for (uint64_t i = 0; i < a->n; i++) {
+		uint64_t x = sample(a->s, V_SQPOLL);
+		if (a->out)
+			a->out[i] = x;
+	}
+	return NULL;
+}
+
+/* n samples of variant v into out (NULL: warm-up).  false if it cannot run. */
+static bool run_variant(struct sender *s, int v, uint64_t *out, uint64_t n, int cpu)
+{
+	if (v == V_SQPOLL) {
+		struct sq_arg a = { s, out, n, cpu, false };
+		pthread_t t;
+		if (pthread_create(&t, NULL, sq_thread, &a))
+			return false;
+		pthread_join(t, NULL);
+		if (!a.ok && out)
+			for (uint64_t i = 0; i < n; i++)
+				out[i] = 0;
+		return a.ok;
+	}
+	if (v == V_ONE_FIXED)
+		bypass_batch_register_fd(s->tx[0]);
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t x = sample(s, v);
+		if (out)
+			out[i] = x;
+	}
+	if (v == V_ONE_FIXED)
+		bypass_batch_unregister_fd(s->tx[0]);
+	return true;
+}
+
 static const char *vname(int v, char *buf, size_t len)
 {
 	if (v == V_NULL)
@@ -140,6 +196,10 @@ static const char *vname(int v, char *buf, size_t len)
 		return "one socket, 32 per segment: raw liburing, linked";
 	if (v == V_ONE_API)
 		return "one socket, 32 per segment: bypass API (linked)";
+	if (v == V_ONE_FIXED)
+		return "one socket, 32 per segment: bypass API, registered fd";
+	if (v == V_SQPOLL)
+		return "bypass API, segments of 32, SQPOLL";
 	const char *what = v < V_API ? "raw liburing loop" : v < V_PRELOAD ? "bypass API"
 									  : "bypass preload path";
 	int k = v < V_API ? v - V_URING : v < V_PRELOAD ? v - V_API : v - V_PRELOAD;
@@ -188,17 +248,22 @@ int bench_batch_sends(struct bench_ctx *c)
 		smp[v] = malloc(sizeof(uint64_t) * n);
 	/* Warm up every path (rings, thread state, caches). */
 	for (int v = 0; v < NV; v++)
-		for (int i = 0; i < 20; i++)
-			sample(&s, v);
+		run_variant(&s, v, NULL, 20, cpu_b);
+	bool sqpoll_ok = true;
 	for (int rd = 0; rd < rounds; rd++)
 		for (int v = 0; v < NV; v++)
-			for (uint64_t i = 0; i < per_round; i++)
-				smp[v][(size_t)rd * per_round + i] = sample(&s, v);
+			if (!run_variant(&s, v, &smp[v][(size_t)rd * per_round], per_round, cpu_b) &&
+			    v == V_SQPOLL)
+				sqpoll_ok = false;
 	struct bench_summary sum[NV];
 	for (int v = 0; v < NV; v++)
 		bench_summarize(smp[v], n, &sum[v]);
 	double base = sum[V_SEND].median, nul = sum[V_NULL].median;
 	for (int v = 0; v < NV; v++) {
+		if (v == V_SQPOLL && !sqpoll_ok) {
+			bench_note(c, "SQPOLL: the kernel refused the ring here");
+			continue;
+		}
 		char name[96], note[160] = "";
 		const char *kind = v == V_NULL ? BENCH_LIMIT
 				   : v == V_SEND || (v >= V_URING && v < V_API) || v == V_ONE_URING ||
@@ -220,6 +285,13 @@ int bench_batch_sends(struct bench_ctx *c)
 				 sum[v].median / sum[V_ONE_LINKED].median);
 		else if (v == V_ONE_URING)
 			snprintf(note, sizeof(note), "order not kept if the socket fills");
+		else if (v == V_ONE_FIXED)
+			snprintf(note, sizeof(note), "%.2fx the same without registering",
+				 sum[v].median / sum[V_ONE_API].median);
+		else if (v == V_SQPOLL)
+			snprintf(note, sizeof(note), "no system call; the kernel thread polls "
+				 "on CPU %d; %.2fx without SQPOLL", cpu_b,
+				 sum[v].median / sum[V_API + 1].median);
 		struct bench_row row = {
 			.variant = vname(v, name, sizeof(name)), .kind = kind, .unit = "cycles",
 			.s = sum[v], .higher_is_better = false, .ratio = sum[v].median / base,
