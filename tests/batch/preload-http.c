@@ -34,12 +34,7 @@ int main(int argc, char **argv)
 {
 	(void)argc;
 	argv0 = argv[0];
-	test_timeout(240);
-	SKIP_UNDER_TSAN();
-	if (access(preload_path(), R_OK))
-		SKIP("no %s", preload_path());
-	make_tmpdir(dir, sizeof(dir), "http");
-	make_files(dir, files, sizeof(files));
+	preload_setup("http", dir, sizeof(dir), files, sizeof(files));
 	const char *ka[] = { "--files", files, "--conns", "16", "--requests", "36", NULL };
 	const char *cl[] = { "--files", files, "--conns", "16", "--requests", "24", "--close", NULL };
 	const char *pl[] = { "--files", files, "--conns", "8", "--requests", "48",

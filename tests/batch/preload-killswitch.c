@@ -9,13 +9,8 @@
 int main(int argc, char **argv)
 {
 	(void)argc;
-	test_timeout(120);
-	SKIP_UNDER_TSAN();
-	if (access(preload_path(), R_OK))
-		SKIP("no %s", preload_path());
 	char dir[256], files[1024];
-	make_tmpdir(dir, sizeof(dir), "kill");
-	make_files(dir, files, sizeof(files));
+	preload_setup("kill", dir, sizeof(dir), files, sizeof(files));
 	const char *ka[] = { "--files", files, "--conns", "8", "--requests", "24", NULL };
 	const char *values[] = { "BYPASS_BATCH=0", "BYPASS_BATCH=off", "BYPASS_BATCH=1" };
 	for (int i = 0; i < 3; i++) {

@@ -12,13 +12,8 @@
 int main(int argc, char **argv)
 {
 	(void)argc;
-	test_timeout(240);
-	SKIP_UNDER_TSAN();
-	if (access(preload_path(), R_OK))
-		SKIP("no %s", preload_path());
 	char dir[256], files[1024];
-	make_tmpdir(dir, sizeof(dir), "partial");
-	make_files(dir, files, sizeof(files));
+	preload_setup("partial", dir, sizeof(dir), files, sizeof(files));
 	const char *slow[] = { "--files", files, "--conns", "6", "--requests", "14", "--slow",
 			       "--rcvbuf", "4096", NULL };
 	const char *slowpl[] = { "--files", files, "--conns", "4", "--requests", "16", "--slow",

@@ -11,13 +11,8 @@
 int main(int argc, char **argv)
 {
 	(void)argc;
-	test_timeout(240);
-	SKIP_UNDER_TSAN();
-	if (access(preload_path(), R_OK))
-		SKIP("no %s", preload_path());
 	char dir[256], files[1024];
-	make_tmpdir(dir, sizeof(dir), "procs");
-	make_files(dir, files, sizeof(files));
+	preload_setup("procs", dir, sizeof(dir), files, sizeof(files));
 	const char *ka[] = { "--files", files, "--conns", "12", "--requests", "30", NULL };
 	const char *cl[] = { "--files", files, "--conns", "12", "--requests", "20", "--close",
 			     NULL };

@@ -11,13 +11,8 @@
 int main(int argc, char **argv)
 {
 	(void)argc;
-	test_timeout(240);
-	SKIP_UNDER_TSAN();
-	if (access(preload_path(), R_OK))
-		SKIP("no %s", preload_path());
 	char dir[256], files[1024];
-	make_tmpdir(dir, sizeof(dir), "reset");
-	make_files(dir, files, sizeof(files));
+	preload_setup("reset", dir, sizeof(dir), files, sizeof(files));
 	const char *resets[] = { "--files", files, "--conns", "8", "--requests", "30",
 				 "--reset-every", "2", "--rcvbuf", "8192", NULL };
 	const char *good[] = { "--files", files, "--conns", "4", "--requests", "24", NULL };

@@ -275,6 +275,20 @@ static inline int run_client(const char *argv0, int port, const char *root,
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* The start of every test of the helper server under the preload: a time
+ * limit, skips, a temporary directory with the test files. */
+static inline void make_files(const char *dir, char *list, size_t len);
+static inline void preload_setup(const char *tag, char *dir, size_t dlen, char *files,
+				 size_t flen)
+{
+	test_timeout(240);
+	SKIP_UNDER_TSAN();
+	if (access(preload_path(), R_OK))
+		SKIP("no %s", preload_path());
+	make_tmpdir(dir, dlen, tag);
+	make_files(dir, files, flen);
+}
+
 /* The test files: 0 B to several MB, named by size. */
 static const size_t test_sizes[] = { 0, 1, 100, 1000, 4096, 20480, 65535, 65536,
 				     65537, 200000, 1 << 20, 3000000 };
