@@ -10,9 +10,7 @@ LIGHTTPD=$(command -v lighttpd || echo /usr/sbin/lighttpd)
 
 run() { # <label> <workers> <env...>
 	local label=$1 workers=$2; shift 2
-	rm -f "$T/stats" "$T/error.log"
-	for try in 1 2 3 4 5; do
-		PORT=$(free_port)
+	write_conf() {
 		cat > "$T/lighttpd.conf" <<CONF
 server.document-root = "$T/www"
 server.bind = "127.0.0.1"
@@ -23,16 +21,8 @@ server.max-keep-alive-requests = 100000
 server.max-worker = $workers
 server.event-handler = "linux-sysepoll"
 CONF
-		# Its own session: with workers, lighttpd signals its process group.
-		setsid env "$@" LD_PRELOAD="$PRELOAD" BYPASS_BATCH_STATS="$T/stats" \
-			"$LIGHTTPD" -D -f "$T/lighttpd.conf" 2>>"$T/error.log" &
-		SERVER_PID=$!
-		wait_port "$PORT" "$SERVER_PID" && break
-		kill -TERM "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null
-		SERVER_PID=
-		mv "$T/error.log" "$T/error.log.try$try" 2>/dev/null
-	done
-	[ -n "$SERVER_PID" ] || { echo "FAIL: lighttpd did not start"; cat "$T/error.log"; exit 1; }
+	}
+	start_server write_conf "$@" "$LIGHTTPD" -D -f "$T/lighttpd.conf"
 	clients_all
 	kill -TERM "$SERVER_PID"
 	wait "$SERVER_PID"

@@ -12,9 +12,7 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 run() { # <label> <sendfile on|off> <tcp_nopush on|off> <env...>
 	local label=$1 sf=$2 nopush=$3; shift 3
 	mkdir -p "$T/tmp"
-	rm -f "$T/stats" "$T/error.log"
-	for try in 1 2 3 4 5; do
-		PORT=$(free_port)
+	write_conf() {
 		cat > "$T/nginx.conf" <<CONF
 daemon off;
 master_process on;
@@ -33,15 +31,8 @@ http {
   server { listen 127.0.0.1:$PORT; root $T/www; }
 }
 CONF
-		env "$@" LD_PRELOAD="$PRELOAD" BYPASS_BATCH_STATS="$T/stats" \
-			"$NGINX" -c "$T/nginx.conf" -p "$T" 2>>"$T/error.log" &
-		SERVER_PID=$!
-		wait_port "$PORT" "$SERVER_PID" && break
-		kill -TERM "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null
-		SERVER_PID=
-		mv "$T/error.log" "$T/error.log.try$try" 2>/dev/null
-	done
-	[ -n "$SERVER_PID" ] || { echo "FAIL: nginx did not start"; cat "$T/error.log"; exit 1; }
+	}
+	start_server write_conf "$@" "$NGINX" -c "$T/nginx.conf" -p "$T"
 	clients_all
 	kill -QUIT "$SERVER_PID"  # graceful: workers finish and exit
 	wait "$SERVER_PID"

@@ -71,6 +71,29 @@ wait_port() {
 	return 1
 }
 
+# start_server <write-config-function> <command...>: a free port in $PORT,
+# the configuration written for it, the command started in its own session
+# (lighttpd signals its process group) under the preload; retried on a port
+# taken meanwhile.
+start_server() {
+	local conf=$1 try; shift
+	rm -f "$T/stats" "$T"/error.log*
+	for try in 1 2 3 4 5; do
+		PORT=$(free_port)
+		"$conf"
+		setsid env LD_PRELOAD="$PRELOAD" BYPASS_BATCH_STATS="$T/stats" "$@" \
+			2>>"$T/error.log" &
+		SERVER_PID=$!
+		wait_port "$PORT" "$SERVER_PID" && return 0
+		kill -TERM "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null
+		SERVER_PID=
+		mv "$T/error.log" "$T/error.log.try$try" 2>/dev/null
+	done
+	echo "FAIL: $* did not start"
+	cat "$T"/error.log* 2>/dev/null
+	exit 1
+}
+
 # client <label> <args...>: every byte checked; fail the test on a mismatch.
 client() {
 	local label=$1; shift
