@@ -655,6 +655,10 @@ int bt_submit(struct bt_thread *th)
 		for (struct bt_op *op = fe->head; op; op = op->next) {
 			if (op->state != BT_QUEUED)
 				continue;
+			/* Never send a buffer its read has not filled: the rest
+			 * of the chain waits for a later submit. */
+			if (op->kind == BT_SENDFILE && !(op->flags & BT_OP_READ_DONE))
+				break;
 			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 			if (!sqe)
 				break; /* only if a chain exceeds the ring: see MAX_OPS */
