@@ -369,7 +369,7 @@ static int unmap_locked(struct bypass_pager *p, struct region *r, uintptr_t a, s
 		unsigned st = pg_state(w);
 		if (st == PS_RESIDENT || st == PS_WRITEBACK)
 			res++;
-		pins += w >> PW_PIN_SHIFT;
+		pins += (w >> PW_PIN_SHIFT) != 0; /* p->pinned counts pages, not pins */
 		slot_free(p, pg);
 		atomic_store(&pg->w, 0);
 		pg->prev = pg->next = 0;
