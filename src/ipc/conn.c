@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -441,12 +442,20 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 		r = -errno;
 		goto fail;
 	}
+	int64_t hto = o && o->handshake_timeout_ns ? o->handshake_timeout_ns : HANDSHAKE_NS;
+	uint64_t deadline = ipc_deadline(hto);
+	/* connect() waits while the server's backlog is full: bound that wait
+	 * by the handshake timeout too (it ends in EAGAIN). */
+	struct timeval tv = { .tv_sec = hto / 1000000000,
+			      .tv_usec = hto % 1000000000 / 1000 };
+	if (!tv.tv_sec && !tv.tv_usec)
+		tv.tv_usec = 1; /* 0 would mean no limit */
+	setsockopt(c->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(c->sock, (struct sockaddr *)&sa, (socklen_t)alen) < 0) {
-		r = -errno;
+		r = errno == EAGAIN ? -ETIMEDOUT : -errno;
 		goto fail;
 	}
-	int64_t hto = o && o->handshake_timeout_ns ? o->handshake_timeout_ns : HANDSHAKE_NS;
-	r = wait_fd(c->sock, POLLIN, ipc_deadline(hto));
+	r = wait_fd(c->sock, POLLIN, deadline);
 	if (r)
 		goto fail;
 	struct ipc_hello h;
