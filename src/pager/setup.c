@@ -80,12 +80,17 @@ int open_thread_uffd(struct bypass_pager *p, uint64_t avail)
 		close(fd);
 		return e;
 	}
-	p->uffd_thread = fd;
+	/* The stop eventfd first: a handler thread must never be started
+	 * without a way to stop it. */
 	if (p->stop_fd < 0) {
 		p->stop_fd = eventfd(0, EFD_CLOEXEC);
-		if (p->stop_fd < 0)
-			return -errno;
+		if (p->stop_fd < 0) {
+			e = -errno;
+			close(fd);
+			return e;
+		}
 	}
+	p->uffd_thread = fd;
 	return 0;
 }
 
