@@ -539,8 +539,11 @@ fail:
 
 void ipc_drain_socket(bypass_ipc_conn *c)
 {
-	char buf[64];
-	for (;;) {
+	/* Wake bytes come one per arming: read a bounded amount, so that a
+	 * peer flooding the socket cannot keep us here (what it leaves keeps
+	 * the socket readable: a spurious wake-up at worst). */
+	char buf[256];
+	for (int i = 0; i < 16; i++) {
 		ssize_t n = recv(c->sock, buf, sizeof(buf), MSG_DONTWAIT);
 		if (n > 0)
 			continue;
