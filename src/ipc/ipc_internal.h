@@ -11,7 +11,9 @@
  * A ring carries records aligned to 64 bytes: a 16-byte header, then the
  * payload.  The header's stamp is written last (release) and says where the
  * record is: stamp = absolute position | kind.  A consumer at position T
- * waits for stamp == T | kind; anything else there is "not yet".  Before it
+ * waits for stamp == T | kind; anything else there is "not yet", except a
+ * stamp of a later lap (T + k * ring), which like a record ending more than
+ * a ring past the released tail means the producer overran us.  Before it
  * publishes a record, the producer clears the stamp where the next record
  * will go, so that a stale payload byte pattern can never look like a
  * record.  A record never wraps; a PAD record fills the end of the ring.

@@ -133,6 +133,7 @@ static int do_recv(bypass_ipc_conn *c, struct bypass_ipc_msg *m, int64_t timeout
 		ipc_drain_socket(c);
 	}
 	uint64_t deadline = ipc_deadline(timeout_ns);
+	unsigned skipped = 0;
 	for (;;) {
 		if (c->det && c->rd == c->det_pos) {
 			c->rd = c->det_end;
@@ -159,6 +160,11 @@ static int do_recv(bypass_ipc_conn *c, struct bypass_ipc_msg *m, int64_t timeout
 		if (kind == IPC_K_PAD || kind == IPC_K_RESP) {
 			/* A pad, or the response to a call that gave up. */
 			ipc_update_tail(c);
+			/* A peer that keeps such records coming must not keep
+			 * us here past the timeout. */
+			if (!(++skipped & 63) && deadline != UINT64_MAX &&
+			    (!deadline || bypass_now_ns() >= deadline))
+				return deadline ? -ETIMEDOUT : -EAGAIN;
 			continue;
 		}
 		c->held = true;

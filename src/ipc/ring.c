@@ -213,15 +213,28 @@ int ipc_peek(bypass_ipc_conn *c, uint64_t pos, unsigned *kind, uint32_t *len,
 	struct ipc_rec *rec = (struct ipc_rec *)(rg->data + off);
 	uint64_t s = atomic_load_explicit(&rec->stamp, memory_order_acquire);
 	unsigned k = (unsigned)(s & IPC_KIND_MASK);
-	if ((s & ~(uint64_t)IPC_KIND_MASK) != pos || !k)
+	uint64_t at = s & ~(uint64_t)IPC_KIND_MASK;
+	if (at != pos || !k) {
+		/* A record of a later lap here: the producer wrote past the room
+		 * we released (it never may), overwriting what we have not read. */
+		if (k && at > pos && !((at - pos) & rg->mask)) {
+			bp_debug("bypass: ipc: record of a later lap %#llx at %#llx",
+				 (unsigned long long)at, (unsigned long long)pos);
+			return -EPROTO;
+		}
 		return 0;
+	}
+	uint64_t e;
 	if (k == IPC_K_PAD) {
 		if (off == 0)
+			return -EPROTO;
+		e = pos + (rg->cap - off);
+		if (e - c->tail > rg->cap)
 			return -EPROTO;
 		*kind = k;
 		*len = 0;
 		*id = 0;
-		*end = pos + (rg->cap - off);
+		*end = e;
 		return 1;
 	}
 	if (k < IPC_K_MSG || k > IPC_K_RESP) {
@@ -237,10 +250,17 @@ int ipc_peek(bypass_ipc_conn *c, uint64_t pos, unsigned *kind, uint32_t *len,
 			 (unsigned long long)(rg->cap - off));
 		return -EPROTO;
 	}
+	/* The producer never writes past the room we released. */
+	e = pos + align_rec(l);
+	if (e - c->tail > rg->cap) {
+		bp_debug("bypass: ipc: record at %#llx ends past the released room (tail %#llx)",
+			 (unsigned long long)pos, (unsigned long long)c->tail);
+		return -EPROTO;
+	}
 	*kind = k;
 	*len = l;
 	*id = i;
-	*end = pos + align_rec(l);
+	*end = e;
 	return 1;
 }
 
