@@ -702,6 +702,13 @@ int bt_submit(struct bt_thread *th)
 
 /* ------------------------------------------------------------- waiting */
 
+/*
+ * What the waiter waits for may move to another thread's ring (a stream
+ * handed over), where no completion of ours will announce it: wait in
+ * slices and look again.
+ */
+#define WAIT_SLICE_NS 20000000ull
+
 int bt_wait(struct bt_thread *th, bool (*pred)(struct bt_thread *, void *),
 	    void *arg, int64_t timeout_ns, bool intr)
 {
@@ -712,24 +719,21 @@ int bt_wait(struct bt_thread *th, bool (*pred)(struct bt_thread *, void *),
 			bt_submit(th);
 		if (pred(th, arg))
 			break;
-		struct __kernel_timespec ts = { 0, 0 };
-		struct io_uring_getevents_arg ga = { 0 };
-		unsigned flags = IORING_ENTER_GETEVENTS;
+		uint64_t slice = WAIT_SLICE_NS;
 		if (timeout_ns >= 0) {
 			uint64_t now = bypass_now_ns();
 			if (now >= deadline)
 				return -ETIMEDOUT;
-			uint64_t left = deadline - now;
-			ts.tv_sec = (long long)(left / 1000000000ull);
-			ts.tv_nsec = (long long)(left % 1000000000ull);
-			ga.ts = (uint64_t)(uintptr_t)&ts;
-			flags |= IORING_ENTER_EXT_ARG;
+			if (deadline - now < slice)
+				slice = deadline - now;
 		}
+		struct __kernel_timespec ts = { (long long)(slice / 1000000000ull),
+						(long long)(slice % 1000000000ull) };
+		struct io_uring_getevents_arg ga = { .ts = (uint64_t)(uintptr_t)&ts };
 		int fd = th->ring->ring_fd;
 		bt_unlock(th);
-		long r = syscall(SYS_io_uring_enter, fd, 0, 1, flags,
-				 timeout_ns >= 0 ? (void *)&ga : NULL,
-				 timeout_ns >= 0 ? sizeof(ga) : 0);
+		long r = syscall(SYS_io_uring_enter, fd, 0, 1,
+				 IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &ga, sizeof(ga));
 		int e = r < 0 ? errno : 0;
 		bt_lock(th);
 		th->c.enters++;
