@@ -249,18 +249,28 @@ static int kpoll(int epfd, struct epoll_event *ev, int max, int timeout_ms)
 	return k < 0 ? -errno : k;
 }
 
+/* What is left of timeout_ms since start_ns, for epoll_wait (-1: no limit). */
+static int ms_left(int timeout_ms, uint64_t start_ns)
+{
+	if (timeout_ms <= 0)
+		return timeout_ms;
+	uint64_t spent = (bypass_now_ns() - start_ns) / 1000000;
+	return spent >= (uint64_t)timeout_ms ? 0 : timeout_ms - (int)spent;
+}
+
 int bypass_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout_ms)
 {
 	if (epfd < 0 || !ev || max <= 0)
 		return -EINVAL;
+	uint64_t start_ns = timeout_ms > 0 ? bypass_now_ns() : 0;
 	pthread_mutex_lock(&lock);
+again:;
 	struct ipc_epset *s = find_set(epfd);
 	if (!s) {
 		pthread_mutex_unlock(&lock);
-		return kpoll(epfd, ev, max, timeout_ms);
+		return kpoll(epfd, ev, max, ms_left(timeout_ms, start_ns));
 	}
 	s->gen++;
-	uint64_t start_ns = timeout_ms > 0 ? bypass_now_ns() : 0;
 	uint64_t t0 = bypass_rdtscp(NULL);
 	uint64_t poll_cycles = bp_ns_to_cycles(POLL_NS);
 	/* The spin budget: the longest of the connections' modes. */
@@ -325,13 +335,8 @@ int bypass_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout_ms)
 		pthread_mutex_unlock(&lock);
 		return n;
 	}
-	int left = timeout_ms;
-	if (timeout_ms > 0) {
-		uint64_t spent = (bypass_now_ns() - start_ns) / 1000000;
-		left = spent >= (uint64_t)timeout_ms ? 0 : timeout_ms - (int)spent;
-	}
 	pthread_mutex_unlock(&lock);
-	int k = kpoll(epfd, ev, max, left);
+	int k = kpoll(epfd, ev, max, ms_left(timeout_ms, start_ns));
 	pthread_mutex_lock(&lock);
 	s = find_set(epfd);
 	if (k < 0) {
@@ -350,6 +355,10 @@ int bypass_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout_ms)
 	} else {
 		n = k;
 	}
+	/* Woken for nothing (a late wake byte, a message already read): like
+	 * epoll_wait, return 0 only when the timeout has passed. */
+	if (!n && ms_left(timeout_ms, start_ns))
+		goto again;
 	pthread_mutex_unlock(&lock);
 	return n;
 }
