@@ -128,9 +128,16 @@ int bypass_epoll_ctl(int epfd, int op, bypass_ipc_conn *c, struct epoll_event *e
 			fresh = true;
 		}
 		g = calloc(1, sizeof(*g));
-		if (!g || (s->n == s->cap &&
-			   !(s->regs = realloc(s->regs, (s->cap = s->cap ? 2 * s->cap : 8) *
-							     sizeof(*s->regs))))) {
+		if (g && s->n == s->cap) {
+			/* On failure the table stays as it was. */
+			size_t cap = s->cap ? 2 * s->cap : 8;
+			struct ipc_epreg **regs = realloc(s->regs, cap * sizeof(*regs));
+			if (regs) {
+				s->regs = regs;
+				s->cap = cap;
+			}
+		}
+		if (!g || s->n == s->cap) {
 			free(g);
 			if (fresh)
 				drop_set_if_empty(s);
