@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -409,6 +410,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < workers && i < 64; i++) {
 		kids[i] = fork();
 		if (kids[i] == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL); /* the master's fate */
 			serve(threads);
 			printf("served %ld errors %ld\n", atomic_load(&served), atomic_load(&errors));
 			fflush(stdout);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -68,13 +69,6 @@ static inline void fill_pat(unsigned char *b, size_t len, uint64_t s, uint64_t o
 		b[i] = pat(s, off + i);
 }
 
-/* A fresh temporary directory (removed by rm_tree). */
-static inline void make_tmpdir(char *buf, size_t len, const char *tag)
-{
-	snprintf(buf, len, "/tmp/bypass-batch-%s-XXXXXX", tag);
-	CHECK(mkdtemp(buf) != NULL);
-}
-
 static inline void rm_tree(const char *dir)
 {
 	if (!dir || !*dir || strncmp(dir, "/tmp/bypass-batch-", 18))
@@ -83,6 +77,35 @@ static inline void rm_tree(const char *dir)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	int r = system(cmd);
 	(void)r;
+}
+
+/*
+ * A fresh temporary directory, removed when the test process ends however
+ * it ends (a failed check exits at once): a janitor process waits for the
+ * end of a pipe only the test holds (close-on-exec, so servers it starts do
+ * not hold it), then removes the directory.
+ */
+static inline void make_tmpdir(char *buf, size_t len, const char *tag)
+{
+	snprintf(buf, len, "/tmp/bypass-batch-%s-XXXXXX", tag);
+	CHECK(mkdtemp(buf) != NULL);
+	int p[2];
+	CHECK(pipe2(p, O_CLOEXEC) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		close(p[1]);
+		setsid();
+		char c;
+		for (;;) {
+			ssize_t n = read(p[0], &c, 1);
+			if (n == 0 || (n < 0 && errno != EINTR))
+				break;
+		}
+		rm_tree(buf);
+		_exit(0);
+	}
+	close(p[0]);
 }
 
 /* Write a file of len pattern bytes (stream s). */
@@ -173,6 +196,8 @@ static inline void server_start(struct server *s, const char *argv0, const char 
 	s->pid = fork();
 	CHECK(s->pid >= 0);
 	if (s->pid == 0) {
+		/* If the test dies (a failed check exits at once), so does it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		const char *av[40] = { bin, "--root", dir, "--port-file", portf };
 		int n = 5;
 		for (int i = 0; args && args[i] && n < 38; i++)
