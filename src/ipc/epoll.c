@@ -7,7 +7,9 @@
  * Each connection's handshake socket sits in the kernel's epoll set with a
  * registration record as its data; it becomes readable when the peer hangs
  * up, or when the peer sends a wake byte because we armed the connection
- * before sleeping.  While connections have messages, bypass_epoll_wait finds
+ * before sleeping.  The peer's pidfd sits there too (data: the record's
+ * address + 1): it says the peer died even when a child it forked keeps the
+ * socket open.  While connections have messages, bypass_epoll_wait finds
  * them in shared memory without a system call (and polls the kernel for the
  * ordinary descriptors at most every POLL_NS); when nothing is ready it
  * spins for the connections' budget, arms them, and sleeps in epoll_wait.
@@ -64,6 +66,14 @@ static void drop_set_if_empty(struct ipc_epset *s)
 	free(s);
 }
 
+/* Take c's descriptors out of the kernel's set epfd. */
+static void kernel_del(int epfd, bypass_ipc_conn *c)
+{
+	epoll_ctl(epfd, EPOLL_CTL_DEL, c->sock, NULL);
+	if (c->pidfd >= 0)
+		epoll_ctl(epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
+}
+
 static void unlink_reg(struct ipc_epreg *g)
 {
 	struct ipc_epset *s = g->set;
@@ -83,7 +93,7 @@ void ipc_epoll_forget(bypass_ipc_conn *c)
 	struct ipc_epreg *g = c->ep;
 	if (g) {
 		if (c->fork_gen == bp_fork_gen_fast())
-			epoll_ctl(g->set->epfd, EPOLL_CTL_DEL, c->sock, NULL);
+			kernel_del(g->set->epfd, c);
 		unlink_reg(g);
 	}
 	pthread_mutex_unlock(&lock);
@@ -145,8 +155,15 @@ int bypass_epoll_ctl(int epfd, int op, bypass_ipc_conn *c, struct epoll_event *e
 			break;
 		}
 		struct epoll_event kev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = g };
+		struct epoll_event pev = { .events = EPOLLIN, .data.ptr = (char *)g + 1 };
 		if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->sock, &kev) < 0) {
 			r = -errno;
+		} else if (c->pidfd >= 0 &&
+			   epoll_ctl(epfd, EPOLL_CTL_ADD, c->pidfd, &pev) < 0) {
+			r = -errno;
+			epoll_ctl(epfd, EPOLL_CTL_DEL, c->sock, NULL);
+		}
+		if (r) {
 			free(g);
 			if (fresh)
 				drop_set_if_empty(s);
@@ -173,7 +190,7 @@ int bypass_epoll_ctl(int epfd, int op, bypass_ipc_conn *c, struct epoll_event *e
 			r = -ENOENT;
 			break;
 		}
-		epoll_ctl(epfd, EPOLL_CTL_DEL, c->sock, NULL);
+		kernel_del(epfd, c);
 		unlink_reg(g);
 		break;
 	default:
@@ -183,10 +200,14 @@ int bypass_epoll_ctl(int epfd, int op, bypass_ipc_conn *c, struct epoll_event *e
 	return r;
 }
 
-static struct ipc_epreg *our_reg(struct ipc_epset *s, void *p)
+/* The registration an event's data names (*pid: the pidfd's), or NULL. */
+static struct ipc_epreg *our_reg(struct ipc_epset *s, void *p, bool *pid)
 {
+	uintptr_t v = (uintptr_t)p;
+	*pid = v & 1;
+	v &= ~(uintptr_t)1;
 	for (size_t i = 0; i < s->n; i++)
-		if (s->regs[i] == p)
+		if ((uintptr_t)s->regs[i] == v)
 			return s->regs[i];
 	return NULL;
 }
@@ -225,13 +246,14 @@ static int translate(struct ipc_epset *s, struct epoll_event *ev, int k)
 {
 	int n = 0;
 	for (int i = 0; i < k; i++) {
-		struct ipc_epreg *g = our_reg(s, ev[i].data.ptr);
+		bool pid;
+		struct ipc_epreg *g = our_reg(s, ev[i].data.ptr, &pid);
 		if (!g) {
 			ev[n++] = ev[i];
 			continue;
 		}
 		bypass_ipc_conn *c = g->conn;
-		if (ev[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))
+		if (pid || (ev[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)))
 			c->peer_gone = true;
 		ipc_drain_socket(c);
 		ipc_disarm(c);
