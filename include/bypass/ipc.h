@@ -247,7 +247,8 @@ BYPASS_API int bypass_ipc_arm(bypass_ipc_conn *conn);
  * with a connection for a descriptor.  ev->events may hold EPOLLIN and
  * EPOLLRDHUP (EPOLLHUP and EPOLLERR are always reported); ev->data is
  * returned as given.  Only bypass_epoll_wait() reports connections.
- * Remove connections (or close them) before closing epfd.  Returns 0,
+ * Remove connections (or close them) before closing epfd, and not while
+ * another thread waits in bypass_epoll_wait() on epfd.  Returns 0,
  * -EINVAL, -EEXIST, -ENOENT, -EOPNOTSUPP (EPOLLOUT, EPOLLET, EPOLLONESHOT),
  * -ENOMEM, or the -errno of epoll_ctl.
  */
@@ -257,7 +258,8 @@ BYPASS_API int bypass_epoll_ctl(int epfd, int op, bypass_ipc_conn *conn,
 /*
  * bypass_epoll_wait - epoll_wait() that also reports the connections added
  * with bypass_epoll_ctl: a connection is ready (EPOLLIN) while a message
- * waits, and reports EPOLLIN|EPOLLHUP|EPOLLRDHUP once its peer is gone.
+ * waits, and reports EPOLLHUP (with EPOLLIN and EPOLLRDHUP if registered
+ * for them) once its peer is gone.
  * Level-triggered.  While connections are busy no system call is made
  * (ordinary descriptors are still polled at least every 50 us); when nothing
  * is ready it spins for the connections' adaptive budget, then arms them and

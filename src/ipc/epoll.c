@@ -212,10 +212,20 @@ static struct ipc_epreg *our_reg(struct ipc_epset *s, void *p, bool *pid)
 	return NULL;
 }
 
+/* Is g to report: a message waits (if it asked for EPOLLIN), or its peer is
+ * gone or the connection broken (always, like epoll's EPOLLHUP)? */
+static bool reg_ready(struct ipc_epreg *g, bool arm)
+{
+	bypass_ipc_conn *c = g->conn;
+	if (g->events & EPOLLIN)
+		return ipc_poll_ready(c, arm) == 1;
+	return c->peer_gone || c->broken;
+}
+
 static uint32_t conn_events(struct ipc_epreg *g)
 {
 	bypass_ipc_conn *c = g->conn;
-	uint32_t e = EPOLLIN;
+	uint32_t e = g->events & EPOLLIN;
 	if (c->broken)
 		e |= EPOLLERR;
 	if (c->peer_gone || c->broken)
@@ -228,9 +238,9 @@ static int scan(struct ipc_epset *s, struct epoll_event *ev, int n, int max)
 {
 	for (size_t i = 0; i < s->n && n < max; i++) {
 		struct ipc_epreg *g = s->regs[i];
-		if (g->seen == s->gen || !(g->events & EPOLLIN))
+		if (g->seen == s->gen)
 			continue;
-		if (ipc_poll_ready(g->conn, false) == 1) {
+		if (reg_ready(g, false)) {
 			g->seen = s->gen;
 			ev[n].events = conn_events(g);
 			ev[n].data = g->data;
@@ -257,9 +267,9 @@ static int translate(struct ipc_epset *s, struct epoll_event *ev, int k)
 			c->peer_gone = true;
 		ipc_drain_socket(c);
 		ipc_disarm(c);
-		if (g->seen == s->gen || !(g->events & EPOLLIN))
+		if (g->seen == s->gen)
 			continue;
-		if (ipc_poll_ready(c, false) == 1) {
+		if (reg_ready(g, false)) {
 			g->seen = s->gen;
 			ev[n].events = conn_events(g);
 			ev[n].data = g->data;
@@ -349,9 +359,9 @@ again:;
 	/* Nothing: arm every connection, then sleep in the kernel. */
 	for (size_t i = 0; i < s->n && n < max; i++) {
 		struct ipc_epreg *g = s->regs[i];
-		if (!(g->events & EPOLLIN) || g->seen == s->gen)
+		if (g->seen == s->gen)
 			continue;
-		if (ipc_poll_ready(g->conn, true) == 1) {
+		if (reg_ready(g, true)) {
 			g->seen = s->gen;
 			ev[n].events = conn_events(g);
 			ev[n].data = g->data;
