@@ -205,6 +205,13 @@ void bt_unlock(struct bt_thread *th);
  * th's state afterwards.
  */
 void bt_acquire(struct bt_thread *th, struct bt_fdent *fe);
+/* Under th's lock: put fe on / take it off th's list of streams with queued
+ * work (the order in which a flush writes their chains). */
+void bt_activate(struct bt_thread *th, struct bt_fdent *fe);
+void bt_deactivate(struct bt_thread *th, struct bt_fdent *fe);
+/* Under th's lock: wait (at most a second) for a completion in th's ring
+ * without dropping the lock, and reap. */
+void bt_wait_one_locked(struct bt_thread *th);
 /* Under th's lock (th owns fe): append op to fe's stream. */
 void bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op);
 /* Under th's lock: submit everything queued (one enter), reap.  Returns the

@@ -87,7 +87,7 @@ void bt_op_free(struct bt_op *op)
 	free(op);
 }
 
-static void activate(struct bt_thread *th, struct bt_fdent *fe)
+void bt_activate(struct bt_thread *th, struct bt_fdent *fe)
 {
 	if (fe->active)
 		return;
@@ -100,7 +100,7 @@ static void activate(struct bt_thread *th, struct bt_fdent *fe)
 	th->act_tail = fe;
 }
 
-static void deactivate(struct bt_thread *th, struct bt_fdent *fe)
+void bt_deactivate(struct bt_thread *th, struct bt_fdent *fe)
 {
 	if (!fe->active)
 		return;
@@ -118,56 +118,11 @@ static void deactivate(struct bt_thread *th, struct bt_fdent *fe)
 	fe->next_active = NULL;
 }
 
-static unsigned stream_reads(struct bt_fdent *fe)
-{
-	unsigned n = 0;
-	for (struct bt_op *op = fe->head; op; op = op->next)
-		if (op->kind == BT_SENDFILE && op->state == BT_QUEUED &&
-		    !(op->flags & BT_OP_READ_DONE))
-			n++;
-	return n;
-}
-
-/* Take fe's stream (ownerless, possibly carrying queued ops) into th. */
-static void adopt(struct bt_thread *th, struct bt_fdent *fe)
-{
-	/* Registered-file slots belong to the previous owner's ring; files
-	 * read by moved sendfile calls are now read by two threads' queues. */
-	for (struct bt_op *op = fe->head; op; op = op->next) {
-		op->flags &= (uint16_t)~BT_OP_FIXED;
-		if (op->kind == BT_SENDFILE && !(op->flags & BT_OP_READ_DONE)) {
-			struct bt_fdent *in = bt_fd_peek(op->u.sf.in_fd);
-			if (in)
-				atomic_store(&in->reader, BT_READERS_MANY);
-		}
-	}
-	th->nqueued += fe->nqueued;
-	th->ninflight += fe->ninflight;
-	th->nexplicit += fe->nexplicit;
-	th->bytes += fe->bytes;
-	th->nreads += stream_reads(fe);
-	if (fe->nqueued) {
-		activate(th, fe);
-		if (th->nqueued == fe->nqueued)
-			th->seg_ns = bypass_now_ns();
-	}
-}
-
-static void detach(struct bt_thread *th, struct bt_fdent *fe)
-{
-	deactivate(th, fe);
-	th->nqueued -= fe->nqueued;
-	th->ninflight -= fe->ninflight;
-	th->nexplicit -= fe->nexplicit;
-	th->bytes -= fe->bytes;
-	th->nreads -= stream_reads(fe);
-}
-
 /* An empty stream goes back to no owner, so another thread takes it cheaply. */
 static void maybe_release(struct bt_thread *th, struct bt_fdent *fe)
 {
 	if (!fe->head && atomic_load_explicit(&fe->owner, memory_order_relaxed) == th) {
-		deactivate(th, fe);
+		bt_deactivate(th, fe);
 		fe->nqueued = fe->ninflight = fe->nexplicit = 0;
 		fe->bytes = 0;
 		atomic_store_explicit(&fe->owner, NULL, memory_order_release);
@@ -198,7 +153,7 @@ void bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op)
 	}
 	if (op->kind == BT_SENDFILE && !(op->flags & BT_OP_READ_DONE))
 		th->nreads++;
-	activate(th, fe);
+	bt_activate(th, fe);
 	th->c.deferred++;
 	th->c.bytes += op->len;
 }
@@ -236,7 +191,7 @@ static void requeue(struct bt_thread *th, struct bt_op *op)
 	if (!th->nqueued)
 		th->seg_ns = bypass_now_ns();
 	th->nqueued++;
-	activate(th, fe);
+	bt_activate(th, fe);
 }
 
 static void store_result(struct bt_op *op, long res)
@@ -552,7 +507,7 @@ static int do_submit(struct bt_thread *th)
 }
 
 /* Wait (at most a second) for a completion without dropping the lock. */
-static void wait_one_locked(struct bt_thread *th)
+void bt_wait_one_locked(struct bt_thread *th)
 {
 	struct io_uring *ring = th->ring;
 	struct __kernel_timespec ts = { 1, 0 };
@@ -591,7 +546,7 @@ static void read_phase(struct bt_thread *th)
 	/* Disk reads take their time; nothing else may touch the ops meanwhile. */
 	uint64_t t0 = bypass_now_ns();
 	while (th->nreads && bypass_now_ns() - t0 < 60000000000ull)
-		wait_one_locked(th);
+		bt_wait_one_locked(th);
 	if (th->nreads)
 		bp_err("bypass batch: %u file reads of sendfile calls did not "
 		       "complete in 60 s", th->nreads);
@@ -680,13 +635,13 @@ int bt_submit(struct bt_thread *th)
 		}
 		fe->active = false;
 		if (fe->nqueued)
-			activate(th, fe);
+			bt_activate(th, fe);
 		fe = next;
 	}
 	for (fe = keep_head; fe;) {
 		struct bt_fdent *next = fe->next_active;
 		fe->active = false;
-		activate(th, fe);
+		bt_activate(th, fe);
 		fe = next;
 	}
 	int r = do_submit(th);
@@ -699,143 +654,3 @@ int bt_submit(struct bt_thread *th)
 			unregister_epoll(closing[i]);
 	return r < 0 && !total ? r : total;
 }
-
-/* ------------------------------------------------------------- waiting */
-
-/*
- * What the waiter waits for may move to another thread's ring (a stream
- * handed over), where no completion of ours will announce it: wait in
- * slices and look again.
- */
-#define WAIT_SLICE_NS 20000000ull
-
-int bt_wait(struct bt_thread *th, bool (*pred)(struct bt_thread *, void *),
-	    void *arg, int64_t timeout_ns, bool intr)
-{
-	uint64_t deadline = timeout_ns >= 0 ? bypass_now_ns() + (uint64_t)timeout_ns : 0;
-	bt_reap(th);
-	while (!pred(th, arg)) {
-		if (th->nqueued)
-			bt_submit(th);
-		if (pred(th, arg))
-			break;
-		uint64_t slice = WAIT_SLICE_NS;
-		if (timeout_ns >= 0) {
-			uint64_t now = bypass_now_ns();
-			if (now >= deadline)
-				return -ETIMEDOUT;
-			if (deadline - now < slice)
-				slice = deadline - now;
-		}
-		struct __kernel_timespec ts = { (long long)(slice / 1000000000ull),
-						(long long)(slice % 1000000000ull) };
-		struct io_uring_getevents_arg ga = { .ts = (uint64_t)(uintptr_t)&ts };
-		int fd = th->ring->ring_fd;
-		bt_unlock(th);
-		long r = syscall(SYS_io_uring_enter, fd, 0, 1,
-				 IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &ga, sizeof(ga));
-		int e = r < 0 ? errno : 0;
-		bt_lock(th);
-		th->c.enters++;
-		bt_reap(th);
-		if (e == EINTR && intr && !pred(th, arg))
-			return -EINTR;
-	}
-	return 0;
-}
-
-static bool pred_fd_idle(struct bt_thread *th, void *arg)
-{
-	struct bt_fdent *fe = arg;
-	return atomic_load_explicit(&fe->owner, memory_order_relaxed) != th ||
-	       fe->ninflight == 0;
-}
-
-int bt_wait_fd_idle(struct bt_thread *th, struct bt_fdent *fe, bool intr)
-{
-	return bt_wait(th, pred_fd_idle, fe, -1, intr);
-}
-
-static bool pred_idle(struct bt_thread *th, void *arg)
-{
-	(void)arg;
-	return !th->nqueued && !th->ninflight;
-}
-
-int bt_drain(struct bt_thread *th, int64_t timeout_ns)
-{
-	if (!th->ring)
-		return 0;
-	for (int i = 0; i < 8 && th->nqueued; i++)
-		bt_submit(th);
-	return bt_wait(th, pred_idle, NULL, timeout_ns, false);
-}
-
-/* ------------------------------------------------------------- cancel, hand-over */
-
-void bt_quiesce(struct bt_thread *th, struct bt_fdent *fe)
-{
-	bt_reap(th);
-	if (!fe->ninflight)
-		return;
-	bool explicit_inflight = false, fixed = false;
-	for (struct bt_op *op = fe->head; op; op = op->next)
-		if (op->state == BT_INFLIGHT) {
-			fixed |= op->flags & BT_OP_FIXED;
-			if (op->flags & BT_OP_TRANSPARENT)
-				op->flags |= BT_OP_REQUEUE;
-			else
-				explicit_inflight = true;
-		}
-	if (!explicit_inflight) {
-		struct io_uring_sync_cancel_reg reg;
-		memset(&reg, 0, sizeof(reg));
-		reg.fd = fe->fd;
-		reg.flags = IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ALL;
-		reg.timeout.tv_sec = -1;
-		reg.timeout.tv_nsec = -1;
-		int r = io_uring_register_sync_cancel(th->ring, &reg);
-		if (r < 0 && r != -ENOENT && r != -EALREADY)
-			bp_debug("bypass batch: cancel on fd %d: %s", fe->fd, strerror(-r));
-		if (fixed) {
-			reg.flags |= IORING_ASYNC_CANCEL_FD_FIXED;
-			io_uring_register_sync_cancel(th->ring, &reg);
-		}
-	}
-	/* The cancelled requests complete through their submitter's task work
-	 * (an explicit call is waited for: it keeps its result). */
-	while (fe->ninflight)
-		wait_one_locked(th);
-}
-
-static void release_from(struct bt_thread *o, struct bt_fdent *fe)
-{
-	bt_lock(o);
-	if (atomic_load_explicit(&fe->owner, memory_order_acquire) == o) {
-		if (o->ring)
-			bt_quiesce(o, fe);
-		detach(o, fe);
-		atomic_store_explicit(&fe->owner, NULL, memory_order_release);
-	}
-	bt_unlock(o);
-}
-
-void bt_acquire(struct bt_thread *th, struct bt_fdent *fe)
-{
-	for (;;) {
-		struct bt_thread *o = atomic_load_explicit(&fe->owner, memory_order_acquire);
-		if (o == th)
-			return;
-		if (!o) {
-			if (atomic_compare_exchange_strong(&fe->owner, &o, th)) {
-				adopt(th, fe);
-				return;
-			}
-			continue;
-		}
-		bt_unlock(th);
-		release_from(o, fe);
-		bt_lock(th);
-	}
-}
-
