@@ -38,6 +38,7 @@ struct ipc_epset {
 	struct ipc_epreg **regs;
 	size_t n, cap;
 	uint64_t next_kpoll;    /* TSC of the next kernel poll while busy */
+	size_t cursor;          /* where the next scan starts */
 	unsigned gen;
 	struct ipc_epset *next;
 };
@@ -233,14 +234,22 @@ static uint32_t conn_events(struct ipc_epreg *g)
 	return e;
 }
 
-/* Report ready connections into ev[n..max); returns the new n. */
+/*
+ * Report ready connections into ev[n..max); returns the new n.  Each scan
+ * starts after the last connection reported (epoll moves a reported
+ * descriptor to the back of its ready list): with more ready connections
+ * than max, one that is always ready cannot starve the others.
+ */
 static int scan(struct ipc_epset *s, struct epoll_event *ev, int n, int max)
 {
-	for (size_t i = 0; i < s->n && n < max; i++) {
+	size_t cnt = s->n;
+	for (size_t j = 0; j < cnt && n < max; j++) {
+		size_t i = (s->cursor + j) % cnt;
 		struct ipc_epreg *g = s->regs[i];
 		if (g->seen == s->gen)
 			continue;
 		if (reg_ready(g, false)) {
+			s->cursor = i + 1;
 			g->seen = s->gen;
 			ev[n].events = conn_events(g);
 			ev[n].data = g->data;
