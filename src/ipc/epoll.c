@@ -335,24 +335,26 @@ again:;
 	int n;
 	uint64_t now = t0;
 	for (unsigned iter = 0;; iter++) {
-		n = scan(s, ev, 0, max);
-		if (n || !(iter & 15))
+		n = 0;
+		if (iter && !(iter & 15))
 			now = bypass_rdtscp(NULL);
 		if (now >= s->next_kpoll) {
-			/* Ordinary descriptors: at least every POLL_NS while busy. */
+			/* Ordinary descriptors: at least every POLL_NS while busy,
+			 * and first, so that connections filling max cannot
+			 * crowd them out. */
 			s->next_kpoll = now + poll_cycles;
-			if (n < max) {
+			pthread_mutex_unlock(&lock);
+			int k = kpoll(epfd, ev, max, 0);
+			pthread_mutex_lock(&lock);
+			s = find_set(epfd);
+			if (k < 0) {
 				pthread_mutex_unlock(&lock);
-				int k = kpoll(epfd, ev + n, max - n, 0);
-				pthread_mutex_lock(&lock);
-				s = find_set(epfd);
-				if (k < 0)
-					return n ? n : (pthread_mutex_unlock(&lock), k);
-				if (s)
-					k = translate(s, ev + n, k);
-				n += k;
+				return k;
 			}
+			n = s ? translate(s, ev, k) : k;
 		}
+		if (s)
+			n = scan(s, ev, n, max);
 		if (n || !s || timeout_ms == 0)
 			break;
 		if (!forever && now - t0 >= spin)
