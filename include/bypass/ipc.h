@@ -95,7 +95,8 @@ struct bypass_ipc_msg {
 /*
  * bypass_ipc_listen - create a service.  name is a path in the file system
  * if it starts with '/' or '.', otherwise a name in the abstract Unix socket
- * namespace ("bypass-ipc:" + name); at most 100 bytes.  opts may be NULL.
+ * namespace ("bypass-ipc:" + name); at most 100 bytes for a path, 96 for a
+ * name.  opts may be NULL.
  * Returns 0, -EINVAL (bad name or options), -EADDRINUSE, -EOPNOTSUPP
  * (BYPASS_IPC_PKEY without protection keys), or another -errno.
  */

@@ -106,6 +106,9 @@ static int make_addr(const char *name, struct sockaddr_un *sa, bool *is_path)
 		return (int)(offsetof(struct sockaddr_un, sun_path) + n + 1);
 	}
 	static const char pfx[] = "bypass-ipc:";
+	/* A NUL, the prefix and the name must fit in sun_path: 96 bytes. */
+	if (n > sizeof(sa->sun_path) - sizeof(pfx))
+		return -EINVAL;
 	memcpy(sa->sun_path + 1, pfx, sizeof(pfx) - 1);
 	memcpy(sa->sun_path + sizeof(pfx), name, n);
 	*is_path = false;
