@@ -606,10 +606,18 @@ int bypass_ipc_close(bypass_ipc_conn *c)
 	return 0;
 }
 
+/* A connection inherited through fork() may only be closed. */
+static bool foreign(const bypass_ipc_conn *c)
+{
+	return c->fork_gen != bp_fork_gen_fast();
+}
+
 int bypass_ipc_set_mode(bypass_ipc_conn *c, int mode, uint64_t spin_ns)
 {
 	if (!c || mode < BYPASS_WAIT_ADAPTIVE || mode > BYPASS_WAIT_SPIN)
 		return -EINVAL;
+	if (foreign(c))
+		return -EBADF;
 	c->mode = mode;
 	if (spin_ns)
 		c->spin_cycles = bp_ns_to_cycles(spin_ns);
@@ -620,6 +628,8 @@ int bypass_ipc_peer(const bypass_ipc_conn *c, pid_t *pid, uid_t *uid)
 {
 	if (!c)
 		return -EINVAL;
+	if (foreign(c))
+		return -EBADF;
 	if (pid)
 		*pid = c->peer_pid;
 	if (uid)
@@ -631,11 +641,15 @@ int bypass_ipc_max_msg(const bypass_ipc_conn *c, size_t *max)
 {
 	if (!c || !max)
 		return -EINVAL;
+	if (foreign(c))
+		return -EBADF;
 	*max = (size_t)c->max_msg;
 	return 0;
 }
 
 int bypass_ipc_fd(const bypass_ipc_conn *c)
 {
-	return c ? c->sock : -EINVAL;
+	if (!c)
+		return -EINVAL;
+	return foreign(c) ? -EBADF : c->sock;
 }

@@ -126,6 +126,14 @@ int main(void)
 	if (k == 0) {
 		CHECK_ERR(bypass_ipc_send(c, "no", 2, 0), -EBADF);
 		CHECK_ERR(bypass_ipc_recv(c, &m, 0), -EBADF);
+		size_t mx;
+		CHECK_ERR(bypass_ipc_set_mode(c, BYPASS_WAIT_SLEEP, 0), -EBADF);
+		CHECK_ERR(bypass_ipc_peer(c, NULL, NULL), -EBADF);
+		CHECK_ERR(bypass_ipc_max_msg(c, &mx), -EBADF);
+		CHECK_ERR(bypass_ipc_fd(c), -EBADF);
+		CHECK_ERR(bypass_ipc_arm(c), -EBADF);
+		CHECK_ERR(bypass_ipc_loan(c, 1, &loan, 0), -EBADF);
+		CHECK_ERR(bypass_ipc_call(c, "q", 1, &m, -1), -EBADF);
 		CHECK_ERR(bypass_ipc_close(c), 0);
 		_exit(0);
 	}
