@@ -209,7 +209,10 @@ BYPASS_API int bypass_ipc_release(bypass_ipc_conn *conn, struct bypass_ipc_msg *
  * else copied once) and wait at most timeout_ns in total for the response,
  * which *resp describes in place (release it like a received message).
  * One-way messages that the server sends meanwhile stay queued for
- * bypass_ipc_recv().  One call at a time per connection.  Returns 0,
+ * bypass_ipc_recv(), holding their room in the ring: a server that sends
+ * more than the ring holds before it answers waits for room, and the call
+ * for its response, until one of them times out.  One call at a time per
+ * connection.  Returns 0,
  * -ETIMEDOUT (a late response is dropped), -ECONNRESET (the server died
  * before answering), and the errors of send and recv.
  */
