@@ -13,6 +13,14 @@
  * writes and returns; the next round (in any thread) reaps the completions
  * and drops the pages.  A write to a page under write-back takes a
  * write-protect fault that marks it re-dirtied; it is then kept.
+ *
+ * io_uring posts an O_DIRECT completion through the task work of the thread
+ * that submitted it, and a thread blocked in a kernel-mode fault on a
+ * handler-served region runs none until the handler thread serves it.  If
+ * the handler thread then needs room that only that thread's write-backs
+ * can free, neither moves again.  So in a pager with a handler thread, only
+ * the handler thread (which never touches region memory) writes back
+ * asynchronously; other threads write synchronously (pwritev).
  */
 #include "pager/pager_internal.h"
 
@@ -387,16 +395,30 @@ static struct wb *wb_get(struct bypass_pager *p, struct ectx *c, uint32_t *idx)
 	}
 }
 
+/* A write-back done in the calling thread; its result as a completion's. */
+static int write_sync(struct bypass_pager *p, const struct iovec *iov, uint32_t niov,
+		      uint32_t slot)
+{
+	ssize_t n;
+	do
+		n = pwritev(p->swap_fd, iov, (int)niov, (off_t)slot * (off_t)PG_SIZE);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : (int)n;
+}
+
 /*
  * Write n locked, write-protected dirty pages (sorted by id) to fresh
  * slots: runs of consecutive slots become one writev.  The pages are
- * unlocked in state WRITEBACK.
+ * unlocked in state WRITEBACK (and, for a synchronous write-back, finished
+ * before this returns).
  */
 static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint32_t *v,
 			     uint32_t n)
 {
 	uint32_t i = 0;
 	bool queued = false;
+	bool sync = atomic_load_explicit(&p->sync_wb, memory_order_relaxed) &&
+		    !pager_in_handler_thread();
 	while (i < n) {
 		uint32_t s = slot_alloc(p);
 		if (s == PG_NONE) {
@@ -435,6 +457,11 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 			pg_clear(pg, PW_REDIRTY);
 			pg_set_state(pg, PS_WRITEBACK);
 			pg_unlock(pg);
+		}
+		if (sync) {
+			p->wb_inflight++;
+			finish_wb(p, c, b, write_sync(p, b->iov, niov, s));
+			continue;
 		}
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
 		if (!sqe) {

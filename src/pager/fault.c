@@ -401,9 +401,17 @@ static void handle_msg(struct bypass_pager *p, const struct uffd_msg *m)
 	tab_leave(idx);
 }
 
+static __thread bool in_handler __attribute__((tls_model("initial-exec")));
+
+bool pager_in_handler_thread(void)
+{
+	return in_handler;
+}
+
 static void *handler_main(void *arg)
 {
 	struct bypass_pager *p = arg;
+	in_handler = true;
 	struct uffd_msg msgs[64];
 	struct pollfd pf[2] = { { .fd = p->uffd_thread, .events = POLLIN },
 				{ .fd = p->stop_fd, .events = POLLIN } };
@@ -438,6 +446,19 @@ int pager_thread_start(struct bypass_pager *p)
 	if (e)
 		return -e;
 	p->thread_live = true;
+	/*
+	 * From now on a thread may block in a system call until the handler
+	 * thread serves it, and then runs no task work: write-backs started
+	 * by application threads are synchronous (submit_writeback()), and
+	 * those already under way finish now, while no handler-served region
+	 * of this pager exists that their threads could be blocked on.
+	 */
+	atomic_store(&p->sync_wb, true);
+	if (p->ring_live) {
+		plock_lock(&p->evict);
+		evict_drain(p);
+		plock_unlock(&p->evict);
+	}
 	return 0;
 }
 

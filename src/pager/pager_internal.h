@@ -212,6 +212,9 @@ struct bypass_pager {
 	uint32_t *wb_ids;
 	struct iovec *wb_iov;
 	uint32_t nwb, wb_inflight, wb_max_pages;
+	/* Write back synchronously, except in the handler thread: set once
+	 * the pager has a handler thread (see submit_writeback()). */
+	_Atomic bool sync_wb;
 	uint32_t *victims, *clean_ids; /* scratch for one round */
 	uint32_t *reap_ids;          /* scratch for one completion */
 	struct iovec *dropv;         /* scratch for process_madvise */
@@ -259,6 +262,8 @@ static inline uintptr_t region_addr(const struct region *r, uint32_t id)
 int pager_serve(struct region *r, uintptr_t addr, bool write, bool handler);
 int pager_hook_install(void);
 int pager_thread_start(struct bypass_pager *p);
+/* The calling thread is a pager's handler thread. */
+bool pager_in_handler_thread(void);
 void pager_thread_stop(struct bypass_pager *p);
 /* userfaultfd ioctls; they return 0 or -errno */
 int uffd_copy(int uffd, uintptr_t dst, const void *src, size_t len, bool wp,
