@@ -30,6 +30,11 @@
 #define MAX_RING (1ull << 30)
 #define HANDSHAKE_NS 5000000000ll
 #define NAME_MAX_LEN 100
+/* The server picks where the client maps its arena: never in the low 4 GiB
+ * (the NULL page, a program's image and heap), where the client's own stray
+ * accesses would reach memory the server writes.  Core puts arenas far
+ * above. */
+#define MIN_BASE (4ull << 30)
 
 uint64_t ipc_default_spin_ns(void)
 {
@@ -510,6 +515,12 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 	c->lo = (uintptr_t)bypass_arena_base(c->arena);
 	c->len = bypass_arena_size(c->arena);
 	if (c->len != alen2) {
+		r = -EPROTO;
+		goto fail;
+	}
+	if (c->lo < MIN_BASE) {
+		bp_warn("bypass: ipc: the server's arena is at %#lx, in the low 4 GiB: refused",
+			(unsigned long)c->lo);
 		r = -EPROTO;
 		goto fail;
 	}
