@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/* Descriptor life: what each descriptor is (sockets, listeners, files) and its duplication, control and closing. */
+#include "preload.h"
+
+/* ------------------------------------------------------------ descriptor life */
+
+static uint32_t sock_flags(int domain_or_listener_flags, int type, bool from_listener)
+{
+	uint32_t f = BT_FD_KNOWN | BT_FD_OPEN | BT_FD_SOCK;
+	if (from_listener) {
+		f |= (uint32_t)domain_or_listener_flags & (BT_FD_STREAM | BT_FD_INET);
+	} else {
+		if ((type & 0xf) == SOCK_STREAM)
+			f |= BT_FD_STREAM;
+		if (domain_or_listener_flags == AF_INET || domain_or_listener_flags == AF_INET6)
+			f |= BT_FD_INET;
+	}
+	if (type & SOCK_NONBLOCK)
+		f |= BT_FD_NONBLOCK;
+	return f;
+}
+
+/* What an accepted socket is: the listener's family, a stream. */
+static uint32_t listener_flags(int lfd)
+{
+	struct bt_fdent *le = bt_fd(lfd);
+	if (!le)
+		return 0;
+	bt_guard++;
+	int r = bt_fd_probe(le);
+	bt_guard--;
+	return r ? 0 : atomic_load(&le->flags);
+}
+
+EXPORT int accept(int lfd, struct sockaddr *a, socklen_t *al)
+{
+	BEFORE_READ(lfd, 0);
+	int fd = REAL(accept)(lfd, a, al);
+	if (fd >= 0 && bt_cfg.enabled) {
+		uint32_t lf = listener_flags(lfd);
+		bt_fd_created(fd, lf & BT_FD_STREAM ? sock_flags((int)lf, 0, true) : 0);
+	}
+	return fd;
+}
+
+EXPORT int accept4(int lfd, struct sockaddr *a, socklen_t *al, int flags)
+{
+	BEFORE_READ(lfd, 0);
+	int fd = REAL(accept4)(lfd, a, al, flags);
+	if (fd >= 0 && bt_cfg.enabled) {
+		uint32_t lf = listener_flags(lfd);
+		bt_fd_created(fd, lf & BT_FD_STREAM ? sock_flags((int)lf, flags, true) : 0);
+	}
+	return fd;
+}
+
+EXPORT int socket(int domain, int type, int proto)
+{
+	int fd = REAL(socket)(domain, type, proto);
+	if (fd >= 0 && bt_cfg.enabled)
+		bt_fd_created(fd, sock_flags(domain, type, false));
+	return fd;
+}
+
+static mode_t va_mode(int flags, va_list ap)
+{
+	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
+}
+
+static int opened(int fd)
+{
+	if (fd >= 0 && bt_cfg.enabled)
+		bt_fd_created(fd, BT_FD_OPEN);
+	return fd;
+}
+
+EXPORT int open(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t m = va_mode(flags, ap);
+	va_end(ap);
+	return opened(REAL(open)(path, flags, m));
+}
+
+EXPORT int open64(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t m = va_mode(flags, ap);
+	va_end(ap);
+	return opened(REAL(open64)(path, flags, m));
+}
+
+EXPORT int openat(int dfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t m = va_mode(flags, ap);
+	va_end(ap);
+	return opened(REAL(openat)(dfd, path, flags, m));
+}
+
+EXPORT int openat64(int dfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t m = va_mode(flags, ap);
+	va_end(ap);
+	return opened(REAL(openat64)(dfd, path, flags, m));
+}
+
+/* A duplicate refers to the same socket: the original's work goes first. */
+EXPORT int dup(int fd)
+{
+	if (ACTIVE())
+		bt_flush_fd_wait(fd);
+	int nfd = REAL(dup)(fd);
+	if (nfd >= 0 && bt_cfg.enabled)
+		bt_fd_created(nfd, 0);
+	return nfd;
+}
+
+static int dup_onto(int fd, int nfd, int flags, bool three)
+{
+	if (ACTIVE() && fd != nfd) {
+		bt_flush_fd_wait(fd);
+		bt_flush_fd_wait(nfd); /* dup2 closes nfd: its work must be done */
+	}
+	int r = three ? REAL(dup3)(fd, nfd, flags) : REAL(dup2)(fd, nfd);
+	if (r >= 0 && bt_cfg.enabled && fd != nfd)
+		bt_fd_created(r, 0);
+	return r;
+}
+
+EXPORT int dup2(int fd, int nfd)
+{
+	return dup_onto(fd, nfd, 0, false);
+}
+
+EXPORT int dup3(int fd, int nfd, int flags)
+{
+	return dup_onto(fd, nfd, flags, true);
+}
+
+static int do_fcntl(int (*real)(int, int, ...), int fd, int cmd, va_list ap)
+{
+	void *arg = va_arg(ap, void *);
+	if (ACTIVE()) {
+		if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+			bt_flush_fd_wait(fd);
+		else {
+			long e = bt_before_fd(fd, BT_OTHER);
+			if (e)
+				return (int)ret_errno(e, false);
+		}
+	}
+	int r = real(fd, cmd, arg);
+	if (r >= 0 && bt_cfg.enabled) {
+		if (cmd == F_SETFL)
+			bt_fd_setfl(fd, (long)arg & O_NONBLOCK);
+		else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+			bt_fd_created(r, 0);
+	}
+	return r;
+}
+
+EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	int r = do_fcntl(REAL(fcntl), fd, cmd, ap);
+	va_end(ap);
+	return r;
+}
+
+EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	int r = do_fcntl(REAL(fcntl64) ? real_fcntl64 : REAL(fcntl), fd, cmd, ap);
+	va_end(ap);
+	return r;
+}
+
+EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	va_start(ap, req);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	if (ACTIVE()) {
+		long e = bt_before_fd(fd, BT_OTHER);
+		if (e)
+			return (int)ret_errno(e, false);
+	}
+	int r = REAL(ioctl)(fd, req, arg);
+	if (r == 0 && req == FIONBIO && arg && bt_cfg.enabled)
+		bt_fd_setfl(fd, *(int *)arg != 0);
+	return r;
+}
+
+EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	if (!REAL(close_range)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	bool closes = !(flags & CLOSE_RANGE_CLOEXEC);
+	if (ACTIVE() && closes) {
+		for (unsigned fd = first; fd <= last && fd < BT_FD_MAX; fd++) {
+			if (bt_fd_peek((int)fd))
+				bt_flush_fd_wait((int)fd);
+			if (fd == UINT_MAX)
+				break;
+		}
+	}
+	int r = real_close_range(first, last, flags);
+	if (r == 0 && bt_cfg.enabled && closes)
+		for (unsigned fd = first; fd <= last && fd < BT_FD_MAX; fd++) {
+			struct bt_fdent *fe = bt_fd_peek((int)fd);
+			if (fe)
+				bt_fd_forget(fe);
+		}
+	return r;
+}
+
+EXPORT int fclose(FILE *f)
+{
+	int fd = f ? fileno(f) : -1;
+	if (fd >= 0 && ACTIVE()) {
+		bt_flush_fd_wait(fd);
+		struct bt_fdent *fe = bt_fd_peek(fd);
+		if (fe)
+			bt_fd_forget(fe);
+	}
+	return REAL(fclose)(f);
+}
+
+/* A program's own fstat of a file tells us its size (sendfile in copy mode). */
+EXPORT int fstat(int fd, struct stat *st)
+{
+	int r = REAL(fstat)(fd, st);
+	if (r == 0 && bt_cfg.enabled && bt_cfg.sendfile_mode == BT_SENDFILE_COPY)
+		bt_fd_size(fd, st);
+	return r;
+}
+
+EXPORT int fstat64(int fd, struct stat64 *st)
+{
+	int r = REAL(fstat64)(fd, st);
+	if (r == 0 && bt_cfg.enabled && bt_cfg.sendfile_mode == BT_SENDFILE_COPY)
+		bt_fd_size(fd, (struct stat *)st);
+	return r;
+}

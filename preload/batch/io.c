@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/* Writes, sends, sendfile, shutdown, close and socket options are deferred; reads run behind queued work. */
+#include "preload.h"
+
+/* ------------------------------------------------------------ data */
+
+EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	if (ACTIVE()) {
+		struct iovec v = { (void *)buf, n };
+		bool sp = false;
+		long r = bt_tx_data(fd, &v, 1, 0, &sp);
+		if (r != BT_PASS)
+			return ret_errno(r, sp);
+	}
+	return REAL(write)(fd, buf, n);
+}
+
+EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	if (ACTIVE()) {
+		bool sp = false;
+		long r = bt_tx_data(fd, iov, iovcnt, 0, &sp);
+		if (r != BT_PASS)
+			return ret_errno(r, sp);
+	}
+	return REAL(writev)(fd, iov, iovcnt);
+}
+
+EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+	if (ACTIVE()) {
+		struct iovec v = { (void *)buf, n };
+		bool sp = false;
+		long r = bt_tx_data(fd, &v, 1, flags, &sp);
+		if (r != BT_PASS)
+			return ret_errno(r, sp);
+	}
+	return REAL(send)(fd, buf, n, flags);
+}
+
+EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
+		      const struct sockaddr *addr, socklen_t alen)
+{
+	if (ACTIVE()) {
+		long r;
+		bool sp = false;
+		if (!addr && !alen) {
+			struct iovec v = { (void *)buf, n };
+			r = bt_tx_data(fd, &v, 1, flags, &sp);
+		} else {
+			r = bt_before_fd(fd, BT_OTHER);
+			if (!r)
+				r = BT_PASS;
+		}
+		if (r != BT_PASS)
+			return ret_errno(r, sp);
+	}
+	return REAL(sendto)(fd, buf, n, flags, addr, alen);
+}
+
+EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	if (ACTIVE()) {
+		long r;
+		bool sp = false;
+		/* Names and control data (descriptors!) are not deferred. */
+		if (msg && !msg->msg_name && !msg->msg_namelen && !msg->msg_controllen &&
+		    msg->msg_iovlen <= INT_MAX)
+			r = bt_tx_data(fd, msg->msg_iov, (int)msg->msg_iovlen, flags, &sp);
+		else if (!(r = bt_before_fd(fd, BT_OTHER)))
+			r = BT_PASS;
+		if (r != BT_PASS)
+			return ret_errno(r, sp);
+	}
+	return REAL(sendmsg)(fd, msg, flags);
+}
+
+EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t count)
+{
+	if (ACTIVE()) {
+		long r = bt_tx_sendfile(out_fd, in_fd, off, count);
+		if (r != BT_PASS)
+			return ret_errno(r, r == -EPIPE);
+	}
+	return REAL(sendfile)(out_fd, in_fd, off, count);
+}
+
+EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
+{
+	if (ACTIVE()) {
+		long r = bt_tx_sendfile(out_fd, in_fd, (off_t *)off, count);
+		if (r != BT_PASS)
+			return ret_errno(r, r == -EPIPE);
+	}
+	return REAL(sendfile64)(out_fd, in_fd, off, count);
+}
+
+/* ------------------------------------------------------------ control */
+
+EXPORT int shutdown(int fd, int how)
+{
+	if (ACTIVE()) {
+		long r = bt_tx_shutdown(fd, how);
+		if (r != BT_PASS)
+			return (int)ret_errno(r, false);
+	}
+	return REAL(shutdown)(fd, how);
+}
+
+EXPORT int close(int fd)
+{
+	if (ACTIVE()) {
+		long r = bt_tx_close(fd);
+		if (r != BT_PASS)
+			return (int)ret_errno(r, false);
+	}
+	return REAL(close)(fd);
+}
+
+EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	if (ACTIVE()) {
+		long r = bt_tx_sockopt(fd, level, name, val, len);
+		if (r != BT_PASS)
+			return (int)ret_errno(r, false);
+	}
+	return REAL(setsockopt)(fd, level, name, val, len);
+}
+
+EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	if (ACTIVE()) {
+		long r = bt_before_fd(fd, BT_OTHER);
+		if (r)
+			return (int)ret_errno(r, false);
+	}
+	return REAL(getsockopt)(fd, level, name, val, len);
+}
+
+/* ------------------------------------------------------------ reads */
+
+EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	BEFORE_READ(fd, 0);
+	return REAL(read)(fd, buf, n);
+}
+
+EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	BEFORE_READ(fd, 0);
+	return REAL(readv)(fd, iov, iovcnt);
+}
+
+EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	BEFORE_READ(fd, flags);
+	return REAL(recv)(fd, buf, n, flags);
+}
+
+EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a,
+			socklen_t *al)
+{
+	BEFORE_READ(fd, flags);
+	return REAL(recvfrom)(fd, buf, n, flags, a, al);
+}
+
+EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	BEFORE_READ(fd, flags);
+	return REAL(recvmsg)(fd, msg, flags);
+}

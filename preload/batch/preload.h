@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libbypass-batch.so: system call batching for unmodified event-driven
+ * programs, by LD_PRELOAD.
+ *
+ * A segment opens when the thread's event-loop wait (epoll_wait,
+ * epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect) returns, and is
+ * submitted with one io_uring_enter when the thread waits again.  Inside it,
+ * writes to stream sockets (write, writev, send, sendto, sendmsg), sendfile,
+ * shutdown, TCP_CORK/TCP_NODELAY and close are queued; their arguments are
+ * copied and they return what the system call returns on success.  The rest
+ * of the wrappers keep order (a call on a descriptor with queued work runs
+ * behind it), learn what descriptors are (accept4, socket, open, fcntl,
+ * fstat, epoll_ctl) and keep the process's life intact (fork, exec, exit,
+ * signal handlers).  Decisions are in src/batch/defer.c; see docs/batch.md.
+ *
+ * BYPASS_BATCH=0 makes every wrapper a pure pass-through.
+ *
+ * Files: real.c (the real functions), signals.c (handlers run through a
+ * trampoline), io.c (writes, sends, sendfile, shutdown, close, socket
+ * options, reads), loop.c (the event-loop waits that open and close
+ * segments), fds.c (what descriptors are, and their life), process.c (fork,
+ * exec, spawn, exit, the constructor).
+ */
+#ifndef BYPASS_PRELOAD_BATCH_H
+#define BYPASS_PRELOAD_BATCH_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "batch/defer.h"
+
+#include <dlfcn.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ------------------------------------------------------------ real functions */
+
+#define REAL_FUNCS(X)                                                         \
+	X(ssize_t, write, (int, const void *, size_t))                        \
+	X(ssize_t, writev, (int, const struct iovec *, int))                  \
+	X(ssize_t, send, (int, const void *, size_t, int))                    \
+	X(ssize_t, sendto, (int, const void *, size_t, int,                   \
+			    const struct sockaddr *, socklen_t))              \
+	X(ssize_t, sendmsg, (int, const struct msghdr *, int))                \
+	X(ssize_t, sendfile, (int, int, off_t *, size_t))                     \
+	X(ssize_t, sendfile64, (int, int, off64_t *, size_t))                 \
+	X(int, shutdown, (int, int))                                          \
+	X(int, close, (int))                                                  \
+	X(int, setsockopt, (int, int, int, const void *, socklen_t))          \
+	X(int, getsockopt, (int, int, int, void *, socklen_t *))              \
+	X(ssize_t, read, (int, void *, size_t))                               \
+	X(ssize_t, readv, (int, const struct iovec *, int))                   \
+	X(ssize_t, recv, (int, void *, size_t, int))                          \
+	X(ssize_t, recvfrom, (int, void *, size_t, int, struct sockaddr *,    \
+			      socklen_t *))                                   \
+	X(ssize_t, recvmsg, (int, struct msghdr *, int))                      \
+	X(int, epoll_wait, (int, struct epoll_event *, int, int))             \
+	X(int, epoll_pwait, (int, struct epoll_event *, int, int,             \
+			     const sigset_t *))                               \
+	X(int, epoll_pwait2, (int, struct epoll_event *, int,                 \
+			      const struct timespec *, const sigset_t *))     \
+	X(int, epoll_ctl, (int, int, int, struct epoll_event *))              \
+	X(int, poll, (struct pollfd *, nfds_t, int))                          \
+	X(int, ppoll, (struct pollfd *, nfds_t, const struct timespec *,      \
+		       const sigset_t *))                                     \
+	X(int, select, (int, fd_set *, fd_set *, fd_set *, struct timeval *)) \
+	X(int, pselect, (int, fd_set *, fd_set *, fd_set *,                   \
+			 const struct timespec *, const sigset_t *))          \
+	X(int, accept, (int, struct sockaddr *, socklen_t *))                 \
+	X(int, accept4, (int, struct sockaddr *, socklen_t *, int))           \
+	X(int, socket, (int, int, int))                                       \
+	X(int, open, (const char *, int, ...))                                \
+	X(int, open64, (const char *, int, ...))                              \
+	X(int, openat, (int, const char *, int, ...))                         \
+	X(int, openat64, (int, const char *, int, ...))                       \
+	X(int, dup, (int))                                                    \
+	X(int, dup2, (int, int))                                              \
+	X(int, dup3, (int, int, int))                                         \
+	X(int, fcntl, (int, int, ...))                                        \
+	X(int, fcntl64, (int, int, ...))                                      \
+	X(int, ioctl, (int, unsigned long, ...))                              \
+	X(int, close_range, (unsigned, unsigned, int))                        \
+	X(int, fclose, (FILE *))                                              \
+	X(int, fstat, (int, struct stat *))                                   \
+	X(int, fstat64, (int, struct stat64 *))                               \
+	X(int, execve, (const char *, char *const[], char *const[]))          \
+	X(int, execv, (const char *, char *const[]))                          \
+	X(int, execvp, (const char *, char *const[]))                         \
+	X(int, execvpe, (const char *, char *const[], char *const[]))         \
+	X(int, fexecve, (int, char *const[], char *const[]))                  \
+	X(int, posix_spawn, (pid_t *, const char *,                           \
+			     const posix_spawn_file_actions_t *,              \
+			     const posix_spawnattr_t *, char *const[],        \
+			     char *const[]))                                  \
+	X(int, posix_spawnp, (pid_t *, const char *,                          \
+			      const posix_spawn_file_actions_t *,             \
+			      const posix_spawnattr_t *, char *const[],       \
+			      char *const[]))                                 \
+	X(void, _exit, (int))                                                 \
+	X(void, _Exit, (int))                                                 \
+	X(int, sigaction, (int, const struct sigaction *, struct sigaction *))
+
+#define DECLARE(ret, name, args) extern ret(*real_##name) args;
+REAL_FUNCS(DECLARE)
+#undef DECLARE
+void pl_resolve_all(void);
+
+/* The real function, resolved on first use (before our constructor too). */
+#define REAL(name) (bp_likely(real_##name) ? real_##name : (pl_resolve_all(), real_##name))
+
+/* Wrappers work only once configured, and never inside the library itself
+ * or inside a signal handler. */
+#define ACTIVE() (bp_likely(bt_cfg.enabled) && bp_likely(!bt_guard))
+
+static inline long ret_errno(long r, bool sigpipe)
+{
+	if (r >= 0)
+		return r;
+	if (sigpipe && r == -EPIPE)
+		raise(SIGPIPE);
+	errno = (int)-r;
+	return -1;
+}
+
+/* A read waits behind the descriptor's queued work. */
+#define BEFORE_READ(fd, flags)                                              \
+	do {                                                                \
+		if (ACTIVE()) {                                             \
+			long r_ = bt_before_fd((fd), (flags) & MSG_DONTWAIT \
+							     ? BT_READ_NOWAIT   \
+							     : BT_READ);        \
+			if (r_)                                             \
+				return ret_errno(r_, false);                \
+		}                                                           \
+	} while (0)
+
+#endif

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/* Process life: exec, spawn and exit drain queued work; the constructor configures the preload. */
+#include "preload.h"
+
+/* ------------------------------------------------------------ process life */
+
+/* exec ends the io_uring requests of the process: everything must be out. */
+static void before_exec(void)
+{
+	if (!ACTIVE())
+		return;
+	/* A vfork child shares our memory: it must not touch our queues. */
+	if ((pid_t)syscall(SYS_getpid) != bp_pid())
+		return;
+	bt_guard++;
+	bt_drain_all((int64_t)bt_cfg.exit_wait_ms * 1000000);
+	bt_guard--;
+}
+
+EXPORT int execve(const char *p, char *const argv[], char *const envp[])
+{
+	before_exec();
+	return REAL(execve)(p, argv, envp);
+}
+
+EXPORT int execv(const char *p, char *const argv[])
+{
+	before_exec();
+	return REAL(execv)(p, argv);
+}
+
+EXPORT int execvp(const char *p, char *const argv[])
+{
+	before_exec();
+	return REAL(execvp)(p, argv);
+}
+
+EXPORT int execvpe(const char *p, char *const argv[], char *const envp[])
+{
+	before_exec();
+	return REAL(execvpe)(p, argv, envp);
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	before_exec();
+	return REAL(fexecve)(fd, argv, envp);
+}
+
+/* execl, execlp, execle: collect the arguments, then the v forms above
+ * (the array is lost if exec fails, as a few bytes). */
+static char **collect_args(const char *first, va_list ap, char ***envp)
+{
+	va_list c;
+	va_copy(c, ap);
+	size_t n = 1;
+	while (va_arg(c, char *))
+		n++;
+	va_end(c);
+	char **argv = malloc((n + 1) * sizeof(char *));
+	if (!argv)
+		return NULL;
+	argv[0] = (char *)first;
+	for (size_t i = 1; i <= n; i++)
+		argv[i] = i < n ? va_arg(ap, char *) : NULL;
+	if (envp)
+		*envp = va_arg(ap, char **);
+	return argv;
+}
+
+/* The three variadic forms share one body. */
+#define EXEC_L(call, with_env)                              \
+	do {                                                \
+		char **envp_ = NULL;                        \
+		va_list ap_;                                \
+		va_start(ap_, arg);                         \
+		char **argv_ = collect_args(arg, ap_, with_env ? &envp_ : NULL); \
+		va_end(ap_);                                \
+		if (!argv_) {                               \
+			errno = ENOMEM;                     \
+			return -1;                          \
+		}                                           \
+		(void)envp_;                                \
+		int r_ = call;                              \
+		free(argv_);                                \
+		return r_;                                  \
+	} while (0)
+
+EXPORT int execl(const char *p, const char *arg, ...)
+{
+	EXEC_L(execv(p, argv_), false);
+}
+
+EXPORT int execlp(const char *p, const char *arg, ...)
+{
+	EXEC_L(execvp(p, argv_), false);
+}
+
+EXPORT int execle(const char *p, const char *arg, ...)
+{
+	EXEC_L(execve(p, argv_, envp_), true);
+}
+
+/* A spawned child inherits descriptors: submit closes and writes first. */
+static void before_spawn(void)
+{
+	if (ACTIVE())
+		bt_flush_own();
+}
+
+EXPORT int posix_spawn(pid_t *pid, const char *path,
+		       const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *at,
+		       char *const argv[], char *const envp[])
+{
+	before_spawn();
+	return REAL(posix_spawn)(pid, path, fa, at, argv, envp);
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *file,
+			const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *at,
+			char *const argv[], char *const envp[])
+{
+	before_spawn();
+	return REAL(posix_spawnp)(pid, file, fa, at, argv, envp);
+}
+
+/* Leaving the process ends its io_uring requests: send what is deferred. */
+static void before_exit(const char *why)
+{
+	if (!bt_cfg.enabled || bt_guard)
+		return;
+	bt_guard++;
+	bt_drain_all((int64_t)bt_cfg.exit_wait_ms * 1000000);
+	bt_stats_dump(why);
+	bt_guard--;
+}
+
+EXPORT void _exit(int status)
+{
+	before_exit("_exit");
+	REAL(_exit)(status);
+	__builtin_unreachable();
+}
+
+EXPORT void _Exit(int status)
+{
+	before_exit("_exit");
+	REAL(_Exit)(status);
+	__builtin_unreachable();
+}
+
+static bool exited;
+
+static void at_exit(void)
+{
+	if (!exited) {
+		exited = true;
+		before_exit("exit");
+	}
+}
+
+__attribute__((constructor)) static void batch_preload_init(void)
+{
+	pl_resolve_all();
+	bt_config_init();
+	bt_engine_init();
+	if (bt_cfg.enabled) {
+		atexit(at_exit);
+		bp_info("bypass batch: preload active (entries %u, max copy %zu, "
+			"sendfile %s, close %d)", bt_cfg.entries, bt_cfg.max_copy,
+			bt_cfg.sendfile_mode == BT_SENDFILE_COPY ? "copy" : "sync",
+			bt_cfg.defer_close);
+	}
+}
