@@ -619,21 +619,27 @@ int pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 		uint32_t done = evict_run(p, true);
 		bool busy = p->wb_inflight != 0;
 		plock_unlock(&p->evict);
-		if (done || busy) {
+		/* Progress is pages freed, not write-backs started: a write
+		 * that fails keeps its page, which the next round picks again. */
+		if (atomic_load(&p->progress) != seen) {
 			stuck = 0;
 			continue;
 		}
-		/* Nothing evictable: every resident page is pinned or locked
-		 * by a thread that is about to release it. */
+		/* Nothing freed: write-backs under way or failing, or every
+		 * resident page pinned or locked by a thread that is about to
+		 * release it. */
 		uint64_t now = bypass_now_ns();
 		if (!stuck) {
 			stuck = now;
 		} else if (now - stuck > STUCK_NS) {
 			bp_err("bypass: pager: no page can be evicted (%u resident, %u "
-			       "pinned, budget %u)", atomic_load(&p->resident),
-			       atomic_load(&p->pinned), p->budget);
+			       "pinned, %u under write-back, budget %u)",
+			       atomic_load(&p->resident), atomic_load(&p->pinned),
+			       atomic_load(&p->writeback), p->budget);
 			return -ENOMEM;
 		}
+		if (done || busy)
+			continue;
 		struct timespec ts = { 0, 100000 };
 		nanosleep(&ts, NULL);
 	}
