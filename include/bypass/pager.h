@@ -59,7 +59,9 @@ enum bypass_pager_mode {
 
 /* config.flags */
 #define BYPASS_PAGER_SWAP_CREATE 0x1u /* create swap_path if it is missing,
-					 and extend it to swap_size */
+					 and extend it to swap_size (a file
+					 it created is removed again if
+					 create fails) */
 #define BYPASS_PAGER_SWAP_TEMP 0x2u   /* swap_path is a directory: use an
 					 unnamed file there (O_TMPFILE) that
 					 disappears with the pager */

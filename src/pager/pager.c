@@ -222,6 +222,8 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	*out = p;
 	return 0;
 fail:
+	if (p->swap_created) /* not the caller's file: ours, half made */
+		unlink(cfg->swap_path);
 	pager_free(p, false);
 	return e;
 }

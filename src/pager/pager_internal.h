@@ -171,6 +171,7 @@ struct bypass_pager {
 	unsigned gen;       /* fork generation at creation */
 	int swap_fd;
 	bool direct;        /* swap file opened O_DIRECT */
+	bool swap_created;  /* SWAP_CREATE made the file (removed if create fails) */
 	int uffd_sigbus;    /* upcall userfaultfd, or -1 */
 	int uffd_thread;    /* handler-thread userfaultfd, or -1 */
 	int pidfd;          /* for process_madvise, or -1 if unusable */

@@ -101,6 +101,8 @@ int open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
 	const char *path = cfg->swap_path;
 	int base = O_RDWR | O_CLOEXEC;
 	int fd = -1;
+	struct stat st;
+	bool existed = stat(path, &st) == 0;
 	for (int direct = 1; direct >= 0 && fd < 0; direct--) {
 		int fl = base | (direct ? O_DIRECT : 0);
 		if (cfg->flags & BYPASS_PAGER_SWAP_TEMP) {
@@ -131,8 +133,9 @@ int open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
 		bp_warn("bypass: pager: %s does not support O_DIRECT; swap I/O goes "
 			"through the page cache", path);
 	p->swap_fd = fd;
+	p->swap_created = (cfg->flags & BYPASS_PAGER_SWAP_CREATE) &&
+			  !(cfg->flags & BYPASS_PAGER_SWAP_TEMP) && !existed;
 
-	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	uint64_t size;

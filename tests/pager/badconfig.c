@@ -106,6 +106,19 @@ int main(void)
 	CHECK_ERR(create(c), -EISDIR); /* a directory without SWAP_TEMP */
 	unlink(small);
 	unlink(path);
+	/* a swap file that create made is removed again when create fails;
+	 * one that existed is kept */
+	c.swap_path = path;
+	c.flags = BYPASS_PAGER_SWAP_CREATE;
+	c.swap_size = 8 * PAGE;
+	CHECK_ERR(create(c), -ENOSPC);
+	CHECK(access(path, F_OK) < 0 && errno == ENOENT);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_ERR(create(c), -ENOSPC);
+	CHECK_EQ(access(path, F_OK), 0);
+	unlink(path);
 
 	/* map, unmap, pin on a working pager */
 	c = good();
