@@ -399,6 +399,63 @@ fail:
 
 /* ------------------------------------------------------------------ client */
 
+/*
+ * Receive the hello with at most one descriptor (*afd, else -1), and the pid
+ * of the process that sent it as the kernel names it in our pid namespace
+ * (*pid; 0 if it is not visible here; SO_PASSCRED must be on).  The pid the
+ * server writes in the hello is its own idea, meaningless in another
+ * namespace.  Returns the bytes received, 0 at end of file, -EPROTO (more
+ * than one descriptor), or -errno.
+ */
+static int recv_hello(int sock, struct ipc_hello *h, int *afd, pid_t *pid)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = h, .iov_len = sizeof(*h) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	ssize_t n;
+	do
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	*afd = -1;
+	*pid = 0;
+	bool extra = msg.msg_flags & MSG_CTRUNC;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET)
+			continue;
+		if (cm->cmsg_type == SCM_CREDENTIALS &&
+		    cm->cmsg_len == CMSG_LEN(sizeof(struct ucred))) {
+			struct ucred uc;
+			memcpy(&uc, CMSG_DATA(cm), sizeof(uc));
+			*pid = uc.pid;
+		} else if (cm->cmsg_type == SCM_RIGHTS) {
+			size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (size_t i = 0; i < k; i++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
+				if (*afd < 0) {
+					*afd = fd;
+				} else {
+					close(fd);
+					extra = true;
+				}
+			}
+		}
+	}
+	if (extra) {
+		if (*afd >= 0)
+			close(*afd);
+		*afd = -1;
+		return -EPROTO;
+	}
+	return (int)n;
+}
+
 /* Check the hello and the arena before trusting a byte of either. */
 static int check_hello(const struct ipc_hello *h, int afd, size_t *arena_len)
 {
@@ -459,6 +516,9 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 	if (!tv.tv_sec && !tv.tv_usec)
 		tv.tv_usec = 1; /* 0 would mean no limit */
 	setsockopt(c->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	/* The hello then carries its sender's pid, in our pid namespace. */
+	int one = 1;
+	setsockopt(c->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 	if (connect(c->sock, (struct sockaddr *)&sa, (socklen_t)alen) < 0) {
 		r = errno == EAGAIN ? -ETIMEDOUT : -errno;
 		goto fail;
@@ -468,15 +528,11 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 		goto fail;
 	struct ipc_hello h;
 	int afd = -1;
-	unsigned nfds = 1;
+	pid_t spid = 0;
 	memset(&h, 0, sizeof(h));
-	r = bypass_recv_fds(c->sock, &afd, &nfds, &h, sizeof(h));
+	r = recv_hello(c->sock, &h, &afd, &spid);
 	if (r == 0) {
 		r = -ECONNRESET;
-		goto fail;
-	}
-	if (r == -EMSGSIZE) {
-		r = -EPROTO;
 		goto fail;
 	}
 	if (r < 0)
@@ -489,7 +545,7 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 		r = h.status == EACCES ? -EACCES : -EPROTO;
 		goto fail_fd;
 	}
-	if (nfds != 1) {
+	if (afd < 0) {
 		r = -EPROTO;
 		goto fail_fd;
 	}
@@ -528,8 +584,9 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 	ring_view(&c->tx, &sh->c2s, (void *)(c->lo + h.off_c2s), h.ring_size);
 	ring_view(&c->rx, &sh->s2c, (void *)(c->lo + h.off_s2c), h.ring_size);
 	c->max_msg = h.max_msg;
-	/* The accepting process (it says); the socket's hang-up covers a lie. */
-	c->peer_pid = h.pid > 0 ? h.pid : uc.pid;
+	/* The accepting process (the listener may have forked it), as the
+	 * kernel names it here; the socket's hang-up covers one we cannot see. */
+	c->peer_pid = spid > 0 ? spid : uc.pid;
 	c->peer_uid = uc.uid;
 	c->pidfd = open_pidfd(c->peer_pid);
 	r = conn_pkey(c, o ? o->flags : 0);
@@ -539,6 +596,8 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 	int fl = fcntl(c->sock, F_GETFL);
 	if (fl >= 0)
 		fcntl(c->sock, F_SETFL, fl | O_NONBLOCK);
+	one = 0;
+	setsockopt(c->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 	*out = c;
 	return 0;
 fail_fd:

@@ -81,7 +81,9 @@ struct ipc_hello {
 	uint64_t magic;
 	uint32_t version;
 	int32_t status;         /* 0, or a positive errno (refused: EACCES) */
-	int32_t pid;            /* the accepting process */
+	int32_t pid;            /* the accepting process, in its own pid
+				   namespace (informative: the client takes
+				   the kernel's SCM_CREDENTIALS instead) */
 	uint32_t pad;
 	uint64_t ring_size;
 	uint64_t max_msg;

@@ -73,8 +73,9 @@ static void recovery(void)
 	      (WIFEXITED(st) && WEXITSTATUS(st) != 0));
 }
 
-/* A fake server: answer one connection with hello h and descriptor afd. */
-static int fake_connect(const char *name, const struct ipc_hello *h, int afd)
+/* A fake server: answer one connection with hello h and descriptors fds. */
+static int fake_connect_fds(const char *name, const struct ipc_hello *h, const int *fds,
+			    unsigned nfds)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "bypass-ipc:%s", name);
@@ -88,8 +89,7 @@ static int fake_connect(const char *name, const struct ipc_hello *h, int afd)
 	if (pid == 0) {
 		int s = accept(ls, NULL, NULL);
 		CHECK(s >= 0);
-		CHECK(bypass_send_fds(s, afd >= 0 ? &afd : NULL, afd >= 0 ? 1 : 0, h,
-				      sizeof(*h)) > 0);
+		CHECK(bypass_send_fds(s, nfds ? fds : NULL, nfds, h, sizeof(*h)) > 0);
 		char x;
 		CHECK(read(s, &x, 1) >= 0); /* until the client hangs up */
 		_exit(0);
@@ -101,6 +101,12 @@ static int fake_connect(const char *name, const struct ipc_hello *h, int afd)
 	wait_child(pid);
 	close(ls);
 	return r;
+}
+
+/* The same with one descriptor (afd >= 0) or none. */
+static int fake_connect(const char *name, const struct ipc_hello *h, int afd)
+{
+	return fake_connect_fds(name, h, &afd, afd >= 0 ? 1 : 0);
 }
 
 static void hostile_servers(void)
@@ -139,9 +145,17 @@ static void hostile_servers(void)
 	bad.magic ^= 1;
 	test_svc_name(name, sizeof(name), "fake5");
 	CHECK_ERR(fake_connect(name, &bad, afd), -EPROTO);
-	/* A hello without a descriptor. */
+	/* A hello without a descriptor, or with more than one (none of them
+	 * may stay open here: checked at the end). */
 	test_svc_name(name, sizeof(name), "fake6");
 	CHECK_ERR(fake_connect(name, &good, -1), -EPROTO);
+	int many[16];
+	for (unsigned i = 0; i < 16; i++)
+		many[i] = afd;
+	test_svc_name(name, sizeof(name), "fake6b");
+	CHECK_ERR(fake_connect_fds(name, &good, many, 2), -EPROTO);
+	test_svc_name(name, sizeof(name), "fake6c");
+	CHECK_ERR(fake_connect_fds(name, &good, many, 16), -EPROTO);
 	/* A refusal. */
 	bad = good;
 	bad.status = EACCES;
