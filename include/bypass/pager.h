@@ -127,7 +127,8 @@ BYPASS_API int bypass_pager_destroy(bypass_pager *p);
  * swap file has no room for length more bytes: the sizes of all regions of
  * a pager together may not exceed its swap size), -EPERM
  * (BYPASS_PAGER_MAP_HANDLER where userfaultfd refuses kernel-mode faults),
- * -ECHILD, -ENOMEM.
+ * -ECHILD, -ENOMEM, or another -errno from mmap or from opening the handler
+ * thread's userfaultfd (-EMFILE: nothing is left open then).
  */
 BYPASS_API int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags,
 				void **addr);
