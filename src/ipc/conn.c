@@ -20,6 +20,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -468,6 +470,16 @@ static int check_hello(const struct ipc_hello *h, int afd, size_t *arena_len)
 	struct stat st;
 	if (fstat(afd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
 		return -EPROTO;
+	/*
+	 * Only shmem (a plain memfd): a hugetlbfs memfd passes the seal check,
+	 * but a hole punched in it raises SIGBUS in an application's in-place
+	 * read, where no recovery point of ours runs.
+	 */
+	struct statfs fs;
+	if (fstatfs(afd, &fs) < 0 || fs.f_type != TMPFS_MAGIC) {
+		bp_warn("bypass: ipc: the server's arena is not a shmem memfd: refused");
+		return -EPROTO;
+	}
 	int seals = fcntl(afd, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
 		bp_warn("bypass: ipc: the server's arena is not sealed against "

@@ -8,8 +8,8 @@
  *    into -EFAULT; the connection stays dead (sticky), the process lives,
  *    and close cleans up.
  * 2. A fake server offers an arena memfd that is not sealed against
- *    shrinking (it could truncate it under us): connect refuses it with
- *    -EPROTO.  So does a hello with bad magic, sizes or offsets.
+ *    shrinking (it could truncate it under us), or one on hugetlbfs: connect
+ *    refuses it with -EPROTO.  So does a hello with bad magic, sizes or offsets.
  */
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -124,6 +124,20 @@ static void hostile_servers(void)
 	test_svc_name(name, sizeof(name), "fake1");
 	CHECK_ERR(fake_connect(name, &good, fd), -EPROTO);
 	close(fd);
+	/* Sealed but on hugetlbfs (holes punched in it raise SIGBUS in the
+	 * application's in-place reads): refused; where huge memfds cannot be
+	 * created, this part is skipped. */
+	fd = memfd_create("huge", MFD_CLOEXEC | MFD_HUGETLB | MFD_ALLOW_SEALING);
+	if (fd >= 0 && ftruncate(fd, (off_t)(2u << 20)) == 0 &&
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0) {
+		struct ipc_hello huge = good;
+		test_svc_name(name, sizeof(name), "fakeh");
+		CHECK_ERR(fake_connect(name, &huge, fd), -EPROTO);
+	} else {
+		TEST_LOG("no hugetlbfs memfd here: that case not exercised");
+	}
+	if (fd >= 0)
+		close(fd);
 	/* Sealed, but lying: offsets past the end, bad ring size, bad magic. */
 	struct bypass_arena *a;
 	struct bypass_arena_opts ao = { .size = size };
