@@ -395,13 +395,19 @@ static struct wb *wb_get(struct bypass_pager *p, struct ectx *c, uint32_t *idx)
 	}
 }
 
-/* A write-back done in the calling thread; its result as a completion's. */
+/*
+ * A write-back done in the calling thread; its result as a completion's.
+ * The system call itself, not libc's pwritev: a sanitizer's wrapper would
+ * take the kernel's read of the pages for a race with the threads that
+ * wrote them, but those writes are ordered by the write-protection.
+ */
 static int write_sync(struct bypass_pager *p, const struct iovec *iov, uint32_t niov,
 		      uint32_t slot)
 {
-	ssize_t n;
-	do
-		n = pwritev(p->swap_fd, iov, (int)niov, (off_t)slot * (off_t)PG_SIZE);
+	long n;
+	do /* x86-64 and other 64-bit ABIs: the offset, and 0 for its high half */
+		n = syscall(SYS_pwritev, p->swap_fd, iov, (unsigned long)niov,
+			    (unsigned long)slot * PG_SIZE, 0ul);
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : (int)n;
 }
