@@ -335,12 +335,18 @@ out:
 
 static struct region *region_dup(const struct region *r, uintptr_t start, uintptr_t end)
 {
-	struct region *n = malloc(sizeof(*n));
+	struct region *n = calloc(1, sizeof(*n));
 	if (n) {
-		*n = *r;
 		n->start = start;
 		n->end = end;
+		n->pager = r->pager;
 		n->id0 = region_id(r, start);
+		n->uffd = r->uffd;
+		n->handler = r->handler;
+		n->gen = r->gen;
+		/* faults in r update these meanwhile: read them atomically */
+		atomic_init(&n->ra_next, atomic_load_explicit(&r->ra_next, memory_order_relaxed));
+		atomic_init(&n->ra_win, atomic_load_explicit(&r->ra_win, memory_order_relaxed));
 	}
 	return n;
 }
