@@ -268,34 +268,43 @@ static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *i
 			p->pidfd = -1; /* not closed: another thread may be in it */
 		}
 	}
-	bool fail_all = false;
-	if (done != (long)total) {
-		for (uint32_t i = 0; i < niov; i++)
-			if (madvise(iov[i].iov_base, iov[i].iov_len, MADV_DONTNEED) < 0) {
-				bp_err("bypass: pager: madvise(%p, %zu, DONTNEED): %s",
-				       iov[i].iov_base, iov[i].iov_len, strerror(errno));
-				fail_all = true; /* keep every page: correct, if costly */
-			}
-	}
+	/*
+	 * Without process_madvise (or when it failed), one madvise per range.
+	 * A range that fails (a page of it is mlock()ed: EINVAL) may have been
+	 * discarded up to the page that failed, so its pages are retried one
+	 * by one: exactly those that cannot be discarded stay resident.
+	 */
+	bool retry = done != (long)total;
 	uint32_t dropped = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		struct pg *pg = pg_of(p, ids[i]);
-		if (fail_all) {
-			pg_set_state(pg, PS_RESIDENT);
+	for (uint32_t k = 0, i = 0; k < niov; k++) {
+		char *base = iov[k].iov_base;
+		uint32_t cnt = (uint32_t)(iov[k].iov_len >> PG_SHIFT);
+		bool range_ok = !retry || madvise(base, iov[k].iov_len, MADV_DONTNEED) == 0;
+		if (!range_ok)
+			bp_err("bypass: pager: madvise(%p, %zu, DONTNEED): %s; those pages "
+			       "that cannot be discarded stay resident", (void *)base,
+			       iov[k].iov_len, strerror(errno));
+		for (uint32_t j = 0; j < cnt; j++, i++) {
+			struct pg *pg = pg_of(p, ids[i]);
+			if (!range_ok && madvise(base + (size_t)j * PG_SIZE, PG_SIZE,
+						 MADV_DONTNEED) < 0) {
+				pg_set_state(pg, PS_RESIDENT);
+				pg_unlock(pg);
+				lru_add(p, ids[i], false);
+				continue;
+			}
+			uint32_t seq = atomic_fetch_add_explicit(&p->evict_seq, 1,
+								 memory_order_relaxed);
+			pg_clear(pg, PW_DIRTY | PW_WP | PW_REF | PW_REDIRTY);
+			if (pg->slot) {
+				pg->prev = seq; /* the refault shadow */
+				pg_set_state(pg, PS_SWAPPED);
+			} else {
+				pg_set_state(pg, PS_ZERO); /* read, never written: zeros */
+			}
 			pg_unlock(pg);
-			lru_add(p, ids[i], false);
-			continue;
+			dropped++;
 		}
-		uint32_t seq = atomic_fetch_add_explicit(&p->evict_seq, 1, memory_order_relaxed);
-		pg_clear(pg, PW_DIRTY | PW_WP | PW_REF | PW_REDIRTY);
-		if (pg->slot) {
-			pg->prev = seq; /* the refault shadow */
-			pg_set_state(pg, PS_SWAPPED);
-		} else {
-			pg_set_state(pg, PS_ZERO); /* read, never written: zeros */
-		}
-		pg_unlock(pg);
-		dropped++;
 	}
 	if (!dropped)
 		return;
