@@ -9,9 +9,10 @@
  * was evicted.  When the resident pages of all of a pager's regions reach the
  * high watermark, the least recently used ones (a 2Q active/inactive policy
  * like Linux's) are evicted down to the low watermark: dirty pages are
- * written to the swap file with io_uring and O_DIRECT, clean pages that have
- * a valid copy there are dropped without writing.  Resident pages never
- * exceed the budget.
+ * written to the swap file with io_uring and O_DIRECT (synchronously, when
+ * a thread other than the handler thread evicts in a pager that has one),
+ * clean pages that have a valid copy there are dropped without writing.
+ * Resident pages never exceed the budget.
  *
  * Two fault modes:
  *
