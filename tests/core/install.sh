@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# make install into a temporary prefix gives headers, libraries, man pages
+# and a bypass.pc that works from where it lies: a program built with
+# `pkg-config --cflags --libs bypass` (shared and static) runs.
+set -u
+build=${BYPASS_BUILD:?BYPASS_BUILD unset}
+for tool in cmake pkg-config cc; do
+	command -v $tool >/dev/null || { echo "SKIP: $tool missing"; exit 77; }
+done
+if grep -qE '^BYPASS_(SANITIZE|TSAN):BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+	echo "SKIP: a sanitizer build installs libraries that need the sanitizer's runtime"
+	exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "install"; }
+pc=$(find "$tmp/prefix" -name bypass.pc | head -1)
+[ -n "$pc" ] || fail "no bypass.pc installed"
+for h in bypass core notify batch ipc pager; do
+	[ -f "$tmp/prefix/include/bypass/$h.h" ] || fail "header $h.h not installed"
+done
+man=$(find "$tmp/prefix" -path '*man3/bypass_doorbell_ring.3' | head -1)
+[ -n "$man" ] || fail "man pages not installed"
+
+cat >"$tmp/use.c" <<'C'
+#include <bypass/bypass.h>
+#include <stdio.h>
+int main(void)
+{
+	bypass_doorbell *d;
+	if (bypass_doorbell_create(NULL, &d))
+		return 1;
+	bypass_doorbell_ring(d);
+	int n = bypass_doorbell_try(d);
+	bypass_doorbell_destroy(d);
+	printf("%d %s\n", n, bypass_version());
+	return n == 1 ? 0 : 1;
+}
+C
+export PKG_CONFIG_PATH=$(dirname "$pc")
+cc "$tmp/use.c" $(pkg-config --cflags --libs bypass) -o "$tmp/use-shared" || fail "shared link"
+LD_LIBRARY_PATH=$(pkg-config --variable=libdir bypass) "$tmp/use-shared" || fail "shared run"
+cc "$tmp/use.c" -static $(pkg-config --static --cflags --libs bypass) -o "$tmp/use-static" 2>"$tmp/log" ||
+	{ cat "$tmp/log"; fail "static link"; }
+"$tmp/use-static" || fail "static run"
+echo "PASS: core/install"
