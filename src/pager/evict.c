@@ -667,7 +667,6 @@ int evict_init(struct bypass_pager *p)
 	p->lru[0].head = p->lru[0].tail = PG_NONE;
 	p->lru[1].head = p->lru[1].tail = PG_NONE;
 	p->nwb = WB_RECORDS;
-	p->wb_max_pages = WB_MAX_PAGES;
 	uint32_t scratch = p->batch > WB_MAX_PAGES ? p->batch : WB_MAX_PAGES;
 	p->wbs = calloc(p->nwb, sizeof(*p->wbs));
 	p->wb_ids = calloc((size_t)p->nwb * WB_MAX_PAGES, sizeof(uint32_t));

@@ -152,7 +152,7 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 		if (!e)
 			e = pager_hook_install();
 	} else {
-		e = open_thread_uffd(p, avail);
+		e = open_thread_uffd(p);
 		if (!e)
 			e = pager_thread_start(p);
 	}
@@ -262,7 +262,7 @@ int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr
 		goto out;
 	}
 	if (handler && p->uffd_thread < 0) {
-		e = open_thread_uffd(p, p->uffd_avail);
+		e = open_thread_uffd(p);
 		if (e)
 			goto out;
 	}

@@ -167,7 +167,6 @@ struct bypass_pager {
 	uint32_t budget, high, low, batch, ra;
 	uint32_t swap_pages;
 	int mode;
-	unsigned flags;
 	unsigned gen;       /* fork generation at creation */
 	int swap_fd;
 	bool direct;        /* swap file opened O_DIRECT */
@@ -212,7 +211,7 @@ struct bypass_pager {
 	struct wb *wbs;              /* write-back records */
 	uint32_t *wb_ids;
 	struct iovec *wb_iov;
-	uint32_t nwb, wb_inflight, wb_max_pages;
+	uint32_t nwb, wb_inflight;
 	/* Write back synchronously, except in the handler thread: set once
 	 * the pager has a handler thread (see submit_writeback()). */
 	_Atomic bool sync_wb;
@@ -279,10 +278,10 @@ int uffd_features_available(uint64_t *out);
 /* UFFDIO_API on fd with these features; -EOPNOTSUPP if refused. */
 int uffd_setup(int fd, uint64_t features);
 /* The handler thread's userfaultfd (kernel faults too), or -EPERM. */
-int open_thread_uffd(struct bypass_pager *p, uint64_t avail);
+int open_thread_uffd(struct bypass_pager *p);
 /* Open and size the swap file; sets swap_fd, direct, swap_pages. */
 int open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg);
-/* Check cfg and set budget, watermarks, batch, readahead, mode, flags. */
+/* Check cfg and set budget, watermarks, batch, readahead and mode. */
 int check_config(const struct bypass_pager_config *cfg, struct bypass_pager *p);
 
 /* ---------------------------------------------------------------- evict.c */

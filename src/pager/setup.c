@@ -69,13 +69,13 @@ int uffd_setup(int fd, uint64_t features)
 	return 0;
 }
 
-int open_thread_uffd(struct bypass_pager *p, uint64_t avail)
+int open_thread_uffd(struct bypass_pager *p)
 {
 	int fd = uffd_open_kernel();
 	if (fd < 0)
 		return fd;
 	int e = uffd_setup(fd, UFFD_FEATURE_PAGEFAULT_FLAG_WP |
-				       (avail & UFFD_FEATURE_POISON));
+				       (p->uffd_avail & UFFD_FEATURE_POISON));
 	if (e) {
 		close(fd);
 		return e;
@@ -231,6 +231,5 @@ int check_config(const struct bypass_pager_config *cfg, struct bypass_pager *p)
 	if (p->ra > p->budget / 4)
 		p->ra = p->budget / 4;
 	p->mode = cfg->mode;
-	p->flags = cfg->flags;
 	return 0;
 }
