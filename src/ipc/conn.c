@@ -38,7 +38,7 @@
  * above. */
 #define MIN_BASE (4ull << 30)
 
-uint64_t ipc_default_spin_ns(void)
+static uint64_t default_spin_ns(void)
 {
 	static _Atomic uint64_t v;
 	uint64_t s = atomic_load_explicit(&v, memory_order_relaxed);
@@ -69,7 +69,7 @@ static uint64_t max_payload(uint64_t cap)
 	return cap / 2 - 128;
 }
 
-int ipc_check_opts(const struct bypass_ipc_opts *o, bool service)
+static int check_opts(const struct bypass_ipc_opts *o, bool service)
 {
 	if (!o)
 		return 0;
@@ -149,7 +149,7 @@ int bypass_ipc_listen(const char *name, const struct bypass_ipc_opts *o,
 {
 	if (!out)
 		return -EINVAL;
-	int r = ipc_check_opts(o, true);
+	int r = check_opts(o, true);
 	if (r)
 		return r;
 	struct sockaddr_un sa;
@@ -248,7 +248,7 @@ static struct bypass_ipc_conn *conn_new(void)
 static void conn_set_mode(struct bypass_ipc_conn *c, const struct bypass_ipc_opts *o)
 {
 	c->mode = o ? o->mode : BYPASS_WAIT_ADAPTIVE;
-	uint64_t spin = o && o->spin_ns ? o->spin_ns : ipc_default_spin_ns();
+	uint64_t spin = o && o->spin_ns ? o->spin_ns : default_spin_ns();
 	c->spin_cycles = bp_ns_to_cycles(spin);
 }
 
@@ -350,7 +350,6 @@ int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t time
 		return -ENOMEM;
 	}
 	c->sock = fd;
-	c->server = true;
 	c->peer_pid = uc.pid;
 	c->peer_uid = uc.uid;
 	conn_set_mode(c, &s->opts);
@@ -502,7 +501,7 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 {
 	if (!out)
 		return -EINVAL;
-	int r = ipc_check_opts(o, false);
+	int r = check_opts(o, false);
 	if (r)
 		return r;
 	struct sockaddr_un sa;

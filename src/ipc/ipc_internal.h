@@ -109,7 +109,6 @@ struct bypass_ipc_conn {
 	int pidfd;              /* the peer process, or -1 */
 	pid_t peer_pid;
 	uid_t peer_uid;
-	bool server;
 	unsigned fork_gen;
 	struct ipc_ring tx, rx;
 	uint64_t max_msg;
@@ -123,7 +122,6 @@ struct bypass_ipc_conn {
 	uint64_t loan_pos;
 	uint64_t loan_max;      /* payload bytes reserved */
 	int tx_cpu;             /* last CPU written to tx.ctl->tx_cpu */
-	bool loan_pkey_open;
 
 	/* Consumer (rx), private. */
 	uint64_t rd;            /* next record recv() examines */
@@ -159,12 +157,9 @@ struct bypass_ipc_service {
 /* conn.c */
 int ipc_peer_check(bypass_ipc_conn *c);       /* 0 alive, -ECONNRESET gone */
 void ipc_drain_socket(bypass_ipc_conn *c);    /* read wake bytes; notes EOF */
-int ipc_check_opts(const struct bypass_ipc_opts *o, bool service);
-uint64_t ipc_default_spin_ns(void);
 
 /* ring.c */
 int ipc_tx_check(bypass_ipc_conn *c);         /* 0, or -EPIPE: the peer closed */
-int ipc_wait_room(bypass_ipc_conn *c, uint64_t need, uint64_t deadline_ns);
 int ipc_produce(bypass_ipc_conn *c, size_t size, int64_t timeout_ns, void **payload);
 int ipc_publish(bypass_ipc_conn *c, size_t len, unsigned kind, uint32_t id);
 void ipc_unloan(bypass_ipc_conn *c);

@@ -73,7 +73,7 @@ static int tx_room(bypass_ipc_conn *c, uint64_t need)
 	return c->tx.cap - (c->head - t) >= need + IPC_SPARE;
 }
 
-int ipc_wait_room(bypass_ipc_conn *c, uint64_t need, uint64_t deadline)
+static int wait_room(bypass_ipc_conn *c, uint64_t need, uint64_t deadline)
 {
 	struct ipc_ctl *ctl = c->tx.ctl;
 	int r;
@@ -139,7 +139,7 @@ int ipc_produce(bypass_ipc_conn *c, size_t size, int64_t timeout_ns, void **payl
 	if (!r) {
 		if (timeout_ns == 0)
 			return -EAGAIN;
-		r = ipc_wait_room(c, pad + rsize, ipc_deadline(timeout_ns));
+		r = wait_room(c, pad + rsize, ipc_deadline(timeout_ns));
 		if (r == 0)
 			r = 1;
 	}
