@@ -129,8 +129,8 @@ static int db_wait_check(void *arg)
 
 /* ---------------------------------------------------------- construction */
 
-static int db_init_handle(struct bypass_doorbell *h, struct db_shared *sh,
-			  const struct bypass_doorbell_opts *o)
+static void db_init_handle(struct bypass_doorbell *h, struct db_shared *sh,
+			   const struct bypass_doorbell_opts *o)
 {
 	h->sh = sh;
 	h->memfd = -1;
@@ -139,12 +139,9 @@ static int db_init_handle(struct bypass_doorbell *h, struct db_shared *sh,
 	h->slot = -1;
 	h->mode = o ? o->mode : BYPASS_WAIT_ADAPTIVE;
 	h->spin_ns = o && o->spin_ns ? o->spin_ns : default_spin_ns();
-	for (unsigned i = 0; i < DB_PROCS; i++) {
-		h->pidfd[i] = -1;
-		h->pidfd_pid[i] = 0;
-	}
+	for (unsigned i = 0; i < DB_PROCS; i++)
+		h->pidfd[i] = -1; /* pidfd_pid[i] is 0: calloc */
 	pthread_mutex_init(&h->lock, NULL);
-	return 0;
 }
 
 static int check_opts(const struct bypass_doorbell_opts *o, uint32_t *backend)
@@ -442,8 +439,7 @@ int bypass_doorbell_ring(bypass_doorbell *h)
 	if (bp_unlikely(!atomic_load_explicit(&h->rang_marked, memory_order_relaxed)))
 		db_mark_rang(h);
 	int r = 0;
-	if (atomic_load_explicit(&sh->ww.sleepers, memory_order_seq_cst))
-		bp_futex_wake(&sh->ww.value, INT32_MAX, true);
+	bp_wake(&sh->ww, true);
 	if (bp_unlikely(atomic_load_explicit(&sh->efd_armed, memory_order_seq_cst)) &&
 	    !atomic_exchange(&sh->efd_posted, 1))
 		r = db_post_eventfd(h);

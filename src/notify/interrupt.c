@@ -26,7 +26,6 @@ struct intr_slot {
 static struct intr_slot slots[INTR_SLOTS];
 static pthread_once_t sig_once = PTHREAD_ONCE_INIT;
 static int sig_installed_err;
-static int intr_signo;
 
 int bypass_notify_signal(void)
 {
@@ -67,13 +66,12 @@ static void intr_handler(int sig, siginfo_t *si, void *uc)
 
 static void install_handler(void)
 {
-	intr_signo = bypass_notify_signal();
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = intr_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(intr_signo, &sa, NULL) < 0)
+	if (sigaction(bypass_notify_signal(), &sa, NULL) < 0)
 		sig_installed_err = -errno;
 }
 
@@ -146,6 +144,15 @@ bool db_intr_busy(struct db_shared *sh)
 	return false;
 }
 
+/* A live thread other than the caller (of this or another process) is the
+ * doorbell's receiver. */
+static bool other_receiver(struct db_shared *sh)
+{
+	uint32_t cur = atomic_load(&sh->intr_tid);
+	return cur && (cur != (uint32_t)bp_tid() || atomic_load(&sh->intr_pid) != bp_pid()) &&
+	       db_intr_busy(sh);
+}
+
 int bypass_doorbell_set_handler(bypass_doorbell *h, bypass_doorbell_cb cb, void *arg)
 {
 	if (!h || !db_live(h))
@@ -155,9 +162,7 @@ int bypass_doorbell_set_handler(bypass_doorbell *h, bypass_doorbell_cb cb, void 
 	if (!cb) {
 		if (h->intr_slot < 0)
 			return 0;
-		uint32_t cur = atomic_load(&sh->intr_tid);
-		if (cur && (cur != (uint32_t)bp_tid() || atomic_load(&sh->intr_pid) != bp_pid()) &&
-		    db_intr_busy(sh))
+		if (other_receiver(sh))
 			return -EBUSY;
 		db_intr_unregister(h);
 		return 0;
@@ -165,13 +170,9 @@ int bypass_doorbell_set_handler(bypass_doorbell *h, bypass_doorbell_cb cb, void 
 	pthread_once(&sig_once, install_handler);
 	if (sig_installed_err)
 		return sig_installed_err;
-	uint32_t cur = atomic_load(&sh->intr_tid);
-	if (cur && (cur != (uint32_t)bp_tid() || atomic_load(&sh->intr_pid) != bp_pid())) {
-		/* Another receiver: allow taking over only if it is gone. */
-		if (syscall(SYS_tgkill, atomic_load(&sh->intr_pid), cur, 0) == 0 ||
-		    errno == EPERM)
-			return -EBUSY;
-	}
+	/* Another receiver: taking over is allowed only if it is gone. */
+	if (other_receiver(sh))
+		return -EBUSY;
 	int idx = h->intr_slot;
 	if (idx < 0) {
 		for (int i = 0; i < INTR_SLOTS; i++) {
