@@ -11,6 +11,7 @@
  * the new value and does not sleep; futex_wait itself rechecks the value
  * under the kernel's lock, which closes the window between reload and sleep.
  */
+#include "core/deadline.h"
 #include "core/internal.h"
 
 #include <linux/futex.h>
@@ -56,9 +57,7 @@ int bp_wait_while(struct bp_waitword *ww, uint32_t val,
 	if (o->timeout_ns == 0)
 		return -ETIMEDOUT;
 
-	uint64_t start = bypass_now_ns();
-	uint64_t deadline = o->timeout_ns < 0 ? UINT64_MAX
-					      : start + (uint64_t)o->timeout_ns;
+	uint64_t deadline = bp_deadline(o->timeout_ns); /* not 0: returned above */
 
 	/* Spin phase, timed with the TSC (cheaper than clock_gettime). */
 	if (o->spin_ns) {

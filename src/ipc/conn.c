@@ -49,15 +49,6 @@ static uint64_t default_spin_ns(void)
 	return s - 1;
 }
 
-uint64_t ipc_deadline(int64_t timeout_ns)
-{
-	if (timeout_ns < 0)
-		return UINT64_MAX;
-	if (timeout_ns == 0)
-		return 0;
-	return bypass_now_ns() + (uint64_t)timeout_ns;
-}
-
 static bool pow2(uint64_t v)
 {
 	return v && !(v & (v - 1));
@@ -216,14 +207,9 @@ int bypass_ipc_service_close(bypass_ipc_service *s)
 static int wait_fd(int fd, short events, uint64_t deadline)
 {
 	for (;;) {
-		int ms = -1;
-		if (deadline != UINT64_MAX) {
-			uint64_t now = bypass_now_ns();
-			if (now >= deadline)
-				return -ETIMEDOUT;
-			uint64_t left = (deadline - now + 999999) / 1000000;
-			ms = left > INT32_MAX ? INT32_MAX : (int)left;
-		}
+		int ms = bp_deadline_ms(deadline);
+		if (!ms)
+			return -ETIMEDOUT;
 		struct pollfd p = { .fd = fd, .events = events };
 		int r = poll(&p, 1, ms);
 		if (r > 0)
@@ -312,7 +298,7 @@ int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t time
 {
 	if (!s || !out || timeout_ns < BYPASS_FOREVER)
 		return -EINVAL;
-	uint64_t deadline = ipc_deadline(timeout_ns);
+	uint64_t deadline = bp_deadline(timeout_ns);
 	int fd;
 	for (;;) {
 		fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -519,7 +505,7 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 		goto fail;
 	}
 	int64_t hto = o && o->handshake_timeout_ns ? o->handshake_timeout_ns : HANDSHAKE_NS;
-	uint64_t deadline = ipc_deadline(hto);
+	uint64_t deadline = bp_deadline(hto);
 	/* connect() waits while the server's backlog is full: bound that wait
 	 * by the handshake timeout too (it ends in EAGAIN). */
 	struct timeval tv = { .tv_sec = hto / 1000000000,

@@ -297,26 +297,17 @@ static int kpoll(int epfd, struct epoll_event *ev, int max, int timeout_ms)
 	return k < 0 ? -errno : k;
 }
 
-/* What is left of timeout_ms since start_ns, for epoll_wait (-1: no limit). */
-static int ms_left(int timeout_ms, uint64_t start_ns)
-{
-	if (timeout_ms <= 0)
-		return timeout_ms;
-	uint64_t spent = (bypass_now_ns() - start_ns) / 1000000;
-	return spent >= (uint64_t)timeout_ms ? 0 : timeout_ms - (int)spent;
-}
-
 int bypass_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout_ms)
 {
 	if (epfd < 0 || !ev || max <= 0)
 		return -EINVAL;
-	uint64_t start_ns = timeout_ms > 0 ? bypass_now_ns() : 0;
+	uint64_t deadline = bp_deadline(timeout_ms < 0 ? -1 : (int64_t)timeout_ms * 1000000);
 	pthread_mutex_lock(&lock);
 again:;
 	struct ipc_epset *s = find_set(epfd);
 	if (!s) {
 		pthread_mutex_unlock(&lock);
-		return kpoll(epfd, ev, max, ms_left(timeout_ms, start_ns));
+		return kpoll(epfd, ev, max, bp_deadline_ms(deadline));
 	}
 	s->gen++;
 	uint64_t t0 = bypass_rdtscp(NULL);
@@ -359,7 +350,7 @@ again:;
 			break;
 		if (!forever && now - t0 >= spin)
 			break;
-		if (timeout_ms > 0 && bypass_now_ns() - start_ns >= (uint64_t)timeout_ms * 1000000)
+		if (bp_deadline_passed(deadline))
 			break;
 		bp_cpu_relax();
 	}
@@ -386,7 +377,7 @@ again:;
 		return n;
 	}
 	pthread_mutex_unlock(&lock);
-	int k = kpoll(epfd, ev, max, ms_left(timeout_ms, start_ns));
+	int k = kpoll(epfd, ev, max, bp_deadline_ms(deadline));
 	pthread_mutex_lock(&lock);
 	s = find_set(epfd);
 	if (k < 0) {
@@ -407,7 +398,7 @@ again:;
 	}
 	/* Woken for nothing (a late wake byte, a message already read): like
 	 * epoll_wait, return 0 only when the timeout has passed. */
-	if (!n && ms_left(timeout_ms, start_ns))
+	if (!n && bp_deadline_ms(deadline))
 		goto again;
 	pthread_mutex_unlock(&lock);
 	return n;

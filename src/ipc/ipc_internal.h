@@ -30,6 +30,7 @@
 #include <bypass/ipc.h>
 #include <pthread.h>
 
+#include "core/deadline.h"
 #include "core/internal.h"
 
 #define IPC_MAGIC 0x4250495043415231ull /* "BPIPCAR1" */
@@ -171,7 +172,6 @@ int ipc_wait_record(bypass_ipc_conn *c, uint64_t pos, uint64_t deadline_ns);
 void ipc_update_tail(bypass_ipc_conn *c);
 bool ipc_rx_ready(bypass_ipc_conn *c);
 bool ipc_peer_on_my_cpu(bypass_ipc_conn *c);
-uint64_t ipc_deadline(int64_t timeout_ns);
 
 /* pkey.c */
 int ipc_pkey_get(void);                       /* the process's key, or -errno */

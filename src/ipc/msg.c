@@ -132,7 +132,7 @@ static int do_recv(bypass_ipc_conn *c, struct bypass_ipc_msg *m, int64_t timeout
 		atomic_store(&c->rx.ctl->rx_armed, 0);
 		ipc_drain_socket(c);
 	}
-	uint64_t deadline = ipc_deadline(timeout_ns);
+	uint64_t deadline = bp_deadline(timeout_ns);
 	unsigned skipped = 0;
 	for (;;) {
 		if (c->det && c->rd == c->det_pos) {
@@ -162,8 +162,7 @@ static int do_recv(bypass_ipc_conn *c, struct bypass_ipc_msg *m, int64_t timeout
 			ipc_update_tail(c);
 			/* A peer that keeps such records coming must not keep
 			 * us here past the timeout. */
-			if (!(++skipped & 63) && deadline != UINT64_MAX &&
-			    (!deadline || bypass_now_ns() >= deadline))
+			if (!(++skipped & 63) && bp_deadline_passed(deadline))
 				return deadline ? -ETIMEDOUT : -EAGAIN;
 			continue;
 		}
@@ -229,7 +228,7 @@ static int do_call(bypass_ipc_conn *c, const void *req, size_t len,
 {
 	if (c->det)
 		return -EBUSY; /* the previous response is still held */
-	uint64_t deadline = ipc_deadline(timeout_ns);
+	uint64_t deadline = bp_deadline(timeout_ns);
 	uint32_t id = ++c->call_id;
 	if (!id)
 		id = ++c->call_id;
@@ -246,7 +245,8 @@ static int do_call(bypass_ipc_conn *c, const void *req, size_t len,
 		if (r < 0)
 			return ipc_set_broken(c, r);
 		if (r == 0) {
-			r = ipc_wait_record(c, scan, deadline ? deadline : UINT64_MAX);
+			/* never 0: bypass_ipc_call refuses a zero timeout */
+			r = ipc_wait_record(c, scan, deadline);
 			if (r == 1)
 				continue;
 			if (r == 0)

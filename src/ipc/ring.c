@@ -90,7 +90,7 @@ static int wait_room(bypass_ipc_conn *c, uint64_t need, uint64_t deadline)
 			uint64_t now = bypass_rdtscp(NULL);
 			if (c->mode == BYPASS_WAIT_ADAPTIVE && now - c0 >= c->spin_cycles)
 				break;
-			if (deadline != UINT64_MAX && bypass_now_ns() >= deadline)
+			if (bp_deadline_passed(deadline))
 				return -ETIMEDOUT;
 		}
 	}
@@ -139,7 +139,7 @@ int ipc_produce(bypass_ipc_conn *c, size_t size, int64_t timeout_ns, void **payl
 	if (!r) {
 		if (timeout_ns == 0)
 			return -EAGAIN;
-		r = wait_room(c, pad + rsize, ipc_deadline(timeout_ns));
+		r = wait_room(c, pad + rsize, bp_deadline(timeout_ns));
 		if (r == 0)
 			r = 1;
 	}
@@ -325,7 +325,7 @@ int ipc_wait_record(bypass_ipc_conn *c, uint64_t pos, uint64_t deadline)
 			uint64_t now = bypass_rdtscp(NULL);
 			if (c->mode == BYPASS_WAIT_ADAPTIVE && now - c0 >= c->spin_cycles)
 				break;
-			if (deadline != UINT64_MAX && bypass_now_ns() >= deadline)
+			if (bp_deadline_passed(deadline))
 				return 0;
 		}
 	}

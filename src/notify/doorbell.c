@@ -518,8 +518,7 @@ int bypass_doorbell_wait(bypass_doorbell *h, int64_t timeout_ns)
 		return -EINVAL;
 	struct db_shared *sh = h->sh;
 	db_check_fork(h);
-	uint64_t deadline = timeout_ns < 0 ? UINT64_MAX
-			    : timeout_ns == 0 ? 0 : bypass_now_ns() + (uint64_t)timeout_ns;
+	uint64_t deadline = bp_deadline(timeout_ns);
 	for (;;) {
 		if (!db_live(h))
 			return -EINVAL;

@@ -6,6 +6,7 @@
 #include <bypass/notify.h>
 #include <pthread.h>
 
+#include "core/deadline.h"
 #include "core/internal.h"
 
 #define DB_MAGIC 0x6462656c6c6c7562ull
