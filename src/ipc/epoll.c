@@ -234,29 +234,43 @@ static uint32_t conn_events(struct ipc_epreg *g)
 	return e;
 }
 
+/* Report g in *e if it is ready and not reported yet in this call (with
+ * arm, arm it unless it is ready); returns 1 if it was reported. */
+static int report(struct ipc_epset *s, struct ipc_epreg *g, bool arm,
+		  struct epoll_event *e)
+{
+	if (g->seen == s->gen || !reg_ready(g, arm))
+		return 0;
+	g->seen = s->gen;
+	e->events = conn_events(g);
+	e->data = g->data;
+	return 1;
+}
+
 /*
- * Report ready connections into ev[n..max); returns the new n.  Each scan
- * starts after the last connection reported (epoll moves a reported
- * descriptor to the back of its ready list): with more ready connections
- * than max, one that is always ready cannot starve the others.
+ * Report ready connections into ev[n..max) (arming the others, with arm);
+ * returns the new n.  Each scan starts after the last connection reported
+ * (epoll moves a reported descriptor to the back of its ready list): with
+ * more ready connections than max, one that is always ready cannot starve
+ * the others.
  */
-static int scan(struct ipc_epset *s, struct epoll_event *ev, int n, int max)
+static int scan(struct ipc_epset *s, struct epoll_event *ev, int n, int max, bool arm)
 {
 	size_t cnt = s->n;
 	for (size_t j = 0; j < cnt && n < max; j++) {
 		size_t i = (s->cursor + j) % cnt;
-		struct ipc_epreg *g = s->regs[i];
-		if (g->seen == s->gen)
-			continue;
-		if (reg_ready(g, false)) {
+		if (report(s, s->regs[i], arm, &ev[n])) {
 			s->cursor = i + 1;
-			g->seen = s->gen;
-			ev[n].events = conn_events(g);
-			ev[n].data = g->data;
 			n++;
 		}
 	}
 	return n;
+}
+
+static void disarm_all(struct ipc_epset *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		ipc_disarm(s->regs[i]->conn);
 }
 
 /* Translate the kernel's events in place: ours become the connection's
@@ -276,14 +290,7 @@ static int translate(struct ipc_epset *s, struct epoll_event *ev, int k)
 			c->peer_gone = true;
 		ipc_drain_socket(c);
 		ipc_disarm(c);
-		if (g->seen == s->gen)
-			continue;
-		if (reg_ready(g, false)) {
-			g->seen = s->gen;
-			ev[n].events = conn_events(g);
-			ev[n].data = g->data;
-			n++;
-		}
+		n += report(s, g, false, &ev[n]); /* ev[i] is read: n <= i */
 	}
 	return n;
 }
@@ -345,7 +352,7 @@ again:;
 			n = s ? translate(s, ev, k) : k;
 		}
 		if (s)
-			n = scan(s, ev, n, max);
+			n = scan(s, ev, n, max, false);
 		if (n || !s || timeout_ms == 0)
 			break;
 		if (!forever && now - t0 >= spin)
@@ -359,20 +366,9 @@ again:;
 		return n;
 	}
 	/* Nothing: arm every connection, then sleep in the kernel. */
-	for (size_t i = 0; i < s->n && n < max; i++) {
-		struct ipc_epreg *g = s->regs[i];
-		if (g->seen == s->gen)
-			continue;
-		if (reg_ready(g, true)) {
-			g->seen = s->gen;
-			ev[n].events = conn_events(g);
-			ev[n].data = g->data;
-			n++;
-		}
-	}
+	n = scan(s, ev, 0, max, true);
 	if (n) {
-		for (size_t i = 0; i < s->n; i++)
-			ipc_disarm(s->regs[i]->conn);
+		disarm_all(s);
 		pthread_mutex_unlock(&lock);
 		return n;
 	}
@@ -382,17 +378,15 @@ again:;
 	s = find_set(epfd);
 	if (k < 0) {
 		if (s)
-			for (size_t i = 0; i < s->n; i++)
-				ipc_disarm(s->regs[i]->conn);
+			disarm_all(s);
 		pthread_mutex_unlock(&lock);
 		return k;
 	}
 	if (s) {
 		s->gen++;
 		n = translate(s, ev, k);
-		for (size_t i = 0; i < s->n; i++)
-			ipc_disarm(s->regs[i]->conn);
-		n = scan(s, ev, n, max);
+		disarm_all(s);
+		n = scan(s, ev, n, max, false);
 	} else {
 		n = k;
 	}
