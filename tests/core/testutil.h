@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Small helpers shared by the core and notify tests. */
+/* Small helpers shared by the tests of every module. */
 #ifndef BYPASS_TEST_CORE_TESTUTIL_H
 #define BYPASS_TEST_CORE_TESTUTIL_H
+
+#include "core/internal.h" /* BP_TSAN */
 
 #include <dirent.h>
 #include <limits.h>
@@ -13,16 +15,7 @@
 #include <unistd.h>
 
 /* Under ThreadSanitizer everything is ~10x slower: scale iteration counts. */
-#if defined(__SANITIZE_THREAD__)
-#define TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TEST_TSAN 1
-#endif
-#endif
-#ifndef TEST_TSAN
-#define TEST_TSAN 0
-#endif
+#define TEST_TSAN BP_TSAN
 
 static inline uint64_t test_now_ns(void)
 {

@@ -4,7 +4,6 @@
 #define BYPASS_TEST_IPC_UTIL_H
 
 #include <bypass/ipc.h>
-#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "core/testutil.h"
 
 /* A service name no other test (or run) uses. */
 static inline void test_svc_name(char *buf, size_t n, const char *tag)
@@ -20,19 +20,6 @@ static inline void test_svc_name(char *buf, size_t n, const char *tag)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	snprintf(buf, n, "test-%s-%d-%lx", tag, (int)getpid(),
 		 (unsigned long)(ts.tv_nsec ^ ts.tv_sec));
-}
-
-/* Open descriptors of this process. */
-static inline int test_count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-	if (!d)
-		return -1;
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n - 3; /* ".", "..", and the directory's own descriptor */
 }
 
 /* Lines of /proc/self/maps that mention needle. */

@@ -4,6 +4,7 @@
 #define BYPASS_TEST_PAGER_UTIL_H
 
 #include "harness.h"
+#include "core/testutil.h"
 
 #include <bypass/pager.h>
 #include <stdint.h>
