@@ -64,10 +64,12 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	if (ACTIVE()) {
 		long r;
 		bool sp = false;
-		/* Names and control data (descriptors!) are not deferred. */
-		if (msg && !msg->msg_name && !msg->msg_namelen && !msg->msg_controllen &&
-		    msg->msg_iovlen <= INT_MAX)
-			r = bt_tx_data(fd, msg->msg_iov, (int)msg->msg_iovlen, flags, &sp);
+		/* Names and control data (descriptors!) are not deferred; the
+		 * header is read safely (a bad pointer gives EFAULT, below). */
+		struct msghdr m;
+		if (msg && bt_copy_user(&m, msg, sizeof(m)) && !m.msg_name &&
+		    !m.msg_namelen && !m.msg_controllen && m.msg_iovlen <= INT_MAX)
+			r = bt_tx_data(fd, m.msg_iov, (int)m.msg_iovlen, flags, &sp);
 		else if (!(r = bt_before_fd(fd, BT_OTHER)))
 			r = BT_PASS;
 		if (r != BT_PASS)

@@ -149,12 +149,19 @@ static __attribute__((noinline)) void copy_iov(char *p, const struct iovec *iov,
 	}
 }
 
+/* The total length, or SIZE_MAX when it exceeds SSIZE_MAX (the system call
+ * gives EINVAL; a wrapped sum must never size a copy). */
 static __attribute__((noinline)) void sum_iov(const struct iovec *iov, int iovcnt,
 					       size_t *out)
 {
 	size_t t = 0;
-	for (int i = 0; i < iovcnt; i++)
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len > (size_t)SSIZE_MAX - t) {
+			t = SIZE_MAX;
+			break;
+		}
 		t += iov[i].iov_len;
+	}
 	*out = t;
 }
 
@@ -170,6 +177,12 @@ static bool copy_in(char *p, const struct iovec *iov, int iovcnt)
 	copy_iov(p, iov, iovcnt);
 	bp_recover_pop(&rp);
 	return true;
+}
+
+bool bt_copy_user(void *dst, const void *src, size_t len)
+{
+	struct iovec v = { (void *)src, len };
+	return copy_in(dst, &v, 1);
 }
 
 static bool total_in(const struct iovec *iov, int iovcnt, size_t *total)
@@ -271,7 +284,7 @@ long bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
 	size_t total = 0;
 	if (!(th->segment & BT_SEG_PRELOAD) || iovcnt < 0 || iovcnt > IOV_MAX ||
 	    (msg_flags & ~TX_FLAGS) || !total_in(iov, iovcnt, &total) || !total ||
-	    total > bt_cfg.max_copy || !is_stream(fe))
+	    total > (size_t)SSIZE_MAX || total > bt_cfg.max_copy || !is_stream(fe))
 		return tx_direct(th, fe);
 	if ((r = tx_room(th, fe, total)) <= 0)
 		return r < 0 ? tx_leave(th, r) : tx_direct(th, fe);

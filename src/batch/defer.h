@@ -27,6 +27,8 @@ extern __thread unsigned bt_sig_seen;
  * control.  *sigpipe is set when a reported EPIPE must raise SIGPIPE. */
 long bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
 		bool *sigpipe);
+/* Copy len bytes of the program's memory; false if it is not readable. */
+bool bt_copy_user(void *dst, const void *src, size_t len);
 long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count);
 long bt_tx_shutdown(int fd, int how);
 long bt_tx_sockopt(int fd, int level, int name, const void *val, socklen_t len);

@@ -171,6 +171,26 @@ static inline const char *preload_env(void)
 	return buf;
 }
 
+/*
+ * Run this test program again under the preload (once: the marker variable
+ * tells the second run), after the checks every preload test makes: a time
+ * limit, no ThreadSanitizer, the library built.  Returns in the preloaded run.
+ */
+static inline void preload_reexec(char **argv, unsigned timeout_sec)
+{
+	test_timeout(timeout_sec);
+	SKIP_UNDER_TSAN();
+	if (getenv("BT_TEST_PRELOADED"))
+		return;
+	if (access(preload_path(), R_OK))
+		SKIP("no %s", preload_path());
+	setenv("LD_PRELOAD", preload_env(), 1);
+	setenv("BT_TEST_PRELOADED", "1", 1);
+	setenv("BYPASS_BATCH", "1", 1);
+	execv("/proc/self/exe", argv);
+	TEST_FAIL("re-exec: %s", strerror(errno));
+}
+
 struct server {
 	pid_t pid;
 	int port;
