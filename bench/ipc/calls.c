@@ -107,7 +107,7 @@ static int call_bypass(struct bench_ctx *c, int mode, uint64_t *out, size_t n)
 	}
 	bypass_ipc_service_close(svc);
 	bench_pin(ca);
-	bypass_ipc_conn *conn;
+	bypass_ipc_conn *conn = NULL; /* connect leaves it alone when it fails */
 	int r = bypass_ipc_connect(name, &o, &conn);
 	char q[32] = "request";
 	for (size_t i = 0; i < n && !r; i++) {
@@ -252,7 +252,7 @@ static double tput_bypass(struct bench_ctx *c, size_t len, size_t n, bool touch)
 	}
 	bypass_ipc_service_close(svc);
 	bench_pin(ca);
-	bypass_ipc_conn *conn;
+	bypass_ipc_conn *conn = NULL; /* connect leaves it alone when it fails */
 	int r = bypass_ipc_connect(name, &o, &conn);
 	char *b = malloc(len);
 	memset(b, 0x5a, len);

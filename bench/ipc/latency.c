@@ -238,7 +238,7 @@ static int ow_bypass_run(struct bench_ctx *c, enum ow_kind k, uint64_t *out, siz
 	}
 	bypass_ipc_service_close(svc);
 	bench_pin(ca);
-	bypass_ipc_conn *conn;
+	bypass_ipc_conn *conn = NULL; /* connect leaves it alone when it fails */
 	int r = bypass_ipc_connect(name, &o, &conn);
 	for (size_t i = 0; i < n && !r; i++) {
 		struct msg32 m = { .seq = i };
