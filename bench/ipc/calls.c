@@ -9,38 +9,11 @@
 #include "ipc_bench.h"
 
 #include <bypass/ipc.h>
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-static int rd(int fd, void *b, size_t len, bool busy)
-{
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = recv(fd, (char *)b + got, len - got, busy ? MSG_DONTWAIT : 0);
-		if (n > 0)
-			got += (size_t)n;
-		else if (n == 0 || (errno != EAGAIN && errno != EINTR))
-			return -1;
-	}
-	return 0;
-}
-
-static int wr(int fd, const void *b, size_t len)
-{
-	size_t put = 0;
-	while (put < len) {
-		ssize_t n = send(fd, (const char *)b + put, len - put, MSG_NOSIGNAL);
-		if (n > 0)
-			put += (size_t)n;
-		else if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return -1;
-	}
-	return 0;
-}
 
 /* ------------------------------------------------------------------ calls */
 
@@ -62,7 +35,7 @@ static int call_unix(struct bench_ctx *c, bool busy, uint64_t *out, size_t n)
 		close(sv[0]);
 		char b[32];
 		for (size_t i = 0; i < n; i++)
-			if (rd(sv[1], b, 32, busy) || wr(sv[1], b, 32))
+			if (ipcb_read(sv[1], b, 32, busy) || ipcb_write(sv[1], b, 32))
 				_exit(1);
 		_exit(0);
 	}
@@ -72,7 +45,7 @@ static int call_unix(struct bench_ctx *c, bool busy, uint64_t *out, size_t n)
 	char q[32] = "request", a[32];
 	for (size_t i = 0; i < n && !r; i++) {
 		uint64_t t0 = bypass_rdtscp(NULL);
-		r = wr(sv[0], q, 32) || rd(sv[0], a, 32, busy) ? -1 : 0;
+		r = ipcb_write(sv[0], q, 32) || ipcb_read(sv[0], a, 32, busy) ? -1 : 0;
 		out[i] = bypass_rdtscp(NULL) - t0;
 	}
 	close(sv[0]);
@@ -189,9 +162,9 @@ static double tput_unix(struct bench_ctx *c, size_t len, size_t n)
 		close(sv[0]);
 		char *b = malloc(len);
 		for (size_t i = 0; i < n; i++)
-			if (rd(sv[1], b, len, false))
+			if (ipcb_read(sv[1], b, len, false))
 				_exit(1);
-		_exit(wr(sv[1], "k", 1) ? 1 : 0);
+		_exit(ipcb_write(sv[1], "k", 1) ? 1 : 0);
 	}
 	close(sv[1]);
 	bench_pin(ca);
@@ -200,10 +173,10 @@ static double tput_unix(struct bench_ctx *c, size_t len, size_t n)
 	uint64_t t0 = bypass_now_ns();
 	int r = 0;
 	for (size_t i = 0; i < n && !r; i++)
-		r = wr(sv[0], b, len);
+		r = ipcb_write(sv[0], b, len);
 	char k;
 	if (!r)
-		r = rd(sv[0], &k, 1, false);
+		r = ipcb_read(sv[0], &k, 1, false);
 	uint64_t t1 = bypass_now_ns();
 	close(sv[0]);
 	free(b);

@@ -7,6 +7,10 @@
 
 void ipcb_name(char *buf, size_t n, const char *tag);
 int ipcb_wait(pid_t pid);
+/* Read or write exactly len bytes (busy: non-blocking recv in a loop, with
+ * a pause between tries); 0, or -1 on error or end of file. */
+int ipcb_read(int fd, void *buf, size_t len, bool busy);
+int ipcb_write(int fd, const void *buf, size_t len);
 /* ipc.call and ipc.tput.* */
 int ipcb_calls(struct bench_ctx *c);
 int ipcb_throughput(struct bench_ctx *c);

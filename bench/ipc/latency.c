@@ -42,7 +42,7 @@ struct msg32 {
 
 /* ------------------------------------------------------------- plumbing */
 
-static int read_full(int fd, void *buf, size_t len, bool busy)
+int ipcb_read(int fd, void *buf, size_t len, bool busy)
 {
 	size_t got = 0;
 	while (got < len) {
@@ -60,7 +60,7 @@ static int read_full(int fd, void *buf, size_t len, bool busy)
 	return 0;
 }
 
-static int write_full(int fd, const void *buf, size_t len)
+int ipcb_write(int fd, const void *buf, size_t len)
 {
 	size_t put = 0;
 	while (put < len) {
@@ -129,10 +129,10 @@ static void ow_fd_server(enum ow_kind k, int rfd, int wfd, uint64_t *out, size_t
 			while (epoll_wait(ep, &ev, 1, -1) != 1)
 				;
 		}
-		if (read_full(rfd, &m, sizeof(m), k == OW_UNIX_BUSY))
+		if (ipcb_read(rfd, &m, sizeof(m), k == OW_UNIX_BUSY))
 			_exit(1);
 		out[i] = bypass_rdtscp(NULL) - m.tsc;
-		if (write_full(wfd, "a", 1))
+		if (ipcb_write(wfd, "a", 1))
 			_exit(1);
 	}
 	_exit(0);
@@ -174,8 +174,8 @@ static int ow_fd_run(struct bench_ctx *c, enum ow_kind k, uint64_t *out, size_t 
 		struct msg32 m = { .seq = i };
 		m.tsc = bypass_rdtscp(NULL);
 		char a;
-		if (write_full(cli_w, &m, sizeof(m)) ||
-		    read_full(cli_r, &a, 1, k == OW_UNIX_BUSY))
+		if (ipcb_write(cli_w, &m, sizeof(m)) ||
+		    ipcb_read(cli_r, &a, 1, k == OW_UNIX_BUSY))
 			r = -1;
 	}
 	close(cli_r);
