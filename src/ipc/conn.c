@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #define DEFAULT_RING (1u << 20)
+#define DEFAULT_SPIN_NS 20000ull
 #define MIN_RING 4096ull
 #define MAX_RING (1ull << 30)
 #define HANDSHAKE_NS 5000000000ll
@@ -37,17 +38,6 @@
  * accesses would reach memory the server writes.  Core puts arenas far
  * above. */
 #define MIN_BASE (4ull << 30)
-
-static uint64_t default_spin_ns(void)
-{
-	static _Atomic uint64_t v;
-	uint64_t s = atomic_load_explicit(&v, memory_order_relaxed);
-	if (!s) {
-		s = bp_env_u64("BYPASS_IPC_SPIN_NS", 20000) + 1;
-		atomic_store(&v, s);
-	}
-	return s - 1;
-}
 
 static bool pow2(uint64_t v)
 {
@@ -234,7 +224,8 @@ static struct bypass_ipc_conn *conn_new(void)
 static void conn_set_mode(struct bypass_ipc_conn *c, const struct bypass_ipc_opts *o)
 {
 	c->mode = o ? o->mode : BYPASS_WAIT_ADAPTIVE;
-	uint64_t spin = o && o->spin_ns ? o->spin_ns : default_spin_ns();
+	uint64_t spin = o && o->spin_ns ? o->spin_ns
+					: bp_env_u64("BYPASS_IPC_SPIN_NS", DEFAULT_SPIN_NS);
 	c->spin_cycles = bp_ns_to_cycles(spin);
 }
 

@@ -27,17 +27,6 @@
 #define DEFAULT_SPIN_NS 20000ull
 #define SPIN_CHUNK_NS 1000000ull /* SPIN mode checks liveness this often */
 
-static uint64_t default_spin_ns(void)
-{
-	static _Atomic uint64_t v;
-	uint64_t s = atomic_load_explicit(&v, memory_order_relaxed);
-	if (!s) {
-		s = bp_env_u64("BYPASS_NOTIFY_SPIN_NS", DEFAULT_SPIN_NS) + 1;
-		atomic_store(&v, s);
-	}
-	return s - 1;
-}
-
 /* ---------------------------------------------------------- registration */
 
 /* Record this process in the doorbell's process table (for peer checks). */
@@ -138,7 +127,8 @@ static void db_init_handle(struct bypass_doorbell *h, struct db_shared *sh,
 	h->intr_slot = -1;
 	h->slot = -1;
 	h->mode = o ? o->mode : BYPASS_WAIT_ADAPTIVE;
-	h->spin_ns = o && o->spin_ns ? o->spin_ns : default_spin_ns();
+	h->spin_ns = o && o->spin_ns ? o->spin_ns
+				     : bp_env_u64("BYPASS_NOTIFY_SPIN_NS", DEFAULT_SPIN_NS);
 	for (unsigned i = 0; i < DB_PROCS; i++)
 		h->pidfd[i] = -1; /* pidfd_pid[i] is 0: calloc */
 	pthread_mutex_init(&h->lock, NULL);
