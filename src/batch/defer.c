@@ -412,13 +412,19 @@ static long tx_control(int fd, struct bt_op *proto, bool queueable)
 		return tx_direct(th, fe);
 	struct bt_op *op = queueable && is_stream(fe) ? bt_op_new(sizeof(int)) : NULL;
 	if (!op) {
-		if (pending) {
-			/* Not queueable here: the call waits for the stream. */
+		/*
+		 * Not queueable here: it runs now, after what is queued has
+		 * been submitted, but without waiting for a slow peer to take
+		 * the data in flight.  An option applies to data already in the
+		 * socket as well (as it would to data sitting in its buffer),
+		 * and waiting could hang a non-blocking program for as long as
+		 * the peer does not read (SO_LINGER before an abortive close).
+		 */
+		if (pending)
 			bt_submit(th);
-			bt_acquire(th, fe);
-			bt_wait_fd_idle(th, fe, false);
-		}
-		return tx_direct(th, fe);
+		if (seg)
+			th->c.direct++;
+		return tx_leave(th, BT_PASS);
 	}
 	if (fe->ninflight)
 		bt_quiesce(th, fe);
