@@ -45,7 +45,7 @@ struct ectx {
 static struct region *ectx_region(struct bypass_pager *p, struct ectx *c, uint32_t id)
 {
 	struct region *r = c->cache;
-	if (r && id >= r->id0 && id - r->id0 < (r->end - r->start) >> PG_SHIFT)
+	if (r && region_has_id(r, id))
 		return r;
 	r = tab_find_id(c->t, p, id);
 	if (r)

@@ -30,8 +30,10 @@ static const char zero_page[PG_SIZE] __attribute__((aligned(4096)));
 
 /* ------------------------------------------------------------ ioctls */
 
-int uffd_copy(int uffd, uintptr_t dst, const void *src, size_t len, bool wp,
-	      bool wake)
+/* Each returns 0 or -errno. */
+
+static int uffd_copy(int uffd, uintptr_t dst, const void *src, size_t len, bool wp,
+		     bool wake)
 {
 	uintptr_t s = (uintptr_t)src;
 	for (;;) {
@@ -74,7 +76,7 @@ int uffd_wp(int uffd, uintptr_t addr, size_t len, bool protect, bool wake)
 	}
 }
 
-int uffd_wake(int uffd, uintptr_t addr, size_t len)
+static int uffd_wake(int uffd, uintptr_t addr, size_t len)
 {
 	struct uffdio_range r = { .start = addr, .len = len };
 	return ioctl(uffd, UFFDIO_WAKE, &r) == 0 ? 0 : -errno;

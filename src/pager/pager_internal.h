@@ -252,6 +252,11 @@ static inline uintptr_t region_addr(const struct region *r, uint32_t id)
 	return r->start + ((uintptr_t)(id - r->id0) << PG_SHIFT);
 }
 
+static inline bool region_has_id(const struct region *r, uint32_t id)
+{
+	return id >= r->id0 && id - r->id0 < (r->end - r->start) >> PG_SHIFT;
+}
+
 /* ---------------------------------------------------------------- fault.c */
 
 /*
@@ -265,11 +270,8 @@ int pager_thread_start(struct bypass_pager *p);
 /* The calling thread is a pager's handler thread. */
 bool pager_in_handler_thread(void);
 void pager_thread_stop(struct bypass_pager *p);
-/* userfaultfd ioctls; they return 0 or -errno */
-int uffd_copy(int uffd, uintptr_t dst, const void *src, size_t len, bool wp,
-	      bool wake);
+/* UFFDIO_WRITEPROTECT; 0 or -errno */
 int uffd_wp(int uffd, uintptr_t addr, size_t len, bool protect, bool wake);
-int uffd_wake(int uffd, uintptr_t addr, size_t len);
 
 /* ---------------------------------------------------------------- setup.c */
 

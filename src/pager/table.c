@@ -103,8 +103,7 @@ struct region *tab_find_id(struct regtab *t, struct bypass_pager *p, uint32_t id
 		return NULL;
 	for (size_t i = 0; i < t->n; i++) {
 		struct region *r = t->r[i];
-		if (r->pager == p && id >= r->id0 &&
-		    id - r->id0 < (r->end - r->start) >> PG_SHIFT)
+		if (r->pager == p && region_has_id(r, id))
 			return r;
 	}
 	return NULL;
