@@ -315,19 +315,21 @@ long bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
 	return tx_leave(th, (long)total);
 }
 
-/* What a sendfile in copy mode will send: the file's size as the program
- * saw it with fstat bounds it.  false if not deferrable. */
-static bool sendfile_len(struct bt_fdent *in, off_t off, size_t count, size_t *n)
+/*
+ * Can a sendfile in copy mode be deferred: does the file, as the program saw
+ * it with fstat, hold all count bytes at off?  Only then is count what
+ * sendfile(2) returns.  A request past that size runs as the system call:
+ * the size may be stale (the file grew since the fstat), and answering a
+ * short count, or 0 (end of file), from it would be a lie.
+ */
+static bool sendfile_whole(struct bt_fdent *in, off_t off, size_t count)
 {
 	uint32_t fi = atomic_load(&in->flags);
 	if ((fi & (BT_FD_SIZE | BT_FD_REG)) != (BT_FD_SIZE | BT_FD_REG) ||
 	    (fi & BT_FD_CLOSING) || off < 0)
 		return false;
 	int64_t size = atomic_load(&in->size);
-	*n = off >= size ? 0 : (size_t)(size - off);
-	if (*n > count)
-		*n = count;
-	return true;
+	return off < size && count <= (uint64_t)(size - off);
 }
 
 long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
@@ -340,9 +342,9 @@ long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 	if (fe->ninflight && (r = settle(th, fe)) < 0)
 		return tx_leave(th, r);
 	struct bt_fdent *in = bt_fd(in_fd);
-	size_t n = 0;
+	size_t n = count;
 	if (!(th->segment & BT_SEG_PRELOAD) || bt_cfg.sendfile_mode != BT_SENDFILE_COPY ||
-	    !in || !offset || !count || !sendfile_len(in, *offset, count, &n) ||
+	    !in || !offset || !count || !sendfile_whole(in, *offset, count) ||
 	    n > bt_cfg.sendfile_max || !is_stream(fe)) {
 		/* The real sendfile runs: what is queued on the socket goes just
 		 * before it, by system call, so that it rides in its packets. */
@@ -354,8 +356,6 @@ long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 		}
 		return tx_direct(th, fe);
 	}
-	if (n == 0)
-		return tx_leave(th, 0);
 	if ((r = tx_room(th, fe, n)) <= 0)
 		return r < 0 ? tx_leave(th, r) : tx_direct(th, fe);
 	struct bt_thread *rd = NULL;
