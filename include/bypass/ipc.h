@@ -214,7 +214,8 @@ BYPASS_API int bypass_ipc_release(bypass_ipc_conn *conn, struct bypass_ipc_msg *
  * for its response, until one of them times out.  One call at a time per
  * connection.  Returns 0,
  * -ETIMEDOUT (a late response is dropped), -ECONNRESET (the server died
- * before answering), and the errors of send and recv.
+ * before answering), -EBUSY (the previous response is still held), -EINVAL
+ * (also for a timeout of 0), and the errors of send and recv.
  */
 BYPASS_API int bypass_ipc_call(bypass_ipc_conn *conn, const void *req, size_t len,
 			       struct bypass_ipc_msg *resp, int64_t timeout_ns);
@@ -253,8 +254,8 @@ BYPASS_API int bypass_ipc_arm(bypass_ipc_conn *conn);
  * returned as given.  Only bypass_epoll_wait() reports connections.
  * Remove connections (or close them) before closing epfd, and not while
  * another thread waits in bypass_epoll_wait() on epfd.  Returns 0,
- * -EINVAL, -EEXIST, -ENOENT, -EOPNOTSUPP (EPOLLOUT, EPOLLET, EPOLLONESHOT),
- * -ENOMEM, or the -errno of epoll_ctl.
+ * -EINVAL, -EEXIST, -ENOENT, -EOPNOTSUPP (EPOLLOUT, EPOLLET, EPOLLONESHOT,
+ * EPOLLEXCLUSIVE), -ENOMEM, -EBADF, or the -errno of epoll_ctl.
  */
 BYPASS_API int bypass_epoll_ctl(int epfd, int op, bypass_ipc_conn *conn,
 				struct epoll_event *ev);

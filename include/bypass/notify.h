@@ -112,7 +112,8 @@ BYPASS_API int bypass_doorbell_destroy(bypass_doorbell *db);
  * bypass_doorbell_ring - ring once.  No system call unless a receiver
  * sleeps, has armed its eventfd, or registered a handler.  Returns 0,
  * -EINVAL (null or destroyed), -EPERM (the receiver's process may not be
- * signalled or its eventfd reached by this process).
+ * signalled or its eventfd reached by this process), -EAGAIN (the
+ * receiver's queue of signals is full).  The ring is counted in any case.
  */
 BYPASS_API int bypass_doorbell_ring(bypass_doorbell *db);
 

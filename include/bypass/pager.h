@@ -96,11 +96,13 @@ struct bypass_pager_config {
  *   -ENOENT  the swap file does not exist (and SWAP_CREATE is not set);
  *   -ENOSPC  the swap file is smaller than swap_size or than 16 pages, or
  *            the filesystem has no room to create it;
+ *   -EISDIR  swap_path is a directory (and SWAP_TEMP is not set);
  *   -EPERM   userfaultfd refused: for BYPASS_PAGER_HANDLER, neither
  *            CAP_SYS_PTRACE, vm.unprivileged_userfaultfd = 1 nor
  *            /dev/userfaultfd allows kernel-mode faults to be handled;
  *   -ENOSYS  the kernel has no userfaultfd;
- *   -EOPNOTSUPP  userfaultfd lacks write-protection of anonymous memory;
+ *   -EOPNOTSUPP  userfaultfd lacks write-protection of anonymous memory
+ *            (or, for BYPASS_PAGER_UPCALL, SIGBUS mode);
  *   or another -errno from open, io_uring_queue_init or mmap.
  * The reason is logged at BYPASS_LOG=error.
  */
@@ -138,7 +140,8 @@ BYPASS_API int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags,
  * bypass_pager_unmap - unmap [addr, addr + length) of a region: a whole
  * region or a page-aligned part of one (the rest stays mapped and served).
  * Its swap space is released.  Returns 0, -EINVAL (unaligned, or not
- * entirely inside one region of this pager), -ECHILD.
+ * entirely inside one region of this pager), -ENOMEM (nothing unmapped),
+ * -ECHILD.
  */
 BYPASS_API int bypass_pager_unmap(bypass_pager *p, void *addr, size_t length);
 
