@@ -98,6 +98,37 @@ EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
 	return REAL(sendfile64)(out_fd, in_fd, off, count);
 }
 
+/*
+ * Writes that are not deferred (splice, sendmmsg) still go behind the
+ * socket's queued data; splice out of a socket is a read and waits behind
+ * the work queued on that socket (the peer may answer only once it has it).
+ */
+EXPORT ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t n,
+		      unsigned flags)
+{
+	if (ACTIVE()) {
+		bool sp = false;
+		long r = bt_before_fd(in, (flags & SPLICE_F_NONBLOCK) ? BT_READ_NOWAIT
+									: BT_READ);
+		if (!r)
+			r = bt_tx_write_direct(out, n != 0, &sp);
+		if (r != BT_PASS)
+			return ret_errno(r, sp || r == -EPIPE);
+	}
+	return REAL(splice)(in, in_off, out, out_off, n, flags);
+}
+
+EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
+{
+	if (ACTIVE()) {
+		bool sp = false;
+		long r = bt_tx_write_direct(fd, true, &sp);
+		if (r != BT_PASS)
+			return (int)ret_errno(r, sp || (r == -EPIPE && !(flags & MSG_NOSIGNAL)));
+	}
+	return REAL(sendmmsg)(fd, v, n, flags);
+}
+
 /* ------------------------------------------------------------ control */
 
 EXPORT int shutdown(int fd, int how)
@@ -171,4 +202,11 @@ EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	BEFORE_READ(fd, flags);
 	return REAL(recvmsg)(fd, msg, flags);
+}
+
+EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags,
+		    struct timespec *ts)
+{
+	BEFORE_READ(fd, flags);
+	return REAL(recvmmsg)(fd, v, n, flags, ts);
 }

@@ -60,6 +60,10 @@
 			    const struct sockaddr *, socklen_t))              \
 	X(ssize_t, sendmsg, (int, const struct msghdr *, int))                \
 	X(ssize_t, sendfile, (int, int, off_t *, size_t))                     \
+	X(ssize_t, splice, (int, loff_t *, int, loff_t *, size_t, unsigned))  \
+	X(int, sendmmsg, (int, struct mmsghdr *, unsigned, int))              \
+	X(int, recvmmsg, (int, struct mmsghdr *, unsigned, int,               \
+			  struct timespec *))                                 \
 	X(ssize_t, sendfile64, (int, int, off64_t *, size_t))                 \
 	X(int, shutdown, (int, int))                                          \
 	X(int, close, (int))                                                  \

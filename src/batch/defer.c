@@ -332,6 +332,32 @@ static bool sendfile_whole(struct bt_fdent *in, off_t off, size_t count)
 	return off < size && count <= (uint64_t)(size - off);
 }
 
+/*
+ * Not queued: the real call writes to fe now, behind what is queued on it,
+ * which goes just before it by system call (with MSG_MORE on TCP when data
+ * follows, so that it rides in the same packets).
+ */
+static long run_behind_queue(struct bt_thread *th, struct bt_fdent *fe, bool more)
+{
+	if (fe->nqueued && !fe->ninflight) {
+		more = more && (atomic_load(&fe->flags) & BT_FD_INET);
+		int q = bt_run_queued(th, fe, more);
+		if (q < 0)
+			return tx_leave(th, q);
+	}
+	return tx_direct(th, fe);
+}
+
+long bt_tx_write_direct(int fd, bool more, bool *sigpipe)
+{
+	struct bt_thread *th;
+	struct bt_fdent *fe;
+	long r = tx_enter(fd, &th, &fe, true, sigpipe);
+	if (r)
+		return r;
+	return run_behind_queue(th, fe, more);
+}
+
 long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
 	struct bt_thread *th;
@@ -348,13 +374,7 @@ long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 	    n > bt_cfg.sendfile_max || !is_stream(fe)) {
 		/* The real sendfile runs: what is queued on the socket goes just
 		 * before it, by system call, so that it rides in its packets. */
-		if (fe->nqueued && !fe->ninflight) {
-			bool more = count && (atomic_load(&fe->flags) & BT_FD_INET);
-			int q = bt_run_queued(th, fe, more);
-			if (q < 0)
-				return tx_leave(th, q);
-		}
-		return tx_direct(th, fe);
+		return run_behind_queue(th, fe, count != 0);
 	}
 	if ((r = tx_room(th, fe, n)) <= 0)
 		return r < 0 ? tx_leave(th, r) : tx_direct(th, fe);

@@ -27,6 +27,9 @@ extern __thread unsigned bt_sig_seen;
  * control.  *sigpipe is set when a reported EPIPE must raise SIGPIPE. */
 long bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
 		bool *sigpipe);
+/* A write to fd that is never deferred (splice, sendmmsg): BT_PASS once
+ * what is queued on fd is out of its way (more: data follows), or -errno. */
+long bt_tx_write_direct(int fd, bool more, bool *sigpipe);
 /* Copy len bytes of the program's memory; false if it is not readable. */
 bool bt_copy_user(void *dst, const void *src, size_t len);
 long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count);
