@@ -6,10 +6,14 @@
  */
 #include "batch_bench.h"
 
+#include <string.h>
+
+/* --param only=sends|servers runs one experiment. */
 int bench_batch(struct bench_ctx *c)
 {
-	int r1 = bench_batch_sends(c);
-	int r2 = bench_batch_servers(c);
+	const char *only = bench_param(c, "only", NULL);
+	int r1 = !only || !strcmp(only, "sends") ? bench_batch_sends(c) : BENCH_SKIP;
+	int r2 = !only || !strcmp(only, "servers") ? bench_batch_servers(c) : BENCH_SKIP;
 	if (r1 && r1 != BENCH_SKIP)
 		return r1;
 	if (r2 && r2 != BENCH_SKIP)

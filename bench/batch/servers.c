@@ -507,7 +507,11 @@ int bench_batch_servers(struct bench_ctx *c)
 			 "served from the page cache</body></html>\n");
 	signal(SIGPIPE, SIG_IGN);
 	int ncpu = bench_ncpus();
-	if (have(NGINX, "nginx-light")) {
+	/* --param server=nginx|lighttpd runs one server's tables. */
+	const char *which = bench_param(c, "server", NULL);
+	if (which && strcmp(which, "nginx")) {
+		/* not asked for */
+	} else if (have(NGINX, "nginx-light")) {
 		one_config(c, "batch.nginx", "nginx, 1 worker: requests/s under wrk", true, 1, true);
 		if (!bench_smoke(c) && ncpu > 1) {
 			char title[96];
@@ -518,10 +522,13 @@ int bench_batch_servers(struct bench_ctx *c)
 	} else {
 		bench_skip(c, "batch.nginx", "nginx is not installed and could not be");
 	}
-	if (have(LIGHTTPD, "lighttpd"))
+	if (which && strcmp(which, "lighttpd")) {
+		/* not asked for */
+	} else if (have(LIGHTTPD, "lighttpd")) {
 		one_config(c, "batch.lighttpd", "lighttpd: requests/s under wrk", false, 0, true);
-	else
+	} else {
 		bench_skip(c, "batch.lighttpd", "lighttpd is not installed and could not be");
+	}
 	rm_top();
 	return 0;
 }
