@@ -378,13 +378,12 @@ static void *rtt_peer(void *p)
 	return NULL;
 }
 
-double bench_cacheline_rtt(int cpu_a, int cpu_b, size_t iters)
+void bench_cacheline_rtt(int cpu_a, int cpu_b, uint64_t *out, size_t iters)
 {
 	_Atomic uint64_t *lines = aligned_alloc(128, 256);
 	_Atomic uint64_t *ping = &lines[0], *pong = &lines[16];
 	atomic_store(ping, 0);
 	atomic_store(pong, 0);
-	uint64_t *s = malloc(iters * sizeof(*s));
 	struct rtt_arg a = { ping, pong, iters, cpu_b };
 	pthread_t t;
 	cpu_set_t old;
@@ -396,13 +395,9 @@ double bench_cacheline_rtt(int cpu_a, int cpu_b, size_t iters)
 		atomic_store_explicit(ping, i, memory_order_release);
 		while (atomic_load_explicit(pong, memory_order_acquire) != i)
 			__builtin_ia32_pause();
-		s[i - 1] = bypass_rdtscp(NULL) - t0;
+		out[i - 1] = bypass_rdtscp(NULL) - t0;
 	}
 	pthread_join(t, NULL);
 	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
-	struct bench_summary sum;
-	bench_summarize(s, iters, &sum);
-	free(s);
 	free((void *)lines);
-	return sum.median;
 }

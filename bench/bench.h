@@ -92,9 +92,9 @@ int bench_ncpus(void);
 /* Helpers. */
 int bench_pin(int cpu);                   /* pin the calling thread */
 double bench_cycles_to_ns(double cycles); /* via the calibrated TSC */
-/* The physical limit for cross-core experiments: a cache line's round
- * trip between CPUs a and b, in cycles (median of many). */
-double bench_cacheline_rtt(int cpu_a, int cpu_b, size_t iters);
+/* The physical limit for cross-core experiments: iters round trips of a
+ * cache line between CPUs a and b, each one's cycles stored in out[]. */
+void bench_cacheline_rtt(int cpu_a, int cpu_b, uint64_t *out, size_t iters);
 /* Shared anonymous memory that survives fork. */
 void *bench_shared_alloc(size_t len);
 void bench_shared_free(void *p, size_t len);
