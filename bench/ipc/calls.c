@@ -54,34 +54,23 @@ static int call_unix(struct bench_ctx *c, bool busy, uint64_t *out, size_t n)
 
 static int call_bypass(struct bench_ctx *c, int mode, uint64_t *out, size_t n)
 {
-	int ca, cb;
-	bench_cpus(c, &ca, &cb);
-	char name[64];
-	ipcb_name(name, sizeof(name), "call");
 	struct bypass_ipc_opts o = { .mode = mode, .ring_size = 65536 };
-	bypass_ipc_service *svc;
-	if (bypass_ipc_listen(name, &o, &svc))
+	bypass_ipc_conn *conn;
+	int r;
+	pid_t pid = ipcb_pair(c, "call", &o, &conn, &r);
+	if (pid < 0)
 		return -1;
-	pid_t pid = fork();
 	if (pid == 0) {
-		bench_pin(cb);
-		bypass_ipc_conn *s;
-		if (bypass_ipc_accept(svc, &s, 10000000000ll))
-			_exit(1);
 		for (size_t i = 0; i < n; i++) {
 			struct bypass_ipc_msg m;
-			if (bypass_ipc_recv(s, &m, BYPASS_FOREVER) ||
-			    bypass_ipc_reply(s, &m, m.data, m.len, BYPASS_FOREVER))
+			if (bypass_ipc_recv(conn, &m, BYPASS_FOREVER) ||
+			    bypass_ipc_reply(conn, &m, m.data, m.len, BYPASS_FOREVER))
 				_exit(1);
-			bypass_ipc_release(s, &m);
+			bypass_ipc_release(conn, &m);
 		}
-		bypass_ipc_close(s);
+		bypass_ipc_close(conn);
 		_exit(0);
 	}
-	bypass_ipc_service_close(svc);
-	bench_pin(ca);
-	bypass_ipc_conn *conn = NULL; /* connect leaves it alone when it fails */
-	int r = bypass_ipc_connect(name, &o, &conn);
 	char q[32] = "request";
 	for (size_t i = 0; i < n && !r; i++) {
 		struct bypass_ipc_msg a;
@@ -187,26 +176,19 @@ static double tput_unix(struct bench_ctx *c, size_t len, size_t n)
 
 static double tput_bypass(struct bench_ctx *c, size_t len, size_t n, bool touch)
 {
-	int ca, cb;
-	bench_cpus(c, &ca, &cb);
-	char name[64];
-	ipcb_name(name, sizeof(name), "tput");
 	size_t ring = 65536;
 	while (ring / 2 - 128 < len || ring < 4 * len)
 		ring *= 2;
 	struct bypass_ipc_opts o = { .ring_size = ring, .max_msg = len };
-	bypass_ipc_service *svc;
-	if (bypass_ipc_listen(name, &o, &svc))
+	bypass_ipc_conn *conn;
+	int r;
+	pid_t pid = ipcb_pair(c, "tput", &o, &conn, &r);
+	if (pid < 0)
 		return -1;
-	pid_t pid = fork();
 	if (pid == 0) {
-		bench_pin(cb);
-		bypass_ipc_conn *s;
-		if (bypass_ipc_accept(svc, &s, 10000000000ll))
-			_exit(1);
 		for (size_t i = 0; i < n; i++) {
 			struct bypass_ipc_msg m;
-			if (bypass_ipc_recv(s, &m, BYPASS_FOREVER) || m.len != len)
+			if (bypass_ipc_recv(conn, &m, BYPASS_FOREVER) || m.len != len)
 				_exit(1);
 			if (touch) { /* consume the payload: read every byte */
 				const uint64_t *w = m.data;
@@ -215,18 +197,14 @@ static double tput_bypass(struct bench_ctx *c, size_t len, size_t n, bool touch)
 					sum += w[k];
 				__asm__ __volatile__("" : : "r"(sum));
 			}
-			bypass_ipc_release(s, &m);
+			bypass_ipc_release(conn, &m);
 		}
-		int r = bypass_ipc_send(s, "k", 1, BYPASS_FOREVER);
+		int e = bypass_ipc_send(conn, "k", 1, BYPASS_FOREVER);
 		struct bypass_ipc_msg m;
-		bypass_ipc_recv(s, &m, BYPASS_FOREVER); /* until the client closes */
-		bypass_ipc_close(s);
-		_exit(r ? 1 : 0);
+		bypass_ipc_recv(conn, &m, BYPASS_FOREVER); /* until the client closes */
+		bypass_ipc_close(conn);
+		_exit(e ? 1 : 0);
 	}
-	bypass_ipc_service_close(svc);
-	bench_pin(ca);
-	bypass_ipc_conn *conn = NULL; /* connect leaves it alone when it fails */
-	int r = bypass_ipc_connect(name, &o, &conn);
 	char *b = malloc(len);
 	memset(b, 0x5a, len);
 	uint64_t t0 = bypass_now_ns();

@@ -5,8 +5,18 @@
 
 #include "bench.h"
 
+#include <bypass/ipc.h>
+#include <sys/types.h>
+
 void ipcb_name(char *buf, size_t n, const char *tag);
 int ipcb_wait(pid_t pid);
+/* A bypass connection between two processes on the experiment's two CPUs:
+ * listen on a fresh name with o and fork.  The child (second CPU) accepts
+ * and gets 0 with *conn, or exits 1; the parent (first CPU) gets the
+ * child's pid and connects: *conn (NULL on failure) and *err (0 or the
+ * -errno).  -1 when listen or fork failed. */
+pid_t ipcb_pair(struct bench_ctx *c, const char *tag, const struct bypass_ipc_opts *o,
+		bypass_ipc_conn **conn, int *err);
 /* Read or write exactly len bytes (busy: non-blocking recv in a loop, with
  * a pause between tries); 0, or -1 on error or end of file. */
 int ipcb_read(int fd, void *buf, size_t len, bool busy);

@@ -90,6 +90,32 @@ int ipcb_wait(pid_t pid)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
+pid_t ipcb_pair(struct bench_ctx *c, const char *tag, const struct bypass_ipc_opts *o,
+		bypass_ipc_conn **conn, int *err)
+{
+	int ca, cb;
+	bench_cpus(c, &ca, &cb);
+	char name[64];
+	ipcb_name(name, sizeof(name), tag);
+	bypass_ipc_service *svc;
+	if (bypass_ipc_listen(name, o, &svc))
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		bench_pin(cb);
+		if (bypass_ipc_accept(svc, conn, 10000000000ll))
+			_exit(1);
+		return 0;
+	}
+	bypass_ipc_service_close(svc);
+	if (pid < 0)
+		return -1;
+	bench_pin(ca);
+	*conn = NULL; /* connect leaves it alone when it fails */
+	*err = bypass_ipc_connect(name, o, conn);
+	return pid;
+}
+
 /* ----------------------------------------------------- one-way variants */
 
 enum ow_kind { OW_UNIX_EPOLL, OW_UNIX_BUSY, OW_PIPE, OW_BYPASS_ADAPTIVE,
@@ -186,12 +212,9 @@ static int ow_fd_run(struct bench_ctx *c, enum ow_kind k, uint64_t *out, size_t 
 	return r;
 }
 
-static void ow_bypass_server(bypass_ipc_service *svc, enum ow_kind k, uint64_t *out,
+static void ow_bypass_server(bypass_ipc_conn *conn, enum ow_kind k, uint64_t *out,
 			     size_t n)
 {
-	bypass_ipc_conn *conn;
-	if (bypass_ipc_accept(svc, &conn, 10000000000ll))
-		_exit(1);
 	int ep = -1;
 	if (k == OW_BYPASS_EPOLL) {
 		ep = epoll_create1(0);
@@ -223,23 +246,14 @@ static void ow_bypass_server(bypass_ipc_service *svc, enum ow_kind k, uint64_t *
 
 static int ow_bypass_run(struct bench_ctx *c, enum ow_kind k, uint64_t *out, size_t n)
 {
-	int ca, cb;
-	bench_cpus(c, &ca, &cb);
-	char name[64];
-	ipcb_name(name, sizeof(name), "ow");
 	struct bypass_ipc_opts o = { .mode = ow_mode(k), .ring_size = 65536 };
-	bypass_ipc_service *svc;
-	if (bypass_ipc_listen(name, &o, &svc))
+	bypass_ipc_conn *conn;
+	int r;
+	pid_t pid = ipcb_pair(c, "ow", &o, &conn, &r);
+	if (pid < 0)
 		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		bench_pin(cb);
-		ow_bypass_server(svc, k, out, n);
-	}
-	bypass_ipc_service_close(svc);
-	bench_pin(ca);
-	bypass_ipc_conn *conn = NULL; /* connect leaves it alone when it fails */
-	int r = bypass_ipc_connect(name, &o, &conn);
+	if (pid == 0)
+		ow_bypass_server(conn, k, out, n);
 	for (size_t i = 0; i < n && !r; i++) {
 		struct msg32 m = { .seq = i };
 		m.tsc = bypass_rdtscp(NULL);
