@@ -46,6 +46,12 @@ int main(void)
 		bypass_ipc_conn *c = test_connect(name, NULL);
 		CHECK_ERR(bypass_ipc_send(c, "hello", 6, BYPASS_FOREVER), 0);
 		struct bypass_ipc_msg m;
+		/* the server's answer arrives, readable in place here too */
+		CHECK_ERR(bypass_ipc_recv(c, &m, BYPASS_FOREVER), 0);
+		CHECK_EQ(m.len, 7);
+		CHECK(!memcmp(m.data, "answer", 7));
+		CHECK_ERR(bypass_ipc_release(c, &m), 0);
+		/* then the server closes: the next receive reports it */
 		CHECK_ERR(bypass_ipc_recv(c, &m, BYPASS_FOREVER), -ECONNRESET);
 		_exit(0);
 	}
