@@ -117,11 +117,11 @@ static uint64_t sample(struct sender *s, int v)
 		unsigned b = segs[v - V_PRELOAD];
 		struct iovec iov = { s->msg, MSG };
 		for (int i = 0; i < BLOCK; i += (int)b) {
-			bt_segment_begin();
+			bp_bt_segment_begin();
 			for (unsigned j = 0; j < b; j++)
-				if (bt_tx_data(s->tx[(i + (int)j) % NSOCK], &iov, 1, 0, NULL) != MSG)
+				if (bp_bt_tx_data(s->tx[(i + (int)j) % NSOCK], &iov, 1, 0, NULL) != MSG)
 					abort();
-			bt_segment_end();
+			bp_bt_segment_end();
 		}
 	}
 	uint64_t dt = bypass_rdtscp(NULL) - t0;

@@ -23,12 +23,12 @@ static uint32_t sock_flags(int domain_or_listener_flags, int type, bool from_lis
 /* What an accepted socket is: the listener's family, a stream. */
 static uint32_t listener_flags(int lfd)
 {
-	struct bt_fdent *le = bt_fd(lfd);
+	struct bt_fdent *le = bp_bt_fd(lfd);
 	if (!le)
 		return 0;
-	bt_guard++;
-	int r = bt_fd_probe(le);
-	bt_guard--;
+	bp_bt_guard++;
+	int r = bp_bt_fd_probe(le);
+	bp_bt_guard--;
 	return r ? 0 : atomic_load(&le->flags);
 }
 
@@ -36,9 +36,9 @@ EXPORT int accept(int lfd, struct sockaddr *a, socklen_t *al)
 {
 	BEFORE_READ(lfd, 0);
 	int fd = REAL(accept)(lfd, a, al);
-	if (fd >= 0 && bt_cfg.enabled) {
+	if (fd >= 0 && bp_bt_cfg.enabled) {
 		uint32_t lf = listener_flags(lfd);
-		bt_fd_created(fd, lf & BT_FD_STREAM ? sock_flags((int)lf, 0, true) : 0);
+		bp_bt_fd_created(fd, lf & BT_FD_STREAM ? sock_flags((int)lf, 0, true) : 0);
 	}
 	return fd;
 }
@@ -47,9 +47,9 @@ EXPORT int accept4(int lfd, struct sockaddr *a, socklen_t *al, int flags)
 {
 	BEFORE_READ(lfd, 0);
 	int fd = REAL(accept4)(lfd, a, al, flags);
-	if (fd >= 0 && bt_cfg.enabled) {
+	if (fd >= 0 && bp_bt_cfg.enabled) {
 		uint32_t lf = listener_flags(lfd);
-		bt_fd_created(fd, lf & BT_FD_STREAM ? sock_flags((int)lf, flags, true) : 0);
+		bp_bt_fd_created(fd, lf & BT_FD_STREAM ? sock_flags((int)lf, flags, true) : 0);
 	}
 	return fd;
 }
@@ -57,8 +57,8 @@ EXPORT int accept4(int lfd, struct sockaddr *a, socklen_t *al, int flags)
 EXPORT int socket(int domain, int type, int proto)
 {
 	int fd = REAL(socket)(domain, type, proto);
-	if (fd >= 0 && bt_cfg.enabled)
-		bt_fd_created(fd, sock_flags(domain, type, false));
+	if (fd >= 0 && bp_bt_cfg.enabled)
+		bp_bt_fd_created(fd, sock_flags(domain, type, false));
 	return fd;
 }
 
@@ -69,8 +69,8 @@ static mode_t va_mode(int flags, va_list ap)
 
 static int opened(int fd)
 {
-	if (fd >= 0 && bt_cfg.enabled)
-		bt_fd_created(fd, BT_FD_OPEN);
+	if (fd >= 0 && bp_bt_cfg.enabled)
+		bp_bt_fd_created(fd, BT_FD_OPEN);
 	return fd;
 }
 
@@ -114,22 +114,22 @@ EXPORT int openat64(int dfd, const char *path, int flags, ...)
 EXPORT int dup(int fd)
 {
 	if (ACTIVE())
-		bt_flush_fd_wait(fd);
+		bp_bt_flush_fd_wait(fd);
 	int nfd = REAL(dup)(fd);
-	if (nfd >= 0 && bt_cfg.enabled)
-		bt_fd_created(nfd, 0);
+	if (nfd >= 0 && bp_bt_cfg.enabled)
+		bp_bt_fd_created(nfd, 0);
 	return nfd;
 }
 
 static int dup_onto(int fd, int nfd, int flags, bool three)
 {
 	if (ACTIVE() && fd != nfd) {
-		bt_flush_fd_wait(fd);
-		bt_flush_fd_wait(nfd); /* dup2 closes nfd: its work must be done */
+		bp_bt_flush_fd_wait(fd);
+		bp_bt_flush_fd_wait(nfd); /* dup2 closes nfd: its work must be done */
 	}
 	int r = three ? REAL(dup3)(fd, nfd, flags) : REAL(dup2)(fd, nfd);
-	if (r >= 0 && bt_cfg.enabled && fd != nfd)
-		bt_fd_created(r, 0);
+	if (r >= 0 && bp_bt_cfg.enabled && fd != nfd)
+		bp_bt_fd_created(r, 0);
 	return r;
 }
 
@@ -148,19 +148,19 @@ static int do_fcntl(int (*real)(int, int, ...), int fd, int cmd, va_list ap)
 	void *arg = va_arg(ap, void *);
 	if (ACTIVE()) {
 		if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
-			bt_flush_fd_wait(fd);
+			bp_bt_flush_fd_wait(fd);
 		else {
-			long e = bt_before_fd(fd, BT_OTHER);
+			long e = bp_bt_before_fd(fd, BT_OTHER);
 			if (e)
 				return (int)ret_errno(e, false);
 		}
 	}
 	int r = real(fd, cmd, arg);
-	if (r >= 0 && bt_cfg.enabled) {
+	if (r >= 0 && bp_bt_cfg.enabled) {
 		if (cmd == F_SETFL)
-			bt_fd_setfl(fd, (long)arg & O_NONBLOCK);
+			bp_bt_fd_setfl(fd, (long)arg & O_NONBLOCK);
 		else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
-			bt_fd_created(r, 0);
+			bp_bt_fd_created(r, 0);
 	}
 	return r;
 }
@@ -190,13 +190,13 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
 	if (ACTIVE()) {
-		long e = bt_before_fd(fd, BT_OTHER);
+		long e = bp_bt_before_fd(fd, BT_OTHER);
 		if (e)
 			return (int)ret_errno(e, false);
 	}
 	int r = REAL(ioctl)(fd, req, arg);
-	if (r == 0 && req == FIONBIO && arg && bt_cfg.enabled)
-		bt_fd_setfl(fd, *(int *)arg != 0);
+	if (r == 0 && req == FIONBIO && arg && bp_bt_cfg.enabled)
+		bp_bt_fd_setfl(fd, *(int *)arg != 0);
 	return r;
 }
 
@@ -209,18 +209,18 @@ EXPORT int close_range(unsigned first, unsigned last, int flags)
 	bool closes = !(flags & CLOSE_RANGE_CLOEXEC);
 	if (ACTIVE() && closes) {
 		for (unsigned fd = first; fd <= last && fd < BT_FD_MAX; fd++) {
-			if (bt_fd_peek((int)fd))
-				bt_flush_fd_wait((int)fd);
+			if (bp_bt_fd_peek((int)fd))
+				bp_bt_flush_fd_wait((int)fd);
 			if (fd == UINT_MAX)
 				break;
 		}
 	}
 	int r = real_close_range(first, last, flags);
-	if (r == 0 && bt_cfg.enabled && closes)
+	if (r == 0 && bp_bt_cfg.enabled && closes)
 		for (unsigned fd = first; fd <= last && fd < BT_FD_MAX; fd++) {
-			struct bt_fdent *fe = bt_fd_peek((int)fd);
+			struct bt_fdent *fe = bp_bt_fd_peek((int)fd);
 			if (fe)
-				bt_fd_forget(fe);
+				bp_bt_fd_forget(fe);
 		}
 	return r;
 }
@@ -229,10 +229,10 @@ EXPORT int fclose(FILE *f)
 {
 	int fd = f ? fileno(f) : -1;
 	if (fd >= 0 && ACTIVE()) {
-		bt_flush_fd_wait(fd);
-		struct bt_fdent *fe = bt_fd_peek(fd);
+		bp_bt_flush_fd_wait(fd);
+		struct bt_fdent *fe = bp_bt_fd_peek(fd);
 		if (fe)
-			bt_fd_forget(fe);
+			bp_bt_fd_forget(fe);
 	}
 	return REAL(fclose)(f);
 }
@@ -241,15 +241,15 @@ EXPORT int fclose(FILE *f)
 EXPORT int fstat(int fd, struct stat *st)
 {
 	int r = REAL(fstat)(fd, st);
-	if (r == 0 && bt_cfg.enabled && bt_cfg.sendfile_mode == BT_SENDFILE_COPY)
-		bt_fd_size(fd, st);
+	if (r == 0 && bp_bt_cfg.enabled && bp_bt_cfg.sendfile_mode == BT_SENDFILE_COPY)
+		bp_bt_fd_size(fd, st);
 	return r;
 }
 
 EXPORT int fstat64(int fd, struct stat64 *st)
 {
 	int r = REAL(fstat64)(fd, st);
-	if (r == 0 && bt_cfg.enabled && bt_cfg.sendfile_mode == BT_SENDFILE_COPY)
-		bt_fd_size(fd, (struct stat *)st);
+	if (r == 0 && bp_bt_cfg.enabled && bp_bt_cfg.sendfile_mode == BT_SENDFILE_COPY)
+		bp_bt_fd_size(fd, (struct stat *)st);
 	return r;
 }

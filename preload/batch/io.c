@@ -9,7 +9,7 @@ EXPORT ssize_t write(int fd, const void *buf, size_t n)
 	if (ACTIVE()) {
 		struct iovec v = { (void *)buf, n };
 		bool sp = false;
-		long r = bt_tx_data(fd, &v, 1, 0, &sp);
+		long r = bp_bt_tx_data(fd, &v, 1, 0, &sp);
 		if (r != BT_PASS)
 			return ret_errno(r, sp);
 	}
@@ -20,7 +20,7 @@ EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	if (ACTIVE()) {
 		bool sp = false;
-		long r = bt_tx_data(fd, iov, iovcnt, 0, &sp);
+		long r = bp_bt_tx_data(fd, iov, iovcnt, 0, &sp);
 		if (r != BT_PASS)
 			return ret_errno(r, sp);
 	}
@@ -32,7 +32,7 @@ EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 	if (ACTIVE()) {
 		struct iovec v = { (void *)buf, n };
 		bool sp = false;
-		long r = bt_tx_data(fd, &v, 1, flags, &sp);
+		long r = bp_bt_tx_data(fd, &v, 1, flags, &sp);
 		if (r != BT_PASS)
 			return ret_errno(r, sp);
 	}
@@ -47,9 +47,9 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 		bool sp = false;
 		if (!addr && !alen) {
 			struct iovec v = { (void *)buf, n };
-			r = bt_tx_data(fd, &v, 1, flags, &sp);
+			r = bp_bt_tx_data(fd, &v, 1, flags, &sp);
 		} else {
-			r = bt_before_fd(fd, BT_OTHER);
+			r = bp_bt_before_fd(fd, BT_OTHER);
 			if (!r)
 				r = BT_PASS;
 		}
@@ -67,10 +67,10 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 		/* Names and control data (descriptors!) are not deferred; the
 		 * header is read safely (a bad pointer gives EFAULT, below). */
 		struct msghdr m;
-		if (msg && bt_copy_user(&m, msg, sizeof(m)) && !m.msg_name &&
+		if (msg && bp_bt_copy_user(&m, msg, sizeof(m)) && !m.msg_name &&
 		    !m.msg_namelen && !m.msg_controllen && m.msg_iovlen <= INT_MAX)
-			r = bt_tx_data(fd, m.msg_iov, (int)m.msg_iovlen, flags, &sp);
-		else if (!(r = bt_before_fd(fd, BT_OTHER)))
+			r = bp_bt_tx_data(fd, m.msg_iov, (int)m.msg_iovlen, flags, &sp);
+		else if (!(r = bp_bt_before_fd(fd, BT_OTHER)))
 			r = BT_PASS;
 		if (r != BT_PASS)
 			return ret_errno(r, sp);
@@ -81,7 +81,7 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t count)
 {
 	if (ACTIVE()) {
-		long r = bt_tx_sendfile(out_fd, in_fd, off, count);
+		long r = bp_bt_tx_sendfile(out_fd, in_fd, off, count);
 		if (r != BT_PASS)
 			return ret_errno(r, r == -EPIPE);
 	}
@@ -91,7 +91,7 @@ EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t count)
 EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
 {
 	if (ACTIVE()) {
-		long r = bt_tx_sendfile(out_fd, in_fd, (off_t *)off, count);
+		long r = bp_bt_tx_sendfile(out_fd, in_fd, (off_t *)off, count);
 		if (r != BT_PASS)
 			return ret_errno(r, r == -EPIPE);
 	}
@@ -108,10 +108,10 @@ EXPORT ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t n
 {
 	if (ACTIVE()) {
 		bool sp = false;
-		long r = bt_before_fd(in, (flags & SPLICE_F_NONBLOCK) ? BT_READ_NOWAIT
+		long r = bp_bt_before_fd(in, (flags & SPLICE_F_NONBLOCK) ? BT_READ_NOWAIT
 									: BT_READ);
 		if (!r)
-			r = bt_tx_write_direct(out, n != 0, &sp);
+			r = bp_bt_tx_write_direct(out, n != 0, &sp);
 		if (r != BT_PASS)
 			return ret_errno(r, sp || r == -EPIPE);
 	}
@@ -122,7 +122,7 @@ EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 {
 	if (ACTIVE()) {
 		bool sp = false;
-		long r = bt_tx_write_direct(fd, true, &sp);
+		long r = bp_bt_tx_write_direct(fd, true, &sp);
 		if (r != BT_PASS)
 			return (int)ret_errno(r, sp || (r == -EPIPE && !(flags & MSG_NOSIGNAL)));
 	}
@@ -134,7 +134,7 @@ EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 EXPORT int shutdown(int fd, int how)
 {
 	if (ACTIVE()) {
-		long r = bt_tx_shutdown(fd, how);
+		long r = bp_bt_tx_shutdown(fd, how);
 		if (r != BT_PASS)
 			return (int)ret_errno(r, false);
 	}
@@ -144,7 +144,7 @@ EXPORT int shutdown(int fd, int how)
 EXPORT int close(int fd)
 {
 	if (ACTIVE()) {
-		long r = bt_tx_close(fd);
+		long r = bp_bt_tx_close(fd);
 		if (r != BT_PASS)
 			return (int)ret_errno(r, false);
 	}
@@ -154,7 +154,7 @@ EXPORT int close(int fd)
 EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	if (ACTIVE()) {
-		long r = bt_tx_sockopt(fd, level, name, val, len);
+		long r = bp_bt_tx_sockopt(fd, level, name, val, len);
 		if (r != BT_PASS)
 			return (int)ret_errno(r, false);
 	}
@@ -164,7 +164,7 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
 	if (ACTIVE()) {
-		long r = bt_before_fd(fd, BT_OTHER);
+		long r = bp_bt_before_fd(fd, BT_OTHER);
 		if (r)
 			return (int)ret_errno(r, false);
 	}

@@ -27,18 +27,18 @@ static int left_ms(int timeout, uint64_t deadline)
  */
 static bool spurious_eintr(int r, unsigned seen, bool inflight)
 {
-	return r < 0 && errno == EINTR && inflight && bt_sig_seen == seen;
+	return r < 0 && errno == EINTR && inflight && bp_bt_sig_seen == seen;
 }
 
 static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout,
 		   const sigset_t *ss, bool pwait)
 {
-	bt_segment_end();
+	bp_bt_segment_end();
 	uint64_t dl = deadline_ms(timeout);
 	int r, t = timeout;
 	for (;;) {
-		unsigned seen = bt_sig_seen;
-		bool inflight = bt_has_inflight();
+		unsigned seen = bp_bt_sig_seen;
+		bool inflight = bp_bt_has_inflight();
 		r = pwait ? real_epoll_pwait(epfd, ev, max, t, ss)
 			  : real_epoll_wait(epfd, ev, max, t);
 		if (!spurious_eintr(r, seen, inflight))
@@ -49,7 +49,7 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout,
 		}
 	}
 	int e = errno;
-	bt_segment_begin();
+	bp_bt_segment_begin();
 	errno = e;
 	return r;
 }
@@ -78,10 +78,10 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 	}
 	if (!ACTIVE())
 		return real_epoll_pwait2(epfd, ev, max, ts, ss);
-	bt_segment_end();
+	bp_bt_segment_end();
 	int r = real_epoll_pwait2(epfd, ev, max, ts, ss);
 	int e = errno;
-	bt_segment_begin();
+	bp_bt_segment_begin();
 	errno = e;
 	return r;
 }
@@ -89,8 +89,8 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	int r = REAL(epoll_ctl)(epfd, op, fd, ev);
-	if (r == 0 && bt_cfg.enabled && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_DEL))
-		bt_epoll_ctl(epfd, op, fd);
+	if (r == 0 && bp_bt_cfg.enabled && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_DEL))
+		bp_bt_epoll_ctl(epfd, op, fd);
 	return r;
 }
 
@@ -98,10 +98,10 @@ EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	if (!ACTIVE())
 		return REAL(poll)(fds, n, timeout);
-	bt_segment_end();
+	bp_bt_segment_end();
 	int r = REAL(poll)(fds, n, timeout);
 	int e = errno;
-	bt_segment_begin();
+	bp_bt_segment_begin();
 	errno = e;
 	return r;
 }
@@ -111,10 +111,10 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 {
 	if (!ACTIVE())
 		return REAL(ppoll)(fds, n, ts, ss);
-	bt_segment_end();
+	bp_bt_segment_end();
 	int r = REAL(ppoll)(fds, n, ts, ss);
 	int e = errno;
-	bt_segment_begin();
+	bp_bt_segment_begin();
 	errno = e;
 	return r;
 }
@@ -123,10 +123,10 @@ EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 {
 	if (!ACTIVE())
 		return REAL(select)(n, r, w, x, tv);
-	bt_segment_end();
+	bp_bt_segment_end();
 	int ret = REAL(select)(n, r, w, x, tv);
 	int e = errno;
-	bt_segment_begin();
+	bp_bt_segment_begin();
 	errno = e;
 	return ret;
 }
@@ -136,10 +136,10 @@ EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *x, const struct timespec
 {
 	if (!ACTIVE())
 		return REAL(pselect)(n, r, w, x, ts, ss);
-	bt_segment_end();
+	bp_bt_segment_end();
 	int ret = REAL(pselect)(n, r, w, x, ts, ss);
 	int e = errno;
-	bt_segment_begin();
+	bp_bt_segment_begin();
 	errno = e;
 	return ret;
 }

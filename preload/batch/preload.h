@@ -131,7 +131,7 @@ void pl_resolve_all(void);
 
 /* Wrappers work only once configured, and never inside the library itself
  * or inside a signal handler. */
-#define ACTIVE() (bp_likely(bt_cfg.enabled) && bp_likely(!bt_guard))
+#define ACTIVE() (bp_likely(bp_bt_cfg.enabled) && bp_likely(!bp_bt_guard))
 
 static inline long ret_errno(long r, bool sigpipe)
 {
@@ -147,7 +147,7 @@ static inline long ret_errno(long r, bool sigpipe)
 #define BEFORE_READ(fd, flags)                                              \
 	do {                                                                \
 		if (ACTIVE()) {                                             \
-			long r_ = bt_before_fd((fd), (flags) & MSG_DONTWAIT \
+			long r_ = bp_bt_before_fd((fd), (flags) & MSG_DONTWAIT \
 							     ? BT_READ_NOWAIT   \
 							     : BT_READ);        \
 			if (r_)                                             \

@@ -12,9 +12,9 @@ static void before_exec(void)
 	/* A vfork child shares our memory: it must not touch our queues. */
 	if ((pid_t)syscall(SYS_getpid) != bp_pid())
 		return;
-	bt_guard++;
-	bt_drain_all((int64_t)bt_cfg.exit_wait_ms * 1000000);
-	bt_guard--;
+	bp_bt_guard++;
+	bp_bt_drain_all((int64_t)bp_bt_cfg.exit_wait_ms * 1000000);
+	bp_bt_guard--;
 }
 
 EXPORT int execve(const char *p, char *const argv[], char *const envp[])
@@ -105,7 +105,7 @@ EXPORT int execle(const char *p, const char *arg, ...)
 static void before_spawn(void)
 {
 	if (ACTIVE())
-		bt_flush_own();
+		bp_bt_flush_own();
 }
 
 EXPORT int posix_spawn(pid_t *pid, const char *path,
@@ -127,12 +127,12 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file,
 /* Leaving the process ends its io_uring requests: send what is deferred. */
 static void before_exit(const char *why)
 {
-	if (!bt_cfg.enabled || bt_guard)
+	if (!bp_bt_cfg.enabled || bp_bt_guard)
 		return;
-	bt_guard++;
-	bt_drain_all((int64_t)bt_cfg.exit_wait_ms * 1000000);
-	bt_stats_dump(why);
-	bt_guard--;
+	bp_bt_guard++;
+	bp_bt_drain_all((int64_t)bp_bt_cfg.exit_wait_ms * 1000000);
+	bp_bt_stats_dump(why);
+	bp_bt_guard--;
 }
 
 EXPORT void _exit(int status)
@@ -162,13 +162,13 @@ static void at_exit(void)
 __attribute__((constructor)) static void batch_preload_init(void)
 {
 	pl_resolve_all();
-	bt_config_init();
-	bt_engine_init();
-	if (bt_cfg.enabled) {
+	bp_bt_config_init();
+	bp_bt_engine_init();
+	if (bp_bt_cfg.enabled) {
 		atexit(at_exit);
 		bp_info("bypass batch: preload active (entries %u, max copy %zu, "
-			"sendfile %s, close %d)", bt_cfg.entries, bt_cfg.max_copy,
-			bt_cfg.sendfile_mode == BT_SENDFILE_COPY ? "copy" : "sync",
-			bt_cfg.defer_close);
+			"sendfile %s, close %d)", bp_bt_cfg.entries, bp_bt_cfg.max_copy,
+			bp_bt_cfg.sendfile_mode == BT_SENDFILE_COPY ? "copy" : "sync",
+			bp_bt_cfg.defer_close);
 	}
 }

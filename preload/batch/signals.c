@@ -17,15 +17,15 @@ static struct {
 
 static void trampoline(int sig, siginfo_t *si, void *uc)
 {
-	bt_guard++;
-	bt_sig_seen++;
+	bp_bt_guard++;
+	bp_bt_sig_seen++;
 	void *fn = atomic_load_explicit(&handlers[sig].fn, memory_order_acquire);
 	int flags = atomic_load_explicit(&handlers[sig].flags, memory_order_relaxed);
 	if (flags & SA_SIGINFO)
 		((void (*)(int, siginfo_t *, void *))fn)(sig, si, uc);
 	else if (fn)
 		((void (*)(int))fn)(sig);
-	bt_guard--;
+	bp_bt_guard--;
 }
 
 static bool wrappable(int sig, const struct sigaction *act)
@@ -39,7 +39,7 @@ static bool wrappable(int sig, const struct sigaction *act)
 
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (!bt_cfg.enabled)
+	if (!bp_bt_cfg.enabled)
 		return REAL(sigaction)(sig, act, old);
 	struct sigaction mine, prev;
 	const struct sigaction *use = act;

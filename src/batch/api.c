@@ -20,20 +20,20 @@ int bypass_batch_configure(const struct bypass_batch_opts *opts)
 	if (opts->entries && (opts->entries < 2 || opts->entries > 32768 ||
 			      (opts->entries & (opts->entries - 1))))
 		return -EINVAL;
-	bt_engine_init();
-	struct bt_thread *th = bt_self();
+	bp_bt_engine_init();
+	struct bt_thread *th = bp_bt_self();
 	if (th && th->ring && th->gen == bp_fork_gen_fast())
 		return -EBUSY;
-	bt_opt_entries = opts->entries;
-	bt_opt_sqpoll = !!(opts->flags & BYPASS_BATCH_SQPOLL);
-	bt_opt_sqpoll_idle = opts->sqpoll_idle_ms;
+	bp_bt_opt_entries = opts->entries;
+	bp_bt_opt_sqpoll = !!(opts->flags & BYPASS_BATCH_SQPOLL);
+	bp_bt_opt_sqpoll_idle = opts->sqpoll_idle_ms;
 	return 0;
 }
 
 /* The calling thread's state if it has an explicit segment open. */
 static struct bt_thread *seg_thread(void)
 {
-	struct bt_thread *th = bt_self();
+	struct bt_thread *th = bp_bt_self();
 	if (!th || !th->ring || th->gen != bp_fork_gen_fast() ||
 	    !(th->segment & BT_SEG_EXPLICIT))
 		return NULL;
@@ -48,17 +48,17 @@ int bypass_batch_active(void)
 int bypass_batch_start(void)
 {
 	struct bt_thread *th;
-	int r = bt_self_make(&th);
+	int r = bp_bt_self_make(&th);
 	if (r)
 		return r;
-	bt_lock(th);
+	bp_bt_lock(th);
 	if (th->segment & BT_SEG_EXPLICIT) {
-		bt_unlock(th);
+		bp_bt_unlock(th);
 		return -EALREADY;
 	}
 	th->segment |= BT_SEG_EXPLICIT;
 	th->seg_calls = 0;
-	bt_unlock(th);
+	bp_bt_unlock(th);
 	return 0;
 }
 
@@ -73,14 +73,14 @@ int bypass_batch_flush(void)
 	struct bt_thread *th = seg_thread();
 	if (!th)
 		return -ENOTCONN;
-	bt_lock(th);
+	bp_bt_lock(th);
 	int n = (int)th->seg_calls;
 	th->seg_calls = 0;
-	bt_submit(th);
-	bt_wait(th, pred_explicit_done, NULL, -1, false);
+	bp_bt_submit(th);
+	bp_bt_wait(th, pred_explicit_done, NULL, -1, false);
 	th->segment &= ~BT_SEG_EXPLICIT;
 	th->c.segments++;
-	bt_unlock(th);
+	bp_bt_unlock(th);
 	return n;
 }
 
@@ -95,26 +95,26 @@ static int queue(int fd, struct bt_op *op)
 {
 	struct bt_thread *th = seg_thread();
 	if (!th) {
-		bt_op_free(op);
+		bp_bt_op_free(op);
 		return -ENOTCONN;
 	}
-	struct bt_fdent *fe = bt_fd(fd);
+	struct bt_fdent *fe = bp_bt_fd(fd);
 	if (!fe) {
-		bt_op_free(op);
+		bp_bt_op_free(op);
 		return fd < 0 ? -EBADF : -ENOMEM;
 	}
-	bt_lock(th);
+	bp_bt_lock(th);
 	/* A chain must fit the ring, and the queue depth bounds a segment. */
 	unsigned entries = th->ring->sq.ring_entries;
 	if (fe->nqueued + 1 > entries / 2 || th->nqueued + 1 > entries)
-		bt_submit(th);
+		bp_bt_submit(th);
 	if (is_fixed(th, fd))
 		op->flags |= BT_OP_FIXED;
 	if (op->res)
 		*op->res = -EINPROGRESS;
-	bt_enqueue(th, fe, op);
+	bp_bt_enqueue(th, fe, op);
 	th->seg_calls++;
-	bt_unlock(th);
+	bp_bt_unlock(th);
 	return 0;
 }
 
@@ -135,7 +135,7 @@ int bypass_batch_write(int fd, const void *buf, size_t len, ssize_t *res)
 		return -EBADF;
 	if (!buf && len)
 		return -EINVAL;
-	struct bt_op *op = bt_op_new(0);
+	struct bt_op *op = bp_bt_op_new(0);
 	if (!op)
 		return -ENOMEM;
 	op->kind = BT_WRITE;
@@ -151,7 +151,7 @@ int bypass_batch_writev(int fd, const struct iovec *iov, int iovcnt, ssize_t *re
 		return -EBADF;
 	if (iovcnt < 0 || iovcnt > IOV_MAX || (!iov && iovcnt))
 		return -EINVAL;
-	struct bt_op *op = bt_op_new(sizeof(struct iovec) * (size_t)iovcnt);
+	struct bt_op *op = bp_bt_op_new(sizeof(struct iovec) * (size_t)iovcnt);
 	if (!op)
 		return -ENOMEM;
 	op->kind = BT_WRITEV;
@@ -169,7 +169,7 @@ int bypass_batch_send(int fd, const void *buf, size_t len, int flags, ssize_t *r
 		return -EBADF;
 	if ((!buf && len) || (flags & ~SEND_FLAGS))
 		return -EINVAL;
-	struct bt_op *op = bt_op_new(0);
+	struct bt_op *op = bp_bt_op_new(0);
 	if (!op)
 		return -ENOMEM;
 	op->kind = BT_SEND;
@@ -193,7 +193,7 @@ static int queue_sendmsg(int fd, const struct msghdr *m, int flags, ssize_t *res
 	    (!m->msg_control && m->msg_controllen))
 		return -EINVAL;
 	size_t iovb = sizeof(struct iovec) * m->msg_iovlen;
-	struct bt_op *op = bt_op_new(iovb + m->msg_controllen);
+	struct bt_op *op = bp_bt_op_new(iovb + m->msg_controllen);
 	if (!op)
 		return -ENOMEM;
 	op->kind = BT_SENDMSG;
@@ -249,7 +249,7 @@ int bypass_batch_sendfile(int out_fd, int in_fd, off_t offset, size_t count,
 		return -EINVAL;
 	if (count > SENDFILE_CHUNK)
 		count = SENDFILE_CHUNK;
-	struct bt_op *op = bt_op_new(count);
+	struct bt_op *op = bp_bt_op_new(count);
 	if (!op)
 		return -ENOMEM;
 	op->kind = BT_SENDFILE;
@@ -268,7 +268,7 @@ int bypass_batch_shutdown(int fd, int how, ssize_t *res)
 		return -EBADF;
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
 		return -EINVAL;
-	struct bt_op *op = bt_op_new(0);
+	struct bt_op *op = bp_bt_op_new(0);
 	if (!op)
 		return -ENOMEM;
 	op->kind = BT_SHUTDOWN;
@@ -284,7 +284,7 @@ int bypass_batch_close(int fd, ssize_t *res)
 	struct bt_thread *th = seg_thread();
 	if (th && is_fixed(th, fd))
 		bypass_batch_unregister_fd(fd);
-	struct bt_op *op = bt_op_new(0);
+	struct bt_op *op = bp_bt_op_new(0);
 	if (!op)
 		return -ENOMEM;
 	op->kind = BT_CLOSE;
@@ -299,7 +299,7 @@ int bypass_batch_setsockopt(int fd, int level, int name, const void *val,
 		return -EBADF;
 	if (len > SOCKOPT_MAX || (!val && len))
 		return -EINVAL;
-	struct bt_op *op = bt_op_new(len);
+	struct bt_op *op = bp_bt_op_new(len);
 	if (!op)
 		return -ENOMEM;
 	op->kind = BT_SOCKOPT;
@@ -322,24 +322,24 @@ int bypass_batch_register_fd(int fd)
 	if (fd >= FIXED_SLOTS)
 		return -ENOSPC;
 	struct bt_thread *th;
-	int r = bt_self_make(&th);
+	int r = bp_bt_self_make(&th);
 	if (r)
 		return r;
-	bt_lock(th);
+	bp_bt_lock(th);
 	if (!th->fixed_slots) {
 		if (!th->fixed_map)
 			th->fixed_map = calloc(FIXED_SLOTS / 64, sizeof(uint64_t));
 		r = th->fixed_map ? io_uring_register_files_sparse(th->ring, FIXED_SLOTS)
 				  : -ENOMEM;
 		if (r) {
-			bt_unlock(th);
+			bp_bt_unlock(th);
 			return r;
 		}
 		memset(th->fixed_map, 0, FIXED_SLOTS / 8);
 		th->fixed_slots = FIXED_SLOTS;
 	}
 	if (is_fixed(th, fd)) {
-		bt_unlock(th);
+		bp_bt_unlock(th);
 		return -EALREADY;
 	}
 	r = io_uring_register_files_update(th->ring, (unsigned)fd, &fd, 1);
@@ -350,7 +350,7 @@ int bypass_batch_register_fd(int fd)
 		r = -EBADF;
 	}
 	th->c.enters++;
-	bt_unlock(th);
+	bp_bt_unlock(th);
 	return r;
 }
 
@@ -358,16 +358,16 @@ int bypass_batch_unregister_fd(int fd)
 {
 	if (fd < 0)
 		return -EBADF;
-	struct bt_thread *th = bt_self();
+	struct bt_thread *th = bp_bt_self();
 	if (!th || !th->ring || th->gen != bp_fork_gen_fast())
 		return -ENOENT;
-	bt_lock(th);
+	bp_bt_lock(th);
 	if (!is_fixed(th, fd)) {
-		bt_unlock(th);
+		bp_bt_unlock(th);
 		return -ENOENT;
 	}
 	/* Queued calls fall back to the descriptor number. */
-	struct bt_fdent *fe = bt_fd_peek(fd);
+	struct bt_fdent *fe = bp_bt_fd_peek(fd);
 	if (fe && atomic_load(&fe->owner) == th)
 		for (struct bt_op *op = fe->head; op; op = op->next)
 			if (op->state == BT_QUEUED)
@@ -376,7 +376,7 @@ int bypass_batch_unregister_fd(int fd)
 	int r = io_uring_register_files_update(th->ring, (unsigned)fd, &minus1, 1);
 	th->fixed_map[fd / 64] &= ~(1ull << (fd % 64));
 	th->c.enters++;
-	bt_unlock(th);
+	bp_bt_unlock(th);
 	return r < 0 ? r : 0;
 }
 
@@ -386,9 +386,9 @@ int bypass_batch_stats(struct bypass_batch_stats *out)
 {
 	if (!out)
 		return -EINVAL;
-	bt_engine_init();
+	bp_bt_engine_init();
 	struct bt_counters c;
-	bt_stats_sum(&c);
+	bp_bt_stats_sum(&c);
 	out->segments = c.segments;
 	out->deferred = c.deferred;
 	out->direct = c.direct;

@@ -9,12 +9,12 @@
  * each descriptor's queued operations as one linked chain, in the order they
  * were made, and submits every chain with one io_uring_enter.  Operations
  * stay "in flight" until their completion is reaped; a descriptor never has
- * queued and in-flight operations at once (bt_quiesce cancels and requeues
+ * queued and in-flight operations at once (bp_bt_quiesce cancels and requeues
  * the in-flight ones first), so a chain never overtakes an earlier one.
  *
  * Locks: each thread's lock protects its queue and the streams it owns.  A
  * thread never holds two thread locks; taking a stream from another thread
- * goes through an ownerless step (bt_acquire).  Waiting in the kernel is
+ * goes through an ownerless step (bp_bt_acquire).  Waiting in the kernel is
  * done without the lock.  Thread states are never freed (a dead one is
  * reused), so a stale owner pointer stays safe to lock and re-check.
  */
@@ -54,9 +54,9 @@ struct bt_config {
 	const char *stats_path;  /* BYPASS_BATCH_STATS: append counters at exit */
 	bool uring_sockopt;      /* the kernel has socket uring_cmd setsockopt */
 };
-extern struct bt_config bt_cfg;
+extern struct bt_config bp_bt_cfg;
 /* Read the environment once (idempotent; safe from a constructor). */
-void bt_config_init(void);
+void bp_bt_config_init(void);
 
 /* ---------------------------------------------------------- descriptors */
 
@@ -96,19 +96,19 @@ struct bt_fdent {
 #define BT_READERS_MANY ((struct bt_thread *)1)
 
 /* The entry for fd (created on demand), or NULL for fd out of range. */
-struct bt_fdent *bt_fd(int fd);
+struct bt_fdent *bp_bt_fd(int fd);
 /* The entry if its block exists, else NULL (never allocates). */
-struct bt_fdent *bt_fd_peek(int fd);
+struct bt_fdent *bp_bt_fd_peek(int fd);
 /* Learn fd's type and flags with a few system calls, once.  0 or -errno. */
-int bt_fd_probe(struct bt_fdent *fe);
+int bp_bt_fd_probe(struct bt_fdent *fe);
 /* Forget what is known about fd (closed, or replaced). */
-void bt_fd_forget(struct bt_fdent *fe);
+void bp_bt_fd_forget(struct bt_fdent *fe);
 /* Record a deferred error (the first one stays until reported). */
-void bt_fd_set_err(struct bt_fdent *fe, int err, bool sigpipe);
+void bp_bt_fd_set_err(struct bt_fdent *fe, int err, bool sigpipe);
 /* Take the deferred error: 0 or the errno (| BT_ERR_SIGPIPE). */
-int bt_fd_take_err(struct bt_fdent *fe);
+int bp_bt_fd_take_err(struct bt_fdent *fe);
 /* Call fn on every entry of the table that exists (fork child, drains). */
-void bt_fd_each(void (*fn)(struct bt_fdent *fe, void *arg), void *arg);
+void bp_bt_fd_each(void (*fn)(struct bt_fdent *fe, void *arg), void *arg);
 /* Largest fd the table covers + 1. */
 #define BT_FD_MAX (1 << 20)
 
@@ -149,16 +149,16 @@ struct bt_op {
 };
 
 /* Allocate an operation with extra inline bytes. */
-struct bt_op *bt_op_new(size_t extra);
+struct bt_op *bp_bt_op_new(size_t extra);
 /*
  * Under th's lock: the queued transparent send at fe's tail, grown to take
  * extra more bytes (moved if need be), or NULL when there is none to grow.
- * The caller fills the bytes and calls bt_grown().
+ * The caller fills the bytes and calls bp_bt_grown().
  */
-struct bt_op *bt_tail_grow(struct bt_thread *th, struct bt_fdent *fe, size_t extra,
+struct bt_op *bp_bt_tail_grow(struct bt_thread *th, struct bt_fdent *fe, size_t extra,
 			   int msg_flags);
-void bt_grown(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op, size_t extra);
-void bt_op_free(struct bt_op *op);
+void bp_bt_grown(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op, size_t extra);
+void bp_bt_op_free(struct bt_op *op);
 
 /* ---------------------------------------------------------- threads */
 
@@ -187,71 +187,71 @@ struct bt_thread {
 	uint64_t *fixed_map;       /* which fds are registered (bit per fd) */
 };
 
-/* Ring options set by bypass_batch_configure (0 / -1 = from bt_cfg). */
-extern unsigned bt_opt_entries, bt_opt_sqpoll_idle;
-extern int bt_opt_sqpoll;
+/* Ring options set by bypass_batch_configure (0 / -1 = from bp_bt_cfg). */
+extern unsigned bp_bt_opt_entries, bp_bt_opt_sqpoll_idle;
+extern int bp_bt_opt_sqpoll;
 
 /* The calling thread's state, or NULL. */
-struct bt_thread *bt_self(void);
+struct bt_thread *bp_bt_self(void);
 /* The calling thread's state with its ring, made on first use.  0 or -errno. */
-int bt_self_make(struct bt_thread **out);
+int bp_bt_self_make(struct bt_thread **out);
 
-void bt_lock(struct bt_thread *th);
-void bt_unlock(struct bt_thread *th);
+void bp_bt_lock(struct bt_thread *th);
+void bp_bt_unlock(struct bt_thread *th);
 
 /*
  * Under th's lock: make th the owner of fe's stream.  May drop and retake
  * th's lock (to release the stream from another thread): callers re-read
  * th's state afterwards.
  */
-void bt_acquire(struct bt_thread *th, struct bt_fdent *fe);
+void bp_bt_acquire(struct bt_thread *th, struct bt_fdent *fe);
 /* Under th's lock: put fe on / take it off th's list of streams with queued
  * work (the order in which a flush writes their chains). */
-void bt_activate(struct bt_thread *th, struct bt_fdent *fe);
-void bt_deactivate(struct bt_thread *th, struct bt_fdent *fe);
+void bp_bt_activate(struct bt_thread *th, struct bt_fdent *fe);
+void bp_bt_deactivate(struct bt_thread *th, struct bt_fdent *fe);
 /* Under th's lock: wait (at most a second) for a completion in th's ring
  * without dropping the lock, and reap. */
-void bt_wait_one_locked(struct bt_thread *th);
+void bp_bt_wait_one_locked(struct bt_thread *th);
 /* Under th's lock (th owns fe): append op to fe's stream. */
-void bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op);
+void bp_bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op);
 /* Under th's lock: submit everything queued (one enter), reap.  Returns the
  * number of requests submitted or -errno. */
-int bt_submit(struct bt_thread *th);
+int bp_bt_submit(struct bt_thread *th);
 /* Under th's lock: process completions, no system call. */
-void bt_reap(struct bt_thread *th);
+void bp_bt_reap(struct bt_thread *th);
 /* Under th's lock (th owns fe, nothing in flight): run fe's queued sends
  * and socket options as system calls now.  0 all ran, 1 the socket is full
  * (the rest stays queued), or the -errno of one that failed. */
-int bt_run_queued(struct bt_thread *th, struct bt_fdent *fe, bool more);
+int bp_bt_run_queued(struct bt_thread *th, struct bt_fdent *fe, bool more);
 /* Under th's lock (th owns fe): cancel fe's in-flight operations and requeue
  * what they did not do. */
-void bt_quiesce(struct bt_thread *th, struct bt_fdent *fe);
+void bp_bt_quiesce(struct bt_thread *th, struct bt_fdent *fe);
 /*
  * Under th's lock: wait (lock dropped while in the kernel) until pred(th,
  * arg) holds, reaping as completions come.  timeout_ns < 0 = forever.
  * Returns 0, -ETIMEDOUT, or -EINTR when a signal interrupted and intr is set.
  */
-int bt_wait(struct bt_thread *th, bool (*pred)(struct bt_thread *, void *),
+int bp_bt_wait(struct bt_thread *th, bool (*pred)(struct bt_thread *, void *),
 	    void *arg, int64_t timeout_ns, bool intr);
 /* Under th's lock: wait until fe has nothing in flight (fe owned by th). */
-int bt_wait_fd_idle(struct bt_thread *th, struct bt_fdent *fe, bool intr);
+int bp_bt_wait_fd_idle(struct bt_thread *th, struct bt_fdent *fe, bool intr);
 /* Under th's lock: submit, then wait until th has nothing queued or in
  * flight, at most timeout_ns.  Returns 0 or -ETIMEDOUT. */
-int bt_drain(struct bt_thread *th, int64_t timeout_ns);
+int bp_bt_drain(struct bt_thread *th, int64_t timeout_ns);
 /* Drain every thread's work into the calling thread and wait (exit, exec). */
-void bt_drain_all(int64_t timeout_ns);
+void bp_bt_drain_all(int64_t timeout_ns);
 /* Release everything the thread owns and return it to the pool. */
-void bt_thread_retire(struct bt_thread *th);
+void bp_bt_thread_retire(struct bt_thread *th);
 
 /* Counters of the whole process. */
-void bt_stats_sum(struct bt_counters *out);
-/* Append the counters to bt_cfg.stats_path (at exit). */
-void bt_stats_dump(const char *why);
+void bp_bt_stats_sum(struct bt_counters *out);
+/* Append the counters to bp_bt_cfg.stats_path (at exit). */
+void bp_bt_stats_dump(const char *why);
 
-/* fork: prepare / parent / child handlers (installed by bt_engine_init). */
-void bt_engine_init(void);
+/* fork: prepare / parent / child handlers (installed by bp_bt_engine_init). */
+void bp_bt_engine_init(void);
 
 /* Raw system calls that no preload wrapper intercepts. */
-long bt_sys_close(int fd);
+long bp_bt_sys_close(int fd);
 
 #endif

@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-__thread int bt_guard __attribute__((tls_model("initial-exec")));
-__thread unsigned bt_sig_seen __attribute__((tls_model("initial-exec")));
+__thread int bp_bt_guard __attribute__((tls_model("initial-exec")));
+__thread unsigned bp_bt_sig_seen __attribute__((tls_model("initial-exec")));
 
 #define TX_FLAGS (MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE | MSG_EOR)
 #define MIN_CAP 256 /* a queued send has room to take a small next write */
@@ -26,7 +26,7 @@ __thread unsigned bt_sig_seen __attribute__((tls_model("initial-exec")));
 /* The calling thread's state if a preload segment is open on it. */
 static inline struct bt_thread *seg_self(void)
 {
-	struct bt_thread *th = bt_self();
+	struct bt_thread *th = bp_bt_self();
 	if (th && (th->segment & BT_SEG_PRELOAD) && th->gen == bp_fork_gen_fast())
 		return th;
 	return NULL;
@@ -35,10 +35,10 @@ static inline struct bt_thread *seg_self(void)
 /* Our own state for waiting on fe's stream, even outside a segment. */
 static struct bt_thread *self_any(void)
 {
-	struct bt_thread *th = bt_self();
+	struct bt_thread *th = bp_bt_self();
 	if (th && th->ring && th->gen == bp_fork_gen_fast())
 		return th;
-	return bt_self_make(&th) ? NULL : th;
+	return bp_bt_self_make(&th) ? NULL : th;
 }
 
 /*
@@ -54,10 +54,10 @@ static bool still_closing(struct bt_fdent *fe)
 		struct bt_thread *o = atomic_load(&fe->owner);
 		if (!o)
 			return !!(atomic_load(&fe->flags) & BT_FD_CLOSING);
-		bt_lock(o);
+		bp_bt_lock(o);
 		if (o->ring && atomic_load(&fe->owner) == o)
-			bt_reap(o);
-		bt_unlock(o);
+			bp_bt_reap(o);
+		bp_bt_unlock(o);
 	}
 	return !!(atomic_load(&fe->flags) & BT_FD_CLOSING);
 }
@@ -65,15 +65,15 @@ static bool still_closing(struct bt_fdent *fe)
 /* A deferred error to report now: -errno (the wrapper raises SIGPIPE). */
 static long take_error(struct bt_thread *th, struct bt_fdent *fe, bool *sigpipe)
 {
-	int e = bt_fd_take_err(fe);
+	int e = bp_bt_fd_take_err(fe);
 	if (bp_likely(!e))
 		return 0;
 	if (sigpipe)
 		*sigpipe = e & BT_ERR_SIGPIPE;
 	if (th) {
-		bt_lock(th);
+		bp_bt_lock(th);
 		th->c.reported++;
-		bt_unlock(th);
+		bp_bt_unlock(th);
 	}
 	return -(long)(e & 0xffff);
 }
@@ -97,10 +97,10 @@ static bool inflight_all_sends(struct bt_fdent *fe)
  */
 static long settle(struct bt_thread *th, struct bt_fdent *fe)
 {
-	bt_reap(th);
+	bp_bt_reap(th);
 	if (fe->nqueued) {
-		bt_submit(th);
-		bt_acquire(th, fe);
+		bp_bt_submit(th);
+		bp_bt_acquire(th, fe);
 	}
 	if (!fe->ninflight)
 		return 0;
@@ -109,25 +109,25 @@ static long settle(struct bt_thread *th, struct bt_fdent *fe)
 		th->c.eagain++;
 		return -EAGAIN;
 	}
-	bt_wait_fd_idle(th, fe, false);
-	bt_acquire(th, fe);
+	bp_bt_wait_fd_idle(th, fe, false);
+	bp_bt_acquire(th, fe);
 	return 0;
 }
 
 /* Under th's lock: is the segment too old to keep queueing? Then submit. */
 static void check_age(struct bt_thread *th)
 {
-	if (bt_cfg.max_delay_ns && th->nqueued &&
-	    bypass_now_ns() - th->seg_ns > bt_cfg.max_delay_ns)
-		bt_submit(th);
+	if (bp_bt_cfg.max_delay_ns && th->nqueued &&
+	    bypass_now_ns() - th->seg_ns > bp_bt_cfg.max_delay_ns)
+		bp_bt_submit(th);
 }
 
 /* Under th's lock: room for len more bytes on fe and one more op? */
 static bool room(struct bt_thread *th, struct bt_fdent *fe, size_t len)
 {
-	unsigned entries = th->ring ? th->ring->sq.ring_entries : bt_cfg.entries;
-	return fe->bytes + len <= bt_cfg.fd_bytes && th->bytes + len <= bt_cfg.thread_bytes &&
-	       th->nqueued < bt_cfg.max_ops && fe->nqueued + 1 < entries / 2;
+	unsigned entries = th->ring ? th->ring->sq.ring_entries : bp_bt_cfg.entries;
+	return fe->bytes + len <= bp_bt_cfg.fd_bytes && th->bytes + len <= bp_bt_cfg.thread_bytes &&
+	       th->nqueued < bp_bt_cfg.max_ops && fe->nqueued + 1 < entries / 2;
 }
 
 /* Make room by submitting what is queued; true if there is room now. */
@@ -135,8 +135,8 @@ static bool make_room(struct bt_thread *th, struct bt_fdent *fe, size_t len)
 {
 	if (room(th, fe, len))
 		return true;
-	bt_submit(th);
-	bt_acquire(th, fe);
+	bp_bt_submit(th);
+	bp_bt_acquire(th, fe);
 	return room(th, fe, len) && !fe->ninflight;
 }
 
@@ -179,7 +179,7 @@ static bool copy_in(char *p, const struct iovec *iov, int iovcnt)
 	return true;
 }
 
-bool bt_copy_user(void *dst, const void *src, size_t len)
+bool bp_bt_copy_user(void *dst, const void *src, size_t len)
 {
 	struct iovec v = { (void *)src, len };
 	return copy_in(dst, &v, 1);
@@ -199,13 +199,13 @@ static bool total_in(const struct iovec *iov, int iovcnt, size_t *total)
  * What every call that writes or controls a stream starts with.  Returns
  * BT_PASS when there is nothing to do (no segment, no pending work on fd),
  * -errno to return now (the program closed fd; a deferred error, reported
- * once if report), or 0 with *thp locked (bt_guard raised) owning *fep.
+ * once if report), or 0 with *thp locked (bp_bt_guard raised) owning *fep.
  */
 static long tx_enter(int fd, struct bt_thread **thp, struct bt_fdent **fep,
 		     bool report, bool *sigpipe)
 {
 	struct bt_thread *th = seg_self();
-	struct bt_fdent *fe = th ? bt_fd(fd) : bt_fd_peek(fd);
+	struct bt_fdent *fe = th ? bp_bt_fd(fd) : bp_bt_fd_peek(fd);
 	if (!fe)
 		return BT_PASS;
 	uint32_t f = atomic_load_explicit(&fe->flags, memory_order_acquire);
@@ -223,10 +223,10 @@ static long tx_enter(int fd, struct bt_thread **thp, struct bt_fdent **fep,
 		return BT_PASS;
 	if (!th && !(th = self_any()))
 		return BT_PASS;
-	bt_guard++;
-	bt_lock(th);
-	bt_reap(th);
-	bt_acquire(th, fe);
+	bp_bt_guard++;
+	bp_bt_lock(th);
+	bp_bt_reap(th);
+	bp_bt_acquire(th, fe);
 	*thp = th;
 	*fep = fe;
 	return 0;
@@ -234,8 +234,8 @@ static long tx_enter(int fd, struct bt_thread **thp, struct bt_fdent **fep,
 
 static long tx_leave(struct bt_thread *th, long r)
 {
-	bt_unlock(th);
-	bt_guard--;
+	bp_bt_unlock(th);
+	bp_bt_guard--;
 	return r;
 }
 
@@ -257,7 +257,7 @@ static long tx_direct(struct bt_thread *th, struct bt_fdent *fe)
 static long tx_room(struct bt_thread *th, struct bt_fdent *fe, size_t len)
 {
 	check_age(th);
-	bt_acquire(th, fe);
+	bp_bt_acquire(th, fe);
 	long r = fe->ninflight ? settle(th, fe) : 0;
 	if (r < 0)
 		return r;
@@ -266,12 +266,12 @@ static long tx_room(struct bt_thread *th, struct bt_fdent *fe, size_t len)
 
 static bool is_stream(struct bt_fdent *fe)
 {
-	return bt_fd_probe(fe) == 0 &&
+	return bp_bt_fd_probe(fe) == 0 &&
 	       (atomic_load(&fe->flags) & (BT_FD_SOCK | BT_FD_STREAM)) ==
 		       (BT_FD_SOCK | BT_FD_STREAM);
 }
 
-long bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
+long bp_bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
 		bool *sigpipe)
 {
 	struct bt_thread *th;
@@ -284,26 +284,26 @@ long bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
 	size_t total = 0;
 	if (!(th->segment & BT_SEG_PRELOAD) || iovcnt < 0 || iovcnt > IOV_MAX ||
 	    (msg_flags & ~TX_FLAGS) || !total_in(iov, iovcnt, &total) || !total ||
-	    total > (size_t)SSIZE_MAX || total > bt_cfg.max_copy || !is_stream(fe))
+	    total > (size_t)SSIZE_MAX || total > bp_bt_cfg.max_copy || !is_stream(fe))
 		return tx_direct(th, fe);
 	if ((r = tx_room(th, fe, total)) <= 0)
 		return r < 0 ? tx_leave(th, r) : tx_direct(th, fe);
 	/* Bytes for the same socket in the same segment go out in one send. */
-	struct bt_op *op = bt_tail_grow(th, fe, total, msg_flags);
+	struct bt_op *op = bp_bt_tail_grow(th, fe, total, msg_flags);
 	if (op) {
 		if (!copy_in(op->buf + op->len, iov, iovcnt))
 			return tx_leave(th, -EFAULT);
 		op->msg_flags = (msg_flags & (MSG_MORE | MSG_EOR)) | MSG_WAITALL | MSG_NOSIGNAL;
 		if (!(msg_flags & MSG_NOSIGNAL))
 			op->flags |= BT_OP_SIGPIPE;
-		bt_grown(th, fe, op, total);
+		bp_bt_grown(th, fe, op, total);
 		return tx_leave(th, (long)total);
 	}
-	op = bt_op_new(total < MIN_CAP ? MIN_CAP : total);
+	op = bp_bt_op_new(total < MIN_CAP ? MIN_CAP : total);
 	if (!op)
 		return tx_direct(th, fe);
 	if (!copy_in(op->data, iov, iovcnt)) {
-		bt_op_free(op);
+		bp_bt_op_free(op);
 		return tx_leave(th, -EFAULT);
 	}
 	op->kind = BT_SEND;
@@ -311,7 +311,7 @@ long bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
 	op->len = total;
 	op->msg_flags = (msg_flags & (MSG_MORE | MSG_EOR)) | MSG_WAITALL | MSG_NOSIGNAL;
 	op->flags = BT_OP_TRANSPARENT | (msg_flags & MSG_NOSIGNAL ? 0 : BT_OP_SIGPIPE);
-	bt_enqueue(th, fe, op);
+	bp_bt_enqueue(th, fe, op);
 	return tx_leave(th, (long)total);
 }
 
@@ -341,14 +341,14 @@ static long run_behind_queue(struct bt_thread *th, struct bt_fdent *fe, bool mor
 {
 	if (fe->nqueued && !fe->ninflight) {
 		more = more && (atomic_load(&fe->flags) & BT_FD_INET);
-		int q = bt_run_queued(th, fe, more);
+		int q = bp_bt_run_queued(th, fe, more);
 		if (q < 0)
 			return tx_leave(th, q);
 	}
 	return tx_direct(th, fe);
 }
 
-long bt_tx_write_direct(int fd, bool more, bool *sigpipe)
+long bp_bt_tx_write_direct(int fd, bool more, bool *sigpipe)
 {
 	struct bt_thread *th;
 	struct bt_fdent *fe;
@@ -358,7 +358,7 @@ long bt_tx_write_direct(int fd, bool more, bool *sigpipe)
 	return run_behind_queue(th, fe, more);
 }
 
-long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
+long bp_bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
 	struct bt_thread *th;
 	struct bt_fdent *fe;
@@ -367,11 +367,11 @@ long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 		return r;
 	if (fe->ninflight && (r = settle(th, fe)) < 0)
 		return tx_leave(th, r);
-	struct bt_fdent *in = bt_fd(in_fd);
+	struct bt_fdent *in = bp_bt_fd(in_fd);
 	size_t n = count;
-	if (!(th->segment & BT_SEG_PRELOAD) || bt_cfg.sendfile_mode != BT_SENDFILE_COPY ||
+	if (!(th->segment & BT_SEG_PRELOAD) || bp_bt_cfg.sendfile_mode != BT_SENDFILE_COPY ||
 	    !in || !offset || !count || !sendfile_whole(in, *offset, count) ||
-	    n > bt_cfg.sendfile_max || !is_stream(fe)) {
+	    n > bp_bt_cfg.sendfile_max || !is_stream(fe)) {
 		/* The real sendfile runs: what is queued on the socket goes just
 		 * before it, by system call, so that it rides in its packets. */
 		return run_behind_queue(th, fe, count != 0);
@@ -384,12 +384,12 @@ long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 	atomic_fetch_add(&in->readers, 1);
 	/* The file's bytes follow the header queued before them, in one send:
 	 * the flush reads them into place. */
-	struct bt_op *op = bt_tail_grow(th, fe, n, 0);
+	struct bt_op *op = bp_bt_tail_grow(th, fe, n, 0);
 	if (op) {
 		op->kind = BT_SENDFILE;
 		op->u.sf.at = op->len;
 	} else {
-		op = bt_op_new(n);
+		op = bp_bt_op_new(n);
 		if (!op) {
 			atomic_fetch_sub(&in->readers, 1);
 			return tx_direct(th, fe);
@@ -405,10 +405,10 @@ long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 	op->msg_flags = MSG_WAITALL | MSG_NOSIGNAL;
 	op->flags |= BT_OP_SIGPIPE;
 	if (op->u.sf.at)
-		bt_grown(th, fe, op, n);
+		bp_bt_grown(th, fe, op, n);
 	else {
 		op->len = n;
-		bt_enqueue(th, fe, op);
+		bp_bt_enqueue(th, fe, op);
 	}
 	*offset += (off_t)n;
 	return tx_leave(th, (long)n);
@@ -430,7 +430,7 @@ static long tx_control(int fd, struct bt_op *proto, bool queueable)
 	bool pending = fe->nqueued || fe->ninflight;
 	if (!pending && !seg)
 		return tx_direct(th, fe);
-	struct bt_op *op = queueable && is_stream(fe) ? bt_op_new(sizeof(int)) : NULL;
+	struct bt_op *op = queueable && is_stream(fe) ? bp_bt_op_new(sizeof(int)) : NULL;
 	if (!op) {
 		/*
 		 * Not queueable here: it runs now, after what is queued has
@@ -441,36 +441,36 @@ static long tx_control(int fd, struct bt_op *proto, bool queueable)
 		 * the peer does not read (SO_LINGER before an abortive close).
 		 */
 		if (pending)
-			bt_submit(th);
+			bp_bt_submit(th);
 		if (seg)
 			th->c.direct++;
 		return tx_leave(th, BT_PASS);
 	}
 	if (fe->ninflight)
-		bt_quiesce(th, fe);
+		bp_bt_quiesce(th, fe);
 	op->kind = proto->kind;
 	op->u = proto->u;
 	op->flags = BT_OP_TRANSPARENT;
 	op->buf = op->data;
 	if (proto->buf)
 		memcpy(op->data, proto->buf, sizeof(int));
-	bt_enqueue(th, fe, op);
+	bp_bt_enqueue(th, fe, op);
 	if (!seg)
-		bt_submit(th);
+		bp_bt_submit(th);
 	return tx_leave(th, 0);
 }
 
-long bt_tx_shutdown(int fd, int how)
+long bp_bt_tx_shutdown(int fd, int how)
 {
 	struct bt_op proto = { .kind = BT_SHUTDOWN };
 	proto.u.how = how;
 	return tx_control(fd, &proto, how == SHUT_RD || how == SHUT_WR || how == SHUT_RDWR);
 }
 
-long bt_tx_sockopt(int fd, int level, int name, const void *val, socklen_t len)
+long bp_bt_tx_sockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
-	struct bt_fdent *fe = bt_fd_peek(fd);
-	bool queueable = fe && bt_cfg.uring_sockopt && bt_cfg.defer_sockopt &&
+	struct bt_fdent *fe = bp_bt_fd_peek(fd);
+	bool queueable = fe && bp_bt_cfg.uring_sockopt && bp_bt_cfg.defer_sockopt &&
 			 level == IPPROTO_TCP && (name == TCP_CORK || name == TCP_NODELAY) &&
 			 len == sizeof(int) && val &&
 			 (atomic_load(&fe->flags) & BT_FD_INET);
@@ -489,43 +489,43 @@ long bt_tx_sockopt(int fd, int level, int name, const void *val, socklen_t len)
 	return tx_control(fd, &proto, queueable);
 }
 
-long bt_tx_close(int fd)
+long bp_bt_tx_close(int fd)
 {
 	struct bt_thread *th = seg_self();
-	struct bt_fdent *fe = bt_fd(fd);
+	struct bt_fdent *fe = bp_bt_fd(fd);
 	if (!fe)
 		return BT_PASS;
 	uint32_t f = atomic_load(&fe->flags);
 	if ((f & BT_FD_CLOSING) && still_closing(fe))
 		return -EBADF;
 	bool pending = atomic_load(&fe->owner) || atomic_load(&fe->readers);
-	bool want = th && (bt_cfg.defer_close == 2 ? (f & (BT_FD_KNOWN | BT_FD_OPEN))
-						   : bt_cfg.defer_close == 1 && (f & BT_FD_SOCK));
+	bool want = th && (bp_bt_cfg.defer_close == 2 ? (f & (BT_FD_KNOWN | BT_FD_OPEN))
+						   : bp_bt_cfg.defer_close == 1 && (f & BT_FD_SOCK));
 	if (!pending && !want) {
-		bt_fd_forget(fe);
+		bp_bt_fd_forget(fe);
 		return BT_PASS;
 	}
 	if (!th && !(th = self_any())) {
-		bt_fd_forget(fe);
+		bp_bt_fd_forget(fe);
 		return BT_PASS;
 	}
-	bt_guard++;
-	bt_lock(th);
-	bt_reap(th);
-	int err = bt_fd_take_err(fe);
+	bp_bt_guard++;
+	bp_bt_lock(th);
+	bp_bt_reap(th);
+	int err = bp_bt_fd_take_err(fe);
 	if (err)
 		th->c.reported++;
-	bt_acquire(th, fe);
+	bp_bt_acquire(th, fe);
 	if (fe->ninflight)
-		bt_quiesce(th, fe);
+		bp_bt_quiesce(th, fe);
 	long r = err ? -(long)(err & 0xffff) : 0;
-	struct bt_op *op = bt_op_new(0);
+	struct bt_op *op = bp_bt_op_new(0);
 	if (!op) {
 		/* No memory: close once what is queued is out. */
-		bt_submit(th);
-		bt_acquire(th, fe);
-		bt_wait_fd_idle(th, fe, false);
-		bt_fd_forget(fe);
+		bp_bt_submit(th);
+		bp_bt_acquire(th, fe);
+		bp_bt_wait_fd_idle(th, fe, false);
+		bp_bt_fd_forget(fe);
 		r = BT_PASS;
 		goto out;
 	}
@@ -533,35 +533,35 @@ long bt_tx_close(int fd)
 		/* Queued sendfile calls read it.  Ours read at the next submit,
 		 * before any chain (so the close may queue); another thread's
 		 * read at its own submit: wait for them. */
-		bt_submit(th);
+		bp_bt_submit(th);
 		if (atomic_load(&fe->readers)) {
-			bt_unlock(th);
+			bp_bt_unlock(th);
 			struct timespec ts = { 0, 20000 };
 			while (atomic_load(&fe->readers))
 				nanosleep(&ts, NULL);
-			bt_lock(th);
+			bp_bt_lock(th);
 		}
 	}
 	op->kind = BT_CLOSE;
 	op->flags = BT_OP_TRANSPARENT;
 	atomic_fetch_or(&fe->flags, BT_FD_CLOSING);
 	op->u.cl.gen = atomic_load(&fe->gen);
-	bt_enqueue(th, fe, op);
+	bp_bt_enqueue(th, fe, op);
 	if (!(th->segment & BT_SEG_PRELOAD))
-		bt_submit(th);
+		bp_bt_submit(th);
 out:
-	bt_unlock(th);
-	bt_guard--;
+	bp_bt_unlock(th);
+	bp_bt_guard--;
 	return r;
 }
 
-long bt_before_fd(int fd, int kind)
+long bp_bt_before_fd(int fd, int kind)
 {
-	struct bt_fdent *fe = bt_fd_peek(fd);
+	struct bt_fdent *fe = bp_bt_fd_peek(fd);
 	if (fe && bp_unlikely(atomic_load_explicit(&fe->flags, memory_order_relaxed) &
 			      BT_FD_CLOSING) && still_closing(fe))
 		return -EBADF;
-	struct bt_thread *th = bt_self();
+	struct bt_thread *th = bp_bt_self();
 	if (!th || !th->ring || th->gen != bp_fork_gen_fast())
 		return 0;
 	if (kind == BT_READ_NOWAIT)
@@ -571,127 +571,127 @@ long bt_before_fd(int fd, int kind)
 		 * queued data. */
 		if (!th->nqueued)
 			return 0;
-		if (!fe && !(fe = bt_fd(fd)))
+		if (!fe && !(fe = bp_bt_fd(fd)))
 			return 0;
-		if (bt_fd_probe(fe) == 0 &&
+		if (bp_bt_fd_probe(fe) == 0 &&
 		    (atomic_load(&fe->flags) & (BT_FD_NONBLOCK | BT_FD_REG)))
 			return 0;
-		bt_guard++;
-		bt_lock(th);
-		bt_submit(th);
-		bt_unlock(th);
-		bt_guard--;
+		bp_bt_guard++;
+		bp_bt_lock(th);
+		bp_bt_submit(th);
+		bp_bt_unlock(th);
+		bp_bt_guard--;
 		return 0;
 	}
 	if (!fe || !atomic_load_explicit(&fe->owner, memory_order_relaxed))
 		return 0;
 	/* Anything else on a descriptor with pending work: submit it first. */
-	bt_guard++;
-	bt_lock(th);
-	bt_reap(th);
+	bp_bt_guard++;
+	bp_bt_lock(th);
+	bp_bt_reap(th);
 	if (atomic_load(&fe->owner) == th && fe->nqueued)
-		bt_submit(th);
-	bt_unlock(th);
-	bt_guard--;
+		bp_bt_submit(th);
+	bp_bt_unlock(th);
+	bp_bt_guard--;
 	return 0;
 }
 
-void bt_flush_fd_wait(int fd)
+void bp_bt_flush_fd_wait(int fd)
 {
-	struct bt_fdent *fe = bt_fd_peek(fd);
+	struct bt_fdent *fe = bp_bt_fd_peek(fd);
 	if (!fe || (!atomic_load(&fe->owner) && !atomic_load(&fe->readers)))
 		return;
 	struct bt_thread *th = self_any();
 	if (!th)
 		return;
-	bt_guard++;
-	bt_lock(th);
-	bt_submit(th);
+	bp_bt_guard++;
+	bp_bt_lock(th);
+	bp_bt_submit(th);
 	if (atomic_load(&fe->owner)) {
-		bt_acquire(th, fe);
-		bt_wait_fd_idle(th, fe, false);
+		bp_bt_acquire(th, fe);
+		bp_bt_wait_fd_idle(th, fe, false);
 	}
-	bt_unlock(th);
-	bt_guard--;
+	bp_bt_unlock(th);
+	bp_bt_guard--;
 }
 
-void bt_segment_end(void)
+void bp_bt_segment_end(void)
 {
-	struct bt_thread *th = bt_self();
+	struct bt_thread *th = bp_bt_self();
 	if (!th || !th->ring || th->gen != bp_fork_gen_fast())
 		return;
 	if (!(th->segment & BT_SEG_PRELOAD) && !th->nqueued)
 		return;
-	bt_guard++;
-	bt_lock(th);
+	bp_bt_guard++;
+	bp_bt_lock(th);
 	for (int i = 0; i < 8 && th->nqueued; i++)
-		bt_submit(th);
+		bp_bt_submit(th);
 	if (th->segment & BT_SEG_PRELOAD) {
 		th->segment &= ~BT_SEG_PRELOAD;
 		th->c.segments++;
 	}
-	bt_unlock(th);
-	bt_guard--;
+	bp_bt_unlock(th);
+	bp_bt_guard--;
 }
 
-void bt_segment_begin(void)
+void bp_bt_segment_begin(void)
 {
-	struct bt_thread *th = bt_self();
+	struct bt_thread *th = bp_bt_self();
 	if (bp_unlikely(!th || !th->ring || th->gen != bp_fork_gen_fast())) {
-		int r = bt_self_make(&th);
+		int r = bp_bt_self_make(&th);
 		if (r == -ENOSYS || r == -EPERM || r == -EOPNOTSUPP) {
 			/* No io_uring here (kernel, seccomp, sysctl): pass
 			 * through from now on rather than ask at every wait. */
 			bp_warn("bypass batch: io_uring unavailable (%s): the preload "
 				"passes every call through", strerror(-r));
-			bt_cfg.enabled = false;
+			bp_bt_cfg.enabled = false;
 		}
 		if (r)
 			return;
 	}
-	bt_guard++;
-	bt_lock(th);
-	bt_reap(th);
+	bp_bt_guard++;
+	bp_bt_lock(th);
+	bp_bt_reap(th);
 	th->segment |= BT_SEG_PRELOAD;
-	bt_unlock(th);
-	bt_guard--;
+	bp_bt_unlock(th);
+	bp_bt_guard--;
 }
 
-void bt_flush_own(void)
+void bp_bt_flush_own(void)
 {
-	struct bt_thread *th = bt_self();
+	struct bt_thread *th = bp_bt_self();
 	if (!th || !th->ring || th->gen != bp_fork_gen_fast() || !th->nqueued)
 		return;
-	bt_guard++;
-	bt_lock(th);
+	bp_bt_guard++;
+	bp_bt_lock(th);
 	for (int i = 0; i < 8 && th->nqueued; i++)
-		bt_submit(th);
-	bt_unlock(th);
-	bt_guard--;
+		bp_bt_submit(th);
+	bp_bt_unlock(th);
+	bp_bt_guard--;
 }
 
-bool bt_has_inflight(void)
+bool bp_bt_has_inflight(void)
 {
-	struct bt_thread *th = bt_self();
+	struct bt_thread *th = bp_bt_self();
 	return th && th->ring && th->gen == bp_fork_gen_fast() && th->ninflight;
 }
 
-void bt_fd_created(int fd, uint32_t flags)
+void bp_bt_fd_created(int fd, uint32_t flags)
 {
-	struct bt_fdent *fe = bt_fd(fd);
+	struct bt_fdent *fe = bp_bt_fd(fd);
 	if (!fe)
 		return;
 	if (atomic_load(&fe->flags) & BT_FD_CLOSING)
 		/* Our close of this number completed: the kernel reused it. */
 		still_closing(fe);
-	bt_fd_forget(fe);
+	bp_bt_fd_forget(fe);
 	if (flags)
 		atomic_store(&fe->flags, flags);
 }
 
-void bt_fd_setfl(int fd, bool nonblock)
+void bp_bt_fd_setfl(int fd, bool nonblock)
 {
-	struct bt_fdent *fe = bt_fd_peek(fd);
+	struct bt_fdent *fe = bp_bt_fd_peek(fd);
 	if (!fe)
 		return;
 	if (nonblock)
@@ -700,18 +700,18 @@ void bt_fd_setfl(int fd, bool nonblock)
 		atomic_fetch_and(&fe->flags, ~BT_FD_NONBLOCK);
 }
 
-void bt_fd_size(int fd, const struct stat *st)
+void bp_bt_fd_size(int fd, const struct stat *st)
 {
-	struct bt_fdent *fe = bt_fd(fd);
+	struct bt_fdent *fe = bp_bt_fd(fd);
 	if (!fe || !S_ISREG(st->st_mode))
 		return;
 	atomic_store(&fe->size, (int64_t)st->st_size);
 	atomic_fetch_or(&fe->flags, BT_FD_SIZE | BT_FD_REG);
 }
 
-void bt_epoll_ctl(int epfd, int op, int fd)
+void bp_bt_epoll_ctl(int epfd, int op, int fd)
 {
-	struct bt_fdent *fe = op == EPOLL_CTL_ADD ? bt_fd(fd) : bt_fd_peek(fd);
+	struct bt_fdent *fe = op == EPOLL_CTL_ADD ? bp_bt_fd(fd) : bp_bt_fd_peek(fd);
 	if (!fe)
 		return;
 	for (int i = 0; i < 2; i++) {

@@ -4,7 +4,7 @@
  *
  * Each bt_tx_* returns what the call returns now (>= 0), -errno to return as
  * -1 with errno, or BT_PASS: run the real call now (earlier work on the
- * descriptor is out of the way).  A wrapper calls them only when bt_guard is
+ * descriptor is out of the way).  A wrapper calls them only when bp_bt_guard is
  * 0 (not inside the library, not inside a signal handler).
  */
 #ifndef BYPASS_BATCH_DEFER_H
@@ -19,24 +19,24 @@
 #define BT_PASS LONG_MIN
 
 /* > 0 while the thread runs library code or a signal handler. */
-extern __thread int bt_guard;
+extern __thread int bp_bt_guard;
 /* Counts signal handlers run on this thread (to tell io_uring's EINTR). */
-extern __thread unsigned bt_sig_seen;
+extern __thread unsigned bp_bt_sig_seen;
 
 /* write, writev, send, sendto without address, sendmsg without name or
  * control.  *sigpipe is set when a reported EPIPE must raise SIGPIPE. */
-long bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
+long bp_bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
 		bool *sigpipe);
 /* A write to fd that is never deferred (splice, sendmmsg): BT_PASS once
  * what is queued on fd is out of its way (more: data follows), or -errno. */
-long bt_tx_write_direct(int fd, bool more, bool *sigpipe);
+long bp_bt_tx_write_direct(int fd, bool more, bool *sigpipe);
 /* Copy len bytes of the program's memory; false if it is not readable. */
-bool bt_copy_user(void *dst, const void *src, size_t len);
-long bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count);
-long bt_tx_shutdown(int fd, int how);
-long bt_tx_sockopt(int fd, int level, int name, const void *val, socklen_t len);
+bool bp_bt_copy_user(void *dst, const void *src, size_t len);
+long bp_bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count);
+long bp_bt_tx_shutdown(int fd, int how);
+long bp_bt_tx_sockopt(int fd, int level, int name, const void *val, socklen_t len);
 /* close: queued, or BT_PASS (the entry is already forgotten). */
-long bt_tx_close(int fd);
+long bp_bt_tx_close(int fd);
 /*
  * Any other call on fd: 0 to go on, -EBADF if the program closed fd.
  * BT_READ: a read that blocks if fd is blocking: it submits what the thread
@@ -45,23 +45,23 @@ long bt_tx_close(int fd);
  * first (getsockopt, ioctl, fcntl, ...).
  */
 enum { BT_READ, BT_READ_NOWAIT, BT_OTHER };
-long bt_before_fd(int fd, int kind);
+long bp_bt_before_fd(int fd, int kind);
 /* dup2/dup3 onto fd, dup of fd, close_range: fd's work must be complete. */
-void bt_flush_fd_wait(int fd);
+void bp_bt_flush_fd_wait(int fd);
 
 /* The event loop's wait: end the segment before it, begin one after it. */
-void bt_segment_end(void);
-void bt_segment_begin(void);
+void bp_bt_segment_end(void);
+void bp_bt_segment_begin(void);
 /* Submit what the thread queued, the segment staying as it is. */
-void bt_flush_own(void);
+void bp_bt_flush_own(void);
 /* The thread has requests in flight (an EINTR may come from their task work). */
-bool bt_has_inflight(void);
+bool bp_bt_has_inflight(void);
 
 /* Descriptor life: created (with what is known), flags changed, fstat seen,
  * epoll registration. */
-void bt_fd_created(int fd, uint32_t flags);
-void bt_fd_setfl(int fd, bool nonblock);
-void bt_fd_size(int fd, const struct stat *st);
-void bt_epoll_ctl(int epfd, int op, int fd);
+void bp_bt_fd_created(int fd, uint32_t flags);
+void bp_bt_fd_setfl(int fd, bool nonblock);
+void bp_bt_fd_size(int fd, const struct stat *st);
+void bp_bt_epoll_ctl(int epfd, int op, int fd);
 
 #endif

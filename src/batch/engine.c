@@ -21,7 +21,7 @@
 
 /* ------------------------------------------------------------- ops, lists */
 
-struct bt_op *bt_op_new(size_t extra)
+struct bt_op *bp_bt_op_new(size_t extra)
 {
 	struct bt_op *op = malloc(sizeof(*op) + extra);
 	if (op) {
@@ -31,7 +31,7 @@ struct bt_op *bt_op_new(size_t extra)
 	return op;
 }
 
-struct bt_op *bt_tail_grow(struct bt_thread *th, struct bt_fdent *fe, size_t extra,
+struct bt_op *bp_bt_tail_grow(struct bt_thread *th, struct bt_fdent *fe, size_t extra,
 			   int msg_flags)
 {
 	struct bt_op *t = fe->tail;
@@ -59,7 +59,7 @@ struct bt_op *bt_tail_grow(struct bt_thread *th, struct bt_fdent *fe, size_t ext
 	return t;
 }
 
-void bt_grown(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op, size_t extra)
+void bp_bt_grown(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op, size_t extra)
 {
 	op->len += extra;
 	fe->bytes += extra;
@@ -75,19 +75,19 @@ static void release_reader(struct bt_op *op)
 {
 	if (op->kind == BT_SENDFILE && (op->flags & BT_OP_TRANSPARENT) &&
 	    !(op->flags & BT_OP_READ_DONE)) {
-		struct bt_fdent *in = bt_fd_peek(op->u.sf.in_fd);
+		struct bt_fdent *in = bp_bt_fd_peek(op->u.sf.in_fd);
 		if (in && atomic_fetch_sub(&in->readers, 1) == 1)
 			atomic_store(&in->reader, NULL);
 	}
 }
 
-void bt_op_free(struct bt_op *op)
+void bp_bt_op_free(struct bt_op *op)
 {
 	release_reader(op);
 	free(op);
 }
 
-void bt_activate(struct bt_thread *th, struct bt_fdent *fe)
+void bp_bt_activate(struct bt_thread *th, struct bt_fdent *fe)
 {
 	if (fe->active)
 		return;
@@ -100,7 +100,7 @@ void bt_activate(struct bt_thread *th, struct bt_fdent *fe)
 	th->act_tail = fe;
 }
 
-void bt_deactivate(struct bt_thread *th, struct bt_fdent *fe)
+void bp_bt_deactivate(struct bt_thread *th, struct bt_fdent *fe)
 {
 	if (!fe->active)
 		return;
@@ -122,16 +122,16 @@ void bt_deactivate(struct bt_thread *th, struct bt_fdent *fe)
 static void maybe_release(struct bt_thread *th, struct bt_fdent *fe)
 {
 	if (!fe->head && atomic_load_explicit(&fe->owner, memory_order_relaxed) == th) {
-		bt_deactivate(th, fe);
+		bp_bt_deactivate(th, fe);
 		fe->nqueued = fe->ninflight = fe->nexplicit = 0;
 		fe->bytes = 0;
 		atomic_store_explicit(&fe->owner, NULL, memory_order_release);
 	}
 }
 
-void bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op)
+void bp_bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op)
 {
-	bt_acquire(th, fe);
+	bp_bt_acquire(th, fe);
 	op->fe = fe;
 	op->fd = fe->fd;
 	op->state = BT_QUEUED;
@@ -153,7 +153,7 @@ void bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op)
 	}
 	if (op->kind == BT_SENDFILE && !(op->flags & BT_OP_READ_DONE))
 		th->nreads++;
-	bt_activate(th, fe);
+	bp_bt_activate(th, fe);
 	th->c.deferred++;
 	th->c.bytes += op->len;
 }
@@ -178,7 +178,7 @@ static void finish(struct bt_thread *th, struct bt_op *op)
 		fe->nexplicit--;
 		th->nexplicit--;
 	}
-	bt_op_free(op);
+	bp_bt_op_free(op);
 	maybe_release(th, fe);
 }
 
@@ -191,7 +191,7 @@ static void requeue(struct bt_thread *th, struct bt_op *op)
 	if (!th->nqueued)
 		th->seg_ns = bypass_now_ns();
 	th->nqueued++;
-	bt_activate(th, fe);
+	bp_bt_activate(th, fe);
 }
 
 static void store_result(struct bt_op *op, long res)
@@ -215,7 +215,7 @@ static void record_error(struct bt_thread *th, struct bt_op *op, int err)
 	}
 	bp_warn("bypass batch: deferred call on fd %d failed: %s; reported by "
 		"the next call on it", op->fd, strerror(err));
-	bt_fd_set_err(fe, err, err == EPIPE && (op->flags & BT_OP_SIGPIPE));
+	bp_bt_fd_set_err(fe, err, err == EPIPE && (op->flags & BT_OP_SIGPIPE));
 }
 
 /*
@@ -226,7 +226,7 @@ static void record_error(struct bt_thread *th, struct bt_op *op, int err)
  * the socket is full (the rest stays queued), -errno when one failed (what
  * is left of the stream is dropped, the error is the caller's to report).
  */
-int bt_run_queued(struct bt_thread *th, struct bt_fdent *fe, bool more)
+int bp_bt_run_queued(struct bt_thread *th, struct bt_fdent *fe, bool more)
 {
 	for (struct bt_op *op = fe->head; op; op = op->next)
 		if (op->state != BT_QUEUED || !(op->flags & BT_OP_TRANSPARENT) ||
@@ -334,7 +334,7 @@ static void complete(struct bt_thread *th, const struct io_uring_cqe *cqe)
 	if (!transparent) {
 		/* Explicit calls: the result is what the system call returned. */
 		if (op->kind == BT_CLOSE && res == -ECANCELED) {
-			res = (int)bt_sys_close(op->fd);
+			res = (int)bp_bt_sys_close(op->fd);
 			if (res < 0)
 				res = -errno;
 		}
@@ -352,7 +352,7 @@ static void complete(struct bt_thread *th, const struct io_uring_cqe *cqe)
 			return;
 		}
 		if (res == -ECANCELED)
-			bt_sys_close(op->fd); /* the chain broke: close anyway */
+			bp_bt_sys_close(op->fd); /* the chain broke: close anyway */
 		else if (res < 0)
 			bp_warn("bypass batch: deferred close(%d): %s", op->fd,
 				strerror(-res));
@@ -360,7 +360,7 @@ static void complete(struct bt_thread *th, const struct io_uring_cqe *cqe)
 			uint32_t f = atomic_load_explicit(&fe->flags, memory_order_relaxed);
 			/* Unless the number was taken again meanwhile. */
 			if ((f & BT_FD_CLOSING) && op->u.cl.gen == atomic_load(&fe->gen))
-				bt_fd_forget(fe);
+				bp_bt_fd_forget(fe);
 		}
 		finish(th, op);
 		return;
@@ -407,7 +407,7 @@ static void complete(struct bt_thread *th, const struct io_uring_cqe *cqe)
 	finish(th, op);
 }
 
-void bt_reap(struct bt_thread *th)
+void bp_bt_reap(struct bt_thread *th)
 {
 	struct io_uring *ring = th->ring;
 	if (!ring)
@@ -489,7 +489,7 @@ static int do_submit(struct bt_thread *th)
 		    (r != -EINTR && r != -EAGAIN && r != -EBUSY && r != -ENOMEM))
 			break;
 		/* Completions may be what blocks the kernel: reap, then retry. */
-		bt_reap(th);
+		bp_bt_reap(th);
 		if (r != -EINTR) {
 			struct timespec ts = { 0, 100000 };
 			nanosleep(&ts, NULL);
@@ -507,7 +507,7 @@ static int do_submit(struct bt_thread *th)
 }
 
 /* Wait (at most a second) for a completion without dropping the lock. */
-void bt_wait_one_locked(struct bt_thread *th)
+void bp_bt_wait_one_locked(struct bt_thread *th)
 {
 	struct io_uring *ring = th->ring;
 	struct __kernel_timespec ts = { 1, 0 };
@@ -516,7 +516,7 @@ void bt_wait_one_locked(struct bt_thread *th)
 			 IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &ga, sizeof(ga));
 	(void)r;
 	th->c.enters++;
-	bt_reap(th);
+	bp_bt_reap(th);
 }
 
 /* Phase one of a flush: read the files of queued sendfile calls. */
@@ -542,11 +542,11 @@ static void read_phase(struct bt_thread *th)
 		}
 	}
 	do_submit(th);
-	bt_reap(th);
+	bp_bt_reap(th);
 	/* Disk reads take their time; nothing else may touch the ops meanwhile. */
 	uint64_t t0 = bypass_now_ns();
 	while (th->nreads && bypass_now_ns() - t0 < 60000000000ull)
-		bt_wait_one_locked(th);
+		bp_bt_wait_one_locked(th);
 	if (th->nreads)
 		bp_err("bypass batch: %u file reads of sendfile calls did not "
 		       "complete in 60 s", th->nreads);
@@ -568,13 +568,13 @@ static void unregister_epoll(struct bt_fdent *fe)
 	}
 }
 
-int bt_submit(struct bt_thread *th)
+int bp_bt_submit(struct bt_thread *th)
 {
 	struct bt_fdent *closing[32];
 	unsigned nclosing = 0;
 	if (!th->ring)
 		return 0;
-	bt_reap(th);
+	bp_bt_reap(th);
 	if (!th->nqueued)
 		return 0;
 	struct io_uring *ring = th->ring;
@@ -635,19 +635,19 @@ int bt_submit(struct bt_thread *th)
 		}
 		fe->active = false;
 		if (fe->nqueued)
-			bt_activate(th, fe);
+			bp_bt_activate(th, fe);
 		fe = next;
 	}
 	for (fe = keep_head; fe;) {
 		struct bt_fdent *next = fe->next_active;
 		fe->active = false;
-		bt_activate(th, fe);
+		bp_bt_activate(th, fe);
 		fe = next;
 	}
 	int r = do_submit(th);
 	if (r > 0)
 		total += r;
-	bt_reap(th);
+	bp_bt_reap(th);
 	for (unsigned i = 0; i < nclosing; i++)
 		if ((atomic_load(&closing[i]->flags) & BT_FD_CLOSING) &&
 		    closing[i]->ninflight)

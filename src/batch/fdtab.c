@@ -13,7 +13,7 @@
 
 /* ---------------------------------------------------------- configuration */
 
-struct bt_config bt_cfg;
+struct bt_config bp_bt_cfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
 static bool env_bool(const char *name, bool def)
@@ -86,10 +86,10 @@ static void cfg_load(void)
 	const char *st = getenv("BYPASS_BATCH_STATS");
 	c.stats_path = st && *st ? strdup(st) : NULL;
 	c.uring_sockopt = kernel_at_least(6, 7);
-	bt_cfg = c;
+	bp_bt_cfg = c;
 }
 
-void bt_config_init(void)
+void bp_bt_config_init(void)
 {
 	pthread_once(&cfg_once, cfg_load);
 }
@@ -102,7 +102,7 @@ void bt_config_init(void)
 
 static _Atomic(struct bt_fdent *) blocks[NBLOCKS];
 
-struct bt_fdent *bt_fd_peek(int fd)
+struct bt_fdent *bp_bt_fd_peek(int fd)
 {
 	if (fd < 0 || fd >= BT_FD_MAX)
 		return NULL;
@@ -111,7 +111,7 @@ struct bt_fdent *bt_fd_peek(int fd)
 	return b ? &b[fd & (BLOCK_SIZE - 1)] : NULL;
 }
 
-struct bt_fdent *bt_fd(int fd)
+struct bt_fdent *bp_bt_fd(int fd)
 {
 	if (fd < 0 || fd >= BT_FD_MAX)
 		return NULL;
@@ -135,7 +135,7 @@ struct bt_fdent *bt_fd(int fd)
 	return &b[fd & (BLOCK_SIZE - 1)];
 }
 
-void bt_fd_each(void (*fn)(struct bt_fdent *fe, void *arg), void *arg)
+void bp_bt_fd_each(void (*fn)(struct bt_fdent *fe, void *arg), void *arg)
 {
 	for (unsigned i = 0; i < NBLOCKS; i++) {
 		struct bt_fdent *b = atomic_load_explicit(&blocks[i], memory_order_acquire);
@@ -145,7 +145,7 @@ void bt_fd_each(void (*fn)(struct bt_fdent *fe, void *arg), void *arg)
 	}
 }
 
-int bt_fd_probe(struct bt_fdent *fe)
+int bp_bt_fd_probe(struct bt_fdent *fe)
 {
 	uint32_t f = atomic_load_explicit(&fe->flags, memory_order_acquire);
 	if (f & BT_FD_KNOWN)
@@ -176,7 +176,7 @@ int bt_fd_probe(struct bt_fdent *fe)
 	return 0;
 }
 
-void bt_fd_forget(struct bt_fdent *fe)
+void bp_bt_fd_forget(struct bt_fdent *fe)
 {
 	atomic_fetch_add_explicit(&fe->gen, 1, memory_order_relaxed);
 	atomic_store_explicit(&fe->flags, 0, memory_order_release);
@@ -187,21 +187,21 @@ void bt_fd_forget(struct bt_fdent *fe)
 	atomic_store_explicit(&fe->reader, NULL, memory_order_relaxed);
 }
 
-void bt_fd_set_err(struct bt_fdent *fe, int err, bool sigpipe)
+void bp_bt_fd_set_err(struct bt_fdent *fe, int err, bool sigpipe)
 {
 	int v = err | (sigpipe ? BT_ERR_SIGPIPE : 0), zero = 0;
 	atomic_compare_exchange_strong(&fe->err, &zero, v);
 	atomic_fetch_or(&fe->flags, BT_FD_BROKEN);
 }
 
-int bt_fd_take_err(struct bt_fdent *fe)
+int bp_bt_fd_take_err(struct bt_fdent *fe)
 {
 	if (bp_likely(!atomic_load_explicit(&fe->err, memory_order_relaxed)))
 		return 0;
 	return atomic_exchange(&fe->err, 0);
 }
 
-long bt_sys_close(int fd)
+long bp_bt_sys_close(int fd)
 {
 	return syscall(SYS_close, fd);
 }

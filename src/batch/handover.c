@@ -32,7 +32,7 @@ static void adopt(struct bt_thread *th, struct bt_fdent *fe)
 	for (struct bt_op *op = fe->head; op; op = op->next) {
 		op->flags &= (uint16_t)~BT_OP_FIXED;
 		if (op->kind == BT_SENDFILE && !(op->flags & BT_OP_READ_DONE)) {
-			struct bt_fdent *in = bt_fd_peek(op->u.sf.in_fd);
+			struct bt_fdent *in = bp_bt_fd_peek(op->u.sf.in_fd);
 			if (in)
 				atomic_store(&in->reader, BT_READERS_MANY);
 		}
@@ -43,7 +43,7 @@ static void adopt(struct bt_thread *th, struct bt_fdent *fe)
 	th->bytes += fe->bytes;
 	th->nreads += stream_reads(fe);
 	if (fe->nqueued) {
-		bt_activate(th, fe);
+		bp_bt_activate(th, fe);
 		if (th->nqueued == fe->nqueued)
 			th->seg_ns = bypass_now_ns();
 	}
@@ -51,7 +51,7 @@ static void adopt(struct bt_thread *th, struct bt_fdent *fe)
 
 static void detach(struct bt_thread *th, struct bt_fdent *fe)
 {
-	bt_deactivate(th, fe);
+	bp_bt_deactivate(th, fe);
 	th->nqueued -= fe->nqueued;
 	th->ninflight -= fe->ninflight;
 	th->nexplicit -= fe->nexplicit;
@@ -68,14 +68,14 @@ static void detach(struct bt_thread *th, struct bt_fdent *fe)
  */
 #define WAIT_SLICE_NS 20000000ull
 
-int bt_wait(struct bt_thread *th, bool (*pred)(struct bt_thread *, void *),
+int bp_bt_wait(struct bt_thread *th, bool (*pred)(struct bt_thread *, void *),
 	    void *arg, int64_t timeout_ns, bool intr)
 {
 	uint64_t deadline = timeout_ns >= 0 ? bypass_now_ns() + (uint64_t)timeout_ns : 0;
-	bt_reap(th);
+	bp_bt_reap(th);
 	while (!pred(th, arg)) {
 		if (th->nqueued)
-			bt_submit(th);
+			bp_bt_submit(th);
 		if (pred(th, arg))
 			break;
 		uint64_t slice = WAIT_SLICE_NS;
@@ -90,13 +90,13 @@ int bt_wait(struct bt_thread *th, bool (*pred)(struct bt_thread *, void *),
 						(long long)(slice % 1000000000ull) };
 		struct io_uring_getevents_arg ga = { .ts = (uint64_t)(uintptr_t)&ts };
 		int fd = th->ring->ring_fd;
-		bt_unlock(th);
+		bp_bt_unlock(th);
 		long r = syscall(SYS_io_uring_enter, fd, 0, 1,
 				 IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &ga, sizeof(ga));
 		int e = r < 0 ? errno : 0;
-		bt_lock(th);
+		bp_bt_lock(th);
 		th->c.enters++;
-		bt_reap(th);
+		bp_bt_reap(th);
 		if (e == EINTR && intr && !pred(th, arg))
 			return -EINTR;
 	}
@@ -110,9 +110,9 @@ static bool pred_fd_idle(struct bt_thread *th, void *arg)
 	       fe->ninflight == 0;
 }
 
-int bt_wait_fd_idle(struct bt_thread *th, struct bt_fdent *fe, bool intr)
+int bp_bt_wait_fd_idle(struct bt_thread *th, struct bt_fdent *fe, bool intr)
 {
-	return bt_wait(th, pred_fd_idle, fe, -1, intr);
+	return bp_bt_wait(th, pred_fd_idle, fe, -1, intr);
 }
 
 static bool pred_idle(struct bt_thread *th, void *arg)
@@ -121,20 +121,20 @@ static bool pred_idle(struct bt_thread *th, void *arg)
 	return !th->nqueued && !th->ninflight;
 }
 
-int bt_drain(struct bt_thread *th, int64_t timeout_ns)
+int bp_bt_drain(struct bt_thread *th, int64_t timeout_ns)
 {
 	if (!th->ring)
 		return 0;
 	for (int i = 0; i < 8 && th->nqueued; i++)
-		bt_submit(th);
-	return bt_wait(th, pred_idle, NULL, timeout_ns, false);
+		bp_bt_submit(th);
+	return bp_bt_wait(th, pred_idle, NULL, timeout_ns, false);
 }
 
 /* ------------------------------------------------------------- cancel, hand-over */
 
-void bt_quiesce(struct bt_thread *th, struct bt_fdent *fe)
+void bp_bt_quiesce(struct bt_thread *th, struct bt_fdent *fe)
 {
-	bt_reap(th);
+	bp_bt_reap(th);
 	if (!fe->ninflight)
 		return;
 	bool explicit_inflight = false, fixed = false;
@@ -164,22 +164,22 @@ void bt_quiesce(struct bt_thread *th, struct bt_fdent *fe)
 	/* The cancelled requests complete through their submitter's task work
 	 * (an explicit call is waited for: it keeps its result). */
 	while (fe->ninflight)
-		bt_wait_one_locked(th);
+		bp_bt_wait_one_locked(th);
 }
 
 static void release_from(struct bt_thread *o, struct bt_fdent *fe)
 {
-	bt_lock(o);
+	bp_bt_lock(o);
 	if (atomic_load_explicit(&fe->owner, memory_order_acquire) == o) {
 		if (o->ring)
-			bt_quiesce(o, fe);
+			bp_bt_quiesce(o, fe);
 		detach(o, fe);
 		atomic_store_explicit(&fe->owner, NULL, memory_order_release);
 	}
-	bt_unlock(o);
+	bp_bt_unlock(o);
 }
 
-void bt_acquire(struct bt_thread *th, struct bt_fdent *fe)
+void bp_bt_acquire(struct bt_thread *th, struct bt_fdent *fe)
 {
 	for (;;) {
 		struct bt_thread *o = atomic_load_explicit(&fe->owner, memory_order_acquire);
@@ -192,9 +192,9 @@ void bt_acquire(struct bt_thread *th, struct bt_fdent *fe)
 			}
 			continue;
 		}
-		bt_unlock(th);
+		bp_bt_unlock(th);
 		release_from(o, fe);
-		bt_lock(th);
+		bp_bt_lock(th);
 	}
 }
 

@@ -23,17 +23,17 @@ static __thread struct bt_thread *self_th __attribute__((tls_model("initial-exec
 static pthread_key_t th_key;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 
-void bt_lock(struct bt_thread *th)
+void bp_bt_lock(struct bt_thread *th)
 {
 	pthread_mutex_lock(&th->lock);
 }
 
-void bt_unlock(struct bt_thread *th)
+void bp_bt_unlock(struct bt_thread *th)
 {
 	pthread_mutex_unlock(&th->lock);
 }
 
-struct bt_thread *bt_self(void)
+struct bt_thread *bp_bt_self(void)
 {
 	return self_th;
 }
@@ -42,7 +42,7 @@ static void th_key_destroy(void *p)
 {
 	struct bt_thread *th = p;
 	if (th && th == self_th)
-		bt_thread_retire(th);
+		bp_bt_thread_retire(th);
 }
 
 static void fork_prepare(void);
@@ -51,30 +51,30 @@ static void fork_child(void);
 
 static void engine_init_once(void)
 {
-	bt_config_init();
+	bp_bt_config_init();
 	/* Core's fork handler (new pid, generation) must run before ours. */
 	(void)bp_fork_gen();
 	pthread_key_create(&th_key, th_key_destroy);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-void bt_engine_init(void)
+void bp_bt_engine_init(void)
 {
 	pthread_once(&engine_once, engine_init_once);
 }
 
-/* Options set with bypass_batch_configure (api.c); 0 = from bt_cfg. */
-unsigned bt_opt_entries, bt_opt_sqpoll_idle;
-int bt_opt_sqpoll = -1;
+/* Options set with bypass_batch_configure (api.c); 0 = from bp_bt_cfg. */
+unsigned bp_bt_opt_entries, bp_bt_opt_sqpoll_idle;
+int bp_bt_opt_sqpoll = -1;
 
-int bt_self_make(struct bt_thread **out)
+int bp_bt_self_make(struct bt_thread **out)
 {
 	struct bt_thread *th = self_th;
 	if (bp_likely(th && th->ring && th->gen == bp_fork_gen_fast())) {
 		*out = th;
 		return 0;
 	}
-	bt_engine_init();
+	bp_bt_engine_init();
 	if (!th) {
 		pthread_mutex_lock(&list_lock);
 		for (th = all_threads; th; th = th->next)
@@ -95,26 +95,26 @@ int bt_self_make(struct bt_thread **out)
 		self_th = th;
 		pthread_setspecific(th_key, th);
 	}
-	bt_lock(th);
+	bp_bt_lock(th);
 	if (!th->ring || th->gen != bp_fork_gen()) {
 		struct bp_ring_params p = {
-			.entries = bt_opt_entries ? bt_opt_entries : bt_cfg.entries,
-			.sqpoll = bt_opt_sqpoll >= 0 ? bt_opt_sqpoll : bt_cfg.sqpoll,
-			.sqpoll_idle_ms = bt_opt_sqpoll_idle ? bt_opt_sqpoll_idle
-							     : bt_cfg.sqpoll_idle_ms,
+			.entries = bp_bt_opt_entries ? bp_bt_opt_entries : bp_bt_cfg.entries,
+			.sqpoll = bp_bt_opt_sqpoll >= 0 ? bp_bt_opt_sqpoll : bp_bt_cfg.sqpoll,
+			.sqpoll_idle_ms = bp_bt_opt_sqpoll_idle ? bp_bt_opt_sqpoll_idle
+							     : bp_bt_cfg.sqpoll_idle_ms,
 			.flags = IORING_SETUP_SUBMIT_ALL,
 		};
 		struct io_uring *ring;
 		int r = bp_thread_ring(BP_RING_BATCH, &p, &ring);
 		if (r) {
-			bt_unlock(th);
+			bp_bt_unlock(th);
 			return r;
 		}
 		th->ring = ring;
 		th->gen = bp_fork_gen();
 		th->fixed_slots = 0;
 	}
-	bt_unlock(th);
+	bp_bt_unlock(th);
 	*out = th;
 	return 0;
 }
@@ -126,7 +126,7 @@ static void free_stream(struct bt_fdent *fe, void *arg)
 	bool close_zombies = arg != NULL;
 	for (struct bt_op *op = fe->head, *next; op; op = next) {
 		next = op->next;
-		bt_op_free(op);
+		bp_bt_op_free(op);
 	}
 	fe->head = fe->tail = NULL;
 	fe->nqueued = fe->ninflight = fe->nexplicit = 0;
@@ -139,8 +139,8 @@ static void free_stream(struct bt_fdent *fe, void *arg)
 	if (close_zombies && (f & BT_FD_CLOSING)) {
 		/* The parent closes it once its data is out; the child has no
 		 * business holding the socket open. */
-		bt_sys_close(fe->fd);
-		bt_fd_forget(fe);
+		bp_bt_sys_close(fe->fd);
+		bp_bt_fd_forget(fe);
 	}
 }
 
@@ -173,25 +173,25 @@ static void drop_owned(struct bt_fdent *fe, void *arg)
 	free_stream(fe, NULL);
 }
 
-void bt_thread_retire(struct bt_thread *th)
+void bp_bt_thread_retire(struct bt_thread *th)
 {
-	bt_lock(th);
+	bp_bt_lock(th);
 	/* Thread-exit destructors run in an order of glibc's: if core's ring
 	 * went first, its requests went with it. */
 	if (th->ring && bp_thread_ring_peek(BP_RING_BATCH) != th->ring)
 		th->ring = NULL;
-	int r = th->ring ? bt_drain(th, (int64_t)bt_cfg.exit_wait_ms * 1000000) : 0;
+	int r = th->ring ? bp_bt_drain(th, (int64_t)bp_bt_cfg.exit_wait_ms * 1000000) : 0;
 	struct owned_arg a = { th, 0 };
-	bt_fd_each(drop_owned, &a);
+	bp_bt_fd_each(drop_owned, &a);
 	if (r || a.lost)
 		bp_err("bypass batch: thread exit: %zu deferred bytes could not be "
 		       "sent within %llu ms and are lost", a.lost,
-		       (unsigned long long)bt_cfg.exit_wait_ms);
+		       (unsigned long long)bp_bt_cfg.exit_wait_ms);
 	th->act_head = th->act_tail = NULL;
 	th->nqueued = th->ninflight = th->nexplicit = th->nreads = 0;
 	th->bytes = 0;
 	th->segment = 0;
-	bt_unlock(th);
+	bp_bt_unlock(th);
 	pthread_mutex_lock(&list_lock);
 	add_counters(&dead, &th->c);
 	memset(&th->c, 0, sizeof(th->c));
@@ -206,52 +206,52 @@ static void take_foreign(struct bt_fdent *fe, void *arg)
 {
 	struct bt_thread *me = arg, *o = atomic_load(&fe->owner);
 	if (o && o != me) {
-		bt_lock(me);
-		bt_acquire(me, fe);
-		bt_unlock(me);
+		bp_bt_lock(me);
+		bp_bt_acquire(me, fe);
+		bp_bt_unlock(me);
 	}
 }
 
-void bt_drain_all(int64_t timeout_ns)
+void bp_bt_drain_all(int64_t timeout_ns)
 {
 	struct bt_thread *me;
-	if (bt_self_make(&me))
+	if (bp_bt_self_make(&me))
 		return;
-	bt_fd_each(take_foreign, me);
-	bt_lock(me);
-	int r = bt_drain(me, timeout_ns);
+	bp_bt_fd_each(take_foreign, me);
+	bp_bt_lock(me);
+	int r = bp_bt_drain(me, timeout_ns);
 	if (r)
 		bp_err("bypass batch: %zu deferred bytes still wait for their "
 		       "sockets and will be lost", me->bytes);
-	bt_unlock(me);
+	bp_bt_unlock(me);
 }
 
 static void fork_prepare(void)
 {
 	struct bt_thread *me = self_th;
 	if (me && me->ring && me->gen == bp_fork_gen_fast()) {
-		bt_lock(me);
-		bt_submit(me);
-		bt_unlock(me);
+		bp_bt_lock(me);
+		bp_bt_submit(me);
+		bp_bt_unlock(me);
 	}
 	pthread_mutex_lock(&list_lock);
 	for (struct bt_thread *th = all_threads; th; th = th->next)
 		if (th->live)
-			bt_lock(th);
+			bp_bt_lock(th);
 }
 
 static void fork_parent(void)
 {
 	for (struct bt_thread *th = all_threads; th; th = th->next)
 		if (th->live)
-			bt_unlock(th);
+			bp_bt_unlock(th);
 	pthread_mutex_unlock(&list_lock);
 }
 
 static void fork_child(void)
 {
 	/* Only the forking thread exists here; its ring is rebuilt on use. */
-	bt_fd_each(free_stream, (void *)1);
+	bp_bt_fd_each(free_stream, (void *)1);
 	for (struct bt_thread *th = all_threads; th; th = th->next) {
 		pthread_mutex_init(&th->lock, NULL);
 		th->act_head = th->act_tail = NULL;
@@ -269,26 +269,26 @@ static void fork_child(void)
 
 /* ------------------------------------------------------------- stats */
 
-void bt_stats_sum(struct bt_counters *out)
+void bp_bt_stats_sum(struct bt_counters *out)
 {
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&list_lock);
 	add_counters(out, &dead);
 	for (struct bt_thread *th = all_threads; th; th = th->next)
 		if (th->live) {
-			bt_lock(th);
+			bp_bt_lock(th);
 			add_counters(out, &th->c);
-			bt_unlock(th);
+			bp_bt_unlock(th);
 		}
 	pthread_mutex_unlock(&list_lock);
 }
 
-void bt_stats_dump(const char *why)
+void bp_bt_stats_dump(const char *why)
 {
-	if (!bt_cfg.stats_path)
+	if (!bp_bt_cfg.stats_path)
 		return;
 	struct bt_counters c;
-	bt_stats_sum(&c);
+	bp_bt_stats_sum(&c);
 	char line[512];
 	int n = snprintf(line, sizeof(line),
 			 "{\"pid\": %d, \"why\": \"%s\", \"segments\": %llu, "
@@ -303,11 +303,11 @@ void bt_stats_dump(const char *why)
 			 (unsigned long long)c.reported);
 	if (n <= 0 || (size_t)n >= sizeof(line))
 		return;
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, bt_cfg.stats_path,
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, bp_bt_cfg.stats_path,
 			      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
 	ssize_t w = syscall(SYS_write, fd, line, (size_t)n);
 	(void)w;
-	bt_sys_close(fd);
+	bp_bt_sys_close(fd);
 }

@@ -71,7 +71,7 @@ static int check_opts(const struct bypass_ipc_opts *o, bool service)
 			return -EINVAL;
 	}
 	if (o->flags & BYPASS_IPC_PKEY) {
-		int k = ipc_pkey_get();
+		int k = bp_ipc_pkey_get();
 		if (k < 0)
 			return k;
 	}
@@ -277,7 +277,7 @@ static int conn_pkey(struct bypass_ipc_conn *c, unsigned flags)
 {
 	if (!(flags & BYPASS_IPC_PKEY))
 		return 0;
-	int r = ipc_pkey_tag((void *)c->lo, c->len);
+	int r = bp_ipc_pkey_tag((void *)c->lo, c->len);
 	if (r)
 		return r;
 	c->pkey = true;
@@ -598,7 +598,7 @@ fail:
 
 /* ---------------------------------------------------------------- liveness */
 
-void ipc_drain_socket(bypass_ipc_conn *c)
+void bp_ipc_drain_socket(bypass_ipc_conn *c)
 {
 	/* Wake bytes come one per arming: read a bounded amount, so that a
 	 * peer flooding the socket cannot keep us here (what it leaves keeps
@@ -618,7 +618,7 @@ void ipc_drain_socket(bypass_ipc_conn *c)
 	}
 }
 
-int ipc_peer_check(bypass_ipc_conn *c)
+int bp_ipc_peer_check(bypass_ipc_conn *c)
 {
 	if (c->peer_gone)
 		return -ECONNRESET;
@@ -641,13 +641,13 @@ int bypass_ipc_close(bypass_ipc_conn *c)
 {
 	if (!c)
 		return -EINVAL;
-	ipc_epoll_forget(c);
+	bp_ipc_epoll_forget(c);
 	if (c->fork_gen == bp_fork_gen_fast() && !c->broken) {
 		/* Tell the peer, and wake it wherever it waits. */
 		struct bp_recover rp;
 		if (BP_RECOVER_TRY(&rp, (void *)c->lo, c->len)) {
 			if (c->pkey)
-				ipc_pkey_open();
+				bp_ipc_pkey_open();
 			atomic_store(&c->rx.ctl->rx_closed, 1);
 			atomic_store(&c->tx.ctl->tx_closed, 1);
 			atomic_fetch_add(&c->tx.ctl->rx_wake, 1);
@@ -655,7 +655,7 @@ int bypass_ipc_close(bypass_ipc_conn *c)
 			bp_futex_wake(&c->tx.ctl->rx_wake, INT32_MAX, true);
 			bp_futex_wake(&c->rx.ctl->tx_wake, INT32_MAX, true);
 			if (c->pkey)
-				ipc_pkey_close();
+				bp_ipc_pkey_close();
 			bp_recover_pop(&rp);
 		}
 		shutdown(c->sock, SHUT_RDWR);

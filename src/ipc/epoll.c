@@ -88,7 +88,7 @@ static void unlink_reg(struct ipc_epreg *g)
 	free(g);
 }
 
-void ipc_epoll_forget(bypass_ipc_conn *c)
+void bp_ipc_epoll_forget(bypass_ipc_conn *c)
 {
 	pthread_mutex_lock(&lock);
 	struct ipc_epreg *g = c->ep;
@@ -219,7 +219,7 @@ static bool reg_ready(struct ipc_epreg *g, bool arm)
 {
 	bypass_ipc_conn *c = g->conn;
 	if (g->events & EPOLLIN)
-		return ipc_poll_ready(c, arm) == 1;
+		return bp_ipc_poll_ready(c, arm) == 1;
 	return c->peer_gone || c->broken;
 }
 
@@ -270,7 +270,7 @@ static int scan(struct ipc_epset *s, struct epoll_event *ev, int n, int max, boo
 static void disarm_all(struct ipc_epset *s)
 {
 	for (size_t i = 0; i < s->n; i++)
-		ipc_disarm(s->regs[i]->conn);
+		bp_ipc_disarm(s->regs[i]->conn);
 }
 
 /* Translate the kernel's events in place: ours become the connection's
@@ -288,8 +288,8 @@ static int translate(struct ipc_epset *s, struct epoll_event *ev, int k)
 		bypass_ipc_conn *c = g->conn;
 		if (pid || (ev[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)))
 			c->peer_gone = true;
-		ipc_drain_socket(c);
-		ipc_disarm(c);
+		bp_ipc_drain_socket(c);
+		bp_ipc_disarm(c);
 		n += report(s, g, false, &ev[n]); /* ev[i] is read: n <= i */
 	}
 	return n;
@@ -327,7 +327,7 @@ again:;
 		if (c->mode == BYPASS_WAIT_SPIN)
 			forever = true;
 		else if (c->mode == BYPASS_WAIT_ADAPTIVE && c->spin_cycles > spin &&
-			 ipc_poll_peer_elsewhere(c))
+			 bp_ipc_poll_peer_elsewhere(c))
 			spin = c->spin_cycles;
 	}
 	int n;

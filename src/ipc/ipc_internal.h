@@ -156,36 +156,36 @@ struct bypass_ipc_service {
 };
 
 /* conn.c */
-int ipc_peer_check(bypass_ipc_conn *c);       /* 0 alive, -ECONNRESET gone */
-void ipc_drain_socket(bypass_ipc_conn *c);    /* read wake bytes; notes EOF */
+int bp_ipc_peer_check(bypass_ipc_conn *c);       /* 0 alive, -ECONNRESET gone */
+void bp_ipc_drain_socket(bypass_ipc_conn *c);    /* read wake bytes; notes EOF */
 
 /* ring.c */
-int ipc_tx_check(bypass_ipc_conn *c);         /* 0, or -EPIPE: the peer closed */
-int ipc_produce(bypass_ipc_conn *c, size_t size, int64_t timeout_ns, void **payload);
-int ipc_publish(bypass_ipc_conn *c, size_t len, unsigned kind, uint32_t id);
-void ipc_unloan(bypass_ipc_conn *c);
+int bp_ipc_tx_check(bypass_ipc_conn *c);         /* 0, or -EPIPE: the peer closed */
+int bp_ipc_produce(bypass_ipc_conn *c, size_t size, int64_t timeout_ns, void **payload);
+int bp_ipc_publish(bypass_ipc_conn *c, size_t len, unsigned kind, uint32_t id);
+void bp_ipc_unloan(bypass_ipc_conn *c);
 /* Examine the record at pos: 1 ready (*kind, *len, *id, *end set), 0 not
  * yet, < 0 corrupt. */
-int ipc_peek(bypass_ipc_conn *c, uint64_t pos, unsigned *kind, uint32_t *len,
+int bp_ipc_peek(bypass_ipc_conn *c, uint64_t pos, unsigned *kind, uint32_t *len,
 	     uint32_t *id, uint64_t *end);
-int ipc_wait_record(bypass_ipc_conn *c, uint64_t pos, uint64_t deadline_ns);
-void ipc_update_tail(bypass_ipc_conn *c);
-bool ipc_rx_ready(bypass_ipc_conn *c);
-bool ipc_peer_on_my_cpu(bypass_ipc_conn *c);
+int bp_ipc_wait_record(bypass_ipc_conn *c, uint64_t pos, uint64_t deadline_ns);
+void bp_ipc_update_tail(bypass_ipc_conn *c);
+bool bp_ipc_rx_ready(bypass_ipc_conn *c);
+bool bp_ipc_peer_on_my_cpu(bypass_ipc_conn *c);
 
 /* pkey.c */
-int ipc_pkey_get(void);                       /* the process's key, or -errno */
-void ipc_pkey_open(void);                     /* this thread may write arenas */
-void ipc_pkey_close(void);
-int ipc_pkey_tag(void *addr, size_t len);
+int bp_ipc_pkey_get(void);                       /* the process's key, or -errno */
+void bp_ipc_pkey_open(void);                     /* this thread may write arenas */
+void bp_ipc_pkey_close(void);
+int bp_ipc_pkey_tag(void *addr, size_t len);
 
 /* msg.c, for epoll.c: is a message (or a hang-up) waiting?  Optionally arm. */
-int ipc_poll_ready(bypass_ipc_conn *c, bool arm);
-int ipc_disarm(bypass_ipc_conn *c);
-int ipc_poll_peer_elsewhere(bypass_ipc_conn *c); /* 1: spinning may pay */
+int bp_ipc_poll_ready(bypass_ipc_conn *c, bool arm);
+int bp_ipc_disarm(bypass_ipc_conn *c);
+int bp_ipc_poll_peer_elsewhere(bypass_ipc_conn *c); /* 1: spinning may pay */
 
 /* epoll.c */
-void ipc_epoll_forget(bypass_ipc_conn *c);
+void bp_ipc_epoll_forget(bypass_ipc_conn *c);
 
 /* Mark the connection dead (sticky) and return the error. */
 static inline int ipc_set_broken(bypass_ipc_conn *c, int err)

@@ -20,20 +20,20 @@ static int fault(bypass_ipc_conn *c, const struct bp_recover *rp)
 	c->broken = -EFAULT;
 	c->loan = NULL;
 	if (c->pkey)
-		ipc_pkey_close();
+		bp_ipc_pkey_close();
 	return -EFAULT;
 }
 
 static inline void enter(bypass_ipc_conn *c)
 {
 	if (bp_unlikely(c->pkey))
-		ipc_pkey_open();
+		bp_ipc_pkey_open();
 }
 
 static inline void leave(bypass_ipc_conn *c)
 {
 	if (bp_unlikely(c->pkey) && !c->loan)
-		ipc_pkey_close();
+		bp_ipc_pkey_close();
 }
 
 /*
@@ -63,20 +63,20 @@ static int send_kind(bypass_ipc_conn *c, const void *buf, size_t len, unsigned k
 	if (c->loan && buf == c->loan) {
 		if (len > c->loan_max)
 			return -EINVAL;
-		int r = ipc_tx_check(c);
+		int r = bp_ipc_tx_check(c);
 		if (r)
 			return r;
-		return ipc_publish(c, len, kind, id);
+		return bp_ipc_publish(c, len, kind, id);
 	}
 	if (!buf && len)
 		return -EINVAL;
 	void *p;
-	int r = ipc_produce(c, len, timeout_ns, &p);
+	int r = bp_ipc_produce(c, len, timeout_ns, &p);
 	if (r)
 		return r;
 	if (len)
 		memcpy(p, buf, len);
-	return ipc_publish(c, len, kind, id);
+	return bp_ipc_publish(c, len, kind, id);
 }
 
 int bypass_ipc_loan(bypass_ipc_conn *c, size_t size, void **buf, int64_t timeout_ns)
@@ -86,7 +86,7 @@ int bypass_ipc_loan(bypass_ipc_conn *c, size_t size, void **buf, int64_t timeout
 		return r;
 	if (!buf || timeout_ns < BYPASS_FOREVER)
 		return -EINVAL;
-	return GUARDED(c, ipc_produce(c, size, timeout_ns, buf));
+	return GUARDED(c, bp_ipc_produce(c, size, timeout_ns, buf));
 }
 
 int bypass_ipc_loan_cancel(bypass_ipc_conn *c, void *buf)
@@ -96,9 +96,9 @@ int bypass_ipc_loan_cancel(bypass_ipc_conn *c, void *buf)
 		return r;
 	if (!buf || buf != c->loan)
 		return -EINVAL;
-	ipc_unloan(c);
+	bp_ipc_unloan(c);
 	if (c->pkey)
-		ipc_pkey_close();
+		bp_ipc_pkey_close();
 	return 0;
 }
 
@@ -130,24 +130,24 @@ static int do_recv(bypass_ipc_conn *c, struct bypass_ipc_msg *m, int64_t timeout
 	if (c->armed) {
 		c->armed = false;
 		atomic_store(&c->rx.ctl->rx_armed, 0);
-		ipc_drain_socket(c);
+		bp_ipc_drain_socket(c);
 	}
 	uint64_t deadline = bp_deadline(timeout_ns);
 	unsigned skipped = 0;
 	for (;;) {
 		if (c->det && c->rd == c->det_pos) {
 			c->rd = c->det_end;
-			ipc_update_tail(c);
+			bp_ipc_update_tail(c);
 			continue;
 		}
 		unsigned kind;
 		uint32_t len, id;
 		uint64_t end;
-		int r = ipc_peek(c, c->rd, &kind, &len, &id, &end);
+		int r = bp_ipc_peek(c, c->rd, &kind, &len, &id, &end);
 		if (r < 0)
 			return ipc_set_broken(c, r);
 		if (r == 0) {
-			r = ipc_wait_record(c, c->rd, deadline);
+			r = bp_ipc_wait_record(c, c->rd, deadline);
 			if (r == 1)
 				continue;
 			if (r == 0)
@@ -159,7 +159,7 @@ static int do_recv(bypass_ipc_conn *c, struct bypass_ipc_msg *m, int64_t timeout
 			return ipc_set_broken(c, r);
 		if (kind == IPC_K_PAD || kind == IPC_K_RESP) {
 			/* A pad, or the response to a call that gave up. */
-			ipc_update_tail(c);
+			bp_ipc_update_tail(c);
 			/* A peer that keeps such records coming must not keep
 			 * us here past the timeout. */
 			if (!(++skipped & 63) && bp_deadline_passed(deadline))
@@ -201,7 +201,7 @@ static int do_release(bypass_ipc_conn *c, struct bypass_ipc_msg *m)
 	}
 	m->data = NULL;
 	m->len = 0;
-	ipc_update_tail(c);
+	bp_ipc_update_tail(c);
 	return 0;
 }
 
@@ -241,12 +241,12 @@ static int do_call(bypass_ipc_conn *c, const void *req, size_t len,
 		unsigned kind;
 		uint32_t rlen, rid;
 		uint64_t end;
-		r = ipc_peek(c, scan, &kind, &rlen, &rid, &end);
+		r = bp_ipc_peek(c, scan, &kind, &rlen, &rid, &end);
 		if (r < 0)
 			return ipc_set_broken(c, r);
 		if (r == 0) {
 			/* never 0: bypass_ipc_call refuses a zero timeout */
-			r = ipc_wait_record(c, scan, deadline);
+			r = bp_ipc_wait_record(c, scan, deadline);
 			if (r == 1)
 				continue;
 			if (r == 0)
@@ -299,7 +299,7 @@ int bypass_ipc_reply(bypass_ipc_conn *c, const struct bypass_ipc_msg *req,
 
 static int poll_ready(bypass_ipc_conn *c)
 {
-	if (ipc_rx_ready(c))
+	if (bp_ipc_rx_ready(c))
 		return 1;
 	if (atomic_load_explicit(&c->rx.ctl->tx_closed, memory_order_relaxed)) {
 		c->peer_gone = true; /* it closed: report the hang-up now */
@@ -328,7 +328,7 @@ int bypass_ipc_arm(bypass_ipc_conn *c)
 }
 
 /* For epoll.c: ready (1), not (0), within a recovery point. */
-int ipc_poll_ready(bypass_ipc_conn *c, bool arm)
+int bp_ipc_poll_ready(bypass_ipc_conn *c, bool arm)
 {
 	if (c->broken || c->peer_gone)
 		return 1;
@@ -337,14 +337,14 @@ int ipc_poll_ready(bypass_ipc_conn *c, bool arm)
 	return GUARDED(c, arm ? do_arm(c) : poll_ready(c));
 }
 
-int ipc_poll_peer_elsewhere(bypass_ipc_conn *c)
+int bp_ipc_poll_peer_elsewhere(bypass_ipc_conn *c)
 {
 	if (c->broken || c->fork_gen != bp_fork_gen_fast())
 		return 0;
-	return GUARDED(c, !ipc_peer_on_my_cpu(c));
+	return GUARDED(c, !bp_ipc_peer_on_my_cpu(c));
 }
 
-int ipc_disarm(bypass_ipc_conn *c)
+int bp_ipc_disarm(bypass_ipc_conn *c)
 {
 	if (!c->armed || c->broken || c->fork_gen != bp_fork_gen_fast())
 		return 0;

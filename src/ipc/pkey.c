@@ -52,7 +52,7 @@ static void probe(void)
 	snprintf(reason, sizeof(reason), "available (key %d)", the_key);
 }
 
-int ipc_pkey_get(void)
+int bp_ipc_pkey_get(void)
 {
 	pthread_once(&once, probe);
 	if (the_key < 0)
@@ -81,7 +81,7 @@ static inline void wrpkru(uint32_t v)
 }
 
 /* PKRU has two bits per key: access-disable (bit 2k), write-disable (2k+1). */
-void ipc_pkey_open(void)
+void bp_ipc_pkey_open(void)
 {
 	if (the_key < 0)
 		return;
@@ -91,7 +91,7 @@ void ipc_pkey_open(void)
 		wrpkru(nv);
 }
 
-void ipc_pkey_close(void)
+void bp_ipc_pkey_close(void)
 {
 	if (the_key < 0)
 		return;
@@ -101,13 +101,13 @@ void ipc_pkey_close(void)
 		wrpkru(nv);
 }
 
-int ipc_pkey_tag(void *addr, size_t len)
+int bp_ipc_pkey_tag(void *addr, size_t len)
 {
-	int k = ipc_pkey_get();
+	int k = bp_ipc_pkey_get();
 	if (k < 0)
 		return -EOPNOTSUPP;
 	if (syscall(SYS_pkey_mprotect, addr, len, PROT_READ | PROT_WRITE, k) < 0)
 		return -errno;
-	ipc_pkey_close();
+	bp_ipc_pkey_close();
 	return 0;
 }

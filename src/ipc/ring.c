@@ -43,13 +43,13 @@ static int lazy_check(bypass_ipc_conn *c, int side)
 		return 0;
 	c->next_check[side] = now + bp_ns_to_cycles(CHECK_NS);
 	if (side == RX && c->armed)
-		ipc_drain_socket(c);
-	return ipc_peer_check(c);
+		bp_ipc_drain_socket(c);
+	return bp_ipc_peer_check(c);
 }
 
 /* ---------------------------------------------------------------- producer */
 
-int ipc_tx_check(bypass_ipc_conn *c)
+int bp_ipc_tx_check(bypass_ipc_conn *c)
 {
 	if (c->peer_gone ||
 	    atomic_load_explicit(&c->tx.ctl->rx_closed, memory_order_relaxed))
@@ -85,7 +85,7 @@ static int wait_room(bypass_ipc_conn *c, uint64_t need, uint64_t deadline)
 					return r < 0 ? r : 0;
 				bp_cpu_relax();
 			}
-			if ((r = ipc_tx_check(c)) || (r = lazy_check(c, TX) ? -EPIPE : 0))
+			if ((r = bp_ipc_tx_check(c)) || (r = lazy_check(c, TX) ? -EPIPE : 0))
 				return r;
 			uint64_t now = bypass_rdtscp(NULL);
 			if (c->mode == BYPASS_WAIT_ADAPTIVE && now - c0 >= c->spin_cycles)
@@ -100,7 +100,7 @@ static int wait_room(bypass_ipc_conn *c, uint64_t need, uint64_t deadline)
 		atomic_fetch_add_explicit(&ctl->tx_sleepers, 1, memory_order_seq_cst);
 		r = tx_room(c, need);
 		uint64_t now = bypass_now_ns();
-		if (!r && now < deadline && !ipc_tx_check(c)) {
+		if (!r && now < deadline && !bp_ipc_tx_check(c)) {
 			uint64_t nap = deadline - now;
 			if (nap > SLICE_NS)
 				nap = SLICE_NS;
@@ -109,12 +109,12 @@ static int wait_room(bypass_ipc_conn *c, uint64_t need, uint64_t deadline)
 		atomic_fetch_sub_explicit(&ctl->tx_sleepers, 1, memory_order_seq_cst);
 		if (r || (r = tx_room(c, need)))
 			return r < 0 ? r : 0;
-		if ((r = ipc_tx_check(c)))
+		if ((r = bp_ipc_tx_check(c)))
 			return r;
 		now = bypass_now_ns();
 		if (now - last_check >= SLICE_NS || now >= deadline) {
 			last_check = now;
-			if (ipc_peer_check(c))
+			if (bp_ipc_peer_check(c))
 				return -EPIPE;
 		}
 		if (now >= deadline)
@@ -122,13 +122,13 @@ static int wait_room(bypass_ipc_conn *c, uint64_t need, uint64_t deadline)
 	}
 }
 
-int ipc_produce(bypass_ipc_conn *c, size_t size, int64_t timeout_ns, void **payload)
+int bp_ipc_produce(bypass_ipc_conn *c, size_t size, int64_t timeout_ns, void **payload)
 {
 	if (c->loan)
 		return -EBUSY;
 	if (size > c->max_msg)
 		return -EMSGSIZE;
-	int r = ipc_tx_check(c);
+	int r = bp_ipc_tx_check(c);
 	if (r || (r = lazy_check(c, TX) ? -EPIPE : 0))
 		return r;
 	uint64_t cap = c->tx.cap;
@@ -165,7 +165,7 @@ int ipc_produce(bypass_ipc_conn *c, size_t size, int64_t timeout_ns, void **payl
 	return 0;
 }
 
-int ipc_publish(bypass_ipc_conn *c, size_t len, unsigned kind, uint32_t id)
+int bp_ipc_publish(bypass_ipc_conn *c, size_t len, unsigned kind, uint32_t id)
 {
 	struct ipc_ctl *ctl = c->tx.ctl;
 	uint64_t pos = c->loan_pos, end = pos + align_rec(len);
@@ -198,14 +198,14 @@ int ipc_publish(bypass_ipc_conn *c, size_t len, unsigned kind, uint32_t id)
 	return 0;
 }
 
-void ipc_unloan(bypass_ipc_conn *c)
+void bp_ipc_unloan(bypass_ipc_conn *c)
 {
 	c->loan = NULL;
 }
 
 /* ---------------------------------------------------------------- consumer */
 
-int ipc_peek(bypass_ipc_conn *c, uint64_t pos, unsigned *kind, uint32_t *len,
+int bp_ipc_peek(bypass_ipc_conn *c, uint64_t pos, unsigned *kind, uint32_t *len,
 	     uint32_t *id, uint64_t *end)
 {
 	const struct ipc_ring *rg = &c->rx;
@@ -284,13 +284,13 @@ static int rx_closed_by_peer(bypass_ipc_conn *c)
  * needs to run: sleep at once instead.  (The peer writes the hint; a wrong
  * one costs only a spin or a sleep.)
  */
-bool ipc_peer_on_my_cpu(bypass_ipc_conn *c)
+bool bp_ipc_peer_on_my_cpu(bypass_ipc_conn *c)
 {
 	int peer = atomic_load_explicit(&c->rx.ctl->tx_cpu, memory_order_relaxed);
 	return peer >= 0 && peer == sched_getcpu();
 }
 
-bool ipc_rx_ready(bypass_ipc_conn *c)
+bool bp_ipc_rx_ready(bypass_ipc_conn *c)
 {
 	uint64_t pos = c->rd;
 	if (c->det && pos == c->det_pos)
@@ -299,7 +299,7 @@ bool ipc_rx_ready(bypass_ipc_conn *c)
 }
 
 /* 1 when a record is at pos, 0 when the deadline passed, or -errno. */
-int ipc_wait_record(bypass_ipc_conn *c, uint64_t pos, uint64_t deadline)
+int bp_ipc_wait_record(bypass_ipc_conn *c, uint64_t pos, uint64_t deadline)
 {
 	struct ipc_ctl *ctl = c->rx.ctl;
 	const struct ipc_ring *rg = &c->rx;
@@ -312,7 +312,7 @@ int ipc_wait_record(bypass_ipc_conn *c, uint64_t pos, uint64_t deadline)
 		return 0;
 	}
 	if (c->mode == BYPASS_WAIT_SPIN ||
-	    (c->mode == BYPASS_WAIT_ADAPTIVE && !ipc_peer_on_my_cpu(c))) {
+	    (c->mode == BYPASS_WAIT_ADAPTIVE && !bp_ipc_peer_on_my_cpu(c))) {
 		uint64_t c0 = bypass_rdtscp(NULL);
 		for (;;) {
 			for (int i = 0; i < 64; i++) {
@@ -349,7 +349,7 @@ int ipc_wait_record(bypass_ipc_conn *c, uint64_t pos, uint64_t deadline)
 		now = bypass_now_ns();
 		if (now - last_check >= SLICE_NS || now >= deadline) {
 			last_check = now;
-			if ((r = ipc_peer_check(c)))
+			if ((r = bp_ipc_peer_check(c)))
 				return stamp_here(rg, pos) ? 1 : r;
 		}
 		if (now >= deadline)
@@ -357,7 +357,7 @@ int ipc_wait_record(bypass_ipc_conn *c, uint64_t pos, uint64_t deadline)
 	}
 }
 
-void ipc_update_tail(bypass_ipc_conn *c)
+void bp_ipc_update_tail(bypass_ipc_conn *c)
 {
 	uint64_t t = c->rd;
 	if (c->held && c->held_pos < t)

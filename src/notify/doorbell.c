@@ -30,7 +30,7 @@
 /* ---------------------------------------------------------- registration */
 
 /* Record this process in the doorbell's process table (for peer checks). */
-void db_register(struct bypass_doorbell *h)
+void bp_db_register(struct bypass_doorbell *h)
 {
 	struct db_shared *sh = h->sh;
 	pid_t me = bp_pid();
@@ -173,7 +173,7 @@ static int db_finish_create(struct bypass_doorbell *h,
 			    const struct bypass_doorbell_opts *o,
 			    bypass_doorbell **out)
 {
-	db_register(h);
+	bp_db_register(h);
 	if (o && (o->flags & BYPASS_DOORBELL_EVENTFD)) {
 		int r = bypass_doorbell_fd(h);
 		if (r < 0) {
@@ -265,7 +265,7 @@ int bypass_doorbell_open(bypass_arena *arena, void *addr, bypass_doorbell **out)
 		return -ENOMEM;
 	db_init_handle(h, sh, NULL);
 	h->arena = arena;
-	db_register(h);
+	bp_db_register(h);
 	*out = h;
 	return 0;
 }
@@ -318,7 +318,7 @@ int bypass_doorbell_recv(int sock, bypass_doorbell **out)
 	int err = -EPROTO;
 	if ((size_t)r != sizeof(w) || w.magic != DB_WIRE_MAGIC || w.version != 1 ||
 	    nfds < 1 || (w.efd_loc && nfds != 2) || (!w.efd_loc && nfds != 1) ||
-	    (w.efd_loc && !db_is_eventfd(fds[1])))
+	    (w.efd_loc && !bp_db_is_eventfd(fds[1])))
 		goto fail;
 	struct stat st;
 	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
@@ -357,7 +357,7 @@ int bypass_doorbell_recv(int sock, bypass_doorbell **out)
 		h->efd = fds[1];
 		h->efd_loc = w.efd_loc;
 	}
-	db_register(h);
+	bp_db_register(h);
 	*out = h;
 	return 0;
 fail:
@@ -371,7 +371,7 @@ int bypass_doorbell_close(bypass_doorbell *h)
 	if (!h)
 		return -EINVAL;
 	if (h->intr_slot >= 0)
-		db_intr_unregister(h);
+		bp_db_intr_unregister(h);
 	for (unsigned i = 0; i < DB_PROCS; i++)
 		if (h->pidfd[i] >= 0)
 			close(h->pidfd[i]);
@@ -403,7 +403,7 @@ int bypass_doorbell_destroy(bypass_doorbell *h)
 		atomic_fetch_add(&sh->ww.value, 1);
 		bp_futex_wake(&sh->ww.value, INT32_MAX, true);
 		if (atomic_load(&sh->efd_armed))
-			db_post_eventfd(h);
+			bp_db_post_eventfd(h);
 	}
 	return bypass_doorbell_close(h);
 }
@@ -432,17 +432,17 @@ int bypass_doorbell_ring(bypass_doorbell *h)
 	bp_wake(&sh->ww, true);
 	if (bp_unlikely(atomic_load_explicit(&sh->efd_armed, memory_order_seq_cst)) &&
 	    !atomic_exchange(&sh->efd_posted, 1))
-		r = db_post_eventfd(h);
+		r = bp_db_post_eventfd(h);
 	if (bp_unlikely(atomic_load_explicit(&sh->intr_tid, memory_order_seq_cst)) &&
 	    !atomic_exchange(&sh->intr_posted, 1)) {
-		int e = db_intr_post(h);
+		int e = bp_db_intr_post(h);
 		if (e)
 			r = e;
 	}
 	return r;
 }
 
-int db_consume(struct bypass_doorbell *h)
+int bp_db_consume(struct bypass_doorbell *h)
 {
 	struct db_shared *sh = h->sh;
 	uint32_t c = atomic_load_explicit(&sh->consumed, memory_order_relaxed);
@@ -484,9 +484,9 @@ int bypass_doorbell_try(bypass_doorbell *h)
 		atomic_store(&sh->efd_posted, 0);
 	}
 	if (bp_unlikely(atomic_load_explicit(&sh->intr_tid, memory_order_relaxed)) &&
-	    db_intr_busy(sh))
+	    bp_db_intr_busy(sh))
 		return -EBUSY;
-	int n = db_consume(h);
+	int n = bp_db_consume(h);
 	if (bp_unlikely(n && !db_live(h)))
 		return -EINVAL; /* what we took was destroy's wake-up, not a ring */
 	return n ? n : -EAGAIN;
@@ -513,9 +513,9 @@ int bypass_doorbell_wait(bypass_doorbell *h, int64_t timeout_ns)
 		if (!db_live(h))
 			return -EINVAL;
 		if (atomic_load_explicit(&sh->intr_tid, memory_order_relaxed) &&
-		    db_intr_busy(sh))
+		    bp_db_intr_busy(sh))
 			return -EBUSY;
-		int n = db_consume(h);
+		int n = bp_db_consume(h);
 		if (n)
 			return db_live(h) ? n : -EINVAL; /* destroy's wake-up */
 		uint32_t c = atomic_load_explicit(&sh->consumed, memory_order_relaxed);
@@ -554,7 +554,7 @@ int bypass_doorbell_wait(bypass_doorbell *h, int64_t timeout_ns)
 		if (r == -ETIMEDOUT) {
 			if (!db_live(h))
 				return -EINVAL;
-			n = db_consume(h);
+			n = bp_db_consume(h);
 			return n ? (db_live(h) ? n : -EINVAL) : -ETIMEDOUT;
 		}
 		if (r < 0)
@@ -569,7 +569,7 @@ int bypass_doorbell_wait(bypass_doorbell *h, int64_t timeout_ns)
  * eventfd: a corrupt or hostile peer must not make us write into a file,
  * socket or pipe of ours or of another process.
  */
-bool db_is_eventfd(int fd)
+bool bp_db_is_eventfd(int fd)
 {
 	char path[48], link[32];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
@@ -601,7 +601,7 @@ static int efd_fetch(uint64_t loc)
 			close(pfd);
 		}
 	}
-	if (fd >= 0 && !db_is_eventfd(fd)) {
+	if (fd >= 0 && !bp_db_is_eventfd(fd)) {
 		bp_warn("bypass: doorbell names descriptor %d of pid %d, not an eventfd: "
 			"ignored", num, (int)owner);
 		close(fd);
@@ -671,7 +671,7 @@ static int db_efd_get(struct bypass_doorbell *h, bool create)
 	return ret;
 }
 
-int db_post_eventfd(struct bypass_doorbell *h)
+int bp_db_post_eventfd(struct bypass_doorbell *h)
 {
 	int fd = h->efd;
 	if (bp_unlikely(fd < 0 || h->efd_loc != atomic_load(&h->sh->efd_loc))) {
@@ -709,7 +709,7 @@ int bypass_doorbell_arm(bypass_doorbell *h)
 	if (!db_pending(sh))
 		return 0;
 	if (!atomic_exchange(&sh->efd_posted, 1)) {
-		int r = db_post_eventfd(h);
+		int r = bp_db_post_eventfd(h);
 		if (r < 0)
 			return r;
 	}

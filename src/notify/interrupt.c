@@ -57,7 +57,7 @@ static void intr_handler(int sig, siginfo_t *si, void *uc)
 	if (h && (atomic_load(&s->gen) & 0xffffffu) == cookie >> 8) {
 		/* Clear first: a ring after this point posts a new signal. */
 		atomic_store(&h->sh->intr_posted, 0);
-		int n = db_consume(h);
+		int n = bp_db_consume(h);
 		if (n > 0 && s->cb && db_live(h)) /* destroy's wake-up is no ring */
 			s->cb(h, (unsigned)n, s->arg);
 	}
@@ -75,7 +75,7 @@ static void install_handler(void)
 		sig_installed_err = -errno;
 }
 
-int db_intr_post(struct bypass_doorbell *h)
+int bp_db_intr_post(struct bypass_doorbell *h)
 {
 	struct db_shared *sh = h->sh;
 	siginfo_t si;
@@ -104,7 +104,7 @@ int db_intr_post(struct bypass_doorbell *h)
 	return e == EAGAIN ? -EAGAIN : -EPERM;
 }
 
-void db_intr_unregister(struct bypass_doorbell *h)
+void bp_db_intr_unregister(struct bypass_doorbell *h)
 {
 	struct db_shared *sh = h->sh;
 	if (h->intr_slot < 0)
@@ -128,7 +128,7 @@ void db_intr_unregister(struct bypass_doorbell *h)
 	h->intr_slot = -1;
 }
 
-bool db_intr_busy(struct db_shared *sh)
+bool bp_db_intr_busy(struct db_shared *sh)
 {
 	uint32_t tid = atomic_load(&sh->intr_tid);
 	if (!tid)
@@ -150,7 +150,7 @@ static bool other_receiver(struct db_shared *sh)
 {
 	uint32_t cur = atomic_load(&sh->intr_tid);
 	return cur && (cur != (uint32_t)bp_tid() || atomic_load(&sh->intr_pid) != bp_pid()) &&
-	       db_intr_busy(sh);
+	       bp_db_intr_busy(sh);
 }
 
 int bypass_doorbell_set_handler(bypass_doorbell *h, bypass_doorbell_cb cb, void *arg)
@@ -164,7 +164,7 @@ int bypass_doorbell_set_handler(bypass_doorbell *h, bypass_doorbell_cb cb, void 
 			return 0;
 		if (other_receiver(sh))
 			return -EBUSY;
-		db_intr_unregister(h);
+		bp_db_intr_unregister(h);
 		return 0;
 	}
 	pthread_once(&sig_once, install_handler);
@@ -198,7 +198,7 @@ int bypass_doorbell_set_handler(bypass_doorbell *h, bypass_doorbell_cb cb, void 
 	atomic_store_explicit(&sh->intr_tid, (uint32_t)bp_tid(), memory_order_seq_cst);
 	/* Rings that came before we registered: deliver them now. */
 	if (db_pending(sh) && !atomic_exchange(&sh->intr_posted, 1))
-		return db_intr_post(h);
+		return bp_db_intr_post(h);
 	return 0;
 }
 

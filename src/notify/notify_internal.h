@@ -72,22 +72,22 @@ static inline bool db_pending(struct db_shared *sh)
 	       atomic_load_explicit(&sh->consumed, memory_order_seq_cst);
 }
 
-int db_consume(struct bypass_doorbell *h);
-int db_post_eventfd(struct bypass_doorbell *h);
-bool db_is_eventfd(int fd);
-void db_register(struct bypass_doorbell *h);
+int bp_db_consume(struct bypass_doorbell *h);
+int bp_db_post_eventfd(struct bypass_doorbell *h);
+bool bp_db_is_eventfd(int fd);
+void bp_db_register(struct bypass_doorbell *h);
 
 /* After fork(), the first call in the child registers the child. */
 static inline void db_check_fork(struct bypass_doorbell *h)
 {
 	if (bp_unlikely(h->reg_gen != bp_fork_gen_fast()))
-		db_register(h);
+		bp_db_register(h);
 }
-int db_intr_post(struct bypass_doorbell *h);
-void db_intr_unregister(struct bypass_doorbell *h);
+int bp_db_intr_post(struct bypass_doorbell *h);
+void bp_db_intr_unregister(struct bypass_doorbell *h);
 /* A live thread's handler consumes the rings (clears the registration of a
  * receiver thread that ended without unregistering). */
-bool db_intr_busy(struct db_shared *sh);
+bool bp_db_intr_busy(struct db_shared *sh);
 int bp_uintr_available(void);
 const char *bp_uintr_absent_reason(void);
 

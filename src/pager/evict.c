@@ -47,7 +47,7 @@ static struct region *ectx_region(struct bypass_pager *p, struct ectx *c, uint32
 	struct region *r = c->cache;
 	if (r && region_has_id(r, id))
 		return r;
-	r = tab_find_id(c->t, p, id);
+	r = bp_tab_find_id(c->t, p, id);
 	if (r)
 		c->cache = r;
 	return r;
@@ -93,30 +93,30 @@ static void lru_add_locked(struct bypass_pager *p, uint32_t id, bool active)
 	pg_set(pg, PW_LRU | (active ? PW_ACTIVE : 0));
 }
 
-void lru_add(struct bypass_pager *p, uint32_t id, bool active)
+void bp_lru_add(struct bypass_pager *p, uint32_t id, bool active)
 {
-	spin_lock(&p->lru_lock);
+	bp_spin_lock(&p->lru_lock);
 	lru_add_locked(p, id, active);
-	spin_unlock(&p->lru_lock);
+	bp_spin_unlock(&p->lru_lock);
 }
 
-void lru_add_refault(struct bypass_pager *p, uint32_t id, uint32_t dist)
+void bp_lru_add_refault(struct bypass_pager *p, uint32_t id, uint32_t dist)
 {
-	spin_lock(&p->lru_lock);
+	bp_spin_lock(&p->lru_lock);
 	lru_add_locked(p, id, dist <= p->lru[1].count);
-	spin_unlock(&p->lru_lock);
+	bp_spin_unlock(&p->lru_lock);
 }
 
-void lru_del(struct bypass_pager *p, uint32_t id)
+void bp_lru_del(struct bypass_pager *p, uint32_t id)
 {
-	spin_lock(&p->lru_lock);
+	bp_spin_lock(&p->lru_lock);
 	struct pg *pg = pg_of(p, id);
 	uint32_t w = atomic_load(&pg->w);
 	if (w & PW_LRU) {
 		list_unlink(p, &p->lru[!!(w & PW_ACTIVE)], id);
 		pg_clear(pg, PW_LRU | PW_ACTIVE);
 	}
-	spin_unlock(&p->lru_lock);
+	bp_spin_unlock(&p->lru_lock);
 }
 
 /*
@@ -127,7 +127,7 @@ void lru_del(struct bypass_pager *p, uint32_t id)
  */
 static uint32_t select_victims(struct bypass_pager *p, uint32_t want, uint32_t *out)
 {
-	spin_lock(&p->lru_lock);
+	bp_spin_lock(&p->lru_lock);
 	struct lru *in = &p->lru[0], *ac = &p->lru[1];
 	for (uint32_t moved = 0; ac->count > in->count && moved < 2 * want; moved++) {
 		uint32_t id = ac->tail;
@@ -147,14 +147,14 @@ static uint32_t select_victims(struct bypass_pager *p, uint32_t want, uint32_t *
 			list_push(p, ac, id);
 			continue;
 		}
-		if (!pg_trylock(pg)) {
+		if (!bp_pg_trylock(pg)) {
 			list_push(p, in, id);
 			continue;
 		}
 		pg_clear(pg, PW_LRU | PW_ACTIVE);
 		out[n++] = id;
 	}
-	spin_unlock(&p->lru_lock);
+	bp_spin_unlock(&p->lru_lock);
 	return n;
 }
 
@@ -192,7 +192,7 @@ static uint32_t slot_alloc(struct bypass_pager *p)
 	return PG_NONE;
 }
 
-void slot_free(struct bypass_pager *p, struct pg *pg)
+void bp_slot_free(struct bypass_pager *p, struct pg *pg)
 {
 	uint32_t s = pg->slot;
 	if (!s)
@@ -206,17 +206,17 @@ void slot_free(struct bypass_pager *p, struct pg *pg)
 
 /* ------------------------------------------------------------ the budget */
 
-void pager_progress(struct bypass_pager *p)
+void bp_pager_progress(struct bypass_pager *p)
 {
 	atomic_fetch_add(&p->progress, 1);
 	if (atomic_load(&p->waiters))
 		bp_futex_wake(&p->progress, INT_MAX, false);
 }
 
-void pager_unreserve(struct bypass_pager *p, uint32_t n)
+void bp_pager_unreserve(struct bypass_pager *p, uint32_t n)
 {
 	atomic_fetch_sub(&p->resident, n);
-	pager_progress(p);
+	bp_pager_progress(p);
 }
 
 static void sort_u32(uint32_t *a, uint32_t n)
@@ -289,8 +289,8 @@ static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *i
 			if (!range_ok && madvise(base + (size_t)j * PG_SIZE, PG_SIZE,
 						 MADV_DONTNEED) < 0) {
 				pg_set_state(pg, PS_RESIDENT);
-				pg_unlock(pg);
-				lru_add(p, ids[i], false);
+				bp_pg_unlock(pg);
+				bp_lru_add(p, ids[i], false);
 				continue;
 			}
 			uint32_t seq = atomic_fetch_add_explicit(&p->evict_seq, 1,
@@ -302,7 +302,7 @@ static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *i
 			} else {
 				pg_set_state(pg, PS_ZERO); /* read, never written: zeros */
 			}
-			pg_unlock(pg);
+			bp_pg_unlock(pg);
 			dropped++;
 		}
 	}
@@ -312,7 +312,7 @@ static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *i
 	stat_add(&p->st.evict, dropped);
 	if (clean)
 		stat_add(&p->st.evict_clean, dropped);
-	pager_progress(p);
+	bp_pager_progress(p);
 }
 
 /* ------------------------------------------------------------ write-back */
@@ -332,25 +332,25 @@ static uint32_t finish_wb(struct bypass_pager *p, struct ectx *c, struct wb *b, 
 	for (uint32_t i = 0; i < b->n; i++) {
 		uint32_t id = b->ids[i];
 		struct pg *pg = pg_of(p, id);
-		pg_lock(pg);
+		bp_pg_lock(pg);
 		atomic_fetch_sub(&p->writeback, 1);
 		uint32_t w = atomic_load(&pg->w);
 		pg_set_state(pg, PS_RESIDENT);
 		if (!ectx_region(p, c, id)) { /* being unmapped: it cleans up */
-			pg_unlock(pg);
+			bp_pg_unlock(pg);
 			continue;
 		}
 		if (!ok || (w & PW_REDIRTY)) {
-			slot_free(p, pg);
+			bp_slot_free(p, pg);
 			pg_clear(pg, PW_REDIRTY);
 			pg_set(pg, PW_DIRTY);
-			pg_unlock(pg);
-			lru_add(p, id, false);
+			bp_pg_unlock(pg);
+			bp_lru_add(p, id, false);
 			continue;
 		}
 		pg_clear(pg, PW_DIRTY); /* the slot holds it now */
 		if (w >> PW_PIN_SHIFT) {
-			pg_unlock(pg);
+			bp_pg_unlock(pg);
 			continue;
 		}
 		drop[ndrop++] = id;
@@ -433,15 +433,15 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 	uint32_t i = 0;
 	bool queued = false;
 	bool sync = atomic_load_explicit(&p->sync_wb, memory_order_relaxed) &&
-		    !pager_in_handler_thread();
+		    !bp_pager_in_handler_thread();
 	while (i < n) {
 		uint32_t s = slot_alloc(p);
 		if (s == PG_NONE) {
 			/* Cannot happen: regions never exceed the swap size. */
 			bp_err("bypass: pager: no free swap slot");
 			for (; i < n; i++) {
-				pg_unlock(pg_of(p, v[i]));
-				lru_add(p, v[i], false);
+				bp_pg_unlock(pg_of(p, v[i]));
+				bp_lru_add(p, v[i], false);
 			}
 			break;
 		}
@@ -471,7 +471,7 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 			struct pg *pg = pg_of(p, b->ids[k]);
 			pg_clear(pg, PW_REDIRTY);
 			pg_set_state(pg, PS_WRITEBACK);
-			pg_unlock(pg);
+			bp_pg_unlock(pg);
 		}
 		if (sync) {
 			p->wb_inflight++;
@@ -516,7 +516,7 @@ static uint32_t evict_round(struct bypass_pager *p, struct ectx *c, bool force)
 	for (uint32_t i = 0; i < n; i++) {
 		struct pg *pg = pg_of(p, v[i]);
 		if (!ectx_region(p, c, v[i])) { /* being unmapped */
-			pg_unlock(pg);
+			bp_pg_unlock(pg);
 			continue;
 		}
 		if (atomic_load(&pg->w) & PW_DIRTY)
@@ -534,12 +534,12 @@ static uint32_t evict_round(struct bypass_pager *p, struct ectx *c, bool force)
 		uint32_t j = i + 1;
 		while (j < ndirty && v[j] == v[j - 1] + 1 && ectx_region(p, c, v[j]) == r)
 			j++;
-		int e = uffd_wp(r->uffd, region_addr(r, v[i]), (size_t)(j - i) * PG_SIZE,
+		int e = bp_uffd_wp(r->uffd, region_addr(r, v[i]), (size_t)(j - i) * PG_SIZE,
 				true, false);
 		for (uint32_t k = i; k < j; k++) {
 			if (e) {
-				pg_unlock(pg_of(p, v[k]));
-				lru_add(p, v[k], false);
+				bp_pg_unlock(pg_of(p, v[k]));
+				bp_lru_add(p, v[k], false);
 			} else {
 				pg_set(pg_of(p, v[k]), PW_WP);
 				v[kept++] = v[k];
@@ -560,8 +560,8 @@ static uint32_t evict_round(struct bypass_pager *p, struct ectx *c, bool force)
  */
 static uint32_t evict_run(struct bypass_pager *p, bool need)
 {
-	unsigned idx = tab_enter();
-	struct ectx c = { tab_get(), NULL };
+	unsigned idx = bp_tab_enter();
+	struct ectx c = { bp_tab_get(), NULL };
 	uint32_t done = reap(p, &c, false);
 	for (int round = 0; round < 64; round++) {
 		uint32_t n = evict_round(p, &c, false);
@@ -581,17 +581,17 @@ static uint32_t evict_run(struct bypass_pager *p, bool need)
 		if (!got && !n && !p->wb_inflight)
 			break;
 	}
-	tab_leave(idx);
+	bp_tab_leave(idx);
 	return done;
 }
 
-void evict_drain(struct bypass_pager *p)
+void bp_evict_drain(struct bypass_pager *p)
 {
-	unsigned idx = tab_enter();
-	struct ectx c = { tab_get(), NULL };
+	unsigned idx = bp_tab_enter();
+	struct ectx c = { bp_tab_get(), NULL };
 	while (p->wb_inflight)
 		reap(p, &c, true);
-	tab_leave(idx);
+	bp_tab_leave(idx);
 }
 
 static void wait_progress(struct bypass_pager *p, uint32_t seen)
@@ -602,16 +602,16 @@ static void wait_progress(struct bypass_pager *p, uint32_t seen)
 	atomic_fetch_sub(&p->waiters, 1);
 }
 
-int pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
+int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 {
 	bool evicted = false;
 	uint64_t stuck = 0;
 	for (;;) {
 		uint32_t r = atomic_load(&p->resident);
 		if (r + n <= p->budget) {
-			if (must && r + n > p->high && !evicted && plock_trylock(&p->evict)) {
+			if (must && r + n > p->high && !evicted && bp_plock_trylock(&p->evict)) {
 				evict_run(p, false);
-				plock_unlock(&p->evict);
+				bp_plock_unlock(&p->evict);
 				evicted = true;
 				continue;
 			}
@@ -627,13 +627,13 @@ int pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 		if (!must)
 			return -EAGAIN;
 		uint32_t seen = atomic_load(&p->progress);
-		if (!plock_trylock(&p->evict)) {
+		if (!bp_plock_trylock(&p->evict)) {
 			wait_progress(p, seen);
 			continue;
 		}
 		uint32_t done = evict_run(p, true);
 		bool busy = p->wb_inflight != 0;
-		plock_unlock(&p->evict);
+		bp_plock_unlock(&p->evict);
 		/* Progress is pages freed, not write-backs started: a write
 		 * that fails keeps its page, which the next round picks again. */
 		if (atomic_load(&p->progress) != seen) {
@@ -662,7 +662,7 @@ int pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 
 /* ------------------------------------------------------------ setup */
 
-int evict_init(struct bypass_pager *p)
+int bp_evict_init(struct bypass_pager *p)
 {
 	p->lru[0].head = p->lru[0].tail = PG_NONE;
 	p->lru[1].head = p->lru[1].tail = PG_NONE;
@@ -691,7 +691,7 @@ int evict_init(struct bypass_pager *p)
 	return 0;
 }
 
-void evict_fini(struct bypass_pager *p)
+void bp_evict_fini(struct bypass_pager *p)
 {
 	if (p->ring_live)
 		io_uring_queue_exit(&p->ring);

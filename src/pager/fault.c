@@ -2,7 +2,7 @@
 /*
  * Serving page faults: in the faulting thread's SIGBUS handler (upcall
  * mode, through core's fault dispatcher) or in a handler thread reading the
- * userfaultfd (handler mode).  Both end in pager_serve().
+ * userfaultfd (handler mode).  Both end in bp_pager_serve().
  */
 #include "pager/pager_internal.h"
 
@@ -59,7 +59,7 @@ static int uffd_copy(int uffd, uintptr_t dst, const void *src, size_t len, bool 
 	}
 }
 
-int uffd_wp(int uffd, uintptr_t addr, size_t len, bool protect, bool wake)
+int bp_uffd_wp(int uffd, uintptr_t addr, size_t len, bool protect, bool wake)
 {
 	/* The kernel refuses WP together with DONTWAKE (protecting wakes
 	 * nobody anyway). */
@@ -138,13 +138,13 @@ static int pread_full(int fd, char *buf, size_t len, off_t off)
 static int resolve_wp(struct bypass_pager *p, struct region *r, struct pg *pg,
 		      uintptr_t pa)
 {
-	int e = uffd_wp(r->uffd, pa, PG_SIZE, false, false);
+	int e = bp_uffd_wp(r->uffd, pa, PG_SIZE, false, false);
 	if (e)
 		return e;
 	if (pg_state(atomic_load(&pg->w)) == PS_WRITEBACK)
 		pg_set(pg, PW_REDIRTY); /* its slot is freed when the write ends */
 	else
-		slot_free(p, pg);
+		bp_slot_free(p, pg);
 	pg_clear(pg, PW_WP);
 	pg_set(pg, PW_DIRTY | PW_REF);
 	return 0;
@@ -169,7 +169,7 @@ static int resolve_other(struct bypass_pager *p, struct region *r, struct pg *pg
 	if (pg_state(atomic_load(&pg->w)) == PS_WRITEBACK)
 		pg_set(pg, PW_REDIRTY);
 	else
-		slot_free(p, pg);
+		bp_slot_free(p, pg);
 	pg_clear(pg, PW_WP);
 	pg_set(pg, PW_DIRTY);
 	return 0;
@@ -178,19 +178,19 @@ static int resolve_other(struct bypass_pager *p, struct region *r, struct pg *pg
 static int fill_zero(struct bypass_pager *p, struct region *r, struct pg *pg,
 		     uint32_t id, uintptr_t pa, bool write)
 {
-	int e = pager_reserve(p, 1, true);
+	int e = bp_pager_reserve(p, 1, true);
 	if (e)
 		return e;
 	/* A page first read stays write-protected: clean, and dropped
 	 * without a write if it is never written. */
 	e = uffd_copy(r->uffd, pa, zero_page, PG_SIZE, !write, false);
 	if (e) {
-		pager_unreserve(p, 1);
+		bp_pager_unreserve(p, 1);
 		return e;
 	}
 	pg_set(pg, write ? PW_DIRTY : PW_WP);
 	pg_set_state(pg, PS_RESIDENT);
-	lru_add(p, id, false);
+	bp_lru_add(p, id, false);
 	stat_add(&p->st.zero, 1);
 	return 0;
 }
@@ -222,19 +222,19 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 	while (k < maxk) {
 		struct pg *q = pg_of(p, id + k);
 		uint32_t w = atomic_load_explicit(&q->w, memory_order_relaxed);
-		if (pg_state(w) != PS_SWAPPED || (w & PW_LOCK) || !pg_trylock(q))
+		if (pg_state(w) != PS_SWAPPED || (w & PW_LOCK) || !bp_pg_trylock(q))
 			break;
 		if (pg_state(atomic_load(&q->w)) != PS_SWAPPED || q->slot != slot1 + k) {
-			pg_unlock(q);
+			bp_pg_unlock(q);
 			break;
 		}
 		k++;
 	}
-	int e = pager_reserve(p, 1, true);
-	if (!e && k > 1 && pager_reserve(p, k - 1, false) != 0) {
+	int e = bp_pager_reserve(p, 1, true);
+	if (!e && k > 1 && bp_pager_reserve(p, k - 1, false) != 0) {
 		/* Readahead only where it needs no eviction. */
 		for (uint32_t j = 1; j < k; j++)
-			pg_unlock(pg_of(p, id + j));
+			bp_pg_unlock(pg_of(p, id + j));
 		k = 1;
 	}
 	if (e)
@@ -250,7 +250,7 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 	if (e) {
 		bp_err("bypass: pager: swap-in of %#lx (%u pages, slot %u): %s",
 		       (unsigned long)pa, k, slot1 - 1, strerror(-e));
-		pager_unreserve(p, k);
+		bp_pager_unreserve(p, k);
 		goto unlock;
 	}
 	*mapped = k;
@@ -264,20 +264,20 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 		struct pg *q = pg_of(p, id + j);
 		uint32_t shadow = q->prev;
 		if (write) {
-			slot_free(p, q);
+			bp_slot_free(p, q);
 			pg_set(q, PW_DIRTY);
 		} else {
 			pg_set(q, PW_WP);
 		}
 		pg_set_state(q, PS_RESIDENT);
 		if (j == 0)
-			lru_add_refault(p, id, seq - shadow);
+			bp_lru_add_refault(p, id, seq - shadow);
 		else
-			lru_add(p, id + j, false);
+			bp_lru_add(p, id + j, false);
 	}
 unlock:
 	for (uint32_t j = 1; j < k; j++)
-		pg_unlock(pg_of(p, id + j));
+		bp_pg_unlock(pg_of(p, id + j));
 	return e;
 }
 
@@ -286,7 +286,7 @@ static inline uint64_t rdtsc(void)
 	return bypass_rdtscp(NULL);
 }
 
-int pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
+int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 {
 	struct bypass_pager *p = r->pager;
 	uint64_t t0 = rdtsc();
@@ -296,7 +296,7 @@ int pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 	int e = 0;
 	uint32_t mapped = 1;
 
-	pg_lock(pg);
+	bp_pg_lock(pg);
 	uint32_t w = atomic_load(&pg->w);
 	switch (pg_state(w)) {
 	case PS_RESIDENT:
@@ -316,7 +316,7 @@ int pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 		e = swap_in(p, r, pg, id, pa, write, &mapped);
 		break;
 	}
-	pg_unlock(pg);
+	bp_pg_unlock(pg);
 	/* Handler mode: wake the faulting thread(s) only now, with the page
 	 * unlocked and counted. */
 	if (!e && handler)
@@ -349,27 +349,27 @@ static bool fault_is_write(void *uc)
 static int pager_hook(int sig, siginfo_t *si, void *uc)
 {
 	/* userfaultfd in SIGBUS mode raises BUS_ADRERR at the address. */
-	if (sig != SIGBUS || si->si_code != BUS_ADRERR || !tab_get())
+	if (sig != SIGBUS || si->si_code != BUS_ADRERR || !bp_tab_get())
 		return 0;
-	unsigned idx = tab_enter();
+	unsigned idx = bp_tab_enter();
 	uintptr_t a = (uintptr_t)si->si_addr;
-	struct region *r = tab_find(tab_get(), a);
+	struct region *r = bp_tab_find(bp_tab_get(), a);
 	int handled = 0;
 	/* After fork the table is the parent's: its userfaultfd would act
 	 * on the parent's memory.  The child has no regions (DONTFORK). */
 	if (r && !r->handler && r->gen == bp_fork_gen_fast()) {
-		int e = pager_serve(r, a, fault_is_write(uc), false);
+		int e = bp_pager_serve(r, a, fault_is_write(uc), false);
 		if (!e)
 			handled = 1;
 		else
 			bp_err("bypass: pager: cannot serve the fault at %#lx: %s",
 			       (unsigned long)a, strerror(-e));
 	}
-	tab_leave(idx);
+	bp_tab_leave(idx);
 	return handled;
 }
 
-int pager_hook_install(void)
+int bp_pager_hook_install(void)
 {
 	return bp_fault_hook_add(pager_hook);
 }
@@ -383,11 +383,11 @@ static void handle_msg(struct bypass_pager *p, const struct uffd_msg *m)
 	uintptr_t a = (uintptr_t)m->arg.pagefault.address;
 	bool write = m->arg.pagefault.flags &
 		     (UFFD_PAGEFAULT_FLAG_WRITE | UFFD_PAGEFAULT_FLAG_WP);
-	unsigned idx = tab_enter();
-	struct region *r = tab_find(tab_get(), a);
+	unsigned idx = bp_tab_enter();
+	struct region *r = bp_tab_find(bp_tab_get(), a);
 	uintptr_t pa = a & ~(uintptr_t)(PG_SIZE - 1);
 	if (r && r->pager == p && r->handler) {
-		int e = pager_serve(r, a, write, true);
+		int e = bp_pager_serve(r, a, write, true);
 		if (e) {
 			/* The thread cannot be given its data: make its
 			 * access fail (SIGBUS) rather than hang. */
@@ -400,12 +400,12 @@ static void handle_msg(struct bypass_pager *p, const struct uffd_msg *m)
 	} else {
 		uffd_wake(p->uffd_thread, pa, PG_SIZE);
 	}
-	tab_leave(idx);
+	bp_tab_leave(idx);
 }
 
 static __thread bool in_handler __attribute__((tls_model("initial-exec")));
 
-bool pager_in_handler_thread(void)
+bool bp_pager_in_handler_thread(void)
 {
 	return in_handler;
 }
@@ -436,7 +436,7 @@ static void *handler_main(void *arg)
 	return NULL;
 }
 
-int pager_thread_start(struct bypass_pager *p)
+int bp_pager_thread_start(struct bypass_pager *p)
 {
 	if (p->thread_live)
 		return 0;
@@ -457,14 +457,14 @@ int pager_thread_start(struct bypass_pager *p)
 	 */
 	atomic_store(&p->sync_wb, true);
 	if (p->ring_live) {
-		plock_lock(&p->evict);
-		evict_drain(p);
-		plock_unlock(&p->evict);
+		bp_plock_lock(&p->evict);
+		bp_evict_drain(p);
+		bp_plock_unlock(&p->evict);
 	}
 	return 0;
 }
 
-void pager_thread_stop(struct bypass_pager *p)
+void bp_pager_thread_stop(struct bypass_pager *p)
 {
 	if (!p->thread_live)
 		return;

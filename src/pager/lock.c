@@ -11,7 +11,7 @@
 
 #define SPINS 200
 
-void plock_lock(struct plock *l)
+void bp_plock_lock(struct plock *l)
 {
 	uint32_t c = 0;
 	if (atomic_compare_exchange_strong_explicit(&l->v, &c, 1, memory_order_acquire,
@@ -33,20 +33,20 @@ void plock_lock(struct plock *l)
 	}
 }
 
-bool plock_trylock(struct plock *l)
+bool bp_plock_trylock(struct plock *l)
 {
 	uint32_t c = 0;
 	return atomic_compare_exchange_strong_explicit(&l->v, &c, 1, memory_order_acquire,
 						       memory_order_relaxed);
 }
 
-void plock_unlock(struct plock *l)
+void bp_plock_unlock(struct plock *l)
 {
 	if (atomic_exchange_explicit(&l->v, 0, memory_order_release) == 2)
 		bp_futex_wake(&l->v, 1, false);
 }
 
-void spin_lock(struct spin *s)
+void bp_spin_lock(struct spin *s)
 {
 	for (unsigned i = 0;; i++) {
 		uint32_t z = 0;
@@ -61,12 +61,12 @@ void spin_lock(struct spin *s)
 	}
 }
 
-void spin_unlock(struct spin *s)
+void bp_spin_unlock(struct spin *s)
 {
 	atomic_store_explicit(&s->v, 0, memory_order_release);
 }
 
-bool pg_trylock(struct pg *pg)
+bool bp_pg_trylock(struct pg *pg)
 {
 	uint32_t w = atomic_load_explicit(&pg->w, memory_order_relaxed);
 	while (!(w & PW_LOCK)) {
@@ -78,10 +78,10 @@ bool pg_trylock(struct pg *pg)
 	return false;
 }
 
-void pg_lock(struct pg *pg)
+void bp_pg_lock(struct pg *pg)
 {
 	for (int i = 0; i < SPINS; i++) {
-		if (pg_trylock(pg))
+		if (bp_pg_trylock(pg))
 			return;
 		bp_cpu_relax();
 	}
@@ -104,7 +104,7 @@ void pg_lock(struct pg *pg)
 	}
 }
 
-void pg_unlock(struct pg *pg)
+void bp_pg_unlock(struct pg *pg)
 {
 	uint32_t w = atomic_fetch_and_explicit(&pg->w, ~(PW_LOCK | PW_WAIT),
 					       memory_order_release);

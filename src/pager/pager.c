@@ -80,8 +80,8 @@ static int id_reserve_extent(struct bypass_pager *p)
 static void pager_free(struct bypass_pager *p, bool child)
 {
 	if (!child)
-		pager_thread_stop(p);
-	evict_fini(p);
+		bp_pager_thread_stop(p);
+	bp_evict_fini(p);
 	if (p->uffd_sigbus >= 0)
 		close(p->uffd_sigbus);
 	if (p->uffd_thread >= 0)
@@ -116,12 +116,12 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	pthread_mutex_init(&p->lock, NULL);
 	bp_pid();
 	p->gen = bp_fork_gen();
-	int e = check_config(cfg, p);
+	int e = bp_check_config(cfg, p);
 	if (e)
 		goto fail;
 
 	uint64_t avail = 0;
-	e = uffd_features_available(&avail);
+	e = bp_uffd_features_available(&avail);
 	if (e) {
 		if (e == -ENOSYS)
 			bp_err("bypass: pager: this kernel has no userfaultfd");
@@ -147,19 +147,19 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 			bp_err("bypass: pager: userfaultfd: %s", strerror(-e));
 			goto fail;
 		}
-		e = uffd_setup(p->uffd_sigbus,
+		e = bp_uffd_setup(p->uffd_sigbus,
 			       UFFD_FEATURE_SIGBUS | UFFD_FEATURE_PAGEFAULT_FLAG_WP);
 		if (!e)
-			e = pager_hook_install();
+			e = bp_pager_hook_install();
 	} else {
-		e = open_thread_uffd(p);
+		e = bp_open_thread_uffd(p);
 		if (!e)
-			e = pager_thread_start(p);
+			e = bp_pager_thread_start(p);
 	}
 	if (e)
 		goto fail;
 
-	e = open_swap(p, cfg);
+	e = bp_open_swap(p, cfg);
 	if (e)
 		goto fail;
 
@@ -203,7 +203,7 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 		goto fail;
 	}
 
-	e = evict_init(p);
+	e = bp_evict_init(p);
 	if (e)
 		goto fail;
 	p->pidfd_owned = (int)syscall(SYS_pidfd_open, bp_pid(), 0);
@@ -262,12 +262,12 @@ int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr
 		goto out;
 	}
 	if (handler && p->uffd_thread < 0) {
-		e = open_thread_uffd(p);
+		e = bp_open_thread_uffd(p);
 		if (e)
 			goto out;
 	}
 	if (handler) {
-		e = pager_thread_start(p);
+		e = bp_pager_thread_start(p);
 		if (e)
 			goto out;
 	}
@@ -314,7 +314,7 @@ int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr
 	r->uffd = uffd;
 	r->handler = handler;
 	r->gen = p->gen;
-	e = tab_replace(NULL, 0, &r, 1);
+	e = bp_tab_replace(NULL, 0, &r, 1);
 	if (e)
 		goto out;
 	p->mapped += (uint32_t)np;
@@ -360,32 +360,32 @@ static int unmap_locked(struct bypass_pager *p, struct region *r, uintptr_t a, s
 		goto nomem;
 	if (a + len < r->end && !(piece[np++] = region_dup(r, a + len, r->end)))
 		goto nomem;
-	if (tab_replace(&r, 1, piece, np))
+	if (bp_tab_replace(&r, 1, piece, np))
 		goto nomem;
 
 	/* No fault handler can reach the hole now; finish the write-backs
 	 * in flight, then forget its pages. */
 	uint32_t hid = region_id(r, a), hn = (uint32_t)(len >> PG_SHIFT);
-	plock_lock(&p->evict);
-	evict_drain(p);
+	bp_plock_lock(&p->evict);
+	bp_evict_drain(p);
 	uint32_t res = 0, pins = 0;
 	for (uint32_t id = hid; id < hid + hn; id++) {
 		struct pg *pg = pg_of(p, id);
 		uint32_t w = atomic_load(&pg->w);
 		if (w & PW_LRU)
-			lru_del(p, id);
+			bp_lru_del(p, id);
 		unsigned st = pg_state(w);
 		if (st == PS_RESIDENT || st == PS_WRITEBACK)
 			res++;
 		pins += (w >> PW_PIN_SHIFT) != 0; /* p->pinned counts pages, not pins */
-		slot_free(p, pg);
+		bp_slot_free(p, pg);
 		atomic_store(&pg->w, 0);
 		pg->prev = pg->next = 0;
 	}
 	atomic_fetch_sub(&p->resident, res);
 	atomic_fetch_sub(&p->pinned, pins);
-	plock_unlock(&p->evict);
-	pager_progress(p);
+	bp_plock_unlock(&p->evict);
+	bp_pager_progress(p);
 	munmap((void *)a, len);
 	id_free(p, hid, hn);
 	p->mapped -= hn;
@@ -407,9 +407,9 @@ int bypass_pager_unmap(bypass_pager *p, void *addr, size_t length)
 		return -EINVAL;
 	pthread_mutex_lock(&p->lock);
 	/* p's regions change only under p->lock, which we hold. */
-	unsigned idx = tab_enter();
-	struct region *r = tab_find(tab_get(), a);
-	tab_leave(idx);
+	unsigned idx = bp_tab_enter();
+	struct region *r = bp_tab_find(bp_tab_get(), a);
+	bp_tab_leave(idx);
 	if (!r || r->pager != p || a + length > r->end) {
 		bp_err("bypass: pager: unmap of %p + %zu: not inside one region of this pager",
 		       addr, length);
@@ -438,13 +438,13 @@ int bypass_pager_destroy(bypass_pager *p)
 	}
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		unsigned idx = tab_enter();
-		struct regtab *t = tab_get();
+		unsigned idx = bp_tab_enter();
+		struct regtab *t = bp_tab_get();
 		struct region *r = NULL;
 		for (size_t i = 0; t && i < t->n && !r; i++)
 			if (t->r[i]->pager == p)
 				r = t->r[i];
-		tab_leave(idx);
+		bp_tab_leave(idx);
 		if (!r)
 			break;
 		if (id_reserve_extent(p) || unmap_locked(p, r, r->start, r->end - r->start)) {
@@ -464,41 +464,41 @@ static int pin_page(struct bypass_pager *p, struct region *r, uintptr_t a, bool 
 	uint32_t id = region_id(r, a);
 	struct pg *pg = pg_of(p, id);
 	for (;;) {
-		pg_lock(pg);
+		bp_pg_lock(pg);
 		uint32_t w = atomic_load(&pg->w);
 		unsigned st = pg_state(w);
 		if (st == PS_RESIDENT || st == PS_WRITEBACK) {
 			if (write && (w & PW_WP)) {
-				pg_unlock(pg);
-				int e = pager_serve(r, a, true, r->handler);
+				bp_pg_unlock(pg);
+				int e = bp_pager_serve(r, a, true, r->handler);
 				if (e)
 					return e;
 				continue;
 			}
 			uint32_t pins = w >> PW_PIN_SHIFT;
 			if (pins == PW_PIN_MAX) {
-				pg_unlock(pg);
+				bp_pg_unlock(pg);
 				return -ENOMEM;
 			}
 			if (!pins) {
 				uint32_t n = atomic_load(&p->pinned);
 				do {
 					if (n + 1 > p->budget / 2) {
-						pg_unlock(pg);
+						bp_pg_unlock(pg);
 						bp_err("bypass: pager: pinning more than half the "
 						       "budget (%u pages)", p->budget / 2);
 						return -ENOMEM;
 					}
 				} while (!atomic_compare_exchange_weak(&p->pinned, &n, n + 1));
-				lru_del(p, id);
+				bp_lru_del(p, id);
 			}
 			atomic_fetch_add(&pg->w, PW_PIN_ONE);
 			pg_set(pg, PW_REF);
-			pg_unlock(pg);
+			bp_pg_unlock(pg);
 			return 0;
 		}
-		pg_unlock(pg);
-		int e = pager_serve(r, a, write, r->handler);
+		bp_pg_unlock(pg);
+		int e = bp_pager_serve(r, a, write, r->handler);
 		if (e)
 			return e == -ENOMEM ? e : -EIO;
 	}
@@ -508,17 +508,17 @@ static void unpin_page(struct bypass_pager *p, struct region *r, uintptr_t a)
 {
 	uint32_t id = region_id(r, a);
 	struct pg *pg = pg_of(p, id);
-	pg_lock(pg);
+	bp_pg_lock(pg);
 	uint32_t w = atomic_load(&pg->w);
 	if (w >> PW_PIN_SHIFT) {
 		w = atomic_fetch_sub(&pg->w, PW_PIN_ONE) - PW_PIN_ONE;
 		if (!(w >> PW_PIN_SHIFT)) {
 			atomic_fetch_sub(&p->pinned, 1);
 			if (pg_state(w) == PS_RESIDENT)
-				lru_add(p, id, false);
+				bp_lru_add(p, id, false);
 		}
 	}
-	pg_unlock(pg);
+	bp_pg_unlock(pg);
 }
 
 /* Check that [start, end) lies in regions of p; 0 or -EINVAL. */
@@ -526,7 +526,7 @@ static int range_check(struct bypass_pager *p, struct regtab *t, uintptr_t start
 		       uintptr_t end)
 {
 	for (uintptr_t a = start; a < end;) {
-		struct region *r = tab_find(t, a);
+		struct region *r = bp_tab_find(t, a);
 		if (!r || r->pager != p)
 			return -EINVAL;
 		a = r->end;
@@ -556,16 +556,16 @@ int bypass_pager_pin(bypass_pager *p, void *addr, size_t length, unsigned flags)
 	int e = page_range(p, addr, length, &start, &end);
 	if (e)
 		return e < 0 ? e : 0;
-	unsigned idx = tab_enter();
-	struct regtab *t = tab_get();
+	unsigned idx = bp_tab_enter();
+	struct regtab *t = bp_tab_get();
 	e = range_check(p, t, start, end);
 	for (uintptr_t a = start; !e && a < end; a += PG_SIZE) {
-		e = pin_page(p, tab_find(t, a), a, flags & BYPASS_PAGER_PIN_WRITE);
+		e = pin_page(p, bp_tab_find(t, a), a, flags & BYPASS_PAGER_PIN_WRITE);
 		if (e) /* undo: nothing stays pinned */
 			for (uintptr_t b = start; b < a; b += PG_SIZE)
-				unpin_page(p, tab_find(t, b), b);
+				unpin_page(p, bp_tab_find(t, b), b);
 	}
-	tab_leave(idx);
+	bp_tab_leave(idx);
 	return e;
 }
 
@@ -575,17 +575,17 @@ int bypass_pager_unpin(bypass_pager *p, void *addr, size_t length)
 	int e = page_range(p, addr, length, &start, &end);
 	if (e)
 		return e < 0 ? e : 0;
-	unsigned idx = tab_enter();
-	struct regtab *t = tab_get();
+	unsigned idx = bp_tab_enter();
+	struct regtab *t = bp_tab_get();
 	e = range_check(p, t, start, end);
 	for (uintptr_t a = start; !e && a < end; a += PG_SIZE) {
-		struct region *r = tab_find(t, a);
+		struct region *r = bp_tab_find(t, a);
 		if (!(atomic_load(&pg_of(p, region_id(r, a))->w) >> PW_PIN_SHIFT))
 			e = -EINVAL;
 	}
 	for (uintptr_t a = start; !e && a < end; a += PG_SIZE)
-		unpin_page(p, tab_find(t, a), a);
-	tab_leave(idx);
+		unpin_page(p, bp_tab_find(t, a), a);
+	bp_tab_leave(idx);
 	return e;
 }
 

@@ -78,20 +78,20 @@ static inline unsigned pg_state(uint32_t w)
 struct plock {
 	_Atomic uint32_t v;
 };
-void plock_lock(struct plock *l);
-bool plock_trylock(struct plock *l);
-void plock_unlock(struct plock *l);
+void bp_plock_lock(struct plock *l);
+bool bp_plock_trylock(struct plock *l);
+void bp_plock_unlock(struct plock *l);
 
 /* A spinlock for short sections that never sleep or fault. */
 struct spin {
 	_Atomic uint32_t v;
 };
-void spin_lock(struct spin *s);
-void spin_unlock(struct spin *s);
+void bp_spin_lock(struct spin *s);
+void bp_spin_unlock(struct spin *s);
 
-void pg_lock(struct pg *pg);
-bool pg_trylock(struct pg *pg);
-void pg_unlock(struct pg *pg);
+void bp_pg_lock(struct pg *pg);
+bool bp_pg_trylock(struct pg *pg);
+void bp_pg_unlock(struct pg *pg);
 /* Set/clear flag bits of a page (any thread). */
 static inline void pg_set(struct pg *pg, uint32_t bits)
 {
@@ -135,17 +135,17 @@ struct regtab {
  * table, and may use every region in it until they leave.  Writers publish
  * a new table and wait until every reader of the old one has left.
  */
-unsigned tab_enter(void);
-void tab_leave(unsigned idx);
-struct regtab *tab_get(void);
-struct region *tab_find(struct regtab *t, uintptr_t addr);
+unsigned bp_tab_enter(void);
+void bp_tab_leave(unsigned idx);
+struct regtab *bp_tab_get(void);
+struct region *bp_tab_find(struct regtab *t, uintptr_t addr);
 /* The region of pager p holding page id, or NULL. */
-struct region *tab_find_id(struct regtab *t, struct bypass_pager *p, uint32_t id);
+struct region *bp_tab_find_id(struct regtab *t, struct bypass_pager *p, uint32_t id);
 /*
  * Replace the regions in `old` (nold of them, may be 0) by `add` (nadd) in
  * the table, then wait for readers of the old table.  Returns -ENOMEM.
  */
-int tab_replace(struct region **old, size_t nold, struct region **add, size_t nadd);
+int bp_tab_replace(struct region **old, size_t nold, struct region **add, size_t nadd);
 
 /* ------------------------------------------------------------ the pager */
 
@@ -264,48 +264,48 @@ static inline bool region_has_id(const struct region *r, uint32_t id)
  * write.  handler: called from the handler thread (wake the faulting
  * thread).  Returns 0 or -errno (the fault cannot be served).
  */
-int pager_serve(struct region *r, uintptr_t addr, bool write, bool handler);
-int pager_hook_install(void);
-int pager_thread_start(struct bypass_pager *p);
+int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler);
+int bp_pager_hook_install(void);
+int bp_pager_thread_start(struct bypass_pager *p);
 /* The calling thread is a pager's handler thread. */
-bool pager_in_handler_thread(void);
-void pager_thread_stop(struct bypass_pager *p);
+bool bp_pager_in_handler_thread(void);
+void bp_pager_thread_stop(struct bypass_pager *p);
 /* UFFDIO_WRITEPROTECT; 0 or -errno */
-int uffd_wp(int uffd, uintptr_t addr, size_t len, bool protect, bool wake);
+int bp_uffd_wp(int uffd, uintptr_t addr, size_t len, bool protect, bool wake);
 
 /* ---------------------------------------------------------------- setup.c */
 
 /* The userfaultfd features this kernel offers. */
-int uffd_features_available(uint64_t *out);
+int bp_uffd_features_available(uint64_t *out);
 /* UFFDIO_API on fd with these features; -EOPNOTSUPP if refused. */
-int uffd_setup(int fd, uint64_t features);
+int bp_uffd_setup(int fd, uint64_t features);
 /* The handler thread's userfaultfd (kernel faults too), or -EPERM. */
-int open_thread_uffd(struct bypass_pager *p);
+int bp_open_thread_uffd(struct bypass_pager *p);
 /* Open and size the swap file; sets swap_fd, direct, swap_pages. */
-int open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg);
+int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg);
 /* Check cfg and set budget, watermarks, batch, readahead and mode. */
-int check_config(const struct bypass_pager_config *cfg, struct bypass_pager *p);
+int bp_check_config(const struct bypass_pager_config *cfg, struct bypass_pager *p);
 
 /* ---------------------------------------------------------------- evict.c */
 
 /* Reserve n pages of the budget, evicting if needed (may sleep).  With
  * must = false, only succeeds if no eviction is needed. */
-int pager_reserve(struct bypass_pager *p, uint32_t n, bool must);
-void pager_unreserve(struct bypass_pager *p, uint32_t n);
+int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must);
+void bp_pager_unreserve(struct bypass_pager *p, uint32_t n);
 /* Put a page that just became resident on a list (active or inactive). */
-void lru_add(struct bypass_pager *p, uint32_t id, bool active);
+void bp_lru_add(struct bypass_pager *p, uint32_t id, bool active);
 /* The same for a page read back from swap: active if it comes back sooner
  * than the active list would have kept it (Linux's workingset rule);
  * dist = pages evicted since it was. */
-void lru_add_refault(struct bypass_pager *p, uint32_t id, uint32_t dist);
-void lru_del(struct bypass_pager *p, uint32_t id);
+void bp_lru_add_refault(struct bypass_pager *p, uint32_t id, uint32_t dist);
+void bp_lru_del(struct bypass_pager *p, uint32_t id);
 /* Free a page's swap slot (page lock held). */
-void slot_free(struct bypass_pager *p, struct pg *pg);
+void bp_slot_free(struct bypass_pager *p, struct pg *pg);
 /* Wait for every write-back in flight and finish it (evict lock held). */
-void evict_drain(struct bypass_pager *p);
-int evict_init(struct bypass_pager *p);
-void evict_fini(struct bypass_pager *p);
-void pager_progress(struct bypass_pager *p);
+void bp_evict_drain(struct bypass_pager *p);
+int bp_evict_init(struct bypass_pager *p);
+void bp_evict_fini(struct bypass_pager *p);
+void bp_pager_progress(struct bypass_pager *p);
 
 /* ---------------------------------------------------------------- stats */
 

@@ -23,7 +23,7 @@
 
 /* ------------------------------------------------------------ userfaultfd */
 
-int uffd_features_available(uint64_t *out)
+int bp_uffd_features_available(uint64_t *out)
 {
 	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
 	if (fd < 0)
@@ -57,7 +57,7 @@ static int uffd_open_kernel(void)
 	return -EPERM;
 }
 
-int uffd_setup(int fd, uint64_t features)
+int bp_uffd_setup(int fd, uint64_t features)
 {
 	struct uffdio_api a = { .api = UFFD_API, .features = features };
 	if (ioctl(fd, UFFDIO_API, &a) < 0) {
@@ -69,12 +69,12 @@ int uffd_setup(int fd, uint64_t features)
 	return 0;
 }
 
-int open_thread_uffd(struct bypass_pager *p)
+int bp_open_thread_uffd(struct bypass_pager *p)
 {
 	int fd = uffd_open_kernel();
 	if (fd < 0)
 		return fd;
-	int e = uffd_setup(fd, UFFD_FEATURE_PAGEFAULT_FLAG_WP |
+	int e = bp_uffd_setup(fd, UFFD_FEATURE_PAGEFAULT_FLAG_WP |
 				       (p->uffd_avail & UFFD_FEATURE_POISON));
 	if (e) {
 		close(fd);
@@ -96,7 +96,7 @@ int open_thread_uffd(struct bypass_pager *p)
 
 /* ------------------------------------------------------------ swap file */
 
-int open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
+int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
 {
 	const char *path = cfg->swap_path;
 	int base = O_RDWR | O_CLOEXEC;
@@ -183,7 +183,7 @@ int open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
 	return 0;
 }
 
-int check_config(const struct bypass_pager_config *cfg, struct bypass_pager *p)
+int bp_check_config(const struct bypass_pager_config *cfg, struct bypass_pager *p)
 {
 	if (!cfg->swap_path || (cfg->mode != BYPASS_PAGER_UPCALL &&
 				cfg->mode != BYPASS_PAGER_HANDLER) ||

@@ -62,24 +62,24 @@ static void tab_init(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-unsigned tab_enter(void)
+unsigned bp_tab_enter(void)
 {
 	unsigned idx = atomic_load(&g_phase) & 1;
 	atomic_fetch_add(&g_readers[idx].n, 1);
 	return idx;
 }
 
-void tab_leave(unsigned idx)
+void bp_tab_leave(unsigned idx)
 {
 	atomic_fetch_sub(&g_readers[idx].n, 1);
 }
 
-struct regtab *tab_get(void)
+struct regtab *bp_tab_get(void)
 {
 	return atomic_load(&g_tab);
 }
 
-struct region *tab_find(struct regtab *t, uintptr_t addr)
+struct region *bp_tab_find(struct regtab *t, uintptr_t addr)
 {
 	if (!t)
 		return NULL;
@@ -97,7 +97,7 @@ struct region *tab_find(struct regtab *t, uintptr_t addr)
 	return NULL;
 }
 
-struct region *tab_find_id(struct regtab *t, struct bypass_pager *p, uint32_t id)
+struct region *bp_tab_find_id(struct regtab *t, struct bypass_pager *p, uint32_t id)
 {
 	if (!t)
 		return NULL;
@@ -131,7 +131,7 @@ static int cmp_region(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-int tab_replace(struct region **old, size_t nold, struct region **add, size_t nadd)
+int bp_tab_replace(struct region **old, size_t nold, struct region **add, size_t nadd)
 {
 	pthread_once(&g_once, tab_init);
 	pthread_mutex_lock(&g_lock);

@@ -2,7 +2,7 @@
 /*
  * threads: the engine under several threads, without the preload (so that
  * ThreadSanitizer can watch it): each thread runs segments of the preload's
- * path (bt_segment_begin, bt_tx_data, bt_segment_end) and of the explicit
+ * path (bp_bt_segment_begin, bp_bt_tx_data, bp_bt_segment_end) and of the explicit
  * API on its own sockets, and all of them also write tagged records to one
  * shared socket whose small buffer a slow reader drains: its queued and
  * in-flight work moves between threads (cancelled, requeued, adopted).
@@ -49,18 +49,18 @@ static void *writer(void *arg)
 	for (int r = 0; r < rounds; r++) {
 		struct rec rc;
 		/* The preload's path: a segment with writes to two sockets. */
-		bt_segment_begin();
+		bp_bt_segment_begin();
 		for (int k = 0; k < PER_SEG; k++) {
 			make_rec(&rc, w, (uint32_t)(r * PER_SEG + k));
 			struct iovec v = { &rc, sizeof(rc) };
-			if (bt_tx_data(shared[0], &v, 1, 0, NULL) != (long)sizeof(rc))
+			if (bp_bt_tx_data(shared[0], &v, 1, 0, NULL) != (long)sizeof(rc))
 				return (void *)2;
 		}
 		char b = (char)r;
 		struct iovec v2 = { &b, 1 };
-		if (bt_tx_data(own[0], &v2, 1, 0, NULL) != 1)
+		if (bp_bt_tx_data(own[0], &v2, 1, 0, NULL) != 1)
 			return (void *)3;
-		bt_segment_end();
+		bp_bt_segment_end();
 		char got;
 		if (read(own[1], &got, 1) != 1 || got != b)
 			return (void *)4;
@@ -76,8 +76,8 @@ static void *writer(void *arg)
 		}
 	}
 	/* Leave nothing queued behind. */
-	bt_segment_begin();
-	bt_segment_end();
+	bp_bt_segment_begin();
+	bp_bt_segment_end();
 	close(own[0]);
 	close(own[1]);
 	return NULL;
