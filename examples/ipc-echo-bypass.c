@@ -2,7 +2,7 @@
 /*
  * ipc-echo-bypass: the epoll echo server of ipc-echo-unix.c converted to
  * bypass: the listening socket becomes a service, accepted connections are
- * registered with bypass_epoll_ctl, the loop calls bypass_epoll_wait, and
+ * registered with bypass_ipc_epoll_ctl, the loop calls bypass_ipc_epoll_wait, and
  * messages are read in place and echoed with one copy.  The loop makes no
  * system call while clients keep it busy.
  *
@@ -40,9 +40,9 @@ int main(int argc, char **argv)
 	int done = 0;
 	while (done < clients) {
 		struct epoll_event events[16];
-		int k = bypass_epoll_wait(epfd, events, 16, -1);
+		int k = bypass_ipc_epoll_wait(epfd, events, 16, BYPASS_FOREVER);
 		if (k < 0 && k != -EINTR) {
-			fprintf(stderr, "bypass_epoll_wait: %s\n", strerror(-k));
+			fprintf(stderr, "bypass_ipc_epoll_wait: %s\n", strerror(-k));
 			return 1;
 		}
 		for (int i = 0; i < k; i++) {
@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 				if (bypass_ipc_accept(svc, &c, 0) < 0)
 					continue;
 				struct epoll_event cev = { .events = EPOLLIN, .data.ptr = c };
-				bypass_epoll_ctl(epfd, EPOLL_CTL_ADD, c, &cev);
+				bypass_ipc_epoll_ctl(epfd, EPOLL_CTL_ADD, c, &cev);
 				continue;
 			}
 			bypass_ipc_conn *c = events[i].data.ptr;

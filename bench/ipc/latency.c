@@ -10,7 +10,7 @@
  *                   waiting.  Unix socket + blocking epoll_wait (RPAL's
  *                   baseline), Unix socket busy-polling, pipe, bypass in
  *                   adaptive / sleeping / polling modes and through
- *                   bypass_epoll_wait, iceoryx2 (when cargo can build it), and
+ *                   bypass_ipc_epoll_wait, iceoryx2 (when cargo can build it), and
  *                   the cache-line one-way limit (half the round trip).
  *   ipc.call        round trips: bypass_ipc_call vs request/response over a
  *                   Unix socket.
@@ -130,7 +130,7 @@ static const struct {
 	{ "bypass adaptive", BENCH_BYPASS, "spin 20 us, then futex" },
 	{ "bypass sleeping", BENCH_BYPASS, "futex at once" },
 	{ "bypass polling", BENCH_BYPASS, "spins, never sleeps" },
-	{ "bypass_epoll_wait adaptive", BENCH_BYPASS, "RPAL's usage: the server's epoll loop" },
+	{ "bypass_ipc_epoll_wait adaptive", BENCH_BYPASS, "RPAL's usage: the server's epoll loop" },
 };
 
 static int ow_mode(enum ow_kind k)
@@ -219,14 +219,14 @@ static void ow_bypass_server(bypass_ipc_conn *conn, enum ow_kind k, uint64_t *ou
 	if (k == OW_BYPASS_EPOLL) {
 		ep = epoll_create1(0);
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = conn };
-		if (bypass_epoll_ctl(ep, EPOLL_CTL_ADD, conn, &ev))
+		if (bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, conn, &ev))
 			_exit(1);
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct bypass_ipc_msg m;
 		if (ep >= 0) {
 			struct epoll_event ev;
-			while (bypass_epoll_wait(ep, &ev, 1, -1) != 1)
+			while (bypass_ipc_epoll_wait(ep, &ev, 1, BYPASS_FOREVER) != 1)
 				;
 			if (bypass_ipc_recv(conn, &m, 0))
 				_exit(1);

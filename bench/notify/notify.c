@@ -45,11 +45,11 @@ static void ring_costs(struct bench_ctx *c)
 	bench_begin(c, "notify.ring", "cost of one notification when the receiver is not asleep",
 		    "the null system call");
 	bypass_doorbell *db, *armed;
-	if (bypass_doorbell_create(NULL, &db) || bypass_doorbell_create(NULL, &armed)) {
+	if (bypass_notify_create(NULL, &db) || bypass_notify_create(NULL, &armed)) {
 		bench_skip(c, "notify.ring", "cannot create doorbells");
 		return;
 	}
-	bypass_doorbell_arm(armed);
+	bypass_notify_arm(armed);
 	int efd = eventfd(0, EFD_NONBLOCK);
 	uint64_t *s[N];
 	for (int k = 0; k < N; k++)
@@ -61,8 +61,8 @@ static void ring_costs(struct bench_ctx *c)
 				for (int i = 0; i < BATCH; i++) {
 					switch (k) {
 					case K_NULL: syscall(SYS_getppid); break;
-					case K_DB: bypass_doorbell_ring(db); break;
-					case K_ARMED: bypass_doorbell_ring(armed); break;
+					case K_DB: bypass_notify_ring(db); break;
+					case K_ARMED: bypass_notify_ring(armed); break;
 					case K_EFD: {
 						uint64_t one = 1;
 						if (write(efd, &one, 8) != 8) {
@@ -79,7 +79,7 @@ static void ring_costs(struct bench_ctx *c)
 				}
 				s[k][(size_t)r * per + b] = (bypass_rdtscp(NULL) - t0 + BATCH / 2) / BATCH;
 				if (k == K_DB)
-					bypass_doorbell_try(db);
+					bypass_notify_try(db);
 			}
 	struct bench_summary sum[N];
 	for (int k = 0; k < N; k++)
@@ -98,8 +98,8 @@ static void ring_costs(struct bench_ctx *c)
 	for (int k = 0; k < N; k++)
 		free(s[k]);
 	close(efd);
-	bypass_doorbell_destroy(db);
-	bypass_doorbell_destroy(armed);
+	bypass_notify_destroy(db);
+	bypass_notify_destroy(armed);
 }
 
 int bench_notify(struct bench_ctx *c)

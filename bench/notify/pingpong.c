@@ -350,10 +350,10 @@ static void sigbusy_teardown(struct pp *p)
 
 static int db_setup_opts(struct pp *p, int mode, unsigned flags)
 {
-	struct bypass_doorbell_opts o = { .mode = mode, .flags = flags };
-	int r = bypass_doorbell_create(&o, &p->db_ping);
+	struct bypass_notify_opts o = { .mode = mode, .flags = flags };
+	int r = bypass_notify_create(&o, &p->db_ping);
 	if (!r)
-		r = bypass_doorbell_create(&o, &p->db_pong);
+		r = bypass_notify_create(&o, &p->db_pong);
 	return r;
 }
 static int db_adaptive_setup(struct pp *p)
@@ -370,31 +370,31 @@ static int db_spin_setup(struct pp *p)
 }
 static int db_efd_setup(struct pp *p)
 {
-	return db_setup_opts(p, BYPASS_WAIT_SLEEP, BYPASS_DOORBELL_EVENTFD);
+	return db_setup_opts(p, BYPASS_WAIT_SLEEP, BYPASS_NOTIFY_EVENTFD);
 }
 static void db_teardown(struct pp *p)
 {
 	if (p->db_ping)
-		bypass_doorbell_destroy(p->db_ping);
+		bypass_notify_destroy(p->db_ping);
 	if (p->db_pong)
-		bypass_doorbell_destroy(p->db_pong);
+		bypass_notify_destroy(p->db_pong);
 	p->db_ping = p->db_pong = NULL;
 }
 static void db_child(struct pp *p)
 {
 	for (uint64_t i = 0; i < p->n; i++) {
-		if (bypass_doorbell_wait(p->db_ping, BYPASS_FOREVER) < 1)
+		if (bypass_notify_wait(p->db_ping, BYPASS_FOREVER) < 1)
 			die("doorbell wait");
-		bypass_doorbell_ring(p->db_pong);
+		bypass_notify_ring(p->db_pong);
 	}
 }
 static void db_ping(struct pp *p)
 {
-	bypass_doorbell_ring(p->db_ping);
+	bypass_notify_ring(p->db_ping);
 }
 static void db_pong(struct pp *p)
 {
-	if (bypass_doorbell_wait(p->db_pong, BYPASS_FOREVER) < 1)
+	if (bypass_notify_wait(p->db_pong, BYPASS_FOREVER) < 1)
 		die("doorbell wait");
 }
 
@@ -405,15 +405,15 @@ static void db_epoll_wait(bypass_doorbell *db)
 	if (ep_fd < 0) {
 		ep_fd = epoll_create1(EPOLL_CLOEXEC);
 		struct epoll_event ev = { .events = EPOLLIN };
-		epoll_ctl(ep_fd, EPOLL_CTL_ADD, bypass_doorbell_fd(db), &ev);
+		epoll_ctl(ep_fd, EPOLL_CTL_ADD, bypass_notify_fd(db), &ev);
 	}
 	for (;;) {
-		if (bypass_doorbell_arm(db) == 0) {
+		if (bypass_notify_arm(db) == 0) {
 			struct epoll_event ev;
 			if (epoll_wait(ep_fd, &ev, 1, -1) < 0 && errno != EINTR)
 				die("epoll_wait");
 		}
-		if (bypass_doorbell_try(db) > 0)
+		if (bypass_notify_try(db) > 0)
 			return;
 	}
 }
@@ -421,7 +421,7 @@ static void db_efd_child(struct pp *p)
 {
 	for (uint64_t i = 0; i < p->n; i++) {
 		db_epoll_wait(p->db_ping);
-		bypass_doorbell_ring(p->db_pong);
+		bypass_notify_ring(p->db_pong);
 	}
 }
 static void db_efd_pong(struct pp *p)
@@ -443,7 +443,7 @@ static void intr_child_cb(bypass_doorbell *db, unsigned n, void *arg)
 	(void)db;
 	(void)n;
 	struct pp *p = arg;
-	bypass_doorbell_ring(p->db_pong);
+	bypass_notify_ring(p->db_pong);
 }
 static void intr_parent_cb(bypass_doorbell *db, unsigned n, void *arg)
 {
@@ -455,18 +455,18 @@ static void intr_parent_cb(bypass_doorbell *db, unsigned n, void *arg)
 static volatile uint64_t busy_work;
 static void intr_child(struct pp *p)
 {
-	if (bypass_doorbell_set_handler(p->db_ping, intr_child_cb, p))
+	if (bypass_notify_set_handler(p->db_ping, intr_child_cb, p))
 		die("set_handler");
 	atomic_store(&p->ready, 1);
 	/* Other code: a compute loop that never looks at the doorbell. */
 	while (!atomic_load_explicit(&p->stop, memory_order_relaxed))
 		busy_work++;
-	bypass_doorbell_set_handler(p->db_ping, NULL, NULL);
+	bypass_notify_set_handler(p->db_ping, NULL, NULL);
 }
 static void intr_after_fork(struct pp *p)
 {
 	intr_pp = p;
-	if (bypass_doorbell_set_handler(p->db_pong, intr_parent_cb, p))
+	if (bypass_notify_set_handler(p->db_pong, intr_parent_cb, p))
 		die("set_handler");
 	while (!atomic_load(&p->ready))
 		__builtin_ia32_pause();
@@ -480,7 +480,7 @@ static void intr_pong(struct pp *p)
 }
 static void intr_teardown(struct pp *p)
 {
-	bypass_doorbell_set_handler(p->db_pong, NULL, NULL);
+	bypass_notify_set_handler(p->db_pong, NULL, NULL);
 	db_teardown(p);
 }
 

@@ -23,6 +23,29 @@ extern "C" {
 #define BYPASS_VERSION_MAJOR 0
 #define BYPASS_VERSION_MINOR 1
 
+/* --------------------------------------------------------------- timeouts */
+
+/*
+ * Every bypass call that can wait takes int64_t timeout_ns: nanoseconds,
+ * 0 = do not wait, BYPASS_FOREVER = no limit (any other negative value is
+ * -EINVAL).  BYPASS_US, BYPASS_MS and BYPASS_SEC scale a count:
+ * 20 * BYPASS_MS.
+ */
+#define BYPASS_FOREVER ((int64_t)-1)
+#define BYPASS_US ((int64_t)1000)
+#define BYPASS_MS ((int64_t)1000000)
+#define BYPASS_SEC ((int64_t)1000000000)
+
+/*
+ * How a receiver waits (notify's doorbells, ipc's connections): the shared
+ * spin-then-sleep policy of the library.
+ */
+enum bypass_wait_mode {
+	BYPASS_WAIT_ADAPTIVE = 0, /* spin up to spin_ns, then sleep (default) */
+	BYPASS_WAIT_SLEEP = 1,    /* sleep at once */
+	BYPASS_WAIT_SPIN = 2,     /* never sleep: lowest latency, burns a CPU */
+};
+
 /* ------------------------------------------------------------------ clock */
 
 /*
@@ -80,16 +103,16 @@ BYPASS_API int bypass_arena_create(const struct bypass_arena_opts *opts,
 				   bypass_arena **out);
 
 /*
- * bypass_arena_attach - map an arena received as a descriptor (from
+ * bypass_arena_open - map an arena received as a descriptor (from
  * bypass_arena_fd() in another process) at the creator's address.  The fd is
  * duplicated; the caller keeps its own.  Returns -EEXIST when that range is
  * already taken in this process (logged with the address), -EINVAL when fd is
  * not a bypass arena.
  */
-BYPASS_API int bypass_arena_attach(int fd, bypass_arena **out);
+BYPASS_API int bypass_arena_open(int fd, bypass_arena **out);
 
-/* bypass_arena_detach - unmap the arena and close its descriptor. */
-BYPASS_API int bypass_arena_detach(bypass_arena *arena);
+/* bypass_arena_close - unmap the arena and close its descriptor. */
+BYPASS_API int bypass_arena_close(bypass_arena *arena);
 
 /* bypass_arena_fd - the arena's memfd, to pass to another process. */
 BYPASS_API int bypass_arena_fd(const bypass_arena *arena);

@@ -20,7 +20,7 @@
  * Waiting: a receiver (or a sender waiting for room) spins for a bounded
  * time, then sleeps on a futex in the arena; the other side makes the wake-up
  * system call only when it finds the waiter asleep.  In an epoll loop,
- * bypass_epoll_wait() reports ready connections and ordinary descriptors
+ * bypass_ipc_epoll_wait() reports ready connections and ordinary descriptors
  * together.
  *
  * The peer is not trusted: every value it can write in the arena is copied
@@ -39,7 +39,6 @@
 #define BYPASS_IPC_H
 
 #include <bypass/core.h>
-#include <bypass/notify.h> /* BYPASS_FOREVER, enum bypass_wait_mode */
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
@@ -247,33 +246,34 @@ BYPASS_API int bypass_ipc_fd(const bypass_ipc_conn *conn);
 BYPASS_API int bypass_ipc_arm(bypass_ipc_conn *conn);
 
 /*
- * bypass_epoll_ctl - add (EPOLL_CTL_ADD), change (EPOLL_CTL_MOD) or remove
+ * bypass_ipc_epoll_ctl - add (EPOLL_CTL_ADD), change (EPOLL_CTL_MOD) or remove
  * (EPOLL_CTL_DEL) a connection in the epoll instance epfd, like epoll_ctl()
  * with a connection for a descriptor.  ev->events may hold EPOLLIN and
  * EPOLLRDHUP (EPOLLHUP and EPOLLERR are always reported); ev->data is
- * returned as given.  Only bypass_epoll_wait() reports connections.
+ * returned as given.  Only bypass_ipc_epoll_wait() reports connections.
  * Remove connections (or close them) before closing epfd, and not while
- * another thread waits in bypass_epoll_wait() on epfd.  Returns 0,
+ * another thread waits in bypass_ipc_epoll_wait() on epfd.  Returns 0,
  * -EINVAL, -EEXIST, -ENOENT, -EOPNOTSUPP (EPOLLOUT, EPOLLET, EPOLLONESHOT,
  * EPOLLEXCLUSIVE), -ENOMEM, -EBADF, or the -errno of epoll_ctl.
  */
-BYPASS_API int bypass_epoll_ctl(int epfd, int op, bypass_ipc_conn *conn,
+BYPASS_API int bypass_ipc_epoll_ctl(int epfd, int op, bypass_ipc_conn *conn,
 				struct epoll_event *ev);
 
 /*
- * bypass_epoll_wait - epoll_wait() that also reports the connections added
- * with bypass_epoll_ctl: a connection is ready (EPOLLIN) while a message
+ * bypass_ipc_epoll_wait - epoll_wait() that also reports the connections added
+ * with bypass_ipc_epoll_ctl: a connection is ready (EPOLLIN) while a message
  * waits, and reports EPOLLHUP (with EPOLLIN and EPOLLRDHUP if registered
  * for them) once its peer is gone.
  * Level-triggered.  While connections are busy no system call is made
  * (ordinary descriptors are still polled at least every 50 us); when nothing
  * is ready it spins for the connections' adaptive budget, then arms them and
- * sleeps in epoll_wait.  timeout_ms as for epoll_wait (-1 = forever).
+ * sleeps in epoll_wait.  Waits at most timeout_ns nanoseconds (0 = do not
+ * wait, BYPASS_FOREVER = no limit), like every bypass timeout.
  * Returns the number of events, or -errno (-EINTR when a signal interrupted
  * the sleep).
  */
-BYPASS_API int bypass_epoll_wait(int epfd, struct epoll_event *events, int maxevents,
-				 int timeout_ms);
+BYPASS_API int bypass_ipc_epoll_wait(int epfd, struct epoll_event *events,
+				     int maxevents, int64_t timeout_ns);
 
 /* -------------------------------------------------------------- protection */
 

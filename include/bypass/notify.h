@@ -34,91 +34,83 @@ extern "C" {
 
 typedef struct bypass_doorbell bypass_doorbell;
 
-/* A timeout that never expires.  Any other negative timeout is -EINVAL. */
-#define BYPASS_FOREVER ((int64_t)-1)
-
-/* How a receiver waits (bypass_doorbell_set_mode, opts.mode). */
-enum bypass_wait_mode {
-	BYPASS_WAIT_ADAPTIVE = 0, /* spin up to spin_ns, then sleep (default) */
-	BYPASS_WAIT_SLEEP = 1,    /* sleep at once */
-	BYPASS_WAIT_SPIN = 2,     /* never sleep: lowest latency, burns a CPU */
-};
+/* Timeouts (BYPASS_FOREVER, BYPASS_MS) and enum bypass_wait_mode are in core.h. */
 
 /* opts.flags */
-#define BYPASS_DOORBELL_EVENTFD 0x1u /* create the eventfd at once, so that
-					fork() and bypass_doorbell_send()
+#define BYPASS_NOTIFY_EVENTFD 0x1u /* create the eventfd at once, so that
+					fork() and bypass_notify_send()
 					carry it to other processes */
 
-struct bypass_doorbell_opts {
+struct bypass_notify_opts {
 	const char *backend; /* NULL or "auto", "futex", "uintr" */
 	int mode;            /* enum bypass_wait_mode */
 	uint64_t spin_ns;    /* adaptive spin budget; 0 = BYPASS_NOTIFY_SPIN_NS
 				from the environment, else 20000 */
-	unsigned flags;      /* BYPASS_DOORBELL_* */
+	unsigned flags;      /* BYPASS_NOTIFY_* */
 };
 
 /*
- * bypass_doorbell_create - a doorbell in its own shared page, usable by the
+ * bypass_notify_create - a doorbell in its own shared page, usable by the
  * threads of this process and by children forked after the call (and by any
  * process it is sent to).  opts may be NULL.  Returns 0, -EINVAL (bad
  * options), -EOPNOTSUPP (backend absent on this machine), -ENOMEM.
  */
-BYPASS_API int bypass_doorbell_create(const struct bypass_doorbell_opts *opts,
+BYPASS_API int bypass_notify_create(const struct bypass_notify_opts *opts,
 				      bypass_doorbell **out);
 
 /*
- * bypass_doorbell_create_in - a doorbell placed in a shared arena.  Another
- * process that attached the arena opens it with bypass_doorbell_open() and
- * the address from bypass_doorbell_addr() (publish it with
+ * bypass_notify_create_in - a doorbell placed in a shared arena.  Another
+ * process that attached the arena opens it with bypass_notify_open() and
+ * the address from bypass_notify_addr() (publish it with
  * bypass_arena_set_root()).  Returns -ENOSPC when the arena is full.
  */
-BYPASS_API int bypass_doorbell_create_in(bypass_arena *arena,
-					 const struct bypass_doorbell_opts *opts,
+BYPASS_API int bypass_notify_create_in(bypass_arena *arena,
+					 const struct bypass_notify_opts *opts,
 					 bypass_doorbell **out);
 
-/* bypass_doorbell_addr - where the doorbell's shared state lives. */
-BYPASS_API void *bypass_doorbell_addr(const bypass_doorbell *db);
+/* bypass_notify_addr - where the doorbell's shared state lives. */
+BYPASS_API void *bypass_notify_addr(const bypass_doorbell *db);
 
 /*
- * bypass_doorbell_open - a new handle for the doorbell at addr inside arena.
+ * bypass_notify_open - a new handle for the doorbell at addr inside arena.
  * Returns -EINVAL if addr is not a live doorbell inside the arena.
  */
-BYPASS_API int bypass_doorbell_open(bypass_arena *arena, void *addr,
+BYPASS_API int bypass_notify_open(bypass_arena *arena, void *addr,
 				    bypass_doorbell **out);
 
 /*
- * bypass_doorbell_send / bypass_doorbell_recv - pass a doorbell to another
+ * bypass_notify_send / bypass_notify_recv - pass a doorbell to another
  * process over a connected Unix socket (its shared memory, and its eventfd if
  * it has one).  recv returns -EPROTO if the message is not a doorbell and
  * -ECONNRESET if the peer closed the socket.
  */
-BYPASS_API int bypass_doorbell_send(int sock, bypass_doorbell *db);
-BYPASS_API int bypass_doorbell_recv(int sock, bypass_doorbell **out);
+BYPASS_API int bypass_notify_send(int sock, bypass_doorbell *db);
+BYPASS_API int bypass_notify_recv(int sock, bypass_doorbell **out);
 
 /*
- * bypass_doorbell_close - release this process's handle; the doorbell keeps
+ * bypass_notify_close - release this process's handle; the doorbell keeps
  * working for every other handle.
  */
-BYPASS_API int bypass_doorbell_close(bypass_doorbell *db);
+BYPASS_API int bypass_notify_close(bypass_doorbell *db);
 
 /*
- * bypass_doorbell_destroy - end the doorbell for every handle in every
+ * bypass_notify_destroy - end the doorbell for every handle in every
  * process (their calls return -EINVAL, their waiters wake with -EINVAL), and
  * release this handle.
  */
-BYPASS_API int bypass_doorbell_destroy(bypass_doorbell *db);
+BYPASS_API int bypass_notify_destroy(bypass_doorbell *db);
 
 /*
- * bypass_doorbell_ring - ring once.  No system call unless a receiver
+ * bypass_notify_ring - ring once.  No system call unless a receiver
  * sleeps, has armed its eventfd, or registered a handler.  Returns 0,
  * -EINVAL (null or destroyed), -EPERM (the receiver's process may not be
  * signalled or its eventfd reached by this process), -EAGAIN (the
  * receiver's queue of signals is full).  The ring is counted in any case.
  */
-BYPASS_API int bypass_doorbell_ring(bypass_doorbell *db);
+BYPASS_API int bypass_notify_ring(bypass_doorbell *db);
 
 /*
- * bypass_doorbell_wait - wait for rings, at most timeout_ns (BYPASS_FOREVER
+ * bypass_notify_wait - wait for rings, at most timeout_ns (BYPASS_FOREVER
  * = no limit, 0 = do not wait), in the handle's mode.  Returns the number of
  * rings consumed (> 0), -ETIMEDOUT, -EINVAL (null, destroyed, or a negative
  * timeout other than BYPASS_FOREVER), -EPIPE (every
@@ -128,37 +120,37 @@ BYPASS_API int bypass_doorbell_ring(bypass_doorbell *db);
  * has rung the doorbell itself (another of its threads may ring again), nor
  * once more than 8 processes have used it (they are no longer tracked).
  */
-BYPASS_API int bypass_doorbell_wait(bypass_doorbell *db, int64_t timeout_ns);
+BYPASS_API int bypass_notify_wait(bypass_doorbell *db, int64_t timeout_ns);
 
-/* bypass_doorbell_try - consume pending rings without waiting: the count,
+/* bypass_notify_try - consume pending rings without waiting: the count,
  * or -EAGAIN when there are none (and the errors of wait). */
-BYPASS_API int bypass_doorbell_try(bypass_doorbell *db);
+BYPASS_API int bypass_notify_try(bypass_doorbell *db);
 
 /*
- * bypass_doorbell_set_mode - how this handle waits: mode and, for
+ * bypass_notify_set_mode - how this handle waits: mode and, for
  * BYPASS_WAIT_ADAPTIVE, the spin budget in ns (0 = keep the current one).
  */
-BYPASS_API int bypass_doorbell_set_mode(bypass_doorbell *db, int mode,
+BYPASS_API int bypass_notify_set_mode(bypass_doorbell *db, int mode,
 					uint64_t spin_ns);
 
 /*
- * bypass_doorbell_fd - an eventfd that becomes readable when the doorbell
+ * bypass_notify_fd - an eventfd that becomes readable when the doorbell
  * rings while armed, for epoll/poll loops.  The descriptor belongs to the
  * handle (do not close it).  Before each blocking poll, call
- * bypass_doorbell_arm(); after the fd polls readable, consume with
- * bypass_doorbell_try(), which also drains the fd and disarms.
+ * bypass_notify_arm(); after the fd polls readable, consume with
+ * bypass_notify_try(), which also drains the fd and disarms.
  */
-BYPASS_API int bypass_doorbell_fd(bypass_doorbell *db);
+BYPASS_API int bypass_notify_fd(bypass_doorbell *db);
 
 /*
- * bypass_doorbell_arm - ask ringers to signal the eventfd.  Returns 0 when
+ * bypass_notify_arm - ask ringers to signal the eventfd.  Returns 0 when
  * armed, 1 when rings were already pending (the fd was made readable so the
  * poll returns at once).  Ringing an unarmed doorbell makes no system call.
  */
-BYPASS_API int bypass_doorbell_arm(bypass_doorbell *db);
+BYPASS_API int bypass_notify_arm(bypass_doorbell *db);
 
 /*
- * Interrupt mode.  bypass_doorbell_set_handler makes the calling thread the
+ * Interrupt mode.  bypass_notify_set_handler makes the calling thread the
  * doorbell's receiver: each ring (coalesced while one is in flight)
  * interrupts that thread, whatever it runs, with a signal whose small handler
  * consumes the rings and calls cb(db, count, arg).  cb runs in signal
@@ -168,27 +160,27 @@ BYPASS_API int bypass_doorbell_arm(bypass_doorbell *db);
  * handlers.  The signal is bypass_notify_signal(): SIGRTMIN+4 unless
  * BYPASS_NOTIFY_SIGNAL names another number; do not use it for other things.
  */
-typedef void (*bypass_doorbell_cb)(bypass_doorbell *db, unsigned count, void *arg);
-BYPASS_API int bypass_doorbell_set_handler(bypass_doorbell *db,
-					   bypass_doorbell_cb cb, void *arg);
+typedef void (*bypass_notify_cb)(bypass_doorbell *db, unsigned count, void *arg);
+BYPASS_API int bypass_notify_set_handler(bypass_doorbell *db,
+					   bypass_notify_cb cb, void *arg);
 BYPASS_API int bypass_notify_signal(void);
 
 /*
- * bypass_doorbell_peer_alive - 1 if another process that used the doorbell
+ * bypass_notify_peer_alive - 1 if another process that used the doorbell
  * still runs (or none other ever used it: a thread-only doorbell), 0 if they
  * have all exited, -EINVAL.  Costs a system call per peer.
  */
-BYPASS_API int bypass_doorbell_peer_alive(bypass_doorbell *db);
+BYPASS_API int bypass_notify_peer_alive(bypass_doorbell *db);
 
 /*
  * Backends.  "futex": shared memory, futex sleeps and signals (every Linux).
  * "uintr": user interrupts (CPUID.(EAX=7,ECX=0):EDX[5] and the kernel's
  * uintr system calls); reported absent elsewhere.
  * bypass_notify_backend_available returns 1, 0, or -EINVAL for an unknown
- * name; bypass_doorbell_backend names the one a doorbell uses.
+ * name; bypass_notify_backend names the one a doorbell uses.
  */
 BYPASS_API int bypass_notify_backend_available(const char *name);
-BYPASS_API const char *bypass_doorbell_backend(const bypass_doorbell *db);
+BYPASS_API const char *bypass_notify_backend(const bypass_doorbell *db);
 
 #ifdef __cplusplus
 }

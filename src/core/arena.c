@@ -152,7 +152,7 @@ int bypass_arena_create(const struct bypass_arena_opts *opts,
 	return 0;
 }
 
-int bypass_arena_attach(int fd, bypass_arena **out)
+int bypass_arena_open(int fd, bypass_arena **out)
 {
 	if (fd < 0 || !out)
 		return -EINVAL;
@@ -196,7 +196,7 @@ int bypass_arena_attach(int fd, bypass_arena **out)
 	return 0;
 }
 
-int bypass_arena_detach(bypass_arena *a)
+int bypass_arena_close(bypass_arena *a)
 {
 	if (!a)
 		return -EINVAL;

@@ -232,7 +232,7 @@ static void conn_set_mode(struct bypass_ipc_conn *c, const struct bypass_ipc_opt
 static void conn_free(struct bypass_ipc_conn *c)
 {
 	if (c->arena)
-		bypass_arena_detach(c->arena);
+		bypass_arena_close(c->arena);
 	if (c->sock >= 0)
 		close(c->sock);
 	if (c->pidfd >= 0)
@@ -551,7 +551,7 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 	r = check_hello(&h, afd, &alen2);
 	if (r)
 		goto fail_fd;
-	r = bypass_arena_attach(afd, &c->arena);
+	r = bypass_arena_open(afd, &c->arena);
 	if (r)
 		goto fail_fd;
 	close(afd);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * epoll compatibility: bypass_epoll_ctl registers a connection with an
- * epoll instance, bypass_epoll_wait reports ready connections and ordinary
+ * epoll compatibility: bypass_ipc_epoll_ctl registers a connection with an
+ * epoll instance, bypass_ipc_epoll_wait reports ready connections and ordinary
  * descriptors together.
  *
  * Each connection's handshake socket sits in the kernel's epoll set with a
@@ -9,7 +9,7 @@
  * up, or when the peer sends a wake byte because we armed the connection
  * before sleeping.  The peer's pidfd sits there too (data: the record's
  * address + 1): it says the peer died even when a child it forked keeps the
- * socket open.  While connections have messages, bypass_epoll_wait finds
+ * socket open.  While connections have messages, bypass_ipc_epoll_wait finds
  * them in shared memory without a system call (and polls the kernel for the
  * ordinary descriptors at most every POLL_NS); when nothing is ready it
  * spins for the connections' budget, arms them, and sleeps in epoll_wait.
@@ -102,7 +102,7 @@ void bp_ipc_epoll_forget(bypass_ipc_conn *c)
 
 #define OK_EVENTS (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
 
-int bypass_epoll_ctl(int epfd, int op, bypass_ipc_conn *c, struct epoll_event *ev)
+int bypass_ipc_epoll_ctl(int epfd, int op, bypass_ipc_conn *c, struct epoll_event *ev)
 {
 	if (epfd < 0 || !c)
 		return -EINVAL;
@@ -304,11 +304,11 @@ static int kpoll(int epfd, struct epoll_event *ev, int max, int timeout_ms)
 	return k < 0 ? -errno : k;
 }
 
-int bypass_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout_ms)
+int bypass_ipc_epoll_wait(int epfd, struct epoll_event *ev, int max, int64_t timeout_ns)
 {
-	if (epfd < 0 || !ev || max <= 0)
+	if (epfd < 0 || !ev || max <= 0 || timeout_ns < BYPASS_FOREVER)
 		return -EINVAL;
-	uint64_t deadline = bp_deadline(timeout_ms < 0 ? -1 : (int64_t)timeout_ms * 1000000);
+	uint64_t deadline = bp_deadline(timeout_ns);
 	pthread_mutex_lock(&lock);
 again:;
 	struct ipc_epset *s = find_set(epfd);
@@ -353,7 +353,7 @@ again:;
 		}
 		if (s)
 			n = scan(s, ev, n, max, false);
-		if (n || !s || timeout_ms == 0)
+		if (n || !s || timeout_ns == 0)
 			break;
 		if (!forever && now - t0 >= spin)
 			break;
@@ -361,7 +361,7 @@ again:;
 			break;
 		bp_cpu_relax();
 	}
-	if (n || !s || timeout_ms == 0) {
+	if (n || !s || timeout_ns == 0) {
 		pthread_mutex_unlock(&lock);
 		return n;
 	}

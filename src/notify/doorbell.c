@@ -71,7 +71,7 @@ static void db_mark_rang(struct bypass_doorbell *h)
 	atomic_store_explicit(&h->rang_marked, true, memory_order_relaxed);
 }
 
-int bypass_doorbell_peer_alive(bypass_doorbell *h)
+int bypass_notify_peer_alive(bypass_doorbell *h)
 {
 	if (!h || !db_live(h))
 		return -EINVAL;
@@ -113,13 +113,13 @@ static int db_wait_check(void *arg)
 		return 0;
 	if (h->slot >= 0 && (atomic_load(&h->sh->rang) & (1u << h->slot)))
 		return 0;
-	return bypass_doorbell_peer_alive(h) == 0 ? -EPIPE : 0;
+	return bypass_notify_peer_alive(h) == 0 ? -EPIPE : 0;
 }
 
 /* ---------------------------------------------------------- construction */
 
 static void db_init_handle(struct bypass_doorbell *h, struct db_shared *sh,
-			   const struct bypass_doorbell_opts *o)
+			   const struct bypass_notify_opts *o)
 {
 	h->sh = sh;
 	h->memfd = -1;
@@ -134,14 +134,14 @@ static void db_init_handle(struct bypass_doorbell *h, struct db_shared *sh,
 	pthread_mutex_init(&h->lock, NULL);
 }
 
-static int check_opts(const struct bypass_doorbell_opts *o, uint32_t *backend)
+static int check_opts(const struct bypass_notify_opts *o, uint32_t *backend)
 {
 	*backend = DB_BACKEND_FUTEX;
 	if (!o)
 		return 0;
 	if (o->mode < BYPASS_WAIT_ADAPTIVE || o->mode > BYPASS_WAIT_SPIN)
 		return -EINVAL;
-	if (o->flags & ~BYPASS_DOORBELL_EVENTFD)
+	if (o->flags & ~BYPASS_NOTIFY_EVENTFD)
 		return -EINVAL;
 	if (!o->backend || !strcmp(o->backend, "auto") || !strcmp(o->backend, "futex"))
 		return 0;
@@ -170,14 +170,14 @@ static void db_init_shared(struct db_shared *sh, uint32_t backend)
 }
 
 static int db_finish_create(struct bypass_doorbell *h,
-			    const struct bypass_doorbell_opts *o,
+			    const struct bypass_notify_opts *o,
 			    bypass_doorbell **out)
 {
 	bp_db_register(h);
-	if (o && (o->flags & BYPASS_DOORBELL_EVENTFD)) {
-		int r = bypass_doorbell_fd(h);
+	if (o && (o->flags & BYPASS_NOTIFY_EVENTFD)) {
+		int r = bypass_notify_fd(h);
 		if (r < 0) {
-			bypass_doorbell_close(h);
+			bypass_notify_close(h);
 			return r;
 		}
 	}
@@ -185,7 +185,7 @@ static int db_finish_create(struct bypass_doorbell *h,
 	return 0;
 }
 
-int bypass_doorbell_create(const struct bypass_doorbell_opts *o,
+int bypass_notify_create(const struct bypass_notify_opts *o,
 			   bypass_doorbell **out)
 {
 	uint32_t backend;
@@ -222,8 +222,8 @@ int bypass_doorbell_create(const struct bypass_doorbell_opts *o,
 	return db_finish_create(h, o, out);
 }
 
-int bypass_doorbell_create_in(bypass_arena *arena,
-			      const struct bypass_doorbell_opts *o,
+int bypass_notify_create_in(bypass_arena *arena,
+			      const struct bypass_notify_opts *o,
 			      bypass_doorbell **out)
 {
 	uint32_t backend;
@@ -245,12 +245,12 @@ int bypass_doorbell_create_in(bypass_arena *arena,
 	return db_finish_create(h, o, out);
 }
 
-void *bypass_doorbell_addr(const bypass_doorbell *h)
+void *bypass_notify_addr(const bypass_doorbell *h)
 {
 	return h ? h->sh : NULL;
 }
 
-int bypass_doorbell_open(bypass_arena *arena, void *addr, bypass_doorbell **out)
+int bypass_notify_open(bypass_arena *arena, void *addr, bypass_doorbell **out)
 {
 	if (!arena || !addr || !out ||
 	    !bypass_arena_contains(arena, addr, sizeof(struct db_shared)) ||
@@ -270,7 +270,7 @@ int bypass_doorbell_open(bypass_arena *arena, void *addr, bypass_doorbell **out)
 	return 0;
 }
 
-/* The wire format of bypass_doorbell_send. */
+/* The wire format of bypass_notify_send. */
 struct db_wire {
 	uint32_t magic;
 	uint32_t version;
@@ -279,7 +279,7 @@ struct db_wire {
 };
 #define DB_WIRE_MAGIC 0x42504442u /* "BPDB" */
 
-int bypass_doorbell_send(int sock, bypass_doorbell *h)
+int bypass_notify_send(int sock, bypass_doorbell *h)
 {
 	if (!h || sock < 0 || !db_live(h))
 		return -EINVAL;
@@ -303,7 +303,7 @@ int bypass_doorbell_send(int sock, bypass_doorbell *h)
 	return r < 0 ? r : 0;
 }
 
-int bypass_doorbell_recv(int sock, bypass_doorbell **out)
+int bypass_notify_recv(int sock, bypass_doorbell **out)
 {
 	if (sock < 0 || !out)
 		return -EINVAL;
@@ -366,7 +366,7 @@ fail:
 	return err;
 }
 
-int bypass_doorbell_close(bypass_doorbell *h)
+int bypass_notify_close(bypass_doorbell *h)
 {
 	if (!h)
 		return -EINVAL;
@@ -392,7 +392,7 @@ int bypass_doorbell_close(bypass_doorbell *h)
 	return 0;
 }
 
-int bypass_doorbell_destroy(bypass_doorbell *h)
+int bypass_notify_destroy(bypass_doorbell *h)
 {
 	if (!h)
 		return -EINVAL;
@@ -405,12 +405,12 @@ int bypass_doorbell_destroy(bypass_doorbell *h)
 		if (atomic_load(&sh->efd_armed))
 			bp_db_post_eventfd(h);
 	}
-	return bypass_doorbell_close(h);
+	return bypass_notify_close(h);
 }
 
 /* ------------------------------------------------------------ operations */
 
-int bypass_doorbell_ring(bypass_doorbell *h)
+int bypass_notify_ring(bypass_doorbell *h)
 {
 	if (bp_unlikely(!h))
 		return -EINVAL;
@@ -459,7 +459,7 @@ int bp_db_consume(struct bypass_doorbell *h)
 	}
 }
 
-int bypass_doorbell_try(bypass_doorbell *h)
+int bypass_notify_try(bypass_doorbell *h)
 {
 	if (!h || !db_live(h))
 		return -EINVAL;
@@ -492,7 +492,7 @@ int bypass_doorbell_try(bypass_doorbell *h)
 	return n ? n : -EAGAIN;
 }
 
-int bypass_doorbell_set_mode(bypass_doorbell *h, int mode, uint64_t spin_ns)
+int bypass_notify_set_mode(bypass_doorbell *h, int mode, uint64_t spin_ns)
 {
 	if (!h || mode < BYPASS_WAIT_ADAPTIVE || mode > BYPASS_WAIT_SPIN)
 		return -EINVAL;
@@ -502,7 +502,7 @@ int bypass_doorbell_set_mode(bypass_doorbell *h, int mode, uint64_t spin_ns)
 	return 0;
 }
 
-int bypass_doorbell_wait(bypass_doorbell *h, int64_t timeout_ns)
+int bypass_notify_wait(bypass_doorbell *h, int64_t timeout_ns)
 {
 	if (!h || timeout_ns < BYPASS_FOREVER)
 		return -EINVAL;
@@ -686,7 +686,7 @@ int bp_db_post_eventfd(struct bypass_doorbell *h)
 	return r == (ssize_t)sizeof(one) || errno == EAGAIN ? 0 : -errno;
 }
 
-int bypass_doorbell_fd(bypass_doorbell *h)
+int bypass_notify_fd(bypass_doorbell *h)
 {
 	if (!h || !db_live(h))
 		return -EINVAL;
@@ -694,7 +694,7 @@ int bypass_doorbell_fd(bypass_doorbell *h)
 	return db_efd_get(h, true);
 }
 
-int bypass_doorbell_arm(bypass_doorbell *h)
+int bypass_notify_arm(bypass_doorbell *h)
 {
 	if (!h || !db_live(h))
 		return -EINVAL;
@@ -718,7 +718,7 @@ int bypass_doorbell_arm(bypass_doorbell *h)
 
 /* ---------------------------------------------------------------- backends */
 
-const char *bypass_doorbell_backend(const bypass_doorbell *h)
+const char *bypass_notify_backend(const bypass_doorbell *h)
 {
 	if (!h)
 		return NULL;

@@ -18,7 +18,7 @@
 
 struct intr_slot {
 	_Atomic(struct bypass_doorbell *) db;
-	bypass_doorbell_cb cb;
+	bypass_notify_cb cb;
 	void *arg;
 	_Atomic unsigned gen;
 };
@@ -153,7 +153,7 @@ static bool other_receiver(struct db_shared *sh)
 	       bp_db_intr_busy(sh);
 }
 
-int bypass_doorbell_set_handler(bypass_doorbell *h, bypass_doorbell_cb cb, void *arg)
+int bypass_notify_set_handler(bypass_doorbell *h, bypass_notify_cb cb, void *arg)
 {
 	if (!h || !db_live(h))
 		return -EINVAL;

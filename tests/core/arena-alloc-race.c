@@ -135,7 +135,7 @@ int main(void)
 		wait_child(pid[k]);
 	verify(a, po);
 	drain(a);
-	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_ERR(bypass_arena_close(a), 0);
 
 	/* Then threads. */
 	ao.size = 1 << 20;
@@ -154,6 +154,6 @@ int main(void)
 	drain(a);
 	for (int k = 0; k < OWNERS; k++)
 		free(to[k].blk);
-	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_ERR(bypass_arena_close(a), 0);
 	return test_pass("core/arena-alloc-race");
 }

@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 		char *mine;
 		CHECK_ERR(bypass_arena_alloc(a, 64, 0, (void **)&mine), 0);
 		CHECK(mine >= reply + 64);
-		CHECK_ERR(bypass_arena_detach(a), 0);
+		CHECK_ERR(bypass_arena_close(a), 0);
 	}
 	return test_pass("core/arena-exec");
 }

@@ -40,24 +40,24 @@ static void options(void)
 	CHECK_EQ(bypass_arena_size(a), 1 << 20);
 	CHECK(bypass_arena_fd(a) >= 0);
 	CHECK(((uintptr_t)bypass_arena_base(a) & (ps - 1)) == 0);
-	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_ERR(bypass_arena_close(a), 0);
 
 	/* Rounded up to whole pages. */
 	o = (struct bypass_arena_opts){ .size = 3 * ps + 1, .name = "rounded" };
 	CHECK_ERR(bypass_arena_create(&o, &a), 0);
 	CHECK_EQ(bypass_arena_size(a), 4 * ps);
-	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_ERR(bypass_arena_close(a), 0);
 	o = (struct bypass_arena_opts){ .size = 1 };
 	CHECK_ERR(bypass_arena_create(&o, &a), 0);
 	CHECK(bypass_arena_size(a) >= ps);
-	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_ERR(bypass_arena_close(a), 0);
 
 	/* NULL handles. */
-	CHECK_ERR(bypass_arena_detach(NULL), -EINVAL);
+	CHECK_ERR(bypass_arena_close(NULL), -EINVAL);
 	CHECK_ERR(bypass_arena_fd(NULL), -EINVAL);
 	CHECK(bypass_arena_base(NULL) == NULL);
 	CHECK_EQ(bypass_arena_size(NULL), 0);
-	CHECK_ERR(bypass_arena_attach(-1, &a), -EINVAL);
+	CHECK_ERR(bypass_arena_open(-1, &a), -EINVAL);
 	CHECK_EQ(bypass_arena_contains(NULL, &a, 1), 0);
 }
 
@@ -79,9 +79,9 @@ static void fixed_addresses(void)
 	o.addr = (char *)want + len - ps;
 	CHECK_ERR(bypass_arena_create(&o, &b), -EEXIST);
 	/* Attach of an arena already mapped in this process: -EEXIST. */
-	CHECK_ERR(bypass_arena_attach(bypass_arena_fd(a), &b), -EEXIST);
+	CHECK_ERR(bypass_arena_open(bypass_arena_fd(a), &b), -EEXIST);
 	bypass_set_log_level(old);
-	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_ERR(bypass_arena_close(a), 0);
 }
 
 static void not_arenas(void)
@@ -89,34 +89,34 @@ static void not_arenas(void)
 	bypass_arena *a;
 	int p[2];
 	CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
-	CHECK_ERR(bypass_arena_attach(p[0], &a), -EINVAL);
+	CHECK_ERR(bypass_arena_open(p[0], &a), -EINVAL);
 	close(p[0]);
 	close(p[1]);
 	int dn = open("/dev/null", O_RDWR | O_CLOEXEC);
-	CHECK_ERR(bypass_arena_attach(dn, &a), -EINVAL);
+	CHECK_ERR(bypass_arena_open(dn, &a), -EINVAL);
 	close(dn);
 	int dir = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	CHECK_ERR(bypass_arena_attach(dir, &a), -EINVAL);
+	CHECK_ERR(bypass_arena_open(dir, &a), -EINVAL);
 	close(dir);
 	/* Shared memory that is no arena: too small, then zeroes, then junk. */
 	int m = memfd_create("not-an-arena", MFD_CLOEXEC);
 	CHECK(m >= 0);
-	CHECK_ERR(bypass_arena_attach(m, &a), -EINVAL);
+	CHECK_ERR(bypass_arena_open(m, &a), -EINVAL);
 	CHECK_EQ(ftruncate(m, (off_t)(4 * ps)), 0);
-	CHECK_ERR(bypass_arena_attach(m, &a), -EINVAL);
+	CHECK_ERR(bypass_arena_open(m, &a), -EINVAL);
 	char junk[256];
 	memset(junk, 0xa5, sizeof(junk));
 	CHECK_EQ(pwrite(m, junk, sizeof(junk), 0), (ssize_t)sizeof(junk));
-	CHECK_ERR(bypass_arena_attach(m, &a), -EINVAL);
+	CHECK_ERR(bypass_arena_open(m, &a), -EINVAL);
 	close(m);
 	/* An arena's header with a wrong size (the file grew): -EINVAL. */
 	bypass_arena *real;
 	CHECK_ERR(bypass_arena_create(NULL, &real), 0);
 	int fd = bypass_arena_fd(real);
 	CHECK_EQ(ftruncate(fd, (off_t)(bypass_arena_size(real) + ps)), 0);
-	CHECK_ERR(bypass_arena_attach(fd, &a), -EINVAL);
-	CHECK_ERR(bypass_arena_attach(fd, NULL), -EINVAL);
-	CHECK_ERR(bypass_arena_detach(real), 0);
+	CHECK_ERR(bypass_arena_open(fd, &a), -EINVAL);
+	CHECK_ERR(bypass_arena_open(fd, NULL), -EINVAL);
+	CHECK_ERR(bypass_arena_close(real), 0);
 }
 
 static void alloc(void)
@@ -163,7 +163,7 @@ static void alloc(void)
 	CHECK_ERR(bypass_arena_alloc(a, 64, 1, &p), 0);
 	CHECK((char *)p + 64 == base + size);
 	CHECK_ERR(bypass_arena_alloc(a, 1, 1, &p), -ENOSPC);
-	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_ERR(bypass_arena_close(a), 0);
 }
 
 static void roots(void)
@@ -203,8 +203,8 @@ static void roots(void)
 	CHECK_ERR(bypass_arena_set_root(a, 2, (char *)bypass_arena_base(a) +
 					       bypass_arena_size(a)), -EINVAL);
 	CHECK_ERR(bypass_arena_get_root(a, 2, &got), -ENOENT);
-	CHECK_ERR(bypass_arena_detach(other), 0);
-	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_ERR(bypass_arena_close(other), 0);
+	CHECK_ERR(bypass_arena_close(a), 0);
 }
 
 static void contains(void)
@@ -224,7 +224,7 @@ static void contains(void)
 	CHECK_EQ(bypass_arena_contains(a, NULL, 1), 0);
 	int local;
 	CHECK_EQ(bypass_arena_contains(a, &local, sizeof(local)), 0);
-	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_ERR(bypass_arena_close(a), 0);
 }
 
 int main(void)

@@ -27,14 +27,14 @@ int main(int argc, char **argv)
 	CHECK(fd >= 0);
 
 	bypass_arena *a, *again;
-	CHECK_ERR(bypass_arena_attach(fd, &a), 0);
+	CHECK_ERR(bypass_arena_open(fd, &a), 0);
 	CHECK_EQ((uintptr_t)bypass_arena_base(a), info[0]);
 	CHECK_EQ(bypass_arena_size(a), info[1]);
 	CHECK(bypass_arena_fd(a) >= 0 && bypass_arena_fd(a) != fd); /* a dup */
 	bypass_set_log_level(BYPASS_LOG_NONE);
-	CHECK_ERR(bypass_arena_attach(fd, &again), -EEXIST);
-	CHECK_ERR(bypass_arena_detach(a), 0);
-	CHECK_ERR(bypass_arena_attach(fd, &a), 0);
+	CHECK_ERR(bypass_arena_open(fd, &again), -EEXIST);
+	CHECK_ERR(bypass_arena_close(a), 0);
+	CHECK_ERR(bypass_arena_open(fd, &a), 0);
 	CHECK_EQ((uintptr_t)bypass_arena_base(a), info[0]);
 	close(fd); /* the arena keeps its own descriptor */
 
@@ -50,6 +50,6 @@ int main(int argc, char **argv)
 	snprintf(reply, 64, "hello from pid %d", (int)getpid());
 	CHECK_ERR(bypass_arena_set_root(a, 1, reply), 0);
 	CHECK_EQ(write(sock, "k", 1), 1);
-	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_ERR(bypass_arena_close(a), 0);
 	return 0;
 }

@@ -21,7 +21,7 @@ pc=$(find "$tmp/prefix" -name bypass.pc | head -1)
 for h in bypass core notify batch ipc pager; do
 	[ -f "$tmp/prefix/include/bypass/$h.h" ] || fail "header $h.h not installed"
 done
-man=$(find "$tmp/prefix" -path '*man3/bypass_doorbell_ring.3' | head -1)
+man=$(find "$tmp/prefix" -path '*man3/bypass_notify_ring.3' | head -1)
 [ -n "$man" ] || fail "man pages not installed"
 
 cat >"$tmp/use.c" <<'C'
@@ -30,11 +30,11 @@ cat >"$tmp/use.c" <<'C'
 int main(void)
 {
 	bypass_doorbell *d;
-	if (bypass_doorbell_create(NULL, &d))
+	if (bypass_notify_create(NULL, &d))
 		return 1;
-	bypass_doorbell_ring(d);
-	int n = bypass_doorbell_try(d);
-	bypass_doorbell_destroy(d);
+	bypass_notify_ring(d);
+	int n = bypass_notify_try(d);
+	bypass_notify_destroy(d);
 	printf("%d %s\n", n, bypass_version());
 	return n == 1 ? 0 : 1;
 }

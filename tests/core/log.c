@@ -4,7 +4,7 @@
  * numbers, clamped above, nonsense = none), bypass_set_log_level returns
  * the old level and clamps, the library prints nothing at level none even
  * on an error, and at level error prints one line naming the taken address
- * (bypass_arena_attach's -EEXIST).  Also bypass_version().
+ * (bypass_arena_open's -EEXIST).  Also bypass_version().
  */
 #include <bypass/core.h>
 #include <fcntl.h>
@@ -47,7 +47,7 @@ static void capture(int level, char *out, size_t len)
 		/* Logs the address of the taken range (at level error). */
 		int saved = dup(2);
 		dup2(p[1], 2);
-		int r = bypass_arena_attach(bypass_arena_fd(a), &b);
+		int r = bypass_arena_open(bypass_arena_fd(a), &b);
 		dup2(saved, 2);
 		CHECK_ERR(r, -EEXIST);
 		/* Tell the parent the address: after the log, on the pipe. */
@@ -55,7 +55,7 @@ static void capture(int level, char *out, size_t len)
 		int n = snprintf(tag, sizeof(tag), "@%#llx",
 				 (unsigned long long)(uintptr_t)bypass_arena_base(a));
 		CHECK_EQ(write(p[1], tag, (size_t)n), n);
-		CHECK_ERR(bypass_arena_detach(a), 0);
+		CHECK_ERR(bypass_arena_close(a), 0);
 		_exit(0);
 	}
 	close(p[1]);

@@ -117,8 +117,8 @@ int main(void)
 	CHECK_ERR(bypass_ipc_max_msg(c, NULL), -EINVAL);
 	CHECK_ERR(bypass_ipc_fd(NULL), -EINVAL);
 	CHECK_ERR(bypass_ipc_arm(NULL), -EINVAL);
-	CHECK_ERR(bypass_epoll_ctl(-1, EPOLL_CTL_ADD, c, NULL), -EINVAL);
-	CHECK_ERR(bypass_epoll_ctl(3, EPOLL_CTL_ADD, NULL, NULL), -EINVAL);
+	CHECK_ERR(bypass_ipc_epoll_ctl(-1, EPOLL_CTL_ADD, c, NULL), -EINVAL);
+	CHECK_ERR(bypass_ipc_epoll_ctl(3, EPOLL_CTL_ADD, NULL, NULL), -EINVAL);
 	CHECK_ERR(bypass_ipc_release(c, &m), 0);
 	/* In a forked child the connection is not usable, only closable. */
 	pid_t k = fork();

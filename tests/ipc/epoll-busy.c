@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * epoll-busy: while connections are busy, bypass_epoll_wait still polls
+ * epoll-busy: while connections are busy, bypass_ipc_epoll_wait still polls
  * the kernel for the application's ordinary descriptors (at least every
  * 50 us), also when the connections alone fill maxevents.  One connection
  * holds thousands of queued messages; the loop takes one event per call
@@ -48,7 +48,7 @@ int main(void)
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	CHECK(ep >= 0);
 	struct epoll_event e = { .events = EPOLLIN, .data.u64 = TAG_CONN };
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_ADD, s, &e), 0);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, s, &e), 0);
 	e.data.u64 = TAG_PIPE;
 	CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, pp[0], &e) == 0);
 	int got = 0;
@@ -57,7 +57,7 @@ int main(void)
 		struct epoll_event ev;
 		if (got == 100)
 			CHECK(write(pp[1], "p", 1) == 1);
-		CHECK_EQ(bypass_epoll_wait(ep, &ev, 1, 10000), 1);
+		CHECK_EQ(bypass_ipc_epoll_wait(ep, &ev, 1, 10000 * BYPASS_MS), 1);
 		if (ev.data.u64 == TAG_PIPE) {
 			char x;
 			CHECK(read(pp[0], &x, 1) == 1);

@@ -2,7 +2,7 @@
 /*
  * epoll-fair: more ready connections than maxevents.  Like epoll, which
  * moves a reported level-triggered descriptor to the back of its ready
- * list, bypass_epoll_wait must take turns: a connection that always has
+ * list, bypass_ipc_epoll_wait must take turns: a connection that always has
  * another message must not keep the others from ever being reported.
  * Three clients queue messages; the loop takes one event per call and one
  * message per event; every connection must come up among the first three.
@@ -51,13 +51,13 @@ int main(void)
 	CHECK(ep >= 0);
 	for (int i = 0; i < CONNS; i++) {
 		struct epoll_event e = { .events = EPOLLIN, .data.u64 = (uint64_t)i };
-		CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_ADD, s[i], &e), 0);
+		CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, s[i], &e), 0);
 	}
 	unsigned seen = 0;
 	int next[CONNS] = { 0 };
 	for (int round = 0; round < CONNS * MSGS; round++) {
 		struct epoll_event ev;
-		CHECK_EQ(bypass_epoll_wait(ep, &ev, 1, 10000), 1);
+		CHECK_EQ(bypass_ipc_epoll_wait(ep, &ev, 1, 10000 * BYPASS_MS), 1);
 		uint64_t k = ev.data.u64;
 		CHECK(k < CONNS);
 		struct bypass_ipc_msg m;
@@ -70,7 +70,7 @@ int main(void)
 			TEST_FAIL("after %d events only connections %#x were reported", CONNS,
 				  seen);
 	}
-	CHECK_EQ(bypass_epoll_wait(ep, (struct epoll_event[1]){ 0 }, 1, 0), 0);
+	CHECK_EQ(bypass_ipc_epoll_wait(ep, (struct epoll_event[1]){ 0 }, 1, 0), 0);
 	CHECK(write(done[1], "d", 1) == 1);
 	wait_child(pid);
 	for (int i = 0; i < CONNS; i++)

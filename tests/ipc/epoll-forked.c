@@ -2,7 +2,7 @@
 /*
  * epoll-forked: the server dies (SIGKILL) while a child it forked still
  * holds the connection's socket, so the socket never hangs up.  recv sees
- * the death through the peer's pidfd; bypass_epoll_wait must too: the
+ * the death through the peer's pidfd; bypass_ipc_epoll_wait must too: the
  * client's loop gets EPOLLIN|EPOLLHUP, not an endless sleep.
  */
 #include <sys/prctl.h>
@@ -49,17 +49,17 @@ int main(void)
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	CHECK(ep >= 0);
 	struct epoll_event e = { .events = EPOLLIN | EPOLLRDHUP, .data.u64 = 5 }, ev[4];
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_ADD, c, &e), 0);
-	CHECK_EQ(bypass_epoll_wait(ep, ev, 4, -1), 1);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, c, &e), 0);
+	CHECK_EQ(bypass_ipc_epoll_wait(ep, ev, 4, BYPASS_FOREVER), 1);
 	struct bypass_ipc_msg m;
 	CHECK_ERR(bypass_ipc_recv(c, &m, 0), 0);
 	CHECK_ERR(bypass_ipc_release(c, &m), 0);
-	CHECK_EQ(bypass_epoll_wait(ep, ev, 4, 0), 0);
+	CHECK_EQ(bypass_ipc_epoll_wait(ep, ev, 4, 0), 0);
 
 	kill(srv, SIGKILL);
 	int st;
 	CHECK(waitpid(srv, &st, 0) == srv);
-	int n = bypass_epoll_wait(ep, ev, 4, -1);
+	int n = bypass_ipc_epoll_wait(ep, ev, 4, BYPASS_FOREVER);
 	CHECK_EQ(n, 1);
 	CHECK_EQ(ev[0].data.u64, 5);
 	CHECK((ev[0].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) ==

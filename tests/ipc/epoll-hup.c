@@ -29,22 +29,22 @@ static void trial(const char *name, bypass_ipc_service *svc, uint32_t events, bo
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	CHECK(ep >= 0);
 	struct epoll_event e = { .events = events, .data.u64 = 9 }, ev[4];
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_ADD, s, &e), 0);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, s, &e), 0);
 	/* The message is there, but not asked for. */
 	struct bypass_ipc_msg m;
 	CHECK_ERR(bypass_ipc_recv(s, &m, BYPASS_FOREVER), 0);
 	CHECK_ERR(bypass_ipc_release(s, &m), 0);
-	CHECK_EQ(bypass_epoll_wait(ep, ev, 4, 50), 0);
+	CHECK_EQ(bypass_ipc_epoll_wait(ep, ev, 4, 50 * BYPASS_MS), 0);
 	CHECK(write(go[1], "x", 1) == 1);
 	wait_child(pid);
-	int n = bypass_epoll_wait(ep, ev, 4, 10000);
+	int n = bypass_ipc_epoll_wait(ep, ev, 4, 10000 * BYPASS_MS);
 	CHECK_EQ(n, 1);
 	CHECK_EQ(ev[0].data.u64, 9);
 	CHECK(ev[0].events & EPOLLHUP);
 	CHECK(!(ev[0].events & EPOLLIN));
 	CHECK_EQ(ev[0].events & EPOLLRDHUP, events & EPOLLRDHUP);
 	/* Level-triggered: reported again. */
-	CHECK_EQ(bypass_epoll_wait(ep, ev, 4, 0), 1);
+	CHECK_EQ(bypass_ipc_epoll_wait(ep, ev, 4, 0), 1);
 	CHECK_ERR(bypass_ipc_close(s), 0);
 	close(ep);
 	close(go[0]);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * epoll-nomem: bypass_epoll_ctl(EPOLL_CTL_ADD) that runs out of memory while
+ * epoll-nomem: bypass_ipc_epoll_ctl(EPOLL_CTL_ADD) that runs out of memory while
  * growing its table of registrations returns -ENOMEM and loses nothing: the
  * connections registered before are still reported, and the refused one can
  * be added once memory is back.  realloc is interposed to fail on demand.
@@ -58,18 +58,18 @@ int main(void)
 	struct epoll_event e = { .events = EPOLLIN }, ev[CONNS];
 	for (int i = 0; i < CONNS - 1; i++) {
 		e.data.u64 = (uint64_t)i;
-		CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_ADD, s[i], &e), 0);
+		CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, s[i], &e), 0);
 	}
 	e.data.u64 = CONNS - 1;
 	fail_realloc = 1;
-	int r = bypass_epoll_ctl(ep, EPOLL_CTL_ADD, s[CONNS - 1], &e);
+	int r = bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, s[CONNS - 1], &e);
 	fail_realloc = 0;
 	CHECK_ERR(r, -ENOMEM);
 	/* Everything registered before is still there. */
 	CHECK(write(go[1], "g", 1) == 1);
 	uint64_t seen = 0;
 	while (seen != (1u << (CONNS - 1)) - 1) {
-		int n = bypass_epoll_wait(ep, ev, CONNS, 10000);
+		int n = bypass_ipc_epoll_wait(ep, ev, CONNS, 10000 * BYPASS_MS);
 		CHECK(n > 0);
 		for (int i = 0; i < n; i++) {
 			uint64_t k = ev[i].data.u64;
@@ -81,8 +81,8 @@ int main(void)
 		}
 	}
 	/* And the refused one can be added now. */
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_ADD, s[CONNS - 1], &e), 0);
-	int n = bypass_epoll_wait(ep, ev, CONNS, 10000);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, s[CONNS - 1], &e), 0);
+	int n = bypass_ipc_epoll_wait(ep, ev, CONNS, 10000 * BYPASS_MS);
 	CHECK_EQ(n, 1);
 	CHECK_EQ(ev[0].data.u64, CONNS - 1);
 	CHECK(write(go[1], "g", 1) == 1);

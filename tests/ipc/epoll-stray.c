@@ -2,7 +2,7 @@
 /*
  * epoll-stray: a wake byte that reaches the connection's socket after its
  * message was read (a producer that saw the connection armed sends it late)
- * makes the socket readable with nothing to report.  bypass_epoll_wait with
+ * makes the socket readable with nothing to report.  bypass_ipc_epoll_wait with
  * no timeout (-1) must not return 0 for it, as epoll_wait never does: it
  * goes back to sleep until the real message comes.
  *
@@ -54,9 +54,9 @@ int main(void)
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	CHECK(ep >= 0);
 	struct epoll_event e = { .events = EPOLLIN, .data.u64 = 7 }, ev[4];
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_ADD, s, &e), 0);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, s, &e), 0);
 	for (uint64_t i = 0; i < ROUNDS; i++) {
-		int n = bypass_epoll_wait(ep, ev, 4, -1);
+		int n = bypass_ipc_epoll_wait(ep, ev, 4, BYPASS_FOREVER);
 		CHECK_EQ(n, 1);
 		CHECK_EQ(ev[0].data.u64, 7);
 		struct bypass_ipc_msg m;

@@ -22,7 +22,7 @@ static void *loop_a(void *arg)
 	(void)arg;
 	struct epoll_event ev[4];
 	/* Returns when the client's message on A finally arrives. */
-	int n = bypass_epoll_wait(ep_a, ev, 4, -1);
+	int n = bypass_ipc_epoll_wait(ep_a, ev, 4, BYPASS_FOREVER);
 	atomic_store(&a_events, n);
 	return NULL;
 }
@@ -61,14 +61,14 @@ int main(void)
 	int ep_b = epoll_create1(EPOLL_CLOEXEC);
 	CHECK(ep_a >= 0 && ep_b >= 0);
 	struct epoll_event e = { .events = EPOLLIN, .data.u64 = 1 }, ev[4];
-	CHECK_ERR(bypass_epoll_ctl(ep_a, EPOLL_CTL_ADD, a, &e), 0);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep_a, EPOLL_CTL_ADD, a, &e), 0);
 	e.data.u64 = 2;
-	CHECK_ERR(bypass_epoll_ctl(ep_b, EPOLL_CTL_ADD, b, &e), 0);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep_b, EPOLL_CTL_ADD, b, &e), 0);
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, loop_a, NULL) == 0);
 	for (uint64_t i = 0; i < ROUNDS; i++) {
 		CHECK(write(go[1], "g", 1) == 1);
-		int n = bypass_epoll_wait(ep_b, ev, 4, -1);
+		int n = bypass_ipc_epoll_wait(ep_b, ev, 4, BYPASS_FOREVER);
 		CHECK_EQ(n, 1);
 		CHECK_EQ(ev[0].data.u64, 2);
 		struct bypass_ipc_msg m;

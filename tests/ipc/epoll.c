@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * epoll: bypass_epoll_wait reports connections and ordinary descriptors of
+ * epoll: bypass_ipc_epoll_wait reports connections and ordinary descriptors of
  * one epoll instance together: a message that arrives while the loop sleeps
  * wakes it with the connection's data; a pipe's data comes through as
  * given; both can be ready at once; a peer's death is EPOLLIN|EPOLLHUP and
@@ -18,9 +18,9 @@
 
 static int wait_events(int ep, struct epoll_event *ev, int max)
 {
-	int n = bypass_epoll_wait(ep, ev, max, 10000);
+	int n = bypass_ipc_epoll_wait(ep, ev, max, 10000 * BYPASS_MS);
 	if (n <= 0)
-		TEST_FAIL("bypass_epoll_wait: %d", n);
+		TEST_FAIL("bypass_ipc_epoll_wait: %d", n);
 	return n;
 }
 
@@ -66,27 +66,27 @@ int main(void)
 	CHECK(ep >= 0);
 	struct epoll_event ev[8];
 	struct epoll_event e = { .events = EPOLLIN | EPOLLRDHUP, .data.u64 = TAG_A };
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_ADD, a, &e), 0);
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_ADD, a, &e), -EEXIST);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, a, &e), 0);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, a, &e), -EEXIST);
 	e.data.u64 = TAG_B;
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_DEL, b, NULL), -ENOENT);
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_MOD, b, &e), -ENOENT);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_DEL, b, NULL), -ENOENT);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_MOD, b, &e), -ENOENT);
 	e.events = EPOLLIN | EPOLLOUT;
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_ADD, b, &e), -EOPNOTSUPP);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, b, &e), -EOPNOTSUPP);
 	e.events = EPOLLIN | EPOLLET;
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_ADD, b, &e), -EOPNOTSUPP);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, b, &e), -EOPNOTSUPP);
 	e.events = EPOLLIN;
 	e.data.u64 = 0;
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_ADD, b, &e), 0);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, b, &e), 0);
 	e.data.u64 = TAG_B;
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_MOD, b, &e), 0);
-	CHECK_ERR(bypass_epoll_ctl(ep, 99, b, &e), -EINVAL);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_MOD, b, &e), 0);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, 99, b, &e), -EINVAL);
 	struct epoll_event pe = { .events = EPOLLIN, .data.u64 = TAG_PIPE };
 	CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, pp[0], &pe) == 0);
 
 	/* Nothing ready: a timeout. */
-	CHECK_EQ(bypass_epoll_wait(ep, ev, 8, 20), 0);
-	CHECK_EQ(bypass_epoll_wait(ep, ev, 8, 0), 0);
+	CHECK_EQ(bypass_ipc_epoll_wait(ep, ev, 8, 20 * BYPASS_MS), 0);
+	CHECK_EQ(bypass_ipc_epoll_wait(ep, ev, 8, 0), 0);
 
 	/* 1: asleep in the kernel, woken by A's message. */
 	CHECK(write(go[1], "1", 1) == 1);
@@ -95,7 +95,7 @@ int main(void)
 	CHECK(has(ev, n, TAG_A, EPOLLIN));
 	struct bypass_ipc_msg m;
 	/* Level-triggered: still reported until read. */
-	CHECK_EQ(bypass_epoll_wait(ep, ev, 8, 0), 1);
+	CHECK_EQ(bypass_ipc_epoll_wait(ep, ev, 8, 0), 1);
 	CHECK_ERR(bypass_ipc_recv(a, &m, 0), 0);
 	CHECK(!memcmp(m.data, "to A", 5));
 	CHECK_ERR(bypass_ipc_release(a, &m), 0);
@@ -123,10 +123,10 @@ int main(void)
 		}
 	}
 	/* DEL: B is no longer reported. */
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_DEL, b, NULL), 0);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_DEL, b, NULL), 0);
 
 	/* 3: the low-level route, outside epoll: fd + arm + poll(). */
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_DEL, a, NULL), 0);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_DEL, a, NULL), 0);
 	CHECK(write(go[1], "3", 1) == 1);
 	CHECK_ERR(bypass_ipc_arm(a), 0);
 	struct pollfd p = { .fd = bypass_ipc_fd(a), .events = POLLIN };
@@ -140,7 +140,7 @@ int main(void)
 	/* 4: the peer dies: a hang-up on A. */
 	e.events = EPOLLIN | EPOLLRDHUP;
 	e.data.u64 = TAG_A;
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_ADD, a, &e), 0);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, a, &e), 0);
 	CHECK(write(go[1], "4", 1) == 1);
 	wait_child(pid);
 	n = wait_events(ep, ev, 8);
@@ -149,11 +149,12 @@ int main(void)
 	CHECK_ERR(bypass_ipc_recv(a, &m, 0), -ECONNRESET);
 	/* Closing a registered connection removes it. */
 	CHECK_ERR(bypass_ipc_close(a), 0);
-	CHECK_EQ(bypass_epoll_wait(ep, ev, 8, 0), 0);
+	CHECK_EQ(bypass_ipc_epoll_wait(ep, ev, 8, 0), 0);
 	CHECK_ERR(bypass_ipc_close(b), 0);
-	CHECK_ERR(bypass_epoll_wait(-1, ev, 8, 0), -EINVAL);
-	CHECK_ERR(bypass_epoll_wait(ep, NULL, 8, 0), -EINVAL);
-	CHECK_ERR(bypass_epoll_wait(ep, ev, 0, 0), -EINVAL);
+	CHECK_ERR(bypass_ipc_epoll_wait(-1, ev, 8, 0), -EINVAL);
+	CHECK_ERR(bypass_ipc_epoll_wait(ep, NULL, 8, 0), -EINVAL);
+	CHECK_ERR(bypass_ipc_epoll_wait(ep, ev, 0, 0), -EINVAL);
+	CHECK_ERR(bypass_ipc_epoll_wait(ep, ev, 8, -2), -EINVAL);  /* only BYPASS_FOREVER is negative */
 	close(ep);
 	close(go[0]);
 	close(go[1]);

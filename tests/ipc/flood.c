@@ -3,7 +3,7 @@
  * flood: a hostile client floods the connection's handshake socket (which
  * carries only wake bytes, one per arming) as fast as it can write.  The
  * server must not be kept reading it forever: recv after arming, and
- * bypass_epoll_wait with a timeout, return; and the connection still carries
+ * bypass_ipc_epoll_wait with a timeout, return; and the connection still carries
  * messages.
  */
 #include <fcntl.h>
@@ -52,10 +52,10 @@ int main(void)
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	CHECK(ep >= 0);
 	struct epoll_event e = { .events = EPOLLIN, .data.u64 = 7 }, ev[4];
-	CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_ADD, s, &e), 0);
+	CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, s, &e), 0);
 	for (int i = 0; i < 20; i++)
-		CHECK_EQ(bypass_epoll_wait(ep, ev, 4, 10), 0);
-	CHECK_EQ(bypass_epoll_wait(ep, ev, 4, 0), 0);
+		CHECK_EQ(bypass_ipc_epoll_wait(ep, ev, 4, 10 * BYPASS_MS), 0);
+	CHECK_EQ(bypass_ipc_epoll_wait(ep, ev, 4, 0), 0);
 	kill(pid, SIGKILL);
 	CHECK(waitpid(pid, NULL, 0) == pid);
 	CHECK_ERR(bypass_ipc_close(s), 0);

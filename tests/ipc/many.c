@@ -39,7 +39,7 @@ int main(void)
 			_exit(0);
 		}
 	}
-	/* One thread serves everyone through bypass_epoll_wait. */
+	/* One thread serves everyone through bypass_ipc_epoll_wait. */
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	CHECK(ep >= 0);
 	struct epoll_event sev = { .events = EPOLLIN, .data.ptr = svc };
@@ -51,7 +51,7 @@ int main(void)
 		owner[i] = -1;
 	while (done < CLIENTS) {
 		struct epoll_event ev[16];
-		int n = bypass_epoll_wait(ep, ev, 16, 10000);
+		int n = bypass_ipc_epoll_wait(ep, ev, 16, 10000 * BYPASS_MS);
 		CHECK(n > 0);
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.ptr == svc) {
@@ -64,7 +64,7 @@ int main(void)
 				conns[open_conns] = c;
 				struct epoll_event cev = { .events = EPOLLIN,
 							   .data.u64 = (uint64_t)open_conns };
-				CHECK_ERR(bypass_epoll_ctl(ep, EPOLL_CTL_ADD, c, &cev), 0);
+				CHECK_ERR(bypass_ipc_epoll_ctl(ep, EPOLL_CTL_ADD, c, &cev), 0);
 				open_conns++;
 				continue;
 			}

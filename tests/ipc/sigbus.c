@@ -175,7 +175,7 @@ static void hostile_servers(void)
 	bad.status = EACCES;
 	test_svc_name(name, sizeof(name), "fake7");
 	CHECK_ERR(fake_connect(name, &bad, -1), -EACCES);
-	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_ERR(bypass_arena_close(a), 0);
 	CHECK_EQ(test_count_maps("bypass-ipc"), 0);
 }
 

@@ -19,7 +19,7 @@ static const char *mode_name[] = { "adaptive", "sleep", "spin" };
 static void check_timed_out(bypass_doorbell *db, int64_t ns)
 {
 	uint64_t t0 = test_now_ns();
-	CHECK_ERR(bypass_doorbell_wait(db, ns), -ETIMEDOUT);
+	CHECK_ERR(bypass_notify_wait(db, ns), -ETIMEDOUT);
 	uint64_t dt = test_now_ns() - t0;
 	/* Not before the timeout (1 ms of slack for clock granularity)... */
 	if (dt + 1000000 < (uint64_t)ns)
@@ -33,39 +33,39 @@ static void check_timed_out(bypass_doorbell *db, int64_t ns)
 
 static void one_mode(int mode)
 {
-	struct bypass_doorbell_opts o = { .mode = mode, .spin_ns = 5000 };
+	struct bypass_notify_opts o = { .mode = mode, .spin_ns = 5000 };
 	bypass_doorbell *db;
-	CHECK_ERR(bypass_doorbell_create(&o, &db), 0);
+	CHECK_ERR(bypass_notify_create(&o, &db), 0);
 	CHECK(db != NULL);
-	CHECK(bypass_doorbell_addr(db) != NULL);
-	CHECK(!strcmp(bypass_doorbell_backend(db), "futex"));
-	CHECK_EQ(bypass_doorbell_peer_alive(db), 1);
+	CHECK(bypass_notify_addr(db) != NULL);
+	CHECK(!strcmp(bypass_notify_backend(db), "futex"));
+	CHECK_EQ(bypass_notify_peer_alive(db), 1);
 
 	/* Nothing pending. */
-	CHECK_ERR(bypass_doorbell_try(db), -EAGAIN);
-	CHECK_ERR(bypass_doorbell_wait(db, 0), -ETIMEDOUT);
+	CHECK_ERR(bypass_notify_try(db), -EAGAIN);
+	CHECK_ERR(bypass_notify_wait(db, 0), -ETIMEDOUT);
 
 	/* One ring, consumed once. */
-	CHECK_ERR(bypass_doorbell_ring(db), 0);
-	CHECK_EQ(bypass_doorbell_try(db), 1);
-	CHECK_ERR(bypass_doorbell_try(db), -EAGAIN);
+	CHECK_ERR(bypass_notify_ring(db), 0);
+	CHECK_EQ(bypass_notify_try(db), 1);
+	CHECK_ERR(bypass_notify_try(db), -EAGAIN);
 
 	/* Rings accumulate; try and wait return them all at once. */
 	for (int i = 0; i < 5; i++)
-		CHECK_ERR(bypass_doorbell_ring(db), 0);
-	CHECK_EQ(bypass_doorbell_try(db), 5);
-	CHECK_ERR(bypass_doorbell_try(db), -EAGAIN);
+		CHECK_ERR(bypass_notify_ring(db), 0);
+	CHECK_EQ(bypass_notify_try(db), 5);
+	CHECK_ERR(bypass_notify_try(db), -EAGAIN);
 	for (int i = 0; i < 7; i++)
-		CHECK_ERR(bypass_doorbell_ring(db), 0);
-	CHECK_EQ(bypass_doorbell_wait(db, 0), 7);
-	CHECK_ERR(bypass_doorbell_wait(db, 0), -ETIMEDOUT);
+		CHECK_ERR(bypass_notify_ring(db), 0);
+	CHECK_EQ(bypass_notify_wait(db, 0), 7);
+	CHECK_ERR(bypass_notify_wait(db, 0), -ETIMEDOUT);
 	for (int i = 0; i < 1000; i++)
-		CHECK_ERR(bypass_doorbell_ring(db), 0);
-	CHECK_EQ(bypass_doorbell_wait(db, BYPASS_FOREVER), 1000);
-	CHECK_ERR(bypass_doorbell_ring(db), 0);
-	CHECK_EQ(bypass_doorbell_wait(db, 1000000), 1);
-	CHECK_ERR(bypass_doorbell_ring(db), 0);
-	CHECK_EQ(bypass_doorbell_wait(db, INT64_MAX), 1);
+		CHECK_ERR(bypass_notify_ring(db), 0);
+	CHECK_EQ(bypass_notify_wait(db, BYPASS_FOREVER), 1000);
+	CHECK_ERR(bypass_notify_ring(db), 0);
+	CHECK_EQ(bypass_notify_wait(db, 1000000), 1);
+	CHECK_ERR(bypass_notify_ring(db), 0);
+	CHECK_EQ(bypass_notify_wait(db, INT64_MAX), 1);
 
 	/* Timeouts with nothing pending. */
 	check_timed_out(db, 1);
@@ -73,14 +73,14 @@ static void one_mode(int mode)
 	check_timed_out(db, 50000000);    /* 50 ms */
 
 	/* Bad negative timeouts, with and without rings pending. */
-	CHECK_ERR(bypass_doorbell_wait(db, -2), -EINVAL);
-	CHECK_ERR(bypass_doorbell_wait(db, INT64_MIN), -EINVAL);
-	CHECK_ERR(bypass_doorbell_ring(db), 0);
-	CHECK_ERR(bypass_doorbell_wait(db, -2), -EINVAL);
-	CHECK_ERR(bypass_doorbell_wait(db, -1000000000), -EINVAL);
-	CHECK_EQ(bypass_doorbell_try(db), 1); /* the ring was not consumed */
+	CHECK_ERR(bypass_notify_wait(db, -2), -EINVAL);
+	CHECK_ERR(bypass_notify_wait(db, INT64_MIN), -EINVAL);
+	CHECK_ERR(bypass_notify_ring(db), 0);
+	CHECK_ERR(bypass_notify_wait(db, -2), -EINVAL);
+	CHECK_ERR(bypass_notify_wait(db, -1000000000), -EINVAL);
+	CHECK_EQ(bypass_notify_try(db), 1); /* the ring was not consumed */
 
-	CHECK_ERR(bypass_doorbell_close(db), 0);
+	CHECK_ERR(bypass_notify_close(db), 0);
 }
 
 int main(void)
@@ -93,26 +93,26 @@ int main(void)
 
 	/* Default options, and switching the mode of a live handle. */
 	bypass_doorbell *db;
-	CHECK_ERR(bypass_doorbell_create(NULL, &db), 0);
+	CHECK_ERR(bypass_notify_create(NULL, &db), 0);
 	for (int m = BYPASS_WAIT_ADAPTIVE; m <= BYPASS_WAIT_SPIN; m++) {
-		CHECK_ERR(bypass_doorbell_set_mode(db, m, m == BYPASS_WAIT_ADAPTIVE ? 1000 : 0), 0);
+		CHECK_ERR(bypass_notify_set_mode(db, m, m == BYPASS_WAIT_ADAPTIVE ? 1000 : 0), 0);
 		check_timed_out(db, 20000000);
-		CHECK_ERR(bypass_doorbell_ring(db), 0);
-		CHECK_ERR(bypass_doorbell_ring(db), 0);
-		CHECK_EQ(bypass_doorbell_wait(db, 20000000), 2);
+		CHECK_ERR(bypass_notify_ring(db), 0);
+		CHECK_ERR(bypass_notify_ring(db), 0);
+		CHECK_EQ(bypass_notify_wait(db, 20000000), 2);
 	}
-	CHECK_ERR(bypass_doorbell_set_mode(db, 3, 0), -EINVAL);
-	CHECK_ERR(bypass_doorbell_set_mode(db, -1, 0), -EINVAL);
-	CHECK_ERR(bypass_doorbell_destroy(db), 0);
+	CHECK_ERR(bypass_notify_set_mode(db, 3, 0), -EINVAL);
+	CHECK_ERR(bypass_notify_set_mode(db, -1, 0), -EINVAL);
+	CHECK_ERR(bypass_notify_destroy(db), 0);
 
 	/* "auto" and "futex" name the same backend. */
-	struct bypass_doorbell_opts o = { .backend = "auto" };
-	CHECK_ERR(bypass_doorbell_create(&o, &db), 0);
-	CHECK(!strcmp(bypass_doorbell_backend(db), "futex"));
-	CHECK_ERR(bypass_doorbell_close(db), 0);
+	struct bypass_notify_opts o = { .backend = "auto" };
+	CHECK_ERR(bypass_notify_create(&o, &db), 0);
+	CHECK(!strcmp(bypass_notify_backend(db), "futex"));
+	CHECK_ERR(bypass_notify_close(db), 0);
 	o.backend = "futex";
-	CHECK_ERR(bypass_doorbell_create(&o, &db), 0);
-	CHECK(!strcmp(bypass_doorbell_backend(db), "futex"));
-	CHECK_ERR(bypass_doorbell_close(db), 0);
+	CHECK_ERR(bypass_notify_create(&o, &db), 0);
+	CHECK(!strcmp(bypass_notify_backend(db), "futex"));
+	CHECK_ERR(bypass_notify_close(db), 0);
 	return test_pass("notify/basic");
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * destroy: bypass_doorbell_destroy ends the doorbell for every handle.
- * Proves, for another handle of this process (bypass_doorbell_open on an
+ * destroy: bypass_notify_destroy ends the doorbell for every handle.
+ * Proves, for another handle of this process (bypass_notify_open on an
  * arena doorbell) and for a forked process: waiters asleep in other threads
  * (in each mode) and a thread blocked in poll on the armed eventfd wake up
  * and get -EINVAL; afterwards ring, try, wait, arm, fd, set_handler,
@@ -28,25 +28,25 @@ static void cb(bypass_doorbell *db, unsigned n, void *arg)
 
 static void all_einval(bypass_doorbell *h)
 {
-	CHECK_ERR(bypass_doorbell_ring(h), -EINVAL);
-	CHECK_ERR(bypass_doorbell_try(h), -EINVAL);
-	CHECK_ERR(bypass_doorbell_wait(h, 0), -EINVAL);
-	CHECK_ERR(bypass_doorbell_wait(h, 1000000), -EINVAL);
-	CHECK_ERR(bypass_doorbell_wait(h, BYPASS_FOREVER), -EINVAL);
-	CHECK_ERR(bypass_doorbell_arm(h), -EINVAL);
-	CHECK_ERR(bypass_doorbell_fd(h), -EINVAL);
-	CHECK_ERR(bypass_doorbell_set_handler(h, cb, NULL), -EINVAL);
-	CHECK_ERR(bypass_doorbell_peer_alive(h), -EINVAL);
+	CHECK_ERR(bypass_notify_ring(h), -EINVAL);
+	CHECK_ERR(bypass_notify_try(h), -EINVAL);
+	CHECK_ERR(bypass_notify_wait(h, 0), -EINVAL);
+	CHECK_ERR(bypass_notify_wait(h, 1000000), -EINVAL);
+	CHECK_ERR(bypass_notify_wait(h, BYPASS_FOREVER), -EINVAL);
+	CHECK_ERR(bypass_notify_arm(h), -EINVAL);
+	CHECK_ERR(bypass_notify_fd(h), -EINVAL);
+	CHECK_ERR(bypass_notify_set_handler(h, cb, NULL), -EINVAL);
+	CHECK_ERR(bypass_notify_peer_alive(h), -EINVAL);
 	int sv[2];
 	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	CHECK_ERR(bypass_doorbell_send(sv[0], h), -EINVAL);
+	CHECK_ERR(bypass_notify_send(sv[0], h), -EINVAL);
 	close(sv[0]);
 	close(sv[1]);
 }
 
 static void wait_sleepers(bypass_doorbell *db, unsigned n)
 {
-	struct db_shared *sh = bypass_doorbell_addr(db);
+	struct db_shared *sh = bypass_notify_addr(db);
 	while (atomic_load(&sh->ww.sleepers) < n)
 		test_sleep_ms(1);
 }
@@ -55,18 +55,18 @@ static void wait_sleepers(bypass_doorbell *db, unsigned n)
 static void cross_process(void)
 {
 	bypass_doorbell *db;
-	struct bypass_doorbell_opts o = { .mode = BYPASS_WAIT_SLEEP };
-	CHECK_ERR(bypass_doorbell_create(&o, &db), 0);
+	struct bypass_notify_opts o = { .mode = BYPASS_WAIT_SLEEP };
+	CHECK_ERR(bypass_notify_create(&o, &db), 0);
 	pid_t pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
-		CHECK_ERR(bypass_doorbell_wait(db, BYPASS_FOREVER), -EINVAL);
+		CHECK_ERR(bypass_notify_wait(db, BYPASS_FOREVER), -EINVAL);
 		all_einval(db);
-		CHECK_ERR(bypass_doorbell_close(db), 0);
+		CHECK_ERR(bypass_notify_close(db), 0);
 		_exit(0);
 	}
 	wait_sleepers(db, 1);
-	CHECK_ERR(bypass_doorbell_destroy(db), 0);
+	CHECK_ERR(bypass_notify_destroy(db), 0);
 	wait_child(pid);
 }
 
@@ -79,36 +79,36 @@ struct waiter {
 static void *wait_thread(void *p)
 {
 	struct waiter *w = p;
-	atomic_store(&w->result, bypass_doorbell_wait(w->h, w->timeout));
+	atomic_store(&w->result, bypass_notify_wait(w->h, w->timeout));
 	return NULL;
 }
 
 static void *poll_thread(void *p)
 {
 	struct waiter *w = p;
-	int fd = bypass_doorbell_fd(w->h);
+	int fd = bypass_notify_fd(w->h);
 	CHECK(fd >= 0);
-	CHECK_EQ(bypass_doorbell_arm(w->h), 0);
+	CHECK_EQ(bypass_notify_arm(w->h), 0);
 	struct pollfd pf = { .fd = fd, .events = POLLIN };
 	int r;
 	do
 		r = poll(&pf, 1, -1); /* a hang is caught by the alarm */
 	while (r < 0 && errno == EINTR);
 	CHECK_EQ(r, 1);
-	atomic_store(&w->result, bypass_doorbell_try(w->h));
+	atomic_store(&w->result, bypass_notify_try(w->h));
 	return NULL;
 }
 
 /* Sleeping waiters in other threads, on other handles, in each mode. */
 static void other_threads(bypass_arena *a, int mode)
 {
-	struct bypass_doorbell_opts o = { .mode = mode };
+	struct bypass_notify_opts o = { .mode = mode };
 	bypass_doorbell *h1, *h2, *h3;
-	CHECK_ERR(bypass_doorbell_create_in(a, &o, &h1), 0);
-	void *addr = bypass_doorbell_addr(h1);
-	CHECK_ERR(bypass_doorbell_open(a, addr, &h2), 0);
-	CHECK_ERR(bypass_doorbell_open(a, addr, &h3), 0);
-	CHECK_ERR(bypass_doorbell_set_mode(h2, mode, 0), 0);
+	CHECK_ERR(bypass_notify_create_in(a, &o, &h1), 0);
+	void *addr = bypass_notify_addr(h1);
+	CHECK_ERR(bypass_notify_open(a, addr, &h2), 0);
+	CHECK_ERR(bypass_notify_open(a, addr, &h3), 0);
+	CHECK_ERR(bypass_notify_set_mode(h2, mode, 0), 0);
 
 	struct waiter w[3] = {
 		{ .h = h2, .timeout = BYPASS_FOREVER },
@@ -125,7 +125,7 @@ static void other_threads(bypass_arena *a, int mode)
 	while (!atomic_load(&sh->efd_armed))
 		test_sleep_ms(1);
 	test_sleep_ms(10);
-	CHECK_ERR(bypass_doorbell_destroy(h1), 0);
+	CHECK_ERR(bypass_notify_destroy(h1), 0);
 	for (int i = 0; i < 3; i++) {
 		CHECK_EQ(pthread_join(t[i], NULL), 0);
 		CHECK_ERR(atomic_load(&w[i].result), -EINVAL);
@@ -133,9 +133,9 @@ static void other_threads(bypass_arena *a, int mode)
 	all_einval(h2);
 	all_einval(h3);
 	bypass_doorbell *h4;
-	CHECK_ERR(bypass_doorbell_open(a, addr, &h4), -EINVAL);
-	CHECK_ERR(bypass_doorbell_close(h2), 0);
-	CHECK_ERR(bypass_doorbell_destroy(h3), 0); /* already ended: releases */
+	CHECK_ERR(bypass_notify_open(a, addr, &h4), -EINVAL);
+	CHECK_ERR(bypass_notify_close(h2), 0);
+	CHECK_ERR(bypass_notify_destroy(h3), 0); /* already ended: releases */
 }
 
 /* A consumer racing with destroy gets -EAGAIN/-ETIMEDOUT, then -EINVAL. */
@@ -152,8 +152,8 @@ static void *race_thread(void *p)
 	for (unsigned i = 1;; i++) {
 		if ((i & 63) == 0) /* let the destroyer run on a busy machine */
 			sched_yield();
-		int n = r->use_wait ? bypass_doorbell_wait(r->h, 1000000)
-				    : bypass_doorbell_try(r->h);
+		int n = r->use_wait ? bypass_notify_wait(r->h, 1000000)
+				    : bypass_notify_try(r->h);
 		if (n == -EINVAL)
 			break;
 		if (n != (r->use_wait ? -ETIMEDOUT : -EAGAIN))
@@ -164,13 +164,13 @@ static void *race_thread(void *p)
 
 static void destroy_race(bypass_arena *a, int use_wait, int iters)
 {
-	struct bypass_doorbell_opts o = { .mode = BYPASS_WAIT_SPIN };
+	struct bypass_notify_opts o = { .mode = BYPASS_WAIT_SPIN };
 	for (int i = 0; i < iters; i++) {
 		bypass_doorbell *h1, *h2;
-		CHECK_ERR(bypass_doorbell_create_in(a, &o, &h1), 0);
-		CHECK_ERR(bypass_doorbell_open(a, bypass_doorbell_addr(h1), &h2), 0);
+		CHECK_ERR(bypass_notify_create_in(a, &o, &h1), 0);
+		CHECK_ERR(bypass_notify_open(a, bypass_notify_addr(h1), &h2), 0);
 		/* try spins; wait mostly sleeps (the destroyer needs a CPU) */
-		CHECK_ERR(bypass_doorbell_set_mode(h2, use_wait ? BYPASS_WAIT_ADAPTIVE
+		CHECK_ERR(bypass_notify_set_mode(h2, use_wait ? BYPASS_WAIT_ADAPTIVE
 						   : BYPASS_WAIT_SPIN, 2000), 0);
 		struct racer r = { .h = h2, .use_wait = use_wait };
 		pthread_t t;
@@ -179,9 +179,9 @@ static void destroy_race(bypass_arena *a, int use_wait, int iters)
 			sched_yield();
 		for (int k = 0; k < (i & 127); k++)
 			__builtin_ia32_pause();
-		CHECK_ERR(bypass_doorbell_destroy(h1), 0);
+		CHECK_ERR(bypass_notify_destroy(h1), 0);
 		CHECK_EQ(pthread_join(t, NULL), 0);
-		CHECK_ERR(bypass_doorbell_close(h2), 0);
+		CHECK_ERR(bypass_notify_close(h2), 0);
 	}
 }
 
@@ -200,25 +200,25 @@ int main(void)
 	int iters = TEST_TSAN ? 200 : 2000;
 	destroy_race(a, 0, iters);
 	destroy_race(a, 1, iters);
-	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_ERR(bypass_arena_close(a), 0);
 
 	/* A doorbell of its own (not in an arena): destroy, then it is gone
 	 * for a handle received over a socket too. */
 	bypass_doorbell *db, *copy;
-	CHECK_ERR(bypass_doorbell_create(NULL, &db), 0);
+	CHECK_ERR(bypass_notify_create(NULL, &db), 0);
 	int sv[2];
 	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	CHECK_ERR(bypass_doorbell_send(sv[0], db), 0);
-	CHECK_ERR(bypass_doorbell_recv(sv[1], &copy), 0);
-	CHECK_ERR(bypass_doorbell_ring(copy), 0);
-	CHECK_EQ(bypass_doorbell_try(db), 1);
-	CHECK_ERR(bypass_doorbell_send(sv[0], db), 0);
-	CHECK_ERR(bypass_doorbell_destroy(db), 0);
+	CHECK_ERR(bypass_notify_send(sv[0], db), 0);
+	CHECK_ERR(bypass_notify_recv(sv[1], &copy), 0);
+	CHECK_ERR(bypass_notify_ring(copy), 0);
+	CHECK_EQ(bypass_notify_try(db), 1);
+	CHECK_ERR(bypass_notify_send(sv[0], db), 0);
+	CHECK_ERR(bypass_notify_destroy(db), 0);
 	all_einval(copy);
 	/* A doorbell sent before it was destroyed arrives dead. */
 	bypass_doorbell *late;
-	CHECK_ERR(bypass_doorbell_recv(sv[1], &late), -EINVAL);
-	CHECK_ERR(bypass_doorbell_close(copy), 0);
+	CHECK_ERR(bypass_notify_recv(sv[1], &late), -EINVAL);
+	CHECK_ERR(bypass_notify_close(copy), 0);
 	close(sv[0]);
 	close(sv[1]);
 	return test_pass("notify/destroy");

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * exec-recv: a doorbell passed to a truly separate process (fork + exec of
- * helper-recv, sharing no memory) with bypass_doorbell_send/recv over a Unix
+ * helper-recv, sharing no memory) with bypass_notify_send/recv over a Unix
  * socketpair, in each wait mode.  Proves: ring/wait work both ways across the
  * exec boundary with exact counts; the eventfd of a doorbell made with
- * BYPASS_DOORBELL_EVENTFD travels with it (the helper's fd becomes readable
+ * BYPASS_NOTIFY_EVENTFD travels with it (the helper's fd becomes readable
  * when the test rings after the helper armed it); and a ring reaches an
  * eventfd that the other process created itself.
  */
@@ -23,13 +23,13 @@ static void one_mode(int mode)
 {
 	int sv[2];
 	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	struct bypass_doorbell_opts o = { .mode = mode };
+	struct bypass_notify_opts o = { .mode = mode };
 	bypass_doorbell *ping, *pong, *third;
-	o.flags = BYPASS_DOORBELL_EVENTFD;
-	CHECK_ERR(bypass_doorbell_create(&o, &ping), 0);
+	o.flags = BYPASS_NOTIFY_EVENTFD;
+	CHECK_ERR(bypass_notify_create(&o, &ping), 0);
 	o.flags = 0;
-	CHECK_ERR(bypass_doorbell_create(&o, &pong), 0);
-	CHECK_ERR(bypass_doorbell_create(&o, &third), 0);
+	CHECK_ERR(bypass_notify_create(&o, &pong), 0);
+	CHECK_ERR(bypass_notify_create(&o, &third), 0);
 
 	pid_t pid = fork();
 	CHECK(pid >= 0);
@@ -43,29 +43,29 @@ static void one_mode(int mode)
 		TEST_FAIL("exec %s: %s", helper, strerror(errno));
 	}
 	close(sv[1]);
-	CHECK_ERR(bypass_doorbell_send(sv[0], ping), 0);
-	CHECK_ERR(bypass_doorbell_send(sv[0], pong), 0);
-	CHECK_ERR(bypass_doorbell_send(sv[0], third), 0);
+	CHECK_ERR(bypass_notify_send(sv[0], ping), 0);
+	CHECK_ERR(bypass_notify_send(sv[0], pong), 0);
+	CHECK_ERR(bypass_notify_send(sv[0], third), 0);
 
 	for (int i = 0; i < ROUNDS; i++) {
-		CHECK_ERR(bypass_doorbell_ring(ping), 0);
-		CHECK_EQ(bypass_doorbell_wait(pong, BYPASS_FOREVER), 1);
+		CHECK_ERR(bypass_notify_ring(ping), 0);
+		CHECK_EQ(bypass_notify_wait(pong, BYPASS_FOREVER), 1);
 	}
-	CHECK_ERR(bypass_doorbell_ring(ping), 0); /* "go" */
+	CHECK_ERR(bypass_notify_ring(ping), 0); /* "go" */
 	/* The helper armed ping's (travelled) eventfd: ring it. */
-	CHECK_EQ(bypass_doorbell_wait(pong, BYPASS_FOREVER), 1);
-	CHECK_ERR(bypass_doorbell_ring(ping), 0);
+	CHECK_EQ(bypass_notify_wait(pong, BYPASS_FOREVER), 1);
+	CHECK_ERR(bypass_notify_ring(ping), 0);
 	/* The helper armed third's eventfd, which it made itself. */
-	CHECK_EQ(bypass_doorbell_wait(pong, BYPASS_FOREVER), 1);
-	CHECK_ERR(bypass_doorbell_ring(third), 0);
-	CHECK_EQ(bypass_doorbell_wait(pong, BYPASS_FOREVER), 1);
+	CHECK_EQ(bypass_notify_wait(pong, BYPASS_FOREVER), 1);
+	CHECK_ERR(bypass_notify_ring(third), 0);
+	CHECK_EQ(bypass_notify_wait(pong, BYPASS_FOREVER), 1);
 	wait_child(pid);
 
-	CHECK_ERR(bypass_doorbell_try(pong), -EAGAIN);
+	CHECK_ERR(bypass_notify_try(pong), -EAGAIN);
 	close(sv[0]);
-	CHECK_ERR(bypass_doorbell_close(ping), 0);
-	CHECK_ERR(bypass_doorbell_close(pong), 0);
-	CHECK_ERR(bypass_doorbell_close(third), 0);
+	CHECK_ERR(bypass_notify_close(ping), 0);
+	CHECK_ERR(bypass_notify_close(pong), 0);
+	CHECK_ERR(bypass_notify_close(third), 0);
 }
 
 int main(int argc, char **argv)

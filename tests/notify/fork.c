@@ -18,47 +18,47 @@
 
 static void wait_sleepers(bypass_doorbell *db, unsigned n)
 {
-	struct db_shared *sh = bypass_doorbell_addr(db);
+	struct db_shared *sh = bypass_notify_addr(db);
 	while (atomic_load(&sh->ww.sleepers) < n)
 		test_sleep_ms(1);
 }
 
 static void one_mode(int mode)
 {
-	struct bypass_doorbell_opts o = { .mode = mode };
+	struct bypass_notify_opts o = { .mode = mode };
 	bypass_doorbell *ping, *pong;
-	CHECK_ERR(bypass_doorbell_create(&o, &ping), 0);
-	CHECK_ERR(bypass_doorbell_create(&o, &pong), 0);
+	CHECK_ERR(bypass_notify_create(&o, &ping), 0);
+	CHECK_ERR(bypass_notify_create(&o, &pong), 0);
 
 	pid_t pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
 		for (int i = 0; i < ROUNDS; i++) {
-			CHECK_EQ(bypass_doorbell_wait(ping, BYPASS_FOREVER), 1);
-			CHECK_ERR(bypass_doorbell_ring(pong), 0);
+			CHECK_EQ(bypass_notify_wait(ping, BYPASS_FOREVER), 1);
+			CHECK_ERR(bypass_notify_ring(pong), 0);
 		}
 		/* Then sleep until the parent rings once more. */
-		CHECK_EQ(bypass_doorbell_wait(ping, BYPASS_FOREVER), 1);
+		CHECK_EQ(bypass_notify_wait(ping, BYPASS_FOREVER), 1);
 		/* Leave rings behind and exit. */
 		for (int i = 0; i < 3; i++)
-			CHECK_ERR(bypass_doorbell_ring(pong), 0);
+			CHECK_ERR(bypass_notify_ring(pong), 0);
 		_exit(0);
 	}
 	for (int i = 0; i < ROUNDS; i++) {
-		CHECK_ERR(bypass_doorbell_ring(ping), 0);
-		CHECK_EQ(bypass_doorbell_wait(pong, BYPASS_FOREVER), 1);
+		CHECK_ERR(bypass_notify_ring(ping), 0);
+		CHECK_EQ(bypass_notify_wait(pong, BYPASS_FOREVER), 1);
 	}
-	CHECK_EQ(bypass_doorbell_peer_alive(ping), 1);
-	CHECK_EQ(bypass_doorbell_peer_alive(pong), 1);
+	CHECK_EQ(bypass_notify_peer_alive(ping), 1);
+	CHECK_EQ(bypass_notify_peer_alive(pong), 1);
 	if (mode != BYPASS_WAIT_SPIN)
 		wait_sleepers(ping, 1);
-	CHECK_ERR(bypass_doorbell_ring(ping), 0);
+	CHECK_ERR(bypass_notify_ring(ping), 0);
 	wait_child(pid);
 	/* The child is gone; its rings are not. */
-	CHECK_EQ(bypass_doorbell_wait(pong, BYPASS_FOREVER), 3);
-	CHECK_ERR(bypass_doorbell_try(ping), -EAGAIN);
-	CHECK_ERR(bypass_doorbell_close(ping), 0);
-	CHECK_ERR(bypass_doorbell_close(pong), 0);
+	CHECK_EQ(bypass_notify_wait(pong, BYPASS_FOREVER), 3);
+	CHECK_ERR(bypass_notify_try(ping), -EAGAIN);
+	CHECK_ERR(bypass_notify_close(ping), 0);
+	CHECK_ERR(bypass_notify_close(pong), 0);
 }
 
 int main(void)
@@ -71,7 +71,7 @@ int main(void)
 
 	/* Several children ring one parent at once: nothing is lost. */
 	bypass_doorbell *db;
-	CHECK_ERR(bypass_doorbell_create(NULL, &db), 0);
+	CHECK_ERR(bypass_notify_create(NULL, &db), 0);
 	enum { KIDS = 4, EACH = 5000 };
 	pid_t kids[KIDS];
 	for (int k = 0; k < KIDS; k++) {
@@ -79,20 +79,20 @@ int main(void)
 		CHECK(kids[k] >= 0);
 		if (kids[k] == 0) {
 			for (int i = 0; i < EACH; i++)
-				CHECK_ERR(bypass_doorbell_ring(db), 0);
+				CHECK_ERR(bypass_notify_ring(db), 0);
 			_exit(0);
 		}
 	}
 	long total = 0;
 	while (total < KIDS * EACH) {
-		int r = bypass_doorbell_wait(db, BYPASS_FOREVER);
+		int r = bypass_notify_wait(db, BYPASS_FOREVER);
 		CHECK(r > 0);
 		total += r;
 	}
 	for (int k = 0; k < KIDS; k++)
 		wait_child(kids[k]);
 	CHECK_EQ(total, KIDS * EACH);
-	CHECK_ERR(bypass_doorbell_try(db), -EAGAIN);
-	CHECK_ERR(bypass_doorbell_close(db), 0);
+	CHECK_ERR(bypass_notify_try(db), -EAGAIN);
+	CHECK_ERR(bypass_notify_close(db), 0);
 	return test_pass("notify/fork");
 }

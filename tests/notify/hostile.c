@@ -22,20 +22,20 @@ static uint64_t loc(pid_t pid, int fd)
 
 static void no_write_to(bypass_doorbell *db, pid_t pid, int fd)
 {
-	struct db_shared *sh = bypass_doorbell_addr(db);
+	struct db_shared *sh = bypass_notify_addr(db);
 	atomic_store(&sh->efd_loc, loc(pid, fd));
 	atomic_store(&sh->efd_armed, 1);
 	atomic_store(&sh->efd_posted, 0);
 	/* The ring is counted; telling the receiver fails. */
-	CHECK_ERR(bypass_doorbell_ring(db), -EPERM);
-	CHECK_EQ(bypass_doorbell_try(db), 1);
+	CHECK_ERR(bypass_notify_ring(db), -EPERM);
+	CHECK_EQ(bypass_notify_try(db), 1);
 }
 
 int main(void)
 {
 	test_timeout(120);
 	bypass_doorbell *db;
-	CHECK_ERR(bypass_doorbell_create(NULL, &db), 0);
+	CHECK_ERR(bypass_notify_create(NULL, &db), 0);
 
 	/* Our own pipe, named as the eventfd: nothing is written into it. */
 	int p[2];
@@ -63,22 +63,22 @@ int main(void)
 	no_write_to(db, -5, 3);
 
 	/* The eventfd path still works once a real one is published. */
-	atomic_store(&((struct db_shared *)bypass_doorbell_addr(db))->efd_loc, 0);
-	int efd = bypass_doorbell_fd(db);
+	atomic_store(&((struct db_shared *)bypass_notify_addr(db))->efd_loc, 0);
+	int efd = bypass_notify_fd(db);
 	CHECK(efd >= 0);
-	CHECK_EQ(bypass_doorbell_arm(db), 0);
-	CHECK_ERR(bypass_doorbell_ring(db), 0);
+	CHECK_EQ(bypass_notify_arm(db), 0);
+	CHECK_ERR(bypass_notify_ring(db), 0);
 	uint64_t v;
 	CHECK_EQ(read(efd, &v, 8), 8);
-	CHECK_EQ(bypass_doorbell_try(db), 1);
-	CHECK_ERR(bypass_doorbell_close(db), 0);
+	CHECK_EQ(bypass_notify_try(db), 1);
+	CHECK_ERR(bypass_notify_close(db), 0);
 
 	/*
 	 * More processes than the table holds: tracking is off, so when they
 	 * all die a wait times out rather than claiming -EPIPE for a process
 	 * it never saw.
 	 */
-	CHECK_ERR(bypass_doorbell_create(NULL, &db), 0);
+	CHECK_ERR(bypass_notify_create(NULL, &db), 0);
 	pid_t kids[DB_PROCS + 1];
 	for (int i = 0; i < DB_PROCS + 1; i++) {
 		int go[2];
@@ -86,7 +86,7 @@ int main(void)
 		kids[i] = fork();
 		CHECK(kids[i] >= 0);
 		if (kids[i] == 0) {
-			CHECK_ERR(bypass_doorbell_ring(db), 0);
+			CHECK_ERR(bypass_notify_ring(db), 0);
 			CHECK_EQ(write(go[1], "r", 1), 1);
 			for (;;)
 				pause();
@@ -95,14 +95,14 @@ int main(void)
 		close(go[0]);
 		close(go[1]);
 	}
-	CHECK_EQ(bypass_doorbell_wait(db, BYPASS_FOREVER), DB_PROCS + 1);
-	CHECK_EQ(atomic_load(&((struct db_shared *)bypass_doorbell_addr(db))->untracked), 1);
+	CHECK_EQ(bypass_notify_wait(db, BYPASS_FOREVER), DB_PROCS + 1);
+	CHECK_EQ(atomic_load(&((struct db_shared *)bypass_notify_addr(db))->untracked), 1);
 	for (int i = 0; i < DB_PROCS + 1; i++) {
 		kill(kids[i], SIGKILL);
 		waitpid(kids[i], NULL, 0);
 	}
-	CHECK_EQ(bypass_doorbell_peer_alive(db), 1);
-	CHECK_ERR(bypass_doorbell_wait(db, 100000000), -ETIMEDOUT);
-	CHECK_ERR(bypass_doorbell_close(db), 0);
+	CHECK_EQ(bypass_notify_peer_alive(db), 1);
+	CHECK_ERR(bypass_notify_wait(db, 100000000), -ETIMEDOUT);
+	CHECK_ERR(bypass_notify_close(db), 0);
 	return test_pass("notify/hostile");
 }

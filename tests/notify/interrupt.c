@@ -55,7 +55,7 @@ static void *receiver(void *p)
 {
 	struct ctx *c = p;
 	atomic_store(&c->tid, (int)syscall(SYS_gettid));
-	c->reg_result = bypass_doorbell_set_handler(c->db, cb, c);
+	c->reg_result = bypass_notify_set_handler(c->db, cb, c);
 	atomic_store(&c->registered, 1);
 	/* Busy: pure computation, no system calls. */
 	uint64_t x = 1;
@@ -64,7 +64,7 @@ static void *receiver(void *p)
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
 	sink = x;
 	if (c->unregister)
-		CHECK_ERR(bypass_doorbell_set_handler(c->db, NULL, NULL), 0);
+		CHECK_ERR(bypass_notify_set_handler(c->db, NULL, NULL), 0);
 	return NULL;
 }
 
@@ -106,23 +106,23 @@ static void stop(struct ctx *c, pthread_t t)
 static void busy_receiver(void)
 {
 	bypass_doorbell *db;
-	CHECK_ERR(bypass_doorbell_create(NULL, &db), 0);
+	CHECK_ERR(bypass_notify_create(NULL, &db), 0);
 	struct ctx c;
 	pthread_t t;
 	start(&c, &t, db, 1);
 
 	/* The receiver owns the rings. */
-	CHECK_ERR(bypass_doorbell_wait(db, 0), -EBUSY);
-	CHECK_ERR(bypass_doorbell_wait(db, BYPASS_FOREVER), -EBUSY);
-	CHECK_ERR(bypass_doorbell_wait(db, 1000000), -EBUSY);
-	CHECK_ERR(bypass_doorbell_try(db), -EBUSY);
+	CHECK_ERR(bypass_notify_wait(db, 0), -EBUSY);
+	CHECK_ERR(bypass_notify_wait(db, BYPASS_FOREVER), -EBUSY);
+	CHECK_ERR(bypass_notify_wait(db, 1000000), -EBUSY);
+	CHECK_ERR(bypass_notify_try(db), -EBUSY);
 	/* Another live thread may not take it over, nor unregister it. */
-	CHECK_ERR(bypass_doorbell_set_handler(db, cb, &c), -EBUSY);
-	CHECK_ERR(bypass_doorbell_set_handler(db, NULL, NULL), -EBUSY);
+	CHECK_ERR(bypass_notify_set_handler(db, cb, &c), -EBUSY);
+	CHECK_ERR(bypass_notify_set_handler(db, NULL, NULL), -EBUSY);
 
 	const long N = TEST_TSAN ? 2000 : 20000;
 	for (long i = 0; i < N; i++) {
-		CHECK_ERR(bypass_doorbell_ring(db), 0);
+		CHECK_ERR(bypass_notify_ring(db), 0);
 		if ((i & 15) == 0)
 			sched_yield();
 	}
@@ -133,30 +133,30 @@ static void busy_receiver(void)
 
 	/* A second burst, after a pause. */
 	for (int i = 0; i < 5; i++)
-		CHECK_ERR(bypass_doorbell_ring(db), 0);
+		CHECK_ERR(bypass_notify_ring(db), 0);
 	wait_sum(&c, N + 5);
 
 	stop(&c, t);
 	/* Unregistered: rings stay for wait and try. */
-	CHECK_ERR(bypass_doorbell_wait(db, 0), -ETIMEDOUT);
-	CHECK_ERR(bypass_doorbell_ring(db), 0);
-	CHECK_ERR(bypass_doorbell_ring(db), 0);
-	CHECK_EQ(bypass_doorbell_wait(db, BYPASS_FOREVER), 2);
-	CHECK_ERR(bypass_doorbell_ring(db), 0);
-	CHECK_EQ(bypass_doorbell_try(db), 1);
+	CHECK_ERR(bypass_notify_wait(db, 0), -ETIMEDOUT);
+	CHECK_ERR(bypass_notify_ring(db), 0);
+	CHECK_ERR(bypass_notify_ring(db), 0);
+	CHECK_EQ(bypass_notify_wait(db, BYPASS_FOREVER), 2);
+	CHECK_ERR(bypass_notify_ring(db), 0);
+	CHECK_EQ(bypass_notify_try(db), 1);
 	test_sleep_ms(5);
 	CHECK_EQ(atomic_load(&c.sum), N + 5);
 	/* Unregistering again, or when never registered, is harmless. */
-	CHECK_ERR(bypass_doorbell_set_handler(db, NULL, NULL), 0);
+	CHECK_ERR(bypass_notify_set_handler(db, NULL, NULL), 0);
 
 	/* Rings made before registering are delivered at registration. */
 	for (int i = 0; i < 3; i++)
-		CHECK_ERR(bypass_doorbell_ring(db), 0);
+		CHECK_ERR(bypass_notify_ring(db), 0);
 	start(&c, &t, db, 1);
 	wait_sum(&c, 3);
 	stop(&c, t);
-	CHECK_ERR(bypass_doorbell_try(db), -EAGAIN);
-	CHECK_ERR(bypass_doorbell_close(db), 0);
+	CHECK_ERR(bypass_notify_try(db), -EAGAIN);
+	CHECK_ERR(bypass_notify_close(db), 0);
 }
 
 static void dead_receiver(void)
@@ -164,8 +164,8 @@ static void dead_receiver(void)
 	bypass_arena *a;
 	CHECK_ERR(bypass_arena_create(NULL, &a), 0);
 	bypass_doorbell *h1, *h2;
-	CHECK_ERR(bypass_doorbell_create_in(a, NULL, &h1), 0);
-	CHECK_ERR(bypass_doorbell_open(a, bypass_doorbell_addr(h1), &h2), 0);
+	CHECK_ERR(bypass_notify_create_in(a, NULL, &h1), 0);
+	CHECK_ERR(bypass_notify_open(a, bypass_notify_addr(h1), &h2), 0);
 
 	/*
 	 * The receiver registers through h1; this thread closes h1 (no ring
@@ -175,13 +175,13 @@ static void dead_receiver(void)
 	struct ctx c;
 	pthread_t t;
 	start(&c, &t, h1, 0);
-	CHECK_ERR(bypass_doorbell_wait(h2, 0), -EBUSY);
-	CHECK_ERR(bypass_doorbell_ring(h2), 0);
+	CHECK_ERR(bypass_notify_wait(h2, 0), -EBUSY);
+	CHECK_ERR(bypass_notify_ring(h2), 0);
 	wait_sum(&c, 1);
-	CHECK_ERR(bypass_doorbell_close(h1), 0);
-	CHECK_ERR(bypass_doorbell_wait(h2, 0), -ETIMEDOUT);
-	CHECK_ERR(bypass_doorbell_ring(h2), 0);
-	CHECK_EQ(bypass_doorbell_wait(h2, BYPASS_FOREVER), 1);
+	CHECK_ERR(bypass_notify_close(h1), 0);
+	CHECK_ERR(bypass_notify_wait(h2, 0), -ETIMEDOUT);
+	CHECK_ERR(bypass_notify_ring(h2), 0);
+	CHECK_EQ(bypass_notify_wait(h2, BYPASS_FOREVER), 1);
 	stop(&c, t);
 	CHECK_EQ(atomic_load(&c.sum), 1);
 
@@ -192,16 +192,16 @@ static void dead_receiver(void)
 	memset(&me, 0, sizeof(me));
 	me.db = h2;
 	atomic_store(&me.tid, (int)syscall(SYS_gettid));
-	CHECK_ERR(bypass_doorbell_set_handler(h2, cb, &me), 0);
+	CHECK_ERR(bypass_notify_set_handler(h2, cb, &me), 0);
 	/* A ring from the receiver thread itself interrupts it at once. */
-	CHECK_ERR(bypass_doorbell_ring(h2), 0);
+	CHECK_ERR(bypass_notify_ring(h2), 0);
 	wait_sum(&me, 1);
-	CHECK_ERR(bypass_doorbell_set_handler(h2, NULL, NULL), 0);
-	CHECK_ERR(bypass_doorbell_ring(h2), 0);
-	CHECK_EQ(bypass_doorbell_try(h2), 1);
+	CHECK_ERR(bypass_notify_set_handler(h2, NULL, NULL), 0);
+	CHECK_ERR(bypass_notify_ring(h2), 0);
+	CHECK_EQ(bypass_notify_try(h2), 1);
 	CHECK_EQ(atomic_load(&c.sum), 0);
-	CHECK_ERR(bypass_doorbell_close(h2), 0);
-	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_ERR(bypass_notify_close(h2), 0);
+	CHECK_ERR(bypass_arena_close(a), 0);
 }
 
 static void too_many(void)
@@ -211,21 +211,21 @@ static void too_many(void)
 	struct ctx c;
 	memset(&c, 0, sizeof(c));
 	for (int i = 0; i < N; i++)
-		CHECK_ERR(bypass_doorbell_create(NULL, &db[i]), 0);
+		CHECK_ERR(bypass_notify_create(NULL, &db[i]), 0);
 	for (int i = 0; i < 64; i++)
-		CHECK_ERR(bypass_doorbell_set_handler(db[i], cb, &c), 0);
-	CHECK_ERR(bypass_doorbell_set_handler(db[64], cb, &c), -EAGAIN);
+		CHECK_ERR(bypass_notify_set_handler(db[i], cb, &c), 0);
+	CHECK_ERR(bypass_notify_set_handler(db[64], cb, &c), -EAGAIN);
 	/* Re-registering one that has a handler takes no new slot. */
-	CHECK_ERR(bypass_doorbell_set_handler(db[3], cb, &c), 0);
+	CHECK_ERR(bypass_notify_set_handler(db[3], cb, &c), 0);
 	/* Unregistering frees a slot; closing too. */
-	CHECK_ERR(bypass_doorbell_set_handler(db[0], NULL, NULL), 0);
-	CHECK_ERR(bypass_doorbell_set_handler(db[64], cb, &c), 0);
-	CHECK_ERR(bypass_doorbell_set_handler(db[0], cb, &c), -EAGAIN);
-	CHECK_ERR(bypass_doorbell_close(db[1]), 0);
-	CHECK_ERR(bypass_doorbell_set_handler(db[0], cb, &c), 0);
+	CHECK_ERR(bypass_notify_set_handler(db[0], NULL, NULL), 0);
+	CHECK_ERR(bypass_notify_set_handler(db[64], cb, &c), 0);
+	CHECK_ERR(bypass_notify_set_handler(db[0], cb, &c), -EAGAIN);
+	CHECK_ERR(bypass_notify_close(db[1]), 0);
+	CHECK_ERR(bypass_notify_set_handler(db[0], cb, &c), 0);
 	for (int i = 0; i < N; i++)
 		if (i != 1)
-			CHECK_ERR(bypass_doorbell_close(db[i]), 0);
+			CHECK_ERR(bypass_notify_close(db[i]), 0);
 	CHECK_EQ(atomic_load(&c.sum), 0);
 }
 
@@ -239,19 +239,19 @@ static void generation_wrap(void)
 	TEST_LOG("generation wrap: skipped under sanitizers (too slow)");
 #else
 	bypass_doorbell *db;
-	CHECK_ERR(bypass_doorbell_create(NULL, &db), 0);
+	CHECK_ERR(bypass_notify_create(NULL, &db), 0);
 	struct ctx me;
 	memset(&me, 0, sizeof(me));
 	me.db = db;
 	atomic_store(&me.tid, (int)syscall(SYS_gettid));
 	for (long i = 0; i < (1l << 24) + 2; i++)
-		if (bypass_doorbell_set_handler(db, cb, &me))
+		if (bypass_notify_set_handler(db, cb, &me))
 			TEST_FAIL("set_handler failed at %ld", i);
-	CHECK_ERR(bypass_doorbell_ring(db), 0);
+	CHECK_ERR(bypass_notify_ring(db), 0);
 	wait_sum(&me, 1);
-	CHECK_ERR(bypass_doorbell_ring(db), 0);
+	CHECK_ERR(bypass_notify_ring(db), 0);
 	wait_sum(&me, 2);
-	CHECK_ERR(bypass_doorbell_close(db), 0);
+	CHECK_ERR(bypass_notify_close(db), 0);
 #endif
 }
 
@@ -264,18 +264,18 @@ static void signal_env(const char *value, int want)
 		setenv("BYPASS_NOTIFY_SIGNAL", value, 1);
 		CHECK_EQ(bypass_notify_signal(), want);
 		bypass_doorbell *db;
-		CHECK_ERR(bypass_doorbell_create(NULL, &db), 0);
+		CHECK_ERR(bypass_notify_create(NULL, &db), 0);
 		struct ctx me;
 		memset(&me, 0, sizeof(me));
 		me.db = db;
 		atomic_store(&me.tid, (int)syscall(SYS_gettid));
-		CHECK_ERR(bypass_doorbell_set_handler(db, cb, &me), 0);
+		CHECK_ERR(bypass_notify_set_handler(db, cb, &me), 0);
 		struct sigaction sa;
 		CHECK_EQ(sigaction(want, NULL, &sa), 0);
 		CHECK(sa.sa_flags & SA_SIGINFO);
-		CHECK_ERR(bypass_doorbell_ring(db), 0);
+		CHECK_ERR(bypass_notify_ring(db), 0);
 		wait_sum(&me, 1);
-		CHECK_ERR(bypass_doorbell_close(db), 0);
+		CHECK_ERR(bypass_notify_close(db), 0);
 		_exit(0);
 	}
 	wait_child(pid);

@@ -30,7 +30,7 @@ static void *ringer(void *p)
 	for (int r = 0; r < rounds; r++) {
 		for (int i = 0; i < NDB; i++) {
 			int k = id ? NDB - 1 - i : i;
-			CHECK_ERR(bypass_doorbell_ring(db[k]), 0);
+			CHECK_ERR(bypass_notify_ring(db[k]), 0);
 		}
 		/* Let the consumers catch up and fall asleep now and then. */
 		if (r % 4 == 0)
@@ -48,7 +48,7 @@ static void *consumer(void *p)
 		for (int i = id; i < NDB; i += NCONS) {
 			if (got[i] == want)
 				continue;
-			int n = bypass_doorbell_wait(db[i], BYPASS_FOREVER);
+			int n = bypass_notify_wait(db[i], BYPASS_FOREVER);
 			if (n <= 0)
 				TEST_FAIL("doorbell %d: wait returned %d", i, n);
 			got[i] += n;
@@ -69,15 +69,15 @@ int main(void)
 	CHECK_ERR(bypass_arena_create(NULL, &a), 0);
 	for (int i = 0; i < NDB; i++) {
 		/* Mostly sleeping and adaptive waiters; a few spinning ones. */
-		struct bypass_doorbell_opts o = {
+		struct bypass_notify_opts o = {
 			.mode = i % 16 == 0 ? BYPASS_WAIT_SPIN : i % 2 ? BYPASS_WAIT_SLEEP
 							       : BYPASS_WAIT_ADAPTIVE,
 			.spin_ns = 2000,
 		};
 		if (i & 2)
-			CHECK_ERR(bypass_doorbell_create_in(a, &o, &db[i]), 0);
+			CHECK_ERR(bypass_notify_create_in(a, &o, &db[i]), 0);
 		else
-			CHECK_ERR(bypass_doorbell_create(&o, &db[i]), 0);
+			CHECK_ERR(bypass_notify_create(&o, &db[i]), 0);
 	}
 	pthread_t rt[NRING], ct[NCONS];
 	for (int i = 0; i < NCONS; i++)
@@ -90,10 +90,10 @@ int main(void)
 		CHECK_EQ(pthread_join(ct[i], NULL), 0);
 	for (int i = 0; i < NDB; i++) {
 		CHECK_EQ(got[i], (long)rounds * NRING);
-		CHECK_ERR(bypass_doorbell_try(db[i]), -EAGAIN);
-		CHECK_ERR(bypass_doorbell_close(db[i]), 0);
+		CHECK_ERR(bypass_notify_try(db[i]), -EAGAIN);
+		CHECK_ERR(bypass_notify_close(db[i]), 0);
 	}
-	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_ERR(bypass_arena_close(a), 0);
 	CHECK_EQ(test_count_fds(), fds_before);
 	return test_pass("notify/many");
 }

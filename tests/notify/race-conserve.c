@@ -33,7 +33,7 @@ static void *ringer(void *p)
 {
 	bypass_doorbell *h = p;
 	for (long i = 0; i < per_ringer; i++) {
-		CHECK_ERR(bypass_doorbell_ring(h), 0);
+		CHECK_ERR(bypass_notify_ring(h), 0);
 		if ((i & 255) == 0)
 			sched_yield();
 	}
@@ -43,19 +43,19 @@ static void *ringer(void *p)
 static void *consumer(void *p)
 {
 	struct consumer *c = p;
-	int fd = c->kind == 2 ? bypass_doorbell_fd(c->h) : -1;
+	int fd = c->kind == 2 ? bypass_notify_fd(c->h) : -1;
 	for (;;) {
 		int n;
 		if (c->kind == 0) {
-			n = bypass_doorbell_wait(c->h, BYPASS_FOREVER);
+			n = bypass_notify_wait(c->h, BYPASS_FOREVER);
 		} else if (c->kind == 1) {
-			n = bypass_doorbell_wait(c->h, 20000);
+			n = bypass_notify_wait(c->h, 20000);
 			if (n == -ETIMEDOUT)
 				continue;
 		} else {
-			n = bypass_doorbell_try(c->h);
+			n = bypass_notify_try(c->h);
 			if (n == -EAGAIN) {
-				n = bypass_doorbell_arm(c->h);
+				n = bypass_notify_arm(c->h);
 				if (n == 0 || n == 1) {
 					struct pollfd pf = { .fd = fd, .events = POLLIN };
 					int e;
@@ -79,10 +79,10 @@ static void *consumer(void *p)
 
 static void one_mode(bypass_arena *a, int mode)
 {
-	struct bypass_doorbell_opts o = { .mode = mode, .spin_ns = 5000 };
+	struct bypass_notify_opts o = { .mode = mode, .spin_ns = 5000 };
 	bypass_doorbell *main_h;
-	CHECK_ERR(bypass_doorbell_create_in(a, &o, &main_h), 0);
-	void *addr = bypass_doorbell_addr(main_h);
+	CHECK_ERR(bypass_notify_create_in(a, &o, &main_h), 0);
+	void *addr = bypass_notify_addr(main_h);
 	atomic_store(&consumed, 0);
 
 	struct consumer c[NCONSUMERS];
@@ -90,8 +90,8 @@ static void one_mode(bypass_arena *a, int mode)
 	bypass_doorbell *rh[NRINGERS];
 	for (int i = 0; i < NCONSUMERS; i++) {
 		c[i] = (struct consumer){ .kind = i };
-		CHECK_ERR(bypass_doorbell_open(a, addr, &c[i].h), 0);
-		CHECK_ERR(bypass_doorbell_set_mode(c[i].h, mode, 5000), 0);
+		CHECK_ERR(bypass_notify_open(a, addr, &c[i].h), 0);
+		CHECK_ERR(bypass_notify_set_mode(c[i].h, mode, 5000), 0);
 		CHECK_EQ(pthread_create(&ct[i], NULL, consumer, &c[i]), 0);
 	}
 	for (int i = 0; i < NRINGERS; i++) {
@@ -99,7 +99,7 @@ static void one_mode(bypass_arena *a, int mode)
 		if (i == 0)
 			rh[i] = main_h;
 		else
-			CHECK_ERR(bypass_doorbell_open(a, addr, &rh[i]), 0);
+			CHECK_ERR(bypass_notify_open(a, addr, &rh[i]), 0);
 		CHECK_EQ(pthread_create(&rt[i], NULL, ringer, rh[i]), 0);
 	}
 	for (int i = 0; i < NRINGERS; i++)
@@ -108,15 +108,15 @@ static void one_mode(bypass_arena *a, int mode)
 	while (atomic_load(&consumed) < made)
 		test_sleep_ms(1);
 	test_sleep_ms(5);
-	CHECK_ERR(bypass_doorbell_destroy(main_h), 0);
+	CHECK_ERR(bypass_notify_destroy(main_h), 0);
 	long total = 0;
 	for (int i = 0; i < NCONSUMERS; i++) {
 		CHECK_EQ(pthread_join(ct[i], NULL), 0);
 		total += c[i].got;
-		CHECK_ERR(bypass_doorbell_close(c[i].h), 0);
+		CHECK_ERR(bypass_notify_close(c[i].h), 0);
 	}
 	for (int i = 1; i < NRINGERS; i++)
-		CHECK_ERR(bypass_doorbell_close(rh[i]), 0);
+		CHECK_ERR(bypass_notify_close(rh[i]), 0);
 	TEST_LOG("mode %d: made %ld, consumed %ld (%ld/%ld/%ld)", mode, made, total,
 		 c[0].got, c[1].got, c[2].got);
 	CHECK_EQ(total, made);
@@ -131,6 +131,6 @@ int main(void)
 	for (int round = 0; round < 2; round++)
 		for (int m = BYPASS_WAIT_ADAPTIVE; m <= BYPASS_WAIT_SPIN; m++)
 			one_mode(a, m);
-	CHECK_ERR(bypass_arena_detach(a), 0);
+	CHECK_ERR(bypass_arena_close(a), 0);
 	return test_pass("notify/race-conserve");
 }

@@ -33,23 +33,23 @@ static int recv_one(struct side *s)
 	int r;
 	switch (s->how) {
 	case FOREVER:
-		return bypass_doorbell_wait(s->in, BYPASS_FOREVER);
+		return bypass_notify_wait(s->in, BYPASS_FOREVER);
 	case TIMEOUTS:
 		/* 10 us .. 100 us: short enough to expire often. */
-		while ((r = bypass_doorbell_wait(s->in, 10000 + (s->timeouts % 10) * 10000)) ==
+		while ((r = bypass_notify_wait(s->in, 10000 + (s->timeouts % 10) * 10000)) ==
 		       -ETIMEDOUT)
 			s->timeouts++;
 		return r;
 	case TRY:
-		for (unsigned i = 1; (r = bypass_doorbell_try(s->in)) == -EAGAIN; i++)
+		for (unsigned i = 1; (r = bypass_notify_try(s->in)) == -EAGAIN; i++)
 			if ((i & 255) == 0)
 				sched_yield();
 		return r;
 	case POLL: {
-		int fd = bypass_doorbell_fd(s->in);
+		int fd = bypass_notify_fd(s->in);
 		CHECK(fd >= 0);
-		while ((r = bypass_doorbell_try(s->in)) == -EAGAIN) {
-			int a = bypass_doorbell_arm(s->in);
+		while ((r = bypass_notify_try(s->in)) == -EAGAIN) {
+			int a = bypass_notify_arm(s->in);
 			CHECK(a == 0 || a == 1);
 			struct pollfd p = { .fd = fd, .events = POLLIN };
 			int e;
@@ -75,13 +75,13 @@ static void *side_thread(void *p)
 			if (s->how == TIMEOUTS)
 				for (long k = (i * 7919) % 2048; k > 0; k--)
 					__builtin_ia32_pause();
-			CHECK_ERR(bypass_doorbell_ring(s->out), 0);
+			CHECK_ERR(bypass_notify_ring(s->out), 0);
 		}
 		int r = recv_one(s);
 		if (r != 1)
 			TEST_FAIL("round %ld (%s): got %d, want 1", i, how_name[s->how], r);
 		if (!s->first)
-			CHECK_ERR(bypass_doorbell_ring(s->out), 0);
+			CHECK_ERR(bypass_notify_ring(s->out), 0);
 	}
 	return NULL;
 }
@@ -89,10 +89,10 @@ static void *side_thread(void *p)
 static void pingpong(int mode_a, int mode_b, enum how how, long n)
 {
 	bypass_doorbell *a, *b;
-	struct bypass_doorbell_opts oa = { .mode = mode_a, .spin_ns = 5000 };
-	struct bypass_doorbell_opts ob = { .mode = mode_b, .spin_ns = 5000 };
-	CHECK_ERR(bypass_doorbell_create(&oa, &a), 0);
-	CHECK_ERR(bypass_doorbell_create(&ob, &b), 0);
+	struct bypass_notify_opts oa = { .mode = mode_a, .spin_ns = 5000 };
+	struct bypass_notify_opts ob = { .mode = mode_b, .spin_ns = 5000 };
+	CHECK_ERR(bypass_notify_create(&oa, &a), 0);
+	CHECK_ERR(bypass_notify_create(&ob, &b), 0);
 	struct side p = { .in = b, .out = a, .how = how, .first = 1, .n = n };
 	struct side q = { .in = a, .out = b, .how = how, .first = 0, .n = n };
 	pthread_t tp, tq;
@@ -104,10 +104,10 @@ static void pingpong(int mode_a, int mode_b, enum how how, long n)
 	TEST_LOG("modes %d/%d %-8s %6ld round trips, %.0f ns each, %ld timeouts",
 		 mode_a, mode_b, how_name[how], n, (double)(test_now_ns() - t0) / (double)n,
 		 p.timeouts + q.timeouts);
-	CHECK_ERR(bypass_doorbell_try(a), -EAGAIN);
-	CHECK_ERR(bypass_doorbell_try(b), -EAGAIN);
-	CHECK_ERR(bypass_doorbell_close(a), 0);
-	CHECK_ERR(bypass_doorbell_close(b), 0);
+	CHECK_ERR(bypass_notify_try(a), -EAGAIN);
+	CHECK_ERR(bypass_notify_try(b), -EAGAIN);
+	CHECK_ERR(bypass_notify_close(a), 0);
+	CHECK_ERR(bypass_notify_close(b), 0);
 }
 
 int main(void)

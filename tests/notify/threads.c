@@ -26,7 +26,7 @@ struct waiter {
 static void *wait_thread(void *p)
 {
 	struct waiter *w = p;
-	int r = bypass_doorbell_wait(w->db, w->timeout);
+	int r = bypass_notify_wait(w->db, w->timeout);
 	atomic_store(&w->result, r);
 	if (w->returned)
 		atomic_fetch_add(w->returned, 1);
@@ -36,16 +36,16 @@ static void *wait_thread(void *p)
 /* Until n threads sleep on the doorbell's futex. */
 static void wait_sleepers(bypass_doorbell *db, unsigned n)
 {
-	struct db_shared *sh = bypass_doorbell_addr(db);
+	struct db_shared *sh = bypass_notify_addr(db);
 	while (atomic_load(&sh->ww.sleepers) < n)
 		test_sleep_ms(1);
 }
 
 static void one_mode(int mode)
 {
-	struct bypass_doorbell_opts o = { .mode = mode, .spin_ns = 2000 };
+	struct bypass_notify_opts o = { .mode = mode, .spin_ns = 2000 };
 	bypass_doorbell *db;
-	CHECK_ERR(bypass_doorbell_create(&o, &db), 0);
+	CHECK_ERR(bypass_notify_create(&o, &db), 0);
 
 	/* A FOREVER waiter, asleep (or spinning) before the ring. */
 	struct waiter w = { .db = db, .timeout = BYPASS_FOREVER, .result = 0 };
@@ -56,7 +56,7 @@ static void one_mode(int mode)
 	else
 		test_sleep_ms(20);
 	CHECK_EQ(atomic_load(&w.result), 0);
-	CHECK_ERR(bypass_doorbell_ring(db), 0);
+	CHECK_ERR(bypass_notify_ring(db), 0);
 	CHECK_EQ(pthread_join(t, NULL), 0);
 	CHECK_EQ(atomic_load(&w.result), 1);
 
@@ -65,7 +65,7 @@ static void one_mode(int mode)
 	atomic_store(&w.result, 0);
 	CHECK_EQ(pthread_create(&t, NULL, wait_thread, &w), 0);
 	test_sleep_ms(10);
-	CHECK_ERR(bypass_doorbell_ring(db), 0);
+	CHECK_ERR(bypass_notify_ring(db), 0);
 	CHECK_EQ(pthread_join(t, NULL), 0);
 	CHECK_EQ(atomic_load(&w.result), 1);
 
@@ -82,7 +82,7 @@ static void one_mode(int mode)
 	if (mode != BYPASS_WAIT_SPIN)
 		wait_sleepers(db, NW);
 	for (int i = 0; i < NW; i++) {
-		CHECK_ERR(bypass_doorbell_ring(db), 0);
+		CHECK_ERR(bypass_notify_ring(db), 0);
 		while (atomic_load(&returned) < i + 1)
 			test_sleep_ms(1);
 		/* Nobody else returns for that one ring. */
@@ -93,8 +93,8 @@ static void one_mode(int mode)
 		CHECK_EQ(pthread_join(ts[i], NULL), 0);
 		CHECK_EQ(atomic_load(&ws[i].result), 1);
 	}
-	CHECK_ERR(bypass_doorbell_try(db), -EAGAIN);
-	CHECK_ERR(bypass_doorbell_close(db), 0);
+	CHECK_ERR(bypass_notify_try(db), -EAGAIN);
+	CHECK_ERR(bypass_notify_close(db), 0);
 }
 
 int main(void)
