@@ -52,7 +52,13 @@ enum bypass_wait_mode {
  * bypass_rdtscp - read the time-stamp counter, ordered after earlier loads.
  * Cheap (tens of cycles) and monotonic on CPUs with an invariant TSC.  If
  * cpu is non-NULL it receives the CPU number the read happened on.
+ *
+ * x86-64 only: BYPASS_HAVE_RDTSCP is 1 there.  On another architecture it is
+ * 0 and bypass_rdtscp falls back to CLOCK_MONOTONIC_RAW in nanoseconds
+ * (bypass_tsc_hz() then returns 1000000000, and *cpu is the current CPU).
  */
+#if defined(__x86_64__)
+#define BYPASS_HAVE_RDTSCP 1
 static inline uint64_t bypass_rdtscp(unsigned *cpu)
 {
 	uint32_t lo, hi, aux;
@@ -61,6 +67,21 @@ static inline uint64_t bypass_rdtscp(unsigned *cpu)
 		*cpu = aux & 0xfff;
 	return ((uint64_t)hi << 32) | lo;
 }
+#else
+#define BYPASS_HAVE_RDTSCP 0
+#include <sched.h>
+#include <time.h>
+static inline uint64_t bypass_rdtscp(unsigned *cpu)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	if (cpu) {
+		int c = sched_getcpu();
+		*cpu = c < 0 ? 0 : (unsigned)c;
+	}
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+#endif
 
 /*
  * bypass_tsc_hz - TSC ticks per second, calibrated once against
@@ -90,13 +111,15 @@ struct bypass_arena_opts {
 	void *addr;        /* fixed address wanted, or NULL to let bypass pick */
 	const char *name;  /* memfd name (debugging), NULL = "bypass-arena" */
 	unsigned flags;    /* reserved, must be 0 */
+	uint64_t reserved[4]; /* room to grow: must be zero (else -EINVAL) */
 };
 
 #define BYPASS_ARENA_ROOTS 8
 
 /*
  * bypass_arena_create - create an arena and map it.  Returns 0 and sets *out,
- * or -EINVAL (bad options), -EEXIST (opts->addr given and the range is
+ * or -EINVAL (bad options: flags or reserved not zero, a misaligned addr, a
+ * size over 1 TiB), -EEXIST (opts->addr given and the range is
  * taken), -ENOMEM, or another -errno from memfd_create/mmap.
  */
 BYPASS_API int bypass_arena_create(const struct bypass_arena_opts *opts,

@@ -80,6 +80,10 @@ int bypass_arena_create(const struct bypass_arena_opts *opts,
 {
 	if (!out || (opts && opts->flags))
 		return -EINVAL;
+	if (opts)
+		for (size_t i = 0; i < BP_ARRAY_SIZE(opts->reserved); i++)
+			if (opts->reserved[i])
+				return -EINVAL;
 	size_t ps = page_size();
 	size_t size = opts && opts->size ? opts->size : (1u << 20);
 	if (size > (1ull << 40))

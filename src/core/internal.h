@@ -33,7 +33,13 @@
 
 static inline void bp_cpu_relax(void)
 {
+#if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
 }
 
 /* ------------------------------------------------------------------ log */
@@ -135,6 +141,18 @@ uint64_t bp_ns_to_cycles(uint64_t ns);
 
 /* bp_env_u64 - read an unsigned number from the environment, or def. */
 uint64_t bp_env_u64(const char *name, uint64_t def);
+
+/* ------------------------------------------------------------ probes */
+
+/*
+ * What the CPU and kernel offer, as far as bypass can use it (probe.c).
+ * bp_cpu_has_uintr: the CPUID bit alone.  bp_uintr_available: 1 only where
+ * a uintr doorbell would work (never today: see probe.c); otherwise
+ * bp_uintr_absent_reason says why, in one line.
+ */
+int bp_cpu_has_uintr(void);
+int bp_uintr_available(void);
+const char *bp_uintr_absent_reason(void);
 
 /* ------------------------------------------------------------ io_uring */
 

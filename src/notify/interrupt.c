@@ -3,12 +3,11 @@
  * Interrupt mode: a ring interrupts the receiver thread with a queued
  * real-time signal whose handler consumes the rings and runs the user's
  * callback.  One signal is in flight at a time per doorbell (intr_posted),
- * so a burst of rings costs one signal.  Also: detection of the uintr
- * backend.
+ * so a burst of rings costs one signal.  (Whether the uintr backend is
+ * available is core's answer: src/core/probe.c.)
  */
 #include "notify/notify_internal.h"
 
-#include <cpuid.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -200,35 +199,4 @@ int bypass_notify_set_handler(bypass_doorbell *h, bypass_notify_cb cb, void *arg
 	if (db_pending(sh) && !atomic_exchange(&sh->intr_posted, 1))
 		return bp_db_intr_post(h);
 	return 0;
-}
-
-/* ------------------------------------------------------------------ uintr */
-
-static const char *uintr_reason = "not checked";
-
-int bp_uintr_available(void)
-{
-	unsigned a, b, c, d;
-	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((d >> 5) & 1)) {
-		uintr_reason = "the CPU does not report UINTR (CPUID.7.0:EDX[5])";
-		return 0;
-	}
-	/*
-	 * The uintr RFC numbered uintr_register_handler 471; no mainline
-	 * kernel has it.  Only probe it where the CPU has the feature, and with
-	 * arguments it rejects.
-	 */
-	long r = syscall(471, NULL, ~0u);
-	if (r < 0 && errno == ENOSYS) {
-		uintr_reason = "the kernel has no uintr system calls";
-		return 0;
-	}
-	uintr_reason = "present";
-	return 1;
-}
-
-const char *bp_uintr_absent_reason(void)
-{
-	bp_uintr_available();
-	return uintr_reason;
 }

@@ -88,7 +88,5 @@ void bp_db_intr_unregister(struct bypass_doorbell *h);
 /* A live thread's handler consumes the rings (clears the registration of a
  * receiver thread that ended without unregistering). */
 bool bp_db_intr_busy(struct db_shared *sh);
-int bp_uintr_available(void);
-const char *bp_uintr_absent_reason(void);
 
 #endif

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * arena: the shared-memory arena within one process.  Proves: option
- * checks (-EINVAL for flags, misaligned or too large requests, NULL out);
- * sizes round up to pages; a fixed address is honoured, and a taken one is
- * -EEXIST; attaching an arena already mapped here is -EEXIST (and logs the
+ * checks (-EINVAL for flags, a non-zero reserved field, misaligned or too
+ * large requests, NULL out); sizes round up to pages; a fixed address is
+ * honoured, and a taken one is -EEXIST; attaching an arena already mapped here is -EEXIST (and logs the
  * address only when BYPASS_LOG asks), attaching a descriptor that is not an
  * arena is -EINVAL; alloc honours alignment (0 = 64), refuses bad
  * alignments and sizes, returns disjoint blocks, and -ENOSPC when full
@@ -27,6 +27,12 @@ static void options(void)
 	CHECK_ERR(bypass_arena_create(NULL, NULL), -EINVAL);
 	struct bypass_arena_opts o = { .flags = 1 };
 	CHECK_ERR(bypass_arena_create(&o, &a), -EINVAL);
+	/* Reserved fields must be zero: each one alone is refused. */
+	for (int i = 0; i < 4; i++) {
+		o = (struct bypass_arena_opts){ .size = 2 * ps };
+		o.reserved[i] = 1ull << (i * 16);
+		CHECK_ERR(bypass_arena_create(&o, &a), -EINVAL);
+	}
 	o = (struct bypass_arena_opts){ .addr = (void *)((16ull << 40) + 1) };
 	CHECK_ERR(bypass_arena_create(&o, &a), -EINVAL);
 	o = (struct bypass_arena_opts){ .size = (1ull << 40) + 1 };
