@@ -22,11 +22,12 @@ const char *pb_swapdir(struct bench_ctx *c)
 int bench_pager(struct bench_ctx *c)
 {
 	const char *only = bench_param(c, "only", NULL);
+	int ret = 0;
 	if (!only || !strcmp(only, "latency"))
 		bench_pager_latency(c);
 	if (!only || !strcmp(only, "drop"))
 		bench_pager_drop(c);
 	if (!only || !strcmp(only, "throughput"))
-		bench_pager_throughput(c);
-	return 0;
+		ret |= bench_pager_throughput(c);
+	return ret;
 }

@@ -11,7 +11,8 @@
 
 /* ExtMem's two figures. */
 void bench_pager_latency(struct bench_ctx *c);
-void bench_pager_throughput(struct bench_ctx *c);
+/* Returns 0, or 1 if bypass failed or either side lost data. */
+int bench_pager_throughput(struct bench_ctx *c);
 /* The design choice: how evicted pages are dropped. */
 void bench_pager_drop(struct bench_ctx *c);
 

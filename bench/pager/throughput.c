@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,11 @@ static const char *phase_name[PH_N] = { "first touch", "sequential", "random" };
 struct result {
 	double secs[PH_N];
 	uint64_t accesses[PH_N];
+	uint64_t swapins[PH_N]; /* bypass: swap-in reads; Linux: pswpin pages */
 	struct bypass_pager_stats st; /* bypass side */
+	/* the check after the timed loops: every page's final contents */
+	uint64_t pages_checked, pages_bad, first_bad;
+	double verify_secs;
 	int err;
 	char msg[200];
 };
@@ -50,40 +55,90 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* One access: add 1 to a word of the page, in one read-modify-write
- * instruction (so that it faults as a write on either side). */
-static inline void touch(char *base, uint64_t page, uint64_t word)
+/* The weight of word i of a page in its checksum (odd, so that a word
+ * that is off by any amount changes the sum). */
+static inline uint64_t word_weight(uint64_t i)
 {
-	uint64_t *p = (uint64_t *)(base + page * PB_PAGE) + word;
-	__asm__ __volatile__("addq $1, %0" : "+m"(*p));
+	return (2 * i + 1) * 0x9e3779b97f4a7c15ull;
 }
 
-static void access_loop(char *m, const struct sizes *z, struct result *res)
+/*
+ * One phase of accesses.  With m, an access adds 1 to a word of the page in
+ * one read-modify-write instruction (so that it faults as a write on either
+ * side).  With m NULL, it adds the word's weight to exp[page] instead: the
+ * checksum every page must have at the end (computed by the parent, outside
+ * the cgroup, from the same sequence).
+ */
+static inline __attribute__((always_inline)) uint64_t phase(int ph, char *m, uint64_t *exp,
+							     const struct sizes *z)
 {
+	uint64_t np = z->region / PB_PAGE, n = 0;
+#define ACCESS(page, word)                                                                 \
+	do {                                                                               \
+		if (m) {                                                                   \
+			uint64_t *w_ = (uint64_t *)(m + (page) * PB_PAGE) + (word);        \
+			__asm__ __volatile__("addq $1, %0" : "+m"(*w_));                   \
+		} else {                                                                   \
+			exp[page] += word_weight(word);                                   \
+		}                                                                          \
+		n++;                                                                       \
+	} while (0)
+	if (ph == PH_POPULATE) {
+		for (uint64_t i = 0; i < np; i++)
+			ACCESS(i, 0);
+	} else if (ph == PH_SEQ) {
+		for (uint64_t pass = 0; pass < z->seq_passes; pass++)
+			for (uint64_t i = 0; i < np; i++)
+				ACCESS(i, (pass + 1) % 512);
+	} else {
+		uint64_t x = 0x9e3779b97f4a7c15ull;
+		for (uint64_t k = 0; k < z->rand_accesses; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			ACCESS(x % np, (x >> 52) & 511);
+		}
+	}
+#undef ACCESS
+	return n;
+}
+
+/* The checksum every page must end with (exp[], one word per page). */
+static void expected_sums(const struct sizes *z, uint64_t *exp)
+{
+	memset(exp, 0, z->region / PB_PAGE * sizeof(*exp));
+	for (int ph = 0; ph < PH_N; ph++)
+		phase(ph, NULL, exp, z);
+}
+
+/* swapins(): this side's count of swap-ins so far (see struct result). */
+static void access_loop(char *m, const struct sizes *z, const uint64_t *exp,
+			uint64_t (*swapins)(void *), void *arg, struct result *res)
+{
+	for (int ph = 0; ph < PH_N; ph++) {
+		uint64_t in0 = swapins(arg);
+		double t0 = now_s();
+		res->accesses[ph] = phase(ph, m, NULL, z);
+		res->secs[ph] = now_s() - t0;
+		res->swapins[ph] = swapins(arg) - in0;
+	}
+	/* Untimed: read every word of every page back. */
 	uint64_t np = z->region / PB_PAGE;
 	double t0 = now_s();
-	for (uint64_t i = 0; i < np; i++)
-		touch(m, i, 0);
-	res->secs[PH_POPULATE] = now_s() - t0;
-	res->accesses[PH_POPULATE] = np;
-
-	t0 = now_s();
-	for (uint64_t pass = 0; pass < z->seq_passes; pass++)
-		for (uint64_t i = 0; i < np; i++)
-			touch(m, i, (pass + 1) % 512);
-	res->secs[PH_SEQ] = now_s() - t0;
-	res->accesses[PH_SEQ] = np * z->seq_passes;
-
-	uint64_t x = 0x9e3779b97f4a7c15ull;
-	t0 = now_s();
-	for (uint64_t n = 0; n < z->rand_accesses; n++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		touch(m, x % np, (x >> 52) & 511);
+	res->first_bad = UINT64_MAX;
+	for (uint64_t i = 0; i < np; i++) {
+		const volatile uint64_t *w = (const volatile uint64_t *)(m + i * PB_PAGE);
+		uint64_t sum = 0;
+		for (uint64_t j = 0; j < PB_PAGE / 8; j++)
+			sum += w[j] * word_weight(j);
+		if (sum != exp[i]) {
+			if (!res->pages_bad)
+				res->first_bad = i;
+			res->pages_bad++;
+		}
 	}
-	res->secs[PH_RAND] = now_s() - t0;
-	res->accesses[PH_RAND] = z->rand_accesses;
+	res->pages_checked = np;
+	res->verify_secs = now_s() - t0;
 }
 
 /* ------------------------------------------------------------ files */
@@ -320,7 +375,14 @@ fail:
 	return -1;
 }
 
-static void linux_child(const struct linux_env *env, const struct sizes *z, struct result *res)
+static uint64_t linux_swapins(void *arg)
+{
+	(void)arg;
+	return vmstat("pswpin");
+}
+
+static void linux_child(const struct linux_env *env, const struct sizes *z, const uint64_t *exp,
+			struct result *res)
 {
 	char pid[32];
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
@@ -337,13 +399,20 @@ static void linux_child(const struct linux_env *env, const struct sizes *z, stru
 		_exit(1);
 	}
 	madvise(m, z->region, MADV_NOHUGEPAGE); /* 4 KiB pages, as bypass's */
-	access_loop(m, z, res);
+	access_loop(m, z, exp, linux_swapins, NULL, res);
 	_exit(0);
 }
 
 /* ------------------------------------------------------------ bypass side */
 
-static void bypass_child(const char *swapfile, const struct sizes *z, struct result *res)
+static uint64_t bypass_swapins(void *arg)
+{
+	struct bypass_pager_stats st;
+	return bypass_pager_stats(arg, &st) == 0 ? st.faults_swapin : 0;
+}
+
+static void bypass_child(const char *swapfile, const struct sizes *z, const uint64_t *exp,
+			 struct result *res)
 {
 	struct bypass_pager_config cfg = {
 		.budget = z->budget, .swap_path = swapfile, .swap_size = z->region,
@@ -359,14 +428,14 @@ static void bypass_child(const char *swapfile, const struct sizes *z, struct res
 		snprintf(res->msg, sizeof(res->msg), "bypass_pager: %s", strerror(-e));
 		_exit(1);
 	}
-	access_loop(m, z, res);
+	access_loop(m, z, exp, bypass_swapins, p, res);
 	bypass_pager_stats(p, &res->st);
 	bypass_pager_destroy(p);
 	_exit(0);
 }
 
 static int run_child(int side, const struct linux_env *env, const char *bswap,
-		     const struct sizes *z, struct result *res)
+		     const struct sizes *z, const uint64_t *exp, struct result *res)
 {
 	memset(res, 0, sizeof(*res));
 	pid_t pid = fork();
@@ -375,9 +444,9 @@ static int run_child(int side, const struct linux_env *env, const char *bswap,
 	if (pid == 0) {
 		cleanup_on_signal(NULL); /* the parent cleans up, not us */
 		if (side == 0)
-			linux_child(env, z, res);
+			linux_child(env, z, exp, res);
 		else
-			bypass_child(bswap, z, res);
+			bypass_child(bswap, z, exp, res);
 	}
 	running_child = pid;
 	int st;
@@ -393,10 +462,100 @@ static int run_child(int side, const struct linux_env *env, const char *bswap,
 	return 0;
 }
 
+/* ------------------------------------------------------------ the device */
+
+/*
+ * The swap device's limits, measured in every round beside the two sides,
+ * on the bypass side's swap file (written in full): random 4 KiB O_DIRECT
+ * reads at queue depth 1 (one thread) and 2 (two threads, each with one
+ * read in flight), and sequential 1 MiB O_DIRECT reads.
+ */
+enum { DL_QD1, DL_QD2, DL_SEQ, DL_N };
+static const char *dl_name[DL_N] = {
+	"swap device: random 4 KiB O_DIRECT reads, queue depth 1",
+	"swap device: random 4 KiB O_DIRECT reads, queue depth 2",
+	"swap device: sequential 1 MiB O_DIRECT reads",
+};
+static const char *dl_unit[DL_N] = { "reads/s", "reads/s", "MiB/s" };
+
+struct dev_reader {
+	int fd;
+	uint64_t slots, n, seed;
+	char *buf;
+	int err;
+};
+
+static void *dev_random(void *arg)
+{
+	struct dev_reader *d = arg;
+	uint64_t x = d->seed | 1;
+	for (uint64_t i = 0; i < d->n && !d->err; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		off_t off = (off_t)(x % d->slots) * (off_t)PB_PAGE;
+		if (pread(d->fd, d->buf, PB_PAGE, off) != (ssize_t)PB_PAGE)
+			d->err = errno ? -errno : -EIO;
+	}
+	return NULL;
+}
+
+/* out[DL_*]: reads/s, reads/s, MiB/s.  Returns 0 or -errno. */
+static int device_limits(const char *path, size_t size, uint64_t nreads, size_t seq_bytes,
+			 unsigned round, double out[DL_N])
+{
+	int fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t chunk = 1 << 20;
+	char *buf = NULL;
+	int e = posix_memalign((void **)&buf, 4096, chunk + PB_PAGE) ? -ENOMEM : 0;
+	uint64_t slots = size / PB_PAGE;
+	if (!e) { /* queue depth 1 */
+		struct dev_reader d = { fd, slots, nreads, 0x243f6a8885a308d3ull + round, buf, 0 };
+		errno = 0;
+		double t0 = now_s();
+		dev_random(&d);
+		out[DL_QD1] = (double)nreads / (now_s() - t0);
+		e = d.err;
+	}
+	if (!e) { /* queue depth 2: two threads, half the reads each */
+		struct dev_reader d[2] = {
+			{ fd, slots, nreads / 2, 0x13198a2e03707344ull + round, buf, 0 },
+			{ fd, slots, nreads / 2, 0xa4093822299f31d0ull + round, buf + PB_PAGE, 0 },
+		};
+		pthread_t th;
+		errno = 0;
+		double t0 = now_s();
+		if (pthread_create(&th, NULL, dev_random, &d[1]) != 0) {
+			e = -EAGAIN;
+		} else {
+			dev_random(&d[0]);
+			pthread_join(th, NULL);
+			out[DL_QD2] = (double)(2 * (nreads / 2)) / (now_s() - t0);
+			e = d[0].err ? d[0].err : d[1].err;
+		}
+	}
+	if (!e) { /* sequential */
+		if (seq_bytes > size)
+			seq_bytes = size;
+		seq_bytes -= seq_bytes % chunk;
+		double t0 = now_s();
+		for (size_t off = 0; off < seq_bytes && !e; off += chunk)
+			if (pread(fd, buf, chunk, (off_t)off) != (ssize_t)chunk)
+				e = errno ? -errno : -EIO;
+		out[DL_SEQ] = (double)seq_bytes / 1048576.0 / (now_s() - t0);
+	}
+	free(buf);
+	close(fd);
+	return e;
+}
+
 /* ------------------------------------------------------------ the experiment */
 
-void bench_pager_throughput(struct bench_ctx *c)
+int bench_pager_throughput(struct bench_ctx *c)
 {
+	int ret = 0;
 	const char *id = "pager.throughput";
 	struct sizes z;
 	uint64_t region_mib = bench_count(c, "region_mib", 32768, 1024);
@@ -417,6 +576,10 @@ void bench_pager_throughput(struct bench_ctx *c)
 	if (bench_smoke(c))
 		z.seq_passes = 1;
 	z.rand_accesses = bench_count(c, "rand_accesses", 4000000, 200000);
+	uint64_t dev_reads = bench_count(c, "dev_reads", 20000, 4000);
+	if (dev_reads < 2)
+		dev_reads = 2;
+	size_t dev_seq = (size_t)bench_count(c, "dev_seq_mib", 4096, 256) << 20;
 	int rounds = bench_rounds(c);
 
 	bench_begin(c, id, "accesses/s over a region 4x the budget: bypass vs Linux swap "
@@ -435,14 +598,26 @@ void bench_pager_throughput(struct bench_ctx *c)
 			linux_teardown(&env);
 		cleanup_on_signal(NULL);
 		bench_skip(c, id, "writing swap file %s: %s", bswap, strerror(-e));
-		return;
+		return 0;
 	}
+	/* the checksum every page must end with, on both sides */
+	size_t exp_len = z.region / PB_PAGE * sizeof(uint64_t);
+	uint64_t *exp = bench_shared_alloc(exp_len);
+	expected_sums(&z, exp);
 
 	struct result *res = bench_shared_alloc(sizeof(*res));
 	double *aps[2][PH_N];
 	for (int s = 0; s < 2; s++)
 		for (int ph = 0; ph < PH_N; ph++)
 			aps[s][ph] = calloc((size_t)rounds, sizeof(double));
+	double *dl[DL_N], *rand_in[2];
+	for (int d = 0; d < DL_N; d++)
+		dl[d] = calloc((size_t)rounds, sizeof(double));
+	for (int s = 0; s < 2; s++)
+		rand_in[s] = calloc((size_t)rounds, sizeof(double));
+	bool have_dev = true;
+	char dev_why[200] = "";
+	double verify_s[2] = { 0, 0 };
 	struct bypass_pager_stats bst = { 0 };
 	uint64_t pswpin = 0, pswpout = 0;
 	int n = 0;
@@ -450,15 +625,30 @@ void bench_pager_throughput(struct bench_ctx *c)
 	for (int r = 0; r < rounds && !fail; r++) {
 		for (int side = have_linux ? 0 : 1; side < 2 && !fail; side++) {
 			uint64_t in0 = vmstat("pswpin"), out0 = vmstat("pswpout");
-			e = run_child(side, &env, bswap, &z, res);
+			e = run_child(side, &env, bswap, &z, exp, res);
+			if (!e && res->pages_bad) {
+				e = -EIO;
+				snprintf(res->msg, sizeof(res->msg),
+					 "LOST DATA: %llu of %llu pages have the wrong contents at the "
+					 "end of the run (the first: page %llu)",
+					 (unsigned long long)res->pages_bad,
+					 (unsigned long long)res->pages_checked,
+					 (unsigned long long)res->first_bad);
+			}
 			if (e) {
 				fail = side ? "bypass" : "Linux";
 				snprintf(why, sizeof(why), "%s side: %s", fail,
 					 res->msg[0] ? res->msg : strerror(-e));
+				/* bypass failing (or either side losing data) is a
+				 * failure of the run, not a skip */
+				if (side || res->pages_bad)
+					ret = 1;
 				break;
 			}
 			for (int ph = 0; ph < PH_N; ph++)
 				aps[side][ph][r] = (double)res->accesses[ph] / res->secs[ph];
+			rand_in[side][r] = (double)res->swapins[PH_RAND] / res->secs[PH_RAND];
+			verify_s[side] += res->verify_secs;
 			if (side == 0) {
 				pswpin += vmstat("pswpin") - in0;
 				pswpout += vmstat("pswpout") - out0;
@@ -474,8 +664,20 @@ void bench_pager_throughput(struct bench_ctx *c)
 					bst.resident_peak = res->st.resident_peak;
 			}
 		}
-		if (!fail)
-			n++;
+		if (fail)
+			break;
+		if (have_dev) {
+			double v[DL_N];
+			e = device_limits(bswap, z.region, dev_reads, dev_seq, (unsigned)r, v);
+			if (e) {
+				have_dev = false;
+				snprintf(dev_why, sizeof(dev_why), "%s", strerror(-e));
+			} else {
+				for (int d = 0; d < DL_N; d++)
+					dl[d][r] = v[d];
+			}
+		}
+		n++;
 	}
 	unlink(bswap);
 	if (have_linux)
@@ -507,6 +709,17 @@ void bench_pager_throughput(struct bench_ctx *c)
 			bench_row(c, &row);
 		}
 	}
+	struct bench_summary dsum[DL_N];
+	if (have_dev)
+		for (int d = 0; d < DL_N; d++) {
+			bench_summarize_d(dl[d], (size_t)n, &dsum[d]);
+			struct bench_row row = {
+				.variant = dl_name[d], .kind = BENCH_LIMIT, .unit = dl_unit[d],
+				.s = dsum[d], .higher_is_better = true, .ratio = NAN,
+				.params = "{\"limit\": \"swap device\"}",
+			};
+			bench_row(c, &row);
+		}
 	bench_note(c, "region %zu MiB, budget (cgroup limit) %zu MiB, 4 KiB pages both sides; "
 		   "swap files of %zu MiB each, written in full beforehand, in %s", z.region >> 20,
 		   z.budget >> 20, z.region >> 20, pb_swapdir(c));
@@ -540,6 +753,31 @@ void bench_pager_throughput(struct bench_ctx *c)
 	bench_note(c, "not in either budget: bypass's page table (16 bytes a page: %zu MiB) and "
 		   "Linux's page tables; the cgroup also charges the child's own small footprint",
 		   (z.region / PB_PAGE * 16) >> 20);
+	bench_note(c, "every page's final contents checked after each run, on both sides "
+		   "(a checksum of all 512 words against the one the access sequence gives; "
+		   "untimed): all %zu pages right in %s (reading them back took %.1f s "
+		   "Linux, %.1f s bypass, over all rounds)", z.region / PB_PAGE,
+		   fail ? "the runs before the failure" : "every run", verify_s[0], verify_s[1]);
+	if (have_dev) {
+		struct bench_summary ri[2];
+		for (int side = have_linux ? 0 : 1; side < 2; side++)
+			bench_summarize_d(rand_in[side], (size_t)n, &ri[side]);
+		bench_note(c, "swap device rows: measured in every round after the two sides, on "
+			   "bypass's swap file (%zu MiB); %llu random reads per queue depth, %zu MiB "
+			   "sequential; ratio '-': a different unit", z.region >> 20,
+			   (unsigned long long)dev_reads,
+			   (dev_seq < z.region ? dev_seq : z.region) >> 20);
+		bench_note(c, "random phase against the device (medians): bypass %.0f swap-in "
+			   "reads/s = %.2fx the queue-depth-1 limit (one synchronous read per "
+			   "faulting thread)", ri[1].median, ri[1].median / dsum[DL_QD1].median);
+		if (have_linux)
+			bench_note(c, "random phase, Linux: %.0f pages swapped in per second = %.2fx "
+				   "the queue-depth-1 read rate (pswpin counts pages, readahead "
+				   "included)", ri[0].median, ri[0].median / dsum[DL_QD1].median);
+	} else {
+		bench_note(c, "swap device rows missing: O_DIRECT reads of %s failed (%s)", bswap,
+			   dev_why);
+	}
 	if (fail)
 		bench_note(c, "stopped early: %s", why);
 	if (have_linux) {
@@ -553,5 +791,13 @@ out:
 	for (int s = 0; s < 2; s++)
 		for (int ph = 0; ph < PH_N; ph++)
 			free(aps[s][ph]);
+	for (int d = 0; d < DL_N; d++)
+		free(dl[d]);
+	for (int s = 0; s < 2; s++)
+		free(rand_in[s]);
+	bench_shared_free(exp, exp_len);
 	bench_shared_free(res, sizeof(*res));
+	if (ret)
+		fprintf(stderr, "bypass-bench: pager.throughput failed: %s\n", why);
+	return ret;
 }
