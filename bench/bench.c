@@ -3,11 +3,11 @@
 #include "bench.h"
 #include "bench_internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -148,11 +148,123 @@ void bench_target(struct bench_ctx *c, const char *what, double value,
 		met = value > goal;
 	e->targets = realloc(e->targets, (e->ntargets + 1) * sizeof(*e->targets));
 	struct bench_tgt *t = &e->targets[e->ntargets++];
+	memset(t, 0, sizeof(*t));
 	t->what = strdup(what);
 	t->op = strdup(op);
 	t->value = value;
 	t->goal = goal;
 	t->met = met && !isnan(value);
+}
+
+void bench_target_ci(struct bench_ctx *c, const char *what, double value,
+		     double ci_lo, double ci_hi, const char *op, double goal)
+{
+	bench_target(c, what, value, op, goal);
+	struct bench_exp *e = c->cur;
+	if (!e || !e->ntargets || (ci_lo == 0 && ci_hi == 0))
+		return;
+	struct bench_tgt *t = &e->targets[e->ntargets - 1];
+	t->ci_lo = ci_lo;
+	t->ci_hi = ci_hi;
+	if (ci_lo <= goal && goal <= ci_hi) {
+		t->unresolved = true;
+		t->met = false;
+	}
+}
+
+/* A small deterministic generator (xorshift64*) for the bootstrap. */
+static uint64_t ci_next(uint64_t *x)
+{
+	*x ^= *x >> 12;
+	*x ^= *x << 25;
+	*x ^= *x >> 27;
+	return *x * 0x2545F4914F6CDD1Dull;
+}
+
+static double median_d(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_d);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int bench_ratio_ci(const double *a, size_t na, const double *b, size_t nb,
+		   double *lo, double *hi)
+{
+	enum { RESAMPLES = 2000 };
+	if (na < 2 || nb < 2 || !lo || !hi)
+		return -EINVAL;
+	double *ra = malloc(na * sizeof(double)), *rb = malloc(nb * sizeof(double));
+	double *q = malloc(RESAMPLES * sizeof(double));
+	if (!ra || !rb || !q) {
+		free(ra);
+		free(rb);
+		free(q);
+		return -ENOMEM;
+	}
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	size_t nq = 0;
+	for (int k = 0; k < RESAMPLES; k++) {
+		for (size_t i = 0; i < na; i++)
+			ra[i] = a[ci_next(&x) % na];
+		for (size_t i = 0; i < nb; i++)
+			rb[i] = b[ci_next(&x) % nb];
+		double mb = median_d(rb, nb);
+		if (mb != 0)
+			q[nq++] = median_d(ra, na) / mb;
+	}
+	int r = -EINVAL;
+	if (nq >= 2) {
+		qsort(q, nq, sizeof(*q), cmp_d);
+		*lo = q[(size_t)(0.025 * (double)(nq - 1))];
+		*hi = q[(size_t)ceil(0.975 * (double)(nq - 1))];
+		r = 0;
+	}
+	free(ra);
+	free(rb);
+	free(q);
+	return r;
+}
+
+void bench_fail(struct bench_ctx *c, const char *fmt, ...)
+{
+	char *s;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	if (!s)
+		s = strdup("(no reason)");
+	c->nfailed++;
+	struct bench_exp *e = c->cur ? c->cur : c->last;
+	if (!c->cur) {
+		fprintf(c->out, "   FAILED: %s\n", s ? s : "");
+		fflush(c->out);
+	}
+	if (e && s)
+		add_str(&e->failures, &e->nfailures, s);
+	else
+		free(s);
+}
+
+void bench_fact(struct bench_ctx *c, const char *key, const char *fmt, ...)
+{
+	char *s;
+	va_list ap;
+	va_start(ap, fmt);
+	int n_ = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n_ < 0)
+		return;
+	for (size_t i = 0; i < c->nfacts; i++)
+		if (!strcmp(c->fact_keys[i], key)) {
+			free(c->fact_vals[i]);
+			c->fact_vals[i] = s;
+			return;
+		}
+	size_t n = c->nfacts;
+	add_str(&c->fact_keys, &c->nfacts, strdup(key));
+	add_str(&c->fact_vals, &n, s);
 }
 
 void bench_skip(struct bench_ctx *c, const char *id, const char *fmt, ...)
@@ -183,6 +295,52 @@ static void fmt_num(char *buf, size_t len, double v)
 		snprintf(buf, len, "%.1f", v);
 	else
 		snprintf(buf, len, "%.2f", v);
+}
+
+bool bench_row_is_rate(const struct bench_row *r)
+{
+	size_t n = r->unit ? strlen(r->unit) : 0;
+	return r->higher_is_better || (n >= 2 && !strcmp(r->unit + n - 2, "/s"));
+}
+
+const char *bench_ratio_rule(const struct bench_exp *e)
+{
+	bool time = false, rate = false;
+	for (size_t i = 0; i < e->nrows; i++) {
+		if (isnan(e->rows[i].ratio))
+			continue;
+		if (bench_row_is_rate(&e->rows[i]))
+			rate = true;
+		else
+			time = true;
+	}
+	if (time && rate)
+		return "x baseline time, lower is better (time rows); "
+		       "x baseline rate, higher is better (rate rows)";
+	if (rate)
+		return "x baseline rate, higher is better";
+	if (time)
+		return "x baseline time, lower is better";
+	return NULL;
+}
+
+/* One place for the ratio: row median / base row median. */
+static void compute_ratios(struct bench_exp *e)
+{
+	const struct bench_row *base = NULL;
+	for (size_t i = 0; i < e->nrows; i++)
+		if (e->rows[i].is_base) {
+			base = &e->rows[i];
+			break;
+		}
+	if (!base)
+		return;
+	double b = base->s.median;
+	for (size_t i = 0; i < e->nrows; i++) {
+		struct bench_row *r = &e->rows[i];
+		if (r->ratio == 0 || r == base)
+			r->ratio = b > 0 && r->s.n ? r->s.median / b : NAN;
+	}
 }
 
 void bench_print_table(FILE *out, const struct bench_exp *e)
@@ -234,6 +392,9 @@ void bench_print_table(FILE *out, const struct bench_exp *e)
 		if (any_ratio) {
 			if (isnan(r->ratio))
 				snprintf(ra, sizeof(ra), "-");
+			else if (r->ci_lo != 0 || r->ci_hi != 0)
+				snprintf(ra, sizeof(ra), "%.2fx [%.2f, %.2f]", r->ratio, r->ci_lo,
+					 r->ci_hi);
 			else
 				snprintf(ra, sizeof(ra), "%.2fx", r->ratio);
 			fprintf(out, " %8s |", ra);
@@ -251,15 +412,24 @@ void bench_end(struct bench_ctx *c)
 	struct bench_exp *e = c->cur;
 	if (!e)
 		return;
-	if (e->ratio_base)
-		fprintf(c->out, "ratios: relative to %s\n", e->ratio_base);
+	compute_ratios(e);
+	const char *rule = bench_ratio_rule(e);
+	if (e->ratio_base || rule)
+		fprintf(c->out, "ratio = row median / median of %s: %s\n",
+			e->ratio_base ? e->ratio_base : "the base row",
+			rule ? rule : "(no ratios)");
 	bench_print_table(c->out, e);
 	for (size_t i = 0; i < e->nnotes; i++)
 		fprintf(c->out, "  * %s\n", e->notes[i]);
+	for (size_t i = 0; i < e->nfailures; i++)
+		fprintf(c->out, "  FAILED: %s\n", e->failures[i]);
 	for (size_t i = 0; i < e->ntargets; i++) {
 		struct bench_tgt *t = &e->targets[i];
-		fprintf(c->out, "  target: %s: %.3g %s %.3g: %s\n", t->what, t->value,
-			t->op, t->goal, t->met ? "MET" : "NOT MET");
+		fprintf(c->out, "  target: %s: %.3g %s %.3g", t->what, t->value, t->op, t->goal);
+		if (t->ci_lo != 0 || t->ci_hi != 0)
+			fprintf(c->out, " (95%% CI %.3g..%.3g)", t->ci_lo, t->ci_hi);
+		fprintf(c->out, ": %s\n",
+			t->unresolved ? "not resolved" : t->met ? "MET" : "NOT MET");
 	}
 	fflush(c->out);
 	c->cur = NULL;
@@ -358,46 +528,11 @@ const char *bench_source_dir(void)
 	return e && *e ? e : BYPASS_SOURCE_DIR;
 }
 
-/* ------------------------------------------------- cache-line round trip */
+/* ------------------------------------------------------- row rotation */
 
-struct rtt_arg {
-	_Atomic uint64_t *ping, *pong;
-	size_t iters;
-	int cpu;
-};
-
-static void *rtt_peer(void *p)
+void bench_order(int round, size_t n, size_t *order)
 {
-	struct rtt_arg *a = p;
-	bench_pin(a->cpu);
-	for (uint64_t i = 1; i <= a->iters; i++) {
-		while (atomic_load_explicit(a->ping, memory_order_acquire) != i)
-			__builtin_ia32_pause();
-		atomic_store_explicit(a->pong, i, memory_order_release);
-	}
-	return NULL;
-}
-
-void bench_cacheline_rtt(int cpu_a, int cpu_b, uint64_t *out, size_t iters)
-{
-	_Atomic uint64_t *lines = aligned_alloc(128, 256);
-	_Atomic uint64_t *ping = &lines[0], *pong = &lines[16];
-	atomic_store(ping, 0);
-	atomic_store(pong, 0);
-	struct rtt_arg a = { ping, pong, iters, cpu_b };
-	pthread_t t;
-	cpu_set_t old;
-	pthread_getaffinity_np(pthread_self(), sizeof(old), &old);
-	bench_pin(cpu_a);
-	pthread_create(&t, NULL, rtt_peer, &a);
-	for (uint64_t i = 1; i <= iters; i++) {
-		uint64_t t0 = bypass_rdtscp(NULL);
-		atomic_store_explicit(ping, i, memory_order_release);
-		while (atomic_load_explicit(pong, memory_order_acquire) != i)
-			__builtin_ia32_pause();
-		out[i - 1] = bypass_rdtscp(NULL) - t0;
-	}
-	pthread_join(t, NULL);
-	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
-	free((void *)lines);
+	size_t start = n ? (size_t)(round < 0 ? -round : round) % n : 0;
+	for (size_t i = 0; i < n; i++)
+		order[i] = (start + i) % n;
 }

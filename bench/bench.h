@@ -43,8 +43,27 @@ struct bench_row {
 	const char *kind;        /* BENCH_BASELINE, BENCH_BYPASS, ... */
 	const char *unit;        /* "cycles", "ns", "req/s", "accesses/s", ... */
 	struct bench_summary s;  /* in unit */
-	bool higher_is_better;   /* throughput (true) or latency (false) */
-	double ratio;            /* vs the experiment's base row; NAN = none */
+	bool higher_is_better;   /* throughput (true) or latency (false); a
+				    unit ending in "/s" is a rate regardless */
+	/*
+	 * The ratio convention of every module: ratio = this row's median /
+	 * the base row's median, for times and for rates alike (a time: lower
+	 * is better; a rate: higher is better; the table's header says which).
+	 * Mark the base row with is_base and leave ratio 0: the harness then
+	 * computes every row's ratio at bench_end (one place).  A row that sets
+	 * ratio itself (non-zero, or NAN for none) keeps it; say in its note
+	 * what it is relative to.
+	 */
+	double ratio;
+	bool is_base;            /* the row every ratio is relative to */
+	/*
+	 * Optional 95% confidence interval of ratio (e.g. bench_ratio_ci over
+	 * per-round figures); ci_lo == ci_hi == 0 means none.  Printed beside
+	 * the ratio and written to JSON as "ratio_ci": [lo, hi].  A target on
+	 * such a ratio goes through bench_target_ci, which says "not resolved"
+	 * when the goal lies inside the interval.
+	 */
+	double ci_lo, ci_hi;
 	const char *source;      /* what the source document reported, or NULL */
 	const char *note;        /* short remark, or NULL */
 	const char *params;      /* extra JSON object text, or NULL */
@@ -67,6 +86,37 @@ void bench_note(struct bench_ctx *c, const char *fmt, ...)
  */
 void bench_target(struct bench_ctx *c, const char *what, double value,
 		  const char *op, double goal);
+/*
+ * The same, for a value known only to within a 95% confidence interval
+ * [ci_lo, ci_hi] (both 0: none, then as bench_target): when goal lies
+ * inside the interval the target is "not resolved" (neither met nor not
+ * met; the report says so), else met or not met on value as above.
+ */
+void bench_target_ci(struct bench_ctx *c, const char *what, double value,
+		     double ci_lo, double ci_hi, const char *op, double goal);
+/*
+ * A 95% confidence interval of median(a) / median(b) by bootstrap
+ * (resampling each side; deterministic seed): for per-round figures of a
+ * row and of its base (n >= 2 each).  Returns 0, or -EINVAL (too few).
+ */
+int bench_ratio_ci(const double *a, size_t na, const double *b, size_t nb,
+		   double *lo, double *hi);
+/*
+ * A variant (or the whole experiment) failed: it is reported under the
+ * table, kept in the JSON ("failures") and makes bypass-bench exit
+ * non-zero.  A variant that cannot run here for a stated reason is not a
+ * failure: use bench_note (a row) or bench_skip (the experiment).
+ */
+void bench_fail(struct bench_ctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/*
+ * A fact about the run that changes its figures (provenance), kept in the
+ * JSON's "provenance" object and printed by tools/report.py; e.g. the pager
+ * experiment's bench_fact(c, "swap_o_direct", "true").  The value is a
+ * string (copied); a second call with the same key replaces it.
+ */
+void bench_fact(struct bench_ctx *c, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Print the table of the current experiment. */
 void bench_end(struct bench_ctx *c);
 /* The experiment could not run here: say why (kept in the JSON). */
@@ -92,9 +142,27 @@ int bench_ncpus(void);
 /* Helpers. */
 int bench_pin(int cpu);                   /* pin the calling thread */
 double bench_cycles_to_ns(double cycles); /* via the calibrated TSC */
-/* The physical limit for cross-core experiments: iters round trips of a
- * cache line between CPUs a and b, each one's cycles stored in out[]. */
-void bench_cacheline_rtt(int cpu_a, int cpu_b, uint64_t *out, size_t iters);
+/*
+ * The physical limit of every cross-core experiment (bench/cacheline.c, one
+ * routine for every module): iters round trips of a cache line between CPU
+ * cpu_a (the caller's thread, pinned for the call) and cpu_b (a responder
+ * thread), each round trip's TSC cycles stored in out[].  Each side writes a
+ * sequence number into its own line (shared memory, each line in its own
+ * page, as a doorbell is) and spins with `pause` reading the other's.
+ * bench_cacheline_warmup(iters) round trips run first and are not recorded.
+ * Returns 0 or -errno (out[] untouched).  Summarize out[] exactly like the
+ * rows it bounds (same trimming, same statistic); call it in every round, in
+ * the rotation with those rows (bench_order).
+ */
+int bench_cacheline_rtt(int cpu_a, int cpu_b, uint64_t *out, size_t iters);
+size_t bench_cacheline_warmup(size_t iters);
+/*
+ * The order of an experiment's n rows in alternation round `round`: a
+ * rotation, round r starting with row r % n, so that no row always runs
+ * first (or right after the same neighbour's disturbance).  order[] gets
+ * the n row indices.
+ */
+void bench_order(int round, size_t n, size_t *order);
 /* Shared anonymous memory that survives fork. */
 void *bench_shared_alloc(size_t len);
 void bench_shared_free(void *p, size_t len);

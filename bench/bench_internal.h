@@ -8,7 +8,9 @@
 struct bench_tgt {
 	char *what, *op;
 	double value, goal;
+	double ci_lo, ci_hi; /* both 0: no interval */
 	bool met;
+	bool unresolved;     /* goal inside [ci_lo, ci_hi] */
 };
 
 struct bench_exp {
@@ -17,6 +19,8 @@ struct bench_exp {
 	size_t nrows, caprows;
 	char **notes;
 	size_t nnotes;
+	char **failures;
+	size_t nfailures;
 	struct bench_tgt *targets;
 	size_t ntargets;
 	struct bench_exp *next;
@@ -31,7 +35,15 @@ struct bench_ctx {
 	char **params;
 	size_t nparams;
 	struct bench_exp *first, *last, *cur;
+	int nfailed;        /* bench_fail calls: bypass-bench exits non-zero */
+	char **fact_keys, **fact_vals; /* bench_fact */
+	size_t nfacts;
 };
+
+/* The ratio rule of an experiment's rows, for the header ("x baseline
+ * time, lower is better", ...); is_rate(row) decides a row's direction. */
+bool bench_row_is_rate(const struct bench_row *r);
+const char *bench_ratio_rule(const struct bench_exp *e);
 
 void bench_print_table(FILE *out, const struct bench_exp *e);
 

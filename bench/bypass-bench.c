@@ -142,6 +142,8 @@ static void write_json(const char *path, struct bench_ctx *c, const char *what)
 		json_str(f, e->ratio_base);
 		fprintf(f, ", \"skipped\": ");
 		json_str(f, e->skipped);
+		fprintf(f, ", \"ratio_rule\": ");
+		json_str(f, bench_ratio_rule(e));
 		fprintf(f, ",\n     \"rows\": [");
 		for (size_t i = 0; i < e->nrows; i++) {
 			struct bench_row *r = &e->rows[i];
@@ -151,7 +153,7 @@ static void write_json(const char *path, struct bench_ctx *c, const char *what)
 			json_str(f, r->kind);
 			fprintf(f, ", \"unit\": ");
 			json_str(f, r->unit);
-			fprintf(f, ", \"higher_is_better\": %s", r->higher_is_better ? "true" : "false");
+			fprintf(f, ", \"higher_is_better\": %s", bench_row_is_rate(r) ? "true" : "false");
 			fprintf(f, ", \"n\": %zu, \"median\": ", r->s.n);
 			json_num(f, r->s.median);
 			fprintf(f, ", \"mean\": ");
@@ -172,6 +174,14 @@ static void write_json(const char *path, struct bench_ctx *c, const char *what)
 			}
 			fprintf(f, ", \"ratio\": ");
 			json_num(f, r->ratio);
+			fprintf(f, ", \"is_base\": %s", r->is_base ? "true" : "false");
+			if (r->ci_lo != 0 || r->ci_hi != 0) {
+				fprintf(f, ", \"ratio_ci\": [");
+				json_num(f, r->ci_lo);
+				fprintf(f, ", ");
+				json_num(f, r->ci_hi);
+				fprintf(f, "]");
+			}
 			fprintf(f, ", \"source\": ");
 			json_str(f, r->source);
 			fprintf(f, ", \"note\": ");
@@ -182,6 +192,11 @@ static void write_json(const char *path, struct bench_ctx *c, const char *what)
 		for (size_t i = 0; i < e->nnotes; i++) {
 			fprintf(f, "%s", i ? ", " : "");
 			json_str(f, e->notes[i]);
+		}
+		fprintf(f, "],\n     \"failures\": [");
+		for (size_t i = 0; i < e->nfailures; i++) {
+			fprintf(f, "%s", i ? ", " : "");
+			json_str(f, e->failures[i]);
 		}
 		fprintf(f, "],\n     \"targets\": [");
 		for (size_t i = 0; i < e->ntargets; i++) {
@@ -194,7 +209,15 @@ static void write_json(const char *path, struct bench_ctx *c, const char *what)
 			json_str(f, t->op);
 			fprintf(f, ", \"goal\": ");
 			json_num(f, t->goal);
-			fprintf(f, ", \"met\": %s}", t->met ? "true" : "false");
+			if (t->ci_lo != 0 || t->ci_hi != 0) {
+				fprintf(f, ", \"ci\": [");
+				json_num(f, t->ci_lo);
+				fprintf(f, ", ");
+				json_num(f, t->ci_hi);
+				fprintf(f, "]");
+			}
+			fprintf(f, ", \"met\": %s, \"resolved\": %s}", t->met ? "true" : "false",
+				t->unresolved ? "false" : "true");
 		}
 		fprintf(f, "]}");
 	}
@@ -290,6 +313,11 @@ int main(int argc, char **argv)
 	if (json) {
 		write_json(json, &c, what);
 		fprintf(c.out, "JSON written to %s\n", json);
+	}
+	if (c.nfailed) {
+		fprintf(stderr, "bypass-bench: %d variant%s failed (see FAILED lines)\n", c.nfailed,
+			c.nfailed == 1 ? "" : "s");
+		status = 1;
 	}
 	return status;
 }

@@ -28,7 +28,7 @@ struct ring_case {
 static _Atomic uint32_t futex_word;
 
 /* Per-call cost, sampled as the mean over batches of BATCH calls. */
-static void ring_costs(struct bench_ctx *c)
+static int ring_costs(struct bench_ctx *c)
 {
 	uint64_t batches = bench_count(c, "ring_batches", 10000, 1000);
 	int rounds = bench_rounds(c);
@@ -46,17 +46,25 @@ static void ring_costs(struct bench_ctx *c)
 		    "the null system call");
 	bypass_doorbell *db, *armed;
 	if (bypass_notify_create(NULL, &db) || bypass_notify_create(NULL, &armed)) {
-		bench_skip(c, "notify.ring", "cannot create doorbells");
-		return;
+		bench_fail(c, "notify.ring: cannot create doorbells");
+		bench_end(c);
+		return -1;
 	}
 	bypass_notify_arm(armed);
 	int efd = eventfd(0, EFD_NONBLOCK);
 	uint64_t *s[N];
 	for (int k = 0; k < N; k++)
 		s[k] = malloc(sizeof(uint64_t) * per * (size_t)rounds);
-	for (int r = 0; r < rounds; r++)
-		for (int k = 0; k < N; k++)
-			for (uint64_t b = 0; b < per; b++) {
+	/* Round 0 warms up and is not recorded; the order rotates per round. */
+	uint64_t warm_b = per / 4 ? per / 4 : 1;
+	uint64_t *scratch = malloc(sizeof(uint64_t) * warm_b);
+	size_t order[N];
+	for (int r = 0; r <= rounds; r++) {
+		bench_order(r, N, order);
+		for (int o = 0; o < N; o++) {
+			int k = (int)order[o];
+			uint64_t *dst = r ? s[k] + (size_t)(r - 1) * per : scratch;
+			for (uint64_t b = 0; b < (r ? per : warm_b); b++) {
 				uint64_t t0 = bypass_rdtscp(NULL);
 				for (int i = 0; i < BATCH; i++) {
 					switch (k) {
@@ -77,34 +85,39 @@ static void ring_costs(struct bench_ctx *c)
 						break;
 					}
 				}
-				s[k][(size_t)r * per + b] = (bypass_rdtscp(NULL) - t0 + BATCH / 2) / BATCH;
+				dst[b] = (bypass_rdtscp(NULL) - t0 + BATCH / 2) / BATCH;
 				if (k == K_DB)
 					bypass_notify_try(db);
 			}
+		}
+	}
+	free(scratch);
 	struct bench_summary sum[N];
 	for (int k = 0; k < N; k++)
 		bench_summarize(s[k], per * (size_t)rounds, &sum[k]);
 	for (int k = 0; k < N; k++) {
 		struct bench_row row = {
 			.variant = cases[k].name, .kind = cases[k].kind, .unit = "cycles",
-			.s = sum[k], .ratio = sum[k].median / sum[K_NULL].median,
+			.s = sum[k], .is_base = k == K_NULL,
 			.note = cases[k].note,
 		};
 		bench_row(c, &row);
 	}
-	bench_note(c, "samples: mean cost per call over batches of %d calls; %llu batches per row",
-		   BATCH, (unsigned long long)(per * (uint64_t)rounds));
+	bench_note(c, "samples: mean cost per call over batches of %d calls; %llu batches per row "
+		   "in %d rounds after a warm-up round (not recorded), the order rotating each round",
+		   BATCH, (unsigned long long)(per * (uint64_t)rounds), rounds);
 	bench_end(c);
 	for (int k = 0; k < N; k++)
 		free(s[k]);
 	close(efd);
 	bypass_notify_destroy(db);
 	bypass_notify_destroy(armed);
+	return 0;
 }
 
 int bench_notify(struct bench_ctx *c)
 {
 	int r = bench_notify_pingpong(c);
-	ring_costs(c);
-	return r;
+	int r2 = ring_costs(c);
+	return r ? r : r2;
 }
