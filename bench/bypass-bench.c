@@ -100,6 +100,123 @@ static char *read_first_line_matching(const char *path, const char *key)
 	return res;
 }
 
+/* -------------------------------------------------------------- provenance */
+
+/* The first line a shell command prints (trailing newline removed), or NULL. */
+static char *command_line(const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return NULL;
+	char buf[256];
+	char *res = fgets(buf, sizeof(buf), p) ? strdup(buf) : NULL;
+	while (fgets(buf, sizeof(buf), p))
+		;
+	if (pclose(p) != 0) {
+		free(res);
+		return NULL;
+	}
+	if (res)
+		res[strcspn(res, "\n")] = 0;
+	return res;
+}
+
+/* A one-line file's contents (a sysctl, a sysfs knob), or NULL. */
+static char *file_line(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	char buf[256];
+	char *res = fgets(buf, sizeof(buf), f) ? strdup(buf) : NULL;
+	fclose(f);
+	if (res)
+		res[strcspn(res, "\n")] = 0;
+	return res;
+}
+
+/* The commit of the source tree and whether it differs from it, taken when
+ * the run starts (a tree edited during the run still reads as it was). */
+static char *git_commit;
+static int git_dirty = -1; /* -1: unknown (no git, not a work tree) */
+
+static void provenance_start(void)
+{
+	char cmd[1200];
+	const char *src = bench_source_dir();
+	if (strchr(src, '\''))
+		return;
+	snprintf(cmd, sizeof(cmd), "git -C '%s' rev-parse HEAD 2>/dev/null", src);
+	git_commit = command_line(cmd);
+	if (!git_commit)
+		return;
+	/* Tracked files only: untracked files are not part of the build
+	 * unless CMake globs them, and those are listed separately. */
+	snprintf(cmd, sizeof(cmd),
+		 "git -C '%s' status --porcelain --untracked-files=no 2>/dev/null | wc -l", src);
+	char *n = command_line(cmd);
+	if (n)
+		git_dirty = atoi(n) > 0;
+	free(n);
+}
+
+static const struct {
+	const char *key, *path;
+} kernel_facts[] = {
+	{ "vm.page-cluster", "/proc/sys/vm/page-cluster" },
+	{ "vm.swappiness", "/proc/sys/vm/swappiness" },
+	{ "mglru", "/sys/kernel/mm/lru_gen/enabled" },
+	{ "thp.enabled", "/sys/kernel/mm/transparent_hugepage/enabled" },
+	{ "thp.defrag", "/sys/kernel/mm/transparent_hugepage/defrag" },
+	{ "zswap.enabled", "/sys/module/zswap/parameters/enabled" },
+	{ "kernel.io_uring_disabled", "/proc/sys/kernel/io_uring_disabled" },
+	{ "cpufreq.governor", "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor" },
+};
+
+static void write_provenance(FILE *f, struct bench_ctx *c, const char *model)
+{
+	extern char **environ;
+	fprintf(f, "  \"provenance\": {\"git_commit\": ");
+	json_str(f, git_commit);
+	fprintf(f, ", \"git_dirty\": %s,\n    \"env\": {",
+		git_dirty < 0 ? "null" : git_dirty ? "true" : "false");
+	bool first = true;
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		if (strncmp(*e, "BYPASS_", 7) || !eq)
+			continue;
+		char *k = strndup(*e, (size_t)(eq - *e));
+		fprintf(f, "%s", first ? "" : ", ");
+		json_str(f, k);
+		fprintf(f, ": ");
+		json_str(f, eq + 1);
+		free(k);
+		first = false;
+	}
+	fprintf(f, "},\n    \"kernel\": {");
+	for (size_t i = 0; i < sizeof(kernel_facts) / sizeof(kernel_facts[0]); i++) {
+		char *v = file_line(kernel_facts[i].path);
+		fprintf(f, "%s", i ? ", " : "");
+		json_str(f, kernel_facts[i].key);
+		fprintf(f, ": ");
+		/* absent: the kernel has no such knob (MGLRU not built, no zswap) */
+		json_str(f, v ? v : "absent");
+		free(v);
+	}
+	fprintf(f, "},\n    \"cpu\": {\"model\": ");
+	json_str(f, model);
+	fprintf(f, ", \"online\": %ld, \"configured\": %ld, \"usable\": %d},\n",
+		sysconf(_SC_NPROCESSORS_ONLN), sysconf(_SC_NPROCESSORS_CONF), c->ncpus);
+	fprintf(f, "    \"facts\": {");
+	for (size_t i = 0; i < c->nfacts; i++) {
+		fprintf(f, "%s", i ? ", " : "");
+		json_str(f, c->fact_keys[i]);
+		fprintf(f, ": ");
+		json_str(f, c->fact_vals[i]);
+	}
+	fprintf(f, "}},\n");
+}
+
 static void write_json(const char *path, struct bench_ctx *c, const char *what)
 {
 	FILE *f = fopen(path, "w");
@@ -129,6 +246,7 @@ static void write_json(const char *path, struct bench_ctx *c, const char *what)
 	json_str(f, u.machine);
 	fprintf(f, ", \"cores\": %d, \"tsc_hz\": %llu, \"cpus_used\": [%d, %d]},\n",
 		c->ncpus, (unsigned long long)bypass_tsc_hz(), c->cpu_a, c->cpu_b);
+	write_provenance(f, c, model);
 	free(model);
 	fprintf(f, "  \"experiments\": [");
 	bool first = true;
@@ -277,9 +395,12 @@ int main(int argc, char **argv)
 	}
 	bool all = !strcmp(what, "all"), found = all;
 	uint64_t hz = bypass_tsc_hz();
+	provenance_start();
 	fprintf(c.out, "bypass-bench %s: %s mode, %d rounds, CPUs %d,%d of %d, TSC %.3f GHz\n",
 		bypass_version(), c.smoke ? "smoke" : c.quick ? "quick" : "full", c.rounds,
 		c.cpu_a, c.cpu_b, ncpu, (double)hz / 1e9);
+	fprintf(c.out, "source: commit %.12s%s\n", git_commit ? git_commit : "unknown",
+		git_dirty > 0 ? " with uncommitted changes (dirty)" : git_dirty == 0 ? " (clean)" : "");
 	int status = 0;
 	for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++) {
 		if (!all && strcmp(what, modules[i].name))

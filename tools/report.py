@@ -42,6 +42,46 @@ def machine_line(doc):
             f"{doc.get('date', '?')}")
 
 
+def provenance_lines(doc):
+    """What the run was measured on and with (issue 9's provenance)."""
+    p = doc.get("provenance")
+    if not p:
+        return ["Provenance: not recorded (JSON from a bypass-bench before provenance)."]
+    commit = p.get("git_commit") or "unknown"
+    dirty = p.get("git_dirty")
+    state = (" with uncommitted changes (dirty tree)" if dirty else
+             " (clean tree)" if dirty is False else " (tree state unknown)")
+    out = [f"- source: commit `{commit[:12]}`{state}"]
+    env = p.get("env") or {}
+    out.append("- BYPASS_* environment: " +
+               (", ".join(f"`{k}={v}`" for k, v in sorted(env.items())) or "none set"))
+    k = p.get("kernel") or {}
+    if k:
+        out.append("- kernel settings: " + "; ".join(f"{n} = `{v}`" for n, v in k.items()))
+    facts = dict(p.get("facts") or {})
+    swap = facts.pop("pager.swap_o_direct", None)
+    out.append("- swap file O_DIRECT: " +
+               (swap if swap is not None else "not reported (the pager experiment did not "
+                "report it in this run)"))
+    for n, v in facts.items():
+        out.append(f"- {n}: {v}")
+    c = p.get("cpu") or {}
+    if c:
+        out.append(f"- CPU: {c.get('model', '?')}, {c.get('online', '?')} online "
+                   f"({c.get('configured', '?')} configured, {c.get('usable', '?')} usable "
+                   f"by the run)")
+    return out
+
+
+def ratio_cell(r):
+    if r.get("ratio") is None:
+        return "-"
+    ci = r.get("ratio_ci")
+    if ci and None not in ci:
+        return f"{r['ratio']:.2f}x [{ci[0]:.2f}, {ci[1]:.2f}]"
+    return f"{r['ratio']:.2f}x"
+
+
 def table(exp):
     rows = exp.get("rows", [])
     if not rows:
@@ -70,7 +110,7 @@ def table(exp):
             cells += [fmt(r.get("median_ns")), fmt(r.get("p99_ns"))]
         cells += [r.get("unit", "")]
         if ratio:
-            cells += ["-" if r.get("ratio") is None else f"{r['ratio']:.2f}x"]
+            cells += [ratio_cell(r)]
         if src:
             cells += [r.get("source") or ""]
         if note:
@@ -83,21 +123,35 @@ def markdown(docs, charts):
     out = []
     for doc in docs:
         out.append(f"Machine: {machine_line(doc)}.\n")
+        out.append("\n".join(provenance_lines(doc)) + "\n")
         for exp in doc.get("experiments", []):
             out.append(f"### {exp['id']}: {exp.get('title', '')}\n")
             if exp.get("skipped"):
                 out.append(f"Skipped: {exp['skipped']}\n")
                 continue
-            if exp.get("ratio_base"):
-                out.append(f"Ratios relative to {exp['ratio_base']}.\n")
+            rule = exp.get("ratio_rule")
+            if exp.get("ratio_base") or rule:
+                base = exp.get("ratio_base") or "the base row"
+                out.append(f"Ratio = row median / median of {base}" +
+                           (f": {rule}.\n" if rule else ".\n"))
             out.append(table(exp) + "\n")
             for n in exp.get("notes", []):
                 out.append(f"- {n}")
             if exp.get("notes"):
                 out.append("")
+            for f in exp.get("failures", []):
+                out.append(f"- **FAILED**: {f}")
+            if exp.get("failures"):
+                out.append("")
             for t in exp.get("targets", []):
-                mark = "met" if t.get("met") else "**not met**"
-                out.append(f"- target: {t['what']}: {fmt(t.get('value'))} "
+                if t.get("resolved") is False:
+                    mark = "**not resolved** (the goal lies inside the 95% CI)"
+                else:
+                    mark = "met" if t.get("met") else "**not met**"
+                ci = t.get("ci")
+                cis = (f" (95% CI {fmt(ci[0])}..{fmt(ci[1])})"
+                       if ci and None not in ci else "")
+                out.append(f"- target: {t['what']}: {fmt(t.get('value'))}{cis} "
                            f"{t['op']} {fmt(t.get('goal'))}: {mark}")
             if exp.get("targets"):
                 out.append("")
