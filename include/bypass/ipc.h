@@ -53,6 +53,10 @@ typedef struct bypass_ipc_conn bypass_ipc_conn;
 #define BYPASS_IPC_ANY_UID 0x1u /* accept peers of any uid (no credential check) */
 #define BYPASS_IPC_PKEY 0x2u    /* guard this process's mapping of the arena with
 				   a memory protection key (see bypass_ipc_pkey_supported) */
+#define BYPASS_IPC_LAZY 0x4u    /* do not pre-fault this side's mapping of the
+				   rings: memory is faulted in as messages use it
+				   (a server with many idle clients pays only for
+				   what they send) */
 
 struct bypass_ipc_opts {
 	/* Service only: the rings of each connection. */
@@ -70,6 +74,19 @@ struct bypass_ipc_opts {
 	const uid_t *allow_uids; /* uids accepted besides this process's own */
 	unsigned nallow;
 	unsigned flags;     /* BYPASS_IPC_* */
+	/* Client only: the largest ring (each direction) accepted from a
+	   server; a larger offer fails connect with -EFBIG.  The arena the
+	   client maps (and pre-faults) is then at most 2 * max_ring + 16 KiB.
+	   0 = 16 MiB; else from 4 KiB to 1 GiB. */
+	size_t max_ring;
+	/* Service only: connections open at once per client process and per
+	   client uid, counting connections this side closed while the client
+	   still holds them (see bypass_ipc_close); a client over either is
+	   refused with -EUSERS on both sides.  0 = 64 per process, 1024 per
+	   uid; UINT32_MAX = no limit. */
+	uint32_t max_per_pid;
+	uint32_t max_per_uid;
+	uint64_t reserved[4]; /* must be zero (-EINVAL otherwise) */
 };
 
 /*
@@ -113,7 +130,14 @@ BYPASS_API int bypass_ipc_service_fd(const bypass_ipc_service *svc);
  * connection's arena and send it.  Waits at most timeout_ns for a client
  * (0 = not at all, BYPASS_FOREVER).  Returns 0 and *out, -EAGAIN or
  * -ETIMEDOUT (nobody waiting), -EACCES (the client's uid is not allowed: it
- * was told and disconnected), -ECONNABORTED (it left first), or -errno.
+ * was told and disconnected), -EUSERS (the client's process or uid already
+ * holds max_per_pid / max_per_uid connections: it was told and
+ * disconnected), -ECONNABORTED (it left first), -ENOMEM (the rings could not
+ * be pre-faulted), or -errno.
+ *
+ * What each connection costs the server: three descriptors (the socket, the
+ * arena's memfd, the client's pidfd) and one shared mapping of
+ * 2 * ring_size + 8 KiB, pre-faulted at accept unless BYPASS_IPC_LAZY.
  */
 BYPASS_API int bypass_ipc_accept(bypass_ipc_service *svc, bypass_ipc_conn **out,
 				 int64_t timeout_ns);
@@ -128,8 +152,10 @@ BYPASS_API int bypass_ipc_service_close(bypass_ipc_service *svc);
  * and *out, -ECONNREFUSED or -ENOENT (no such service), -EACCES (the server
  * refused our uid, or its uid is not allowed), -ETIMEDOUT (no answer within
  * the handshake timeout), -EPROTO (the server sent something that is not a
- * valid bypass arena, e.g. one that could be truncated under us), -EEXIST
- * (the arena's address range is taken in this process), or -errno.
+ * valid bypass arena, e.g. one that could be truncated under us), -EFBIG
+ * (its rings are larger than opts.max_ring), -EUSERS (refused by the
+ * server's per-client limits), -EEXIST (the arena's address range is taken
+ * in this process), -ENOMEM (the rings could not be pre-faulted), or -errno.
  */
 BYPASS_API int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *opts,
 				  bypass_ipc_conn **out);
@@ -138,6 +164,16 @@ BYPASS_API int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts
  * bypass_ipc_close - tell the peer, unmap the arena, close the descriptors
  * and free the connection (messages still held become invalid).  The peer's
  * calls return -EPIPE / -ECONNRESET once it has read what was sent.
+ *
+ * On the server, the arena's pages are punched out of the memfd as soon as
+ * the client has left too, so a client that keeps the memfd after leaving
+ * holds only holes (what it faults in there is charged to it).  While the
+ * client is still connected it may read what was sent: the service then
+ * keeps the socket and the memfd (two descriptors) and counts the connection
+ * against max_per_pid / max_per_uid until the client leaves;
+ * bypass_ipc_accept frees those whose client has gone.  Once the service is
+ * closed, such lingering arenas are released to the client (no longer
+ * counted, not punched).
  */
 BYPASS_API int bypass_ipc_close(bypass_ipc_conn *conn);
 

@@ -38,6 +38,8 @@
  * accesses would reach memory the server writes.  Core puts arenas far
  * above. */
 #define MIN_BASE (4ull << 30)
+/* A client accepts rings up to this size unless opts.max_ring says. */
+#define DEFAULT_MAX_RING (16ull << 20)
 
 static bool pow2(uint64_t v)
 {
@@ -56,7 +58,12 @@ static int check_opts(const struct bypass_ipc_opts *o, bool service)
 		return 0;
 	if (o->mode < BYPASS_WAIT_ADAPTIVE || o->mode > BYPASS_WAIT_SPIN)
 		return -EINVAL;
-	if (o->flags & ~(BYPASS_IPC_ANY_UID | BYPASS_IPC_PKEY))
+	if (o->flags & ~(BYPASS_IPC_ANY_UID | BYPASS_IPC_PKEY | BYPASS_IPC_LAZY))
+		return -EINVAL;
+	for (size_t i = 0; i < BP_ARRAY_SIZE(o->reserved); i++)
+		if (o->reserved[i])
+			return -EINVAL;
+	if (o->max_ring && (o->max_ring < MIN_RING || o->max_ring > MAX_RING))
 		return -EINVAL;
 	if (o->nallow && !o->allow_uids)
 		return -EINVAL;
@@ -152,6 +159,12 @@ int bypass_ipc_listen(const char *name, const struct bypass_ipc_opts *o,
 		}
 		memcpy(s->allow, o->allow_uids, o->nallow * sizeof(uid_t));
 	}
+	s->quota = bp_ipc_quota_new(o ? o->max_per_pid : 0, o ? o->max_per_uid : 0);
+	if (!s->quota) {
+		free(s->allow);
+		free(s);
+		return -ENOMEM;
+	}
 	s->ring_size = o && o->ring_size ? o->ring_size : DEFAULT_RING;
 	s->max_msg = o && o->max_msg ? o->max_msg : s->ring_size / 4;
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -172,6 +185,7 @@ int bypass_ipc_listen(const char *name, const struct bypass_ipc_opts *o,
 fail:
 	if (s->fd >= 0)
 		close(s->fd);
+	bp_ipc_quota_close(s->quota);
 	free(s->allow);
 	free(s);
 	return r;
@@ -189,6 +203,8 @@ int bypass_ipc_service_close(bypass_ipc_service *s)
 	if (s->path[0] && s->creator == bp_pid())
 		unlink(s->path);
 	close(s->fd);
+	if (s->creator == bp_pid())
+		bp_ipc_quota_close(s->quota);
 	free(s->allow);
 	free(s);
 	return 0;
@@ -231,6 +247,9 @@ static void conn_set_mode(struct bypass_ipc_conn *c, const struct bypass_ipc_opt
 
 static void conn_free(struct bypass_ipc_conn *c)
 {
+	if (c->quota && c->fork_gen == bp_fork_gen_fast())
+		bp_ipc_quota_leave(c->quota, c->quota_id, &c->sock,
+				   c->arena ? bypass_arena_fd(c->arena) : -1, c->len, true);
 	if (c->arena)
 		bypass_arena_close(c->arena);
 	if (c->sock >= 0)
@@ -253,15 +272,31 @@ static void ring_view(struct ipc_ring *rv, struct ipc_ctl *ctl, void *data, uint
 #endif
 
 /*
- * Fault the rings in now (best effort, Linux 5.14+), so that the first lap
- * of messages does not pay a page fault every 4 KiB.
+ * Fault the control page and the rings in now (Linux 5.14+), so that the
+ * first lap of messages does not pay a page fault every 4 KiB.  Runs before
+ * the protection key is applied: MADV_POPULATE_WRITE honours PKRU, and with
+ * the key write-disabled it fails with EFAULT.  A kernel without the advice
+ * (EINVAL) just faults lazily; any other failure (ENOMEM: the memory is not
+ * there) fails the connection rather than every message later.
  */
-static void populate(struct bypass_ipc_conn *c)
+static int populate(struct bypass_ipc_conn *c)
 {
 	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
-	madvise((void *)((uintptr_t)c->tx.ctl & ~(ps - 1)), ps, MADV_POPULATE_WRITE);
-	madvise(c->tx.data, c->tx.cap, MADV_POPULATE_WRITE);
-	madvise(c->rx.data, c->rx.cap, MADV_POPULATE_WRITE);
+	struct { void *p; size_t n; } part[3] = {
+		{ (void *)((uintptr_t)c->tx.ctl & ~(ps - 1)), ps },
+		{ c->tx.data, c->tx.cap },
+		{ c->rx.data, c->rx.cap },
+	};
+	for (int i = 0; i < 3; i++) {
+		if (madvise(part[i].p, part[i].n, MADV_POPULATE_WRITE) == 0)
+			continue;
+		if (errno == EINVAL)
+			return 0;
+		int e = errno;
+		bp_info("bypass: ipc: pre-faulting the rings failed: %s", strerror(e));
+		return -e;
+	}
+	return 0;
 }
 
 static int open_pidfd(pid_t pid)
@@ -321,11 +356,23 @@ int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t time
 		return -EACCES;
 	}
 
+	uint64_t qid;
+	r = bp_ipc_quota_admit(s->quota, uc.pid, uc.uid, &qid);
+	if (r) {
+		h.status = -r;
+		bypass_send_fds(fd, NULL, 0, &h, sizeof(h));
+		close(fd);
+		return r;
+	}
 	struct bypass_ipc_conn *c = conn_new();
 	if (!c) {
+		int nofd = -1;
+		bp_ipc_quota_leave(s->quota, qid, &nofd, -1, 0, true);
 		close(fd);
 		return -ENOMEM;
 	}
+	c->quota = s->quota;
+	c->quota_id = qid;
 	c->sock = fd;
 	c->peer_pid = uc.pid;
 	c->peer_uid = uc.uid;
@@ -358,10 +405,9 @@ int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t time
 	h.off_shared = (uintptr_t)sh - c->lo;
 	h.off_c2s = (uintptr_t)d1 - c->lo;
 	h.off_s2c = (uintptr_t)d2 - c->lo;
-	r = conn_pkey(c, s->opts.flags);
-	if (r)
+	if ((!(s->opts.flags & BYPASS_IPC_LAZY) && (r = populate(c))) ||
+	    (r = conn_pkey(c, s->opts.flags)))
 		goto fail;
-	populate(c);
 	r = bypass_send_fds(fd, &afd, 1, &h, sizeof(h));
 	if (r < 0) {
 		r = r == -EPIPE || r == -ECONNRESET ? -ECONNABORTED : r;
@@ -435,7 +481,8 @@ static int recv_hello(int sock, struct ipc_hello *h, int *afd, pid_t *pid)
 }
 
 /* Check the hello and the arena before trusting a byte of either. */
-static int check_hello(const struct ipc_hello *h, int afd, size_t *arena_len)
+static int check_hello(const struct ipc_hello *h, int afd, uint64_t max_ring,
+		       size_t *arena_len)
 {
 	if (h->magic != IPC_MAGIC || h->version != IPC_VERSION)
 		return -EPROTO;
@@ -443,6 +490,11 @@ static int check_hello(const struct ipc_hello *h, int afd, size_t *arena_len)
 	if (!pow2(cap) || cap < MIN_RING || cap > MAX_RING || !h->max_msg ||
 	    h->max_msg > max_payload(cap))
 		return -EPROTO;
+	if (cap > max_ring) {
+		bp_info("bypass: ipc: the server offers rings of %llu bytes (max_ring %llu): refused",
+			(unsigned long long)cap, (unsigned long long)max_ring);
+		return -EFBIG;
+	}
 	struct stat st;
 	if (fstat(afd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
 		return -EPROTO;
@@ -463,6 +515,10 @@ static int check_hello(const struct ipc_hello *h, int afd, size_t *arena_len)
 		return -EPROTO;
 	}
 	uint64_t size = (uint64_t)st.st_size;
+	/* Two rings and the headers (core's page, ours), nothing more: the
+	 * client maps all of it. */
+	if (size > 2 * cap + 4 * ps)
+		return -EPROTO;
 	if ((h->off_shared | h->off_c2s | h->off_s2c) & (ps - 1))
 		return -EPROTO;
 	if (h->off_shared < ps || h->off_shared > size - sizeof(struct ipc_shared) ||
@@ -530,7 +586,7 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 		goto fail_fd;
 	}
 	if (h.status) {
-		r = h.status == EACCES ? -EACCES : -EPROTO;
+		r = h.status == EACCES || h.status == EUSERS ? -h.status : -EPROTO;
 		goto fail_fd;
 	}
 	if (afd < 0) {
@@ -548,7 +604,7 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 		goto fail_fd;
 	}
 	size_t alen2;
-	r = check_hello(&h, afd, &alen2);
+	r = check_hello(&h, afd, o && o->max_ring ? o->max_ring : DEFAULT_MAX_RING, &alen2);
 	if (r)
 		goto fail_fd;
 	r = bypass_arena_open(afd, &c->arena);
@@ -577,13 +633,12 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 	c->peer_pid = spid > 0 ? spid : uc.pid;
 	c->peer_uid = uc.uid;
 	c->pidfd = open_pidfd(c->peer_pid);
-	r = conn_pkey(c, o ? o->flags : 0);
-	if (r)
+	unsigned fl = o ? o->flags : 0;
+	if ((!(fl & BYPASS_IPC_LAZY) && (r = populate(c))) || (r = conn_pkey(c, fl)))
 		goto fail;
-	populate(c);
-	int fl = fcntl(c->sock, F_GETFL);
-	if (fl >= 0)
-		fcntl(c->sock, F_SETFL, fl | O_NONBLOCK);
+	int sfl = fcntl(c->sock, F_GETFL);
+	if (sfl >= 0)
+		fcntl(c->sock, F_SETFL, sfl | O_NONBLOCK);
 	one = 0;
 	setsockopt(c->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 	*out = c;
@@ -658,7 +713,16 @@ int bypass_ipc_close(bypass_ipc_conn *c)
 				bp_ipc_pkey_close();
 			bp_recover_pop(&rp);
 		}
-		shutdown(c->sock, SHUT_RDWR);
+		/* A server's arena is punched now if the client has left,
+		 * else lingers until it does (quota.c); that check comes
+		 * before our own shutdown, which would hang the socket up. */
+		if (c->quota) {
+			bp_ipc_quota_leave(c->quota, c->quota_id, &c->sock,
+					   bypass_arena_fd(c->arena), c->len, c->peer_gone);
+			c->quota = NULL;
+		}
+		if (c->sock >= 0)
+			shutdown(c->sock, SHUT_RDWR);
 	}
 	conn_free(c);
 	return 0;

@@ -143,6 +143,8 @@ struct bypass_ipc_conn {
 	unsigned ops[2];        /* calls since the clock was last read */
 	bool armed;             /* rx_armed set by us (bypass_ipc_arm) */
 	bool pkey;              /* the arena carries the protection key */
+	struct bp_ipc_quota *quota; /* server side: the service's accounting */
+	uint64_t quota_id;
 	struct ipc_epreg *ep;   /* epoll registration, or NULL */
 };
 
@@ -153,11 +155,22 @@ struct bypass_ipc_service {
 	struct bypass_ipc_opts opts;
 	uid_t *allow;
 	uint64_t ring_size, max_msg;
+	struct bp_ipc_quota *quota;
 };
 
 /* conn.c */
 int bp_ipc_peer_check(bypass_ipc_conn *c);       /* 0 alive, -ECONNRESET gone */
 void bp_ipc_drain_socket(bypass_ipc_conn *c);    /* read wake bytes; notes EOF */
+
+/* quota.c: per-client limits and the server's arenas after close */
+struct bp_ipc_quota;
+struct bp_ipc_quota *bp_ipc_quota_new(uint32_t max_pid, uint32_t max_uid);
+int bp_ipc_quota_admit(struct bp_ipc_quota *q, pid_t pid, uid_t uid, uint64_t *id);
+/* The server closes connection id: punch its arena if the client is gone
+ * (or gone is set), else linger (takes *sock, setting it to -1). */
+void bp_ipc_quota_leave(struct bp_ipc_quota *q, uint64_t id, int *sock, int memfd,
+			size_t len, bool gone);
+void bp_ipc_quota_close(struct bp_ipc_quota *q);
 
 /* ring.c */
 int bp_ipc_tx_check(bypass_ipc_conn *c);         /* 0, or -EPIPE: the peer closed */

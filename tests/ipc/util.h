@@ -37,6 +37,29 @@ static inline int test_count_maps(const char *needle)
 	return n;
 }
 
+/* Resident kB of the mapping of /proc/self/smaps that holds p, or -1. */
+static inline long test_rss_kb(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	long rss = -1;
+	bool in = false;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, ' ') &&
+		    line[strcspn(line, " ")] == ' ' && strchr(line, '-') < strchr(line, ' ')) {
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+			continue;
+		}
+		if (in && sscanf(line, "Rss: %ld kB", &rss) == 1)
+			break;
+	}
+	fclose(f);
+	return rss;
+}
+
 /* A deterministic byte pattern for message i, byte j. */
 static inline unsigned char test_pat(uint64_t i, size_t j)
 {
