@@ -85,6 +85,14 @@ struct bypass_pager_config {
 	unsigned readahead;    /* pages read per swap-in when the following
 				  pages were evicted together (Linux's
 				  page-cluster); 0 = 8, 1 = none, max 64 */
+	/* Fault-around for first touch: a first-touch fault right after the
+	 * pages before it were touched (an ascending stream) installs up to
+	 * this many pages at once (zero-filled, mapped as the faulting page
+	 * is: writable after a write, write-protected after a read), only
+	 * pages of the same region that were never touched, and only where
+	 * the budget has room without evicting.  0 = 16, 1 = off, max 64. */
+	unsigned fault_around;
+	uint64_t reserved[4];  /* must be zero */
 };
 
 /*
@@ -92,7 +100,8 @@ struct bypass_pager_config {
  * and sets *out, or:
  *   -EINVAL  budget below 16 pages, a null swap_path, an unknown mode or
  *            flag, watermarks out of order, swap_size 0 with SWAP_CREATE or
- *            SWAP_TEMP, readahead above 64;
+ *            SWAP_TEMP, readahead or fault_around above 64, a non-zero
+ *            reserved field;
  *   -ENOENT  the swap file does not exist (and SWAP_CREATE is not set);
  *   -ENOSPC  the swap file is smaller than swap_size or than 16 pages, or
  *            the filesystem has no room to create it;
@@ -198,7 +207,9 @@ struct bypass_pager_stats {
 	 */
 	uint64_t lat_hist[BYPASS_PAGER_HIST];
 	uint64_t lat_count, lat_sum_ns;
-	uint64_t reserved[8];
+	uint64_t faultaround_pages; /* pages installed along with a first-touch
+				       fault (not counted in faults_zero) */
+	uint64_t reserved[7];
 };
 
 /*

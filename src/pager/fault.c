@@ -26,7 +26,9 @@ struct uffdio_poison {
 #define UFFDIO_POISON _IOWR(UFFDIO, _UFFDIO_POISON, struct uffdio_poison)
 #endif
 
-static const char zero_page[PG_SIZE] __attribute__((aligned(4096)));
+/* Zeros for first-touch fills: one page, or a fault-around range. */
+static const char zero_pages[PG_MAX_FA * PG_SIZE] __attribute__((aligned(4096)));
+#define zero_page zero_pages
 
 /* ------------------------------------------------------------ ioctls */
 
@@ -175,24 +177,109 @@ static int resolve_other(struct bypass_pager *p, struct region *r, struct pg *pg
 	return 0;
 }
 
-static int fill_zero(struct bypass_pager *p, struct region *r, struct pg *pg,
-		     uint32_t id, uintptr_t pa, bool write)
+/*
+ * How many pages a first-touch fault at id installs: fault-around.  When
+ * the pages just before it were touched already (an ascending stream, as
+ * the kernel's fault-around assumes for file pages), the window is one
+ * more than the run of touched pages behind it, so it ramps up 2, 4, 8 ...
+ * up to p->fa; a fault with an untouched page before it installs only its
+ * own page.  The window takes the following pages of the region that were
+ * never touched (state ZERO) and that it can lock at once; they are locked
+ * on return.
+ */
+static uint32_t around_lock(struct bypass_pager *p, struct region *r, uint32_t id,
+			    uintptr_t pa)
 {
+	if (p->fa <= 1)
+		return 1;
+	uint32_t back = 0, first = r->id0;
+	while (back + 1 < p->fa && id - back > first) {
+		uint32_t w = atomic_load_explicit(&pg_of(p, id - back - 1)->w,
+						  memory_order_relaxed);
+		if (pg_state(w) == PS_ZERO)
+			break;
+		back++;
+	}
+	uint32_t maxk = back + 1, left = (uint32_t)((r->end - pa) >> PG_SHIFT);
+	if (maxk > left)
+		maxk = left;
+	uint32_t k = 1;
+	while (k < maxk) {
+		struct pg *q = pg_of(p, id + k);
+		uint32_t w = atomic_load_explicit(&q->w, memory_order_relaxed);
+		if (pg_state(w) != PS_ZERO || (w & PW_LOCK) || !bp_pg_trylock(q))
+			break;
+		if (pg_state(atomic_load(&q->w)) != PS_ZERO) {
+			bp_pg_unlock(q);
+			break;
+		}
+		k++;
+	}
+	return k;
+}
+
+static int fill_zero(struct bypass_pager *p, struct region *r, struct pg *pg,
+		     uint32_t id, uintptr_t pa, bool write, uint32_t *mapped)
+{
+	uint32_t k = around_lock(p, r, id, pa);
 	int e = bp_pager_reserve(p, 1, true);
+	if (!e && k > 1 && bp_pager_reserve(p, k - 1, false) != 0) {
+		/* Fault-around only where it needs no eviction. */
+		for (uint32_t j = 1; j < k; j++)
+			bp_pg_unlock(pg_of(p, id + j));
+		k = 1;
+	}
 	if (e)
-		return e;
+		goto unlock;
 	/* A page first read stays write-protected: clean, and dropped
 	 * without a write if it is never written. */
-	e = uffd_copy(r->uffd, pa, zero_page, PG_SIZE, !write, false);
-	if (e) {
-		bp_pager_unreserve(p, 1);
-		return e;
+	struct uffdio_copy c = {
+		.dst = pa, .src = (uintptr_t)zero_pages, .len = (size_t)k * PG_SIZE,
+		.mode = (write ? 0 : UFFDIO_COPY_MODE_WP) | UFFDIO_COPY_MODE_DONTWAKE,
+	};
+	uint32_t done = 0; /* pages mapped */
+	while (done < k) {
+		c.dst = pa + (uintptr_t)done * PG_SIZE;
+		c.len = (size_t)(k - done) * PG_SIZE;
+		c.copy = 0;
+		if (ioctl(r->uffd, UFFDIO_COPY, &c) == 0) {
+			done = k;
+			break;
+		}
+		int err = errno;
+		if (c.copy > 0) { /* partial: go on after the pages it mapped */
+			done += (uint32_t)((uint64_t)c.copy >> PG_SHIFT);
+			continue;
+		}
+		if (err == EAGAIN) /* the address space is changing: retry */
+			continue;
+		/* A page of the range that is mapped already (EEXIST) or
+		 * anything else: keep what was mapped; the faulting page
+		 * itself must have been. */
+		if (!done)
+			e = -err;
+		break;
 	}
-	pg_set(pg, write ? PW_DIRTY : PW_WP);
-	pg_set_state(pg, PS_RESIDENT);
-	bp_lru_add(p, id, false);
+	if (e) {
+		bp_pager_unreserve(p, k);
+		goto unlock;
+	}
+	if (done < k)
+		bp_pager_unreserve(p, k - done);
+	for (uint32_t j = 0; j < done; j++) {
+		struct pg *q = pg_of(p, id + j);
+		pg_set(q, write ? PW_DIRTY : PW_WP);
+		pg_set_state(q, PS_RESIDENT);
+		bp_lru_add(p, id + j, false);
+	}
+	*mapped = done;
 	stat_add(&p->st.zero, 1);
-	return 0;
+	if (done > 1)
+		stat_add(&p->st.fa, done - 1);
+unlock:
+	for (uint32_t j = 1; j < k; j++)
+		bp_pg_unlock(pg_of(p, id + j));
+	return e;
 }
 
 /*
@@ -310,7 +397,7 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 		}
 		break;
 	case PS_ZERO:
-		e = fill_zero(p, r, pg, id, pa, write);
+		e = fill_zero(p, r, pg, id, pa, write, &mapped);
 		break;
 	case PS_SWAPPED:
 		e = swap_in(p, r, pg, id, pa, write, &mapped);

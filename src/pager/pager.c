@@ -618,6 +618,7 @@ int bypass_pager_stats(bypass_pager *p, struct bypass_pager_stats *st)
 		st->lat_hist[i] = LD(p->st.hist[i]);
 	st->lat_count = LD(p->st.lat_count);
 	st->lat_sum_ns = LD(p->st.lat_sum_ns);
+	st->faultaround_pages = LD(p->st.fa);
 #undef LD
 	return 0;
 }

@@ -31,6 +31,7 @@
 #define PG_MIN_BUDGET 16u  /* pages */
 #define PG_MIN_SWAP 16u    /* pages */
 #define PG_MAX_RA 64u      /* readahead pages */
+#define PG_MAX_FA 64u      /* fault-around pages */
 #define PG_NONE UINT32_MAX /* no page id */
 
 /* ------------------------------------------------------------ page state */
@@ -165,6 +166,7 @@ struct wb {           /* one write-back request in flight */
 struct bypass_pager {
 	/* configuration */
 	uint32_t budget, high, low, batch, ra;
+	uint32_t fa;        /* fault-around pages (1 = off) */
 	uint32_t swap_pages;
 	int mode;
 	unsigned gen;       /* fork generation at creation */
@@ -232,7 +234,7 @@ struct bypass_pager {
 	/* counters */
 	struct {
 		_Atomic uint64_t zero, swapin, wp, other, ra, evict, evict_clean,
-			rd, wr, wr_err, peak, lat_count, lat_sum_ns;
+			rd, wr, wr_err, peak, lat_count, lat_sum_ns, fa;
 		_Atomic uint64_t hist[BYPASS_PAGER_HIST];
 	} st __attribute__((aligned(BP_CACHELINE)));
 };

@@ -20,6 +20,7 @@
 
 #define DEFAULT_BATCH 32u
 #define DEFAULT_RA 8u
+#define DEFAULT_FA 16u
 
 /* ------------------------------------------------------------ userfaultfd */
 
@@ -188,11 +189,16 @@ int bp_check_config(const struct bypass_pager_config *cfg, struct bypass_pager *
 	if (!cfg->swap_path || (cfg->mode != BYPASS_PAGER_UPCALL &&
 				cfg->mode != BYPASS_PAGER_HANDLER) ||
 	    (cfg->flags & ~(BYPASS_PAGER_SWAP_CREATE | BYPASS_PAGER_SWAP_TEMP)) ||
-	    cfg->readahead > PG_MAX_RA) {
-		bp_err("bypass: pager: bad configuration (swap_path, mode, flags or "
-		       "readahead)");
+	    cfg->readahead > PG_MAX_RA || cfg->fault_around > PG_MAX_FA) {
+		bp_err("bypass: pager: bad configuration (swap_path, mode, flags, "
+		       "readahead or fault_around)");
 		return -EINVAL;
 	}
+	for (size_t i = 0; i < sizeof(cfg->reserved) / sizeof(cfg->reserved[0]); i++)
+		if (cfg->reserved[i]) {
+			bp_err("bypass: pager: config.reserved[%zu] is not zero", i);
+			return -EINVAL;
+		}
 	if ((cfg->flags & (BYPASS_PAGER_SWAP_CREATE | BYPASS_PAGER_SWAP_TEMP)) &&
 	    !cfg->swap_size) {
 		bp_err("bypass: pager: creating a swap file needs swap_size");
@@ -230,6 +236,11 @@ int bp_check_config(const struct bypass_pager_config *cfg, struct bypass_pager *
 	p->ra = cfg->readahead ? cfg->readahead : DEFAULT_RA;
 	if (p->ra > p->budget / 4)
 		p->ra = p->budget / 4;
+	p->fa = cfg->fault_around ? cfg->fault_around : DEFAULT_FA;
+	if (p->fa > p->budget / 4)
+		p->fa = p->budget / 4;
+	if (!p->fa)
+		p->fa = 1;
 	p->mode = cfg->mode;
 	return 0;
 }

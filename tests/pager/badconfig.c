@@ -70,6 +70,14 @@ int main(void)
 	c.readahead = 65;
 	CHECK_ERR(create(c), -EINVAL);
 	c = good();
+	c.fault_around = 65;
+	CHECK_ERR(create(c), -EINVAL);
+	for (int i = 0; i < 4; i++) { /* room to grow: must be zero */
+		c = good();
+		c.reserved[i] = 1;
+		CHECK_ERR(create(c), -EINVAL);
+	}
+	c = good();
 	c.high_watermark = 32 * PAGE;
 	c.low_watermark = 32 * PAGE;
 	CHECK_ERR(create(c), -EINVAL);
