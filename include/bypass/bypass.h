@@ -6,6 +6,7 @@
 #include <bypass/core.h>
 #include <bypass/notify.h>
 #include <bypass/batch.h>
+#include <bypass/syslet.h>
 #include <bypass/ipc.h>
 #include <bypass/pager.h>
 

@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The syslet context: options, the completion ring (a bounded MPMC queue in
+ * user memory, reaped without a system call), waiting, the public entry
+ * points, and rebuilding after fork.
+ */
+#include "syslet/syslet_internal.h"
+#include "core/deadline.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ completions */
+
+void bp_syslet_post(bypass_syslet *s, const struct bypass_syslet_completion *c,
+		    bool complete, bool kick)
+{
+	if (!complete) {
+		atomic_fetch_sub(&s->inflight, 1);
+		return;
+	}
+	uint64_t pos = atomic_load_explicit(&s->ctail, memory_order_relaxed);
+	struct bp_syslet_cell *cell;
+	for (;;) {
+		cell = &s->cells[pos & s->mask];
+		uint64_t seq = atomic_load_explicit(&cell->seq, memory_order_acquire);
+		int64_t diff = (int64_t)(seq - pos);
+		if (diff == 0) {
+			if (atomic_compare_exchange_weak_explicit(
+				    &s->ctail, &pos, pos + 1, memory_order_relaxed,
+				    memory_order_relaxed))
+				break;
+		} else {
+			/* diff < 0: a consumer is still reading this cell
+			 * (the in-flight bound keeps the ring from filling). */
+			if (diff < 0)
+				bp_cpu_relax();
+			pos = atomic_load_explicit(&s->ctail, memory_order_relaxed);
+		}
+	}
+	cell->c = *c;
+	atomic_store_explicit(&cell->seq, pos + 1, memory_order_release);
+	atomic_fetch_add_explicit(&s->npub, 1, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&s->ev.value, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&s->ev.sleepers, memory_order_seq_cst)) {
+		bp_futex_wake(&s->ev.value, INT32_MAX, false);
+		atomic_fetch_add_explicit(&s->n.syscalls, 1, memory_order_relaxed);
+	}
+	if (kick && atomic_load_explicit(&s->uring_waiter, memory_order_seq_cst))
+		bp_syslet_uring_kick(s);
+}
+
+static unsigned take(bypass_syslet *s, struct bypass_syslet_completion *out,
+		     unsigned n)
+{
+	unsigned got = 0;
+	while (got < n) {
+		uint64_t pos = atomic_load_explicit(&s->chead, memory_order_relaxed);
+		struct bp_syslet_cell *cell = &s->cells[pos & s->mask];
+		uint64_t seq = atomic_load_explicit(&cell->seq, memory_order_acquire);
+		int64_t diff = (int64_t)(seq - (pos + 1));
+		if (diff < 0)
+			break; /* empty */
+		if (diff > 0)
+			continue; /* another consumer took it: reload */
+		if (!atomic_compare_exchange_weak_explicit(&s->chead, &pos, pos + 1,
+							   memory_order_relaxed,
+							   memory_order_relaxed))
+			continue;
+		out[got++] = cell->c;
+		atomic_store_explicit(&cell->seq, pos + s->mask + 1,
+				      memory_order_release);
+	}
+	if (got) {
+		atomic_fetch_add_explicit(&s->reaped, got, memory_order_seq_cst);
+		atomic_fetch_sub_explicit(&s->inflight, got, memory_order_relaxed);
+	}
+	return got;
+}
+
+/* ------------------------------------------------------------------ requests */
+
+struct bp_syslet_req *bp_syslet_req_new(bypass_syslet *s,
+					const struct bypass_syslet_prog *p,
+					const int64_t *res, uint32_t pc,
+					uint32_t steps, uint32_t max_steps)
+{
+	uint32_t n = p->natoms;
+	size_t sz = sizeof(struct bp_syslet_req) + n * sizeof(int64_t) +
+		    n * sizeof(struct bypass_syslet_atom);
+	struct bp_syslet_req *rq;
+	/* 64-byte aligned: the io_uring engine packs an atom index into the
+	 * low bits of the address. */
+	if (posix_memalign((void **)&rq, 64, sz))
+		return NULL;
+	memset(rq, 0, sizeof(*rq));
+	rq->tag = p->tag;
+	rq->natoms = n;
+	rq->max_steps = max_steps;
+	rq->steps = steps;
+	rq->pc = (uint16_t)pc;
+	rq->atoms = (struct bypass_syslet_atom *)(rq->res + n);
+	memcpy(rq->atoms, p->atoms, n * sizeof(struct bypass_syslet_atom));
+	if (res)
+		memcpy(rq->res, res, n * sizeof(int64_t));
+	else
+		memset(rq->res, 0, n * sizeof(int64_t));
+	pthread_mutex_lock(&s->qlock);
+	rq->lnext = s->live;
+	if (s->live)
+		s->live->lprev = rq;
+	s->live = rq;
+	pthread_mutex_unlock(&s->qlock);
+	return rq;
+}
+
+static void unlink_live(bypass_syslet *s, struct bp_syslet_req *rq)
+{
+	if (rq->lprev)
+		rq->lprev->lnext = rq->lnext;
+	else
+		s->live = rq->lnext;
+	if (rq->lnext)
+		rq->lnext->lprev = rq->lprev;
+}
+
+void bp_syslet_req_free(bypass_syslet *s, struct bp_syslet_req *rq)
+{
+	pthread_mutex_lock(&s->qlock);
+	unlink_live(s, rq);
+	pthread_mutex_unlock(&s->qlock);
+	free(rq);
+}
+
+static void free_all_live(bypass_syslet *s)
+{
+	while (s->live) {
+		struct bp_syslet_req *rq = s->live;
+		s->live = rq->lnext;
+		free(rq);
+	}
+}
+
+/* ------------------------------------------------------------------ fork */
+
+static pthread_mutex_t fork_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void reset_ring(bypass_syslet *s)
+{
+	for (uint32_t i = 0; i <= s->mask; i++)
+		atomic_store_explicit(&s->cells[i].seq, i, memory_order_relaxed);
+	atomic_store(&s->ctail, 0);
+	atomic_store(&s->chead, 0);
+	atomic_store(&s->npub, 0);
+	atomic_store(&s->reaped, 0);
+	atomic_store(&s->inflight, 0);
+	atomic_store(&s->ev.sleepers, 0);
+}
+
+/*
+ * In a child after fork: the programs in flight belong to the parent (its
+ * workers and its io_uring run them and post into the parent's ring).  Start
+ * over with an empty ring, no workers, and an io_uring of the child's own.
+ */
+static void after_fork(bypass_syslet *s)
+{
+	pthread_mutex_lock(&fork_lock);
+	if (s->gen != bp_fork_gen()) {
+		pthread_mutex_init(&s->qlock, NULL);
+		pthread_cond_init(&s->qcond, NULL);
+		pthread_cond_init(&s->idle_cond, NULL);
+		pthread_mutex_init(&s->sqlock, NULL);
+		pthread_mutex_init(&s->cqlock, NULL);
+		free_all_live(s);
+		s->qhead = s->qtail = NULL;
+		s->nthreads = s->nidle = s->nrunning = 0;
+		s->stopping = false;
+		reset_ring(s);
+		atomic_store(&s->uring_waiter, 0);
+		if (s->ring) {
+			bp_syslet_uring_teardown(s, true);
+			if (bp_syslet_uring_setup(s) < 0)
+				s->engine = BYPASS_SYSLET_ENGINE_WORKERS;
+		}
+		s->gen = bp_fork_gen();
+	}
+	pthread_mutex_unlock(&fork_lock);
+}
+
+static inline void fork_check(bypass_syslet *s)
+{
+	if (bp_unlikely(s->gen != bp_fork_gen_fast()))
+		after_fork(s);
+}
+
+/* ------------------------------------------------------------------ create */
+
+static int engine_from_env(uint32_t *engine)
+{
+	const char *e = getenv("BYPASS_SYSLET_ENGINE");
+	if (!e || !*e)
+		return 0;
+	if (!strcmp(e, "auto"))
+		*engine = BYPASS_SYSLET_ENGINE_AUTO;
+	else if (!strcmp(e, "uring") || !strcmp(e, "io_uring"))
+		*engine = BYPASS_SYSLET_ENGINE_URING;
+	else if (!strcmp(e, "workers"))
+		*engine = BYPASS_SYSLET_ENGINE_WORKERS;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int bypass_syslet_create(const struct bypass_syslet_opts *opts, bypass_syslet **out)
+{
+	static const struct bypass_syslet_opts defaults;
+	if (!out)
+		return -EINVAL;
+	if (!opts)
+		opts = &defaults;
+	if (opts->flags || opts->entries > 65536)
+		return -EINVAL;
+	for (size_t i = 0; i < BP_ARRAY_SIZE(opts->reserved); i++)
+		if (opts->reserved[i])
+			return -EINVAL;
+	uint32_t engine = opts->engine;
+	if (engine != BYPASS_SYSLET_ENGINE_AUTO && engine != BYPASS_SYSLET_ENGINE_WORKERS &&
+	    engine != BYPASS_SYSLET_ENGINE_URING)
+		return -EINVAL;
+	int r = engine_from_env(&engine);
+	if (r) {
+		bp_warn("bypass syslet: BYPASS_SYSLET_ENGINE must be auto, uring or workers");
+		return r;
+	}
+	uint32_t entries = 8;
+	while (entries < (opts->entries ? opts->entries : 256))
+		entries <<= 1;
+	uint64_t workers = opts->workers ? opts->workers
+					 : bp_env_u64("BYPASS_SYSLET_WORKERS", 8);
+	if (workers < 1)
+		workers = 1;
+	if (workers > 1024)
+		workers = 1024;
+
+	bypass_syslet *s;
+	if (posix_memalign((void **)&s, BP_CACHELINE, sizeof(*s)))
+		return -ENOMEM;
+	memset(s, 0, sizeof(*s));
+	s->mask = entries - 1;
+	s->cells = calloc(entries, sizeof(*s->cells));
+	s->threads = calloc(workers, sizeof(pthread_t));
+	if (!s->cells || !s->threads) {
+		free(s->cells);
+		free(s->threads);
+		free(s);
+		return -ENOMEM;
+	}
+	s->max_workers = (uint32_t)workers;
+	pthread_mutex_init(&s->qlock, NULL);
+	pthread_cond_init(&s->qcond, NULL);
+	pthread_cond_init(&s->idle_cond, NULL);
+	pthread_mutex_init(&s->sqlock, NULL);
+	pthread_mutex_init(&s->cqlock, NULL);
+	reset_ring(s);
+	s->spin_ns = bp_env_u64("BYPASS_SYSLET_SPIN_NS", 20000);
+	s->gen = bp_fork_gen();
+	(void)bp_pid(); /* makes bp_fork_gen_fast() valid */
+
+	s->engine = BYPASS_SYSLET_ENGINE_WORKERS;
+	if (engine != BYPASS_SYSLET_ENGINE_WORKERS) {
+		r = bp_syslet_uring_setup(s);
+		if (r == 0) {
+			s->engine = BYPASS_SYSLET_ENGINE_URING;
+		} else if (engine == BYPASS_SYSLET_ENGINE_URING) {
+			bp_warn("bypass syslet: io_uring engine required but refused: %s",
+				strerror(-r));
+			bypass_syslet_destroy(s);
+			return -EOPNOTSUPP;
+		} else {
+			bp_info("bypass syslet: io_uring refused (%s): worker engine only",
+				strerror(-r));
+		}
+	}
+	*out = s;
+	return 0;
+}
+
+int bypass_syslet_destroy(bypass_syslet *s)
+{
+	if (!s)
+		return -EINVAL;
+	fork_check(s);
+	bp_syslet_workers_stop(s);
+	bp_syslet_uring_teardown(s, false);
+	free_all_live(s);
+	pthread_mutex_destroy(&s->qlock);
+	pthread_cond_destroy(&s->qcond);
+	pthread_cond_destroy(&s->idle_cond);
+	pthread_mutex_destroy(&s->sqlock);
+	pthread_mutex_destroy(&s->cqlock);
+	free(s->cells);
+	free(s->threads);
+	free(s);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ running */
+
+static inline bool ends_silently(const struct bypass_syslet_atom *atoms,
+				 const struct bp_syslet_run *st)
+{
+	return !st->out_of_steps &&
+	       (atoms[st->pc].flags & BYPASS_SYSLET_NO_COMPLETE);
+}
+
+static void count_inline(bypass_syslet *s, const struct bp_syslet_run *st)
+{
+	atomic_fetch_add_explicit(&s->n.atoms_inline, st->executed, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->n.syscalls, st->syscalls, memory_order_relaxed);
+}
+
+/*
+ * Start program p inline.  Returns 1 when it ended (st filled), 0 when its
+ * rest was handed to the workers (one in-flight slot is then used: reserved
+ * here unless 'reserved'), or runs the rest here when it cannot be handed
+ * over (the ring is full, no memory, no worker thread).
+ */
+static int start(bypass_syslet *s, const struct bypass_syslet_prog *p,
+		 uint32_t max_steps, struct bp_syslet_run *st, bool reserved)
+{
+	int r = bp_syslet_exec(st, BP_SYSLET_INLINE);
+	count_inline(s, st);
+	if (r == BP_SYSLET_DONE)
+		return 1;
+	bool have_slot = reserved;
+	if (!have_slot) {
+		uint32_t old = atomic_fetch_add(&s->inflight, 1);
+		have_slot = old <= s->mask;
+		if (!have_slot)
+			atomic_fetch_sub(&s->inflight, 1);
+	}
+	if (have_slot) {
+		struct bp_syslet_req *rq = bp_syslet_req_new(s, p, st->res, st->pc,
+							     st->steps, max_steps);
+		if (rq && bp_syslet_workers_queue(s, rq) == 0) {
+			atomic_fetch_add_explicit(&s->n.cachemiss, 1, memory_order_relaxed);
+			return 0;
+		}
+		if (rq)
+			bp_syslet_req_free(s, rq);
+		if (!reserved)
+			atomic_fetch_sub(&s->inflight, 1);
+	}
+	/* Nowhere to send it: the rest runs here, blocking. */
+	st->executed = st->syscalls = 0;
+	bp_syslet_exec(st, BP_SYSLET_WORKER);
+	count_inline(s, st);
+	return 1;
+}
+
+static void fill(struct bypass_syslet_completion *c, uint64_t tag,
+		 const struct bp_syslet_run *st, uint16_t engine)
+{
+	c->tag = tag;
+	c->result = st->result;
+	c->atom = (uint16_t)st->pc;
+	c->engine = engine;
+	c->steps = st->steps;
+}
+
+int bypass_syslet_run(bypass_syslet *s, const struct bypass_syslet_prog *prog,
+		      struct bypass_syslet_completion *done)
+{
+	struct bp_syslet_info info;
+	if (!s)
+		return -EINVAL;
+	int r = bp_syslet_check(prog, &info);
+	if (r)
+		return r;
+	fork_check(s);
+	if (atomic_load_explicit(&s->inflight, memory_order_relaxed) > s->mask)
+		return -EBUSY;
+	int64_t res[BYPASS_SYSLET_MAX_ATOMS];
+	struct bp_syslet_run st = {
+		.atoms = prog->atoms, .res = res, .natoms = prog->natoms,
+		.max_steps = info.max_steps,
+	};
+	atomic_fetch_add_explicit(&s->n.programs, 1, memory_order_relaxed);
+	if (!start(s, prog, info.max_steps, &st, false))
+		return 0;
+	atomic_fetch_add_explicit(&s->n.programs_inline, 1, memory_order_relaxed);
+	if (done)
+		fill(done, prog->tag, &st, BYPASS_SYSLET_ENGINE_INLINE);
+	return 1;
+}
+
+int bypass_syslet_submit(bypass_syslet *s, const struct bypass_syslet_prog *progs,
+			 unsigned n)
+{
+	if (!s || !progs)
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	if (n > s->mask + 1)
+		return -EBUSY;
+	/* Everything is validated before anything runs. */
+	struct bp_syslet_info small[64], *info = small;
+	if (n > BP_ARRAY_SIZE(small) && !(info = malloc(n * sizeof(*info))))
+		return -ENOMEM;
+	int r = 0;
+	for (unsigned i = 0; i < n && !r; i++)
+		r = bp_syslet_check(&progs[i], &info[i]);
+	if (r)
+		goto out;
+	fork_check(s);
+	uint32_t old = atomic_fetch_add(&s->inflight, n);
+	if (old + n > s->mask + 1) {
+		atomic_fetch_sub(&s->inflight, n);
+		r = -EBUSY;
+		goto out;
+	}
+	atomic_fetch_add_explicit(&s->n.programs, n, memory_order_relaxed);
+	bool use_uring = s->engine == BYPASS_SYSLET_ENGINE_URING;
+	unsigned queued = 0;
+	for (unsigned i = 0; i < n; i++) {
+		const struct bypass_syslet_prog *p = &progs[i];
+		if (use_uring && info[i].uring_ok &&
+		    bp_syslet_uring_queue(s, p, &info[i]) == 0) {
+			queued++;
+			continue;
+		}
+		int64_t res[BYPASS_SYSLET_MAX_ATOMS];
+		uint32_t max_steps = info[i].max_steps;
+		struct bp_syslet_run st = {
+			.atoms = p->atoms, .res = res, .natoms = p->natoms,
+			.max_steps = max_steps,
+		};
+		if (start(s, p, max_steps, &st, true)) {
+			struct bypass_syslet_completion c;
+			fill(&c, p->tag, &st, BYPASS_SYSLET_ENGINE_INLINE);
+			atomic_fetch_add_explicit(&s->n.programs_inline, 1,
+						  memory_order_relaxed);
+			bp_syslet_post(s, &c, !ends_silently(p->atoms, &st), true);
+		}
+	}
+	if (queued) {
+		int e = bp_syslet_uring_enter(s);
+		if (e < 0)
+			bp_warn("bypass syslet: io_uring_enter: %s", strerror(-e));
+	}
+	r = (int)n;
+out:
+	if (info != small)
+		free(info);
+	return r;
+}
+
+/* ------------------------------------------------------------------ reaping */
+
+int bypass_syslet_reap(bypass_syslet *s, struct bypass_syslet_completion *out,
+		       unsigned n)
+{
+	if (!s || (!out && n))
+		return -EINVAL;
+	fork_check(s);
+	if (atomic_load_explicit(&s->uring_inflight, memory_order_relaxed))
+		bp_syslet_uring_drain(s, false, 0);
+	return (int)take(s, out, n);
+}
+
+int bypass_syslet_wait(bypass_syslet *s, unsigned min, int64_t timeout_ns)
+{
+	if (!s || min == 0 || min > s->mask + 1 || timeout_ns < -1)
+		return -EINVAL;
+	fork_check(s);
+	uint64_t deadline = bp_deadline(timeout_ns);
+	for (bool first = true;; first = false) {
+		uint32_t val = atomic_load_explicit(&s->ev.value, memory_order_seq_cst);
+		bool uring = atomic_load_explicit(&s->uring_inflight, memory_order_seq_cst);
+		if (uring)
+			bp_syslet_uring_drain(s, false, 0);
+		uint32_t avail = bp_syslet_avail(s);
+		if (avail >= min)
+			return (int)avail;
+		if (!first && bp_deadline_passed(deadline))
+			return -ETIMEDOUT;
+		if (first && timeout_ns == 0)
+			return -ETIMEDOUT;
+		int64_t left = -1;
+		if (deadline != UINT64_MAX) {
+			uint64_t now = bypass_now_ns();
+			left = deadline > now ? (int64_t)(deadline - now) : 0;
+			if (!left)
+				continue;
+		}
+		if (uring) {
+			bp_syslet_uring_sleep(s, min, left);
+			continue;
+		}
+		struct bp_wait_opts o = {
+			.spin_ns = s->spin_ns, .timeout_ns = left, .shared = false,
+		};
+		bp_wait_while(&s->ev, val, &o);
+	}
+}
+
+int bypass_syslet_stats(bypass_syslet *s, struct bypass_syslet_stats *out)
+{
+	if (!s || !out)
+		return -EINVAL;
+	fork_check(s);
+	memset(out, 0, sizeof(*out));
+	out->programs = atomic_load(&s->n.programs);
+	out->programs_inline = atomic_load(&s->n.programs_inline);
+	out->programs_workers = atomic_load(&s->n.programs_workers);
+	out->programs_uring = atomic_load(&s->n.programs_uring);
+	out->cachemiss = atomic_load(&s->n.cachemiss);
+	out->atoms_inline = atomic_load(&s->n.atoms_inline);
+	out->atoms_workers = atomic_load(&s->n.atoms_workers);
+	out->atoms_uring = atomic_load(&s->n.atoms_uring);
+	out->syscalls = atomic_load(&s->n.syscalls);
+	out->engine = s->engine;
+	pthread_mutex_lock(&s->qlock);
+	out->workers = s->nthreads;
+	pthread_mutex_unlock(&s->qlock);
+	return 0;
+}

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/* syslet internals: the context, requests, the engines. */
+#ifndef BYPASS_SYSLET_INTERNAL_H
+#define BYPASS_SYSLET_INTERNAL_H
+
+#include <bypass/syslet.h>
+
+#include "core/internal.h"
+
+#include <pthread.h>
+
+struct io_uring;
+
+/* io_uring chains open at most this many direct descriptors each. */
+#define BP_SYSLET_MAX_SLOTS 8
+
+/* What validation learned about a program. */
+struct bp_syslet_info {
+	uint32_t max_steps;  /* the budget, resolved */
+	bool uring_ok;       /* a linear chain io_uring can express */
+	uint64_t chain_open; /* atoms that are openat whose fd stays in the chain */
+};
+
+/* A program that left the submitting thread (worker queue or io_uring). */
+struct bp_syslet_req {
+	struct bp_syslet_req *next;           /* worker queue */
+	struct bp_syslet_req *lprev, *lnext;  /* the context's live list */
+	uint64_t tag;
+	uint32_t natoms, max_steps, steps;
+	uint16_t pc;                          /* where to resume */
+	uint16_t pending;                     /* io_uring: atoms not completed */
+	uint64_t chain_open;                  /* io_uring: openat atoms */
+	uint32_t nslots;
+	int32_t slot[BP_SYSLET_MAX_SLOTS];    /* direct descriptors */
+	uint8_t slot_atom[BP_SYSLET_MAX_SLOTS]; /* the openat that fills each */
+	struct bypass_syslet_atom *atoms;     /* copy, after res[] */
+	int64_t res[];                        /* natoms results */
+};
+
+/* One cell of the completion ring (a bounded MPMC queue, Vyukov style). */
+struct bp_syslet_cell {
+	_Atomic uint64_t seq;
+	struct bypass_syslet_completion c;
+};
+
+struct bp_syslet_counters {
+	_Atomic uint64_t programs, programs_inline, programs_workers,
+		programs_uring, cachemiss, atoms_inline, atoms_workers,
+		atoms_uring, syscalls;
+};
+
+struct bypass_syslet {
+	/* completion ring */
+	struct bp_syslet_cell *cells;
+	uint32_t mask;                         /* entries - 1 */
+	_Alignas(BP_CACHELINE) _Atomic uint64_t ctail;  /* producers */
+	_Alignas(BP_CACHELINE) _Atomic uint64_t chead;  /* consumers */
+	/* ev.value changes at every completion posted and every io_uring
+	   submission (so that a waiter re-decides where to sleep) */
+	_Alignas(BP_CACHELINE) struct bp_waitword ev;
+	_Atomic uint32_t npub;                 /* completions published */
+	_Atomic uint32_t reaped;               /* completions taken */
+	_Atomic uint32_t inflight;             /* programs owing a ring entry or
+						  in the ring */
+	_Alignas(BP_CACHELINE) struct bp_syslet_counters n;
+
+	/* worker pool */
+	pthread_mutex_t qlock;
+	pthread_cond_t qcond;
+	pthread_cond_t idle_cond;              /* destroy waits for workers */
+	struct bp_syslet_req *qhead, *qtail;
+	struct bp_syslet_req *live;            /* every request, for fork and destroy */
+	pthread_t *threads;
+	uint32_t max_workers, nthreads, nidle, nrunning;
+	bool stopping;
+
+	/* io_uring engine */
+	uint32_t engine;                       /* WORKERS or URING */
+	pthread_mutex_t sqlock, cqlock;
+	struct io_uring *ring;                 /* NULL until first use */
+	uint32_t nslots;                       /* registered file table size */
+	_Atomic uint64_t *slotmap;             /* bit set = slot in use */
+	_Atomic uint32_t uring_inflight;       /* chains not completed */
+	_Atomic uint32_t uring_waiter;         /* a thread sleeps in io_uring */
+	bool uring_failed;                     /* setup refused: workers only */
+
+	unsigned gen;                          /* fork generation */
+	uint64_t spin_ns;
+};
+
+/* Completions in the ring now. */
+static inline uint32_t bp_syslet_avail(bypass_syslet *s)
+{
+	return atomic_load_explicit(&s->npub, memory_order_seq_cst) -
+	       atomic_load_explicit(&s->reaped, memory_order_seq_cst);
+}
+
+/* validate.c */
+int bp_syslet_check(const struct bypass_syslet_prog *p,
+		    struct bp_syslet_info *info);
+bool bp_syslet_forbidden(long nr);
+
+/* exec.c: interpret atoms from *pc. */
+enum bp_syslet_mode { BP_SYSLET_INLINE, BP_SYSLET_WORKER };
+#define BP_SYSLET_DONE 0
+#define BP_SYSLET_WOULDBLOCK 1
+struct bp_syslet_run {
+	const struct bypass_syslet_atom *atoms;
+	int64_t *res;
+	uint32_t natoms, max_steps, steps;
+	uint32_t pc;       /* next atom; on DONE, the atom that ended it */
+	uint32_t executed; /* atoms run by this call */
+	uint32_t syscalls; /* system calls made by this call */
+	bool out_of_steps; /* on DONE: the step budget ran out at pc */
+	int64_t result;    /* on DONE */
+};
+int bp_syslet_exec(struct bp_syslet_run *r, enum bp_syslet_mode mode);
+/* Does the atom's stop condition trigger for result res? */
+static inline bool bp_syslet_stops(uint32_t flags, int64_t res)
+{
+	return ((flags & BYPASS_SYSLET_STOP_ON_NONZERO) && res != 0) ||
+	       ((flags & BYPASS_SYSLET_STOP_ON_ZERO) && res == 0) ||
+	       ((flags & BYPASS_SYSLET_STOP_ON_NEGATIVE) && res < 0) ||
+	       ((flags & BYPASS_SYSLET_STOP_ON_NON_POSITIVE) && res <= 0);
+}
+/* Store r at a user address under a recovery point; -EFAULT if it faults. */
+int bp_syslet_store(int64_t *p, int64_t r);
+
+/* context.c */
+/* Publish c (or, if !complete, only release its in-flight slot); kick: wake
+   a thread asleep in io_uring if there is one. */
+void bp_syslet_post(bypass_syslet *s, const struct bypass_syslet_completion *c,
+		    bool complete, bool kick);
+struct bp_syslet_req *bp_syslet_req_new(bypass_syslet *s,
+					const struct bypass_syslet_prog *p,
+					const int64_t *res, uint32_t pc,
+					uint32_t steps, uint32_t max_steps);
+void bp_syslet_req_free(bypass_syslet *s, struct bp_syslet_req *rq);
+
+/* workers.c */
+int bp_syslet_workers_queue(bypass_syslet *s, struct bp_syslet_req *rq);
+void bp_syslet_workers_stop(bypass_syslet *s);
+
+/* uring.c */
+int bp_syslet_uring_setup(bypass_syslet *s);
+int bp_syslet_uring_queue(bypass_syslet *s, const struct bypass_syslet_prog *p,
+			  const struct bp_syslet_info *info);
+int bp_syslet_uring_enter(bypass_syslet *s);
+/* Collect io_uring completions; block (at most timeout_ns) only if wait. */
+int bp_syslet_uring_drain(bypass_syslet *s, bool wait, int64_t timeout_ns);
+void bp_syslet_uring_kick(bypass_syslet *s);
+/* Sleep in io_uring until a completion arrives (or a worker kicks). */
+void bp_syslet_uring_sleep(bypass_syslet *s, unsigned min, int64_t timeout_ns);
+void bp_syslet_uring_teardown(bypass_syslet *s, bool forked);
+
+#endif
