@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bypass run: an unmodified program under libbypass-batch.so and/or
+ * libbypass-pager.so, with their environment set; --stats gives the
+ * preloads a file to append their counters to (BYPASS_STATS_FILE, one JSON
+ * object per process and line) and prints them when the program ends.
+ * bypass bench: exec bypass-bench.
+ */
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void run_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: bypass run [--batch] [--pager SIZE[,swap=PATH]] [--stats] [--] PROGRAM [ARGS...]\n"
+		"  --batch             preload libbypass-batch.so (system-call batching, see libbypass-batch(3))\n"
+		"  --pager SIZE        preload libbypass-pager.so with a memory budget of SIZE bytes\n"
+		"                      (suffix K, M, G or T: powers of 1024); swap=PATH: its swap file\n"
+		"  --stats             print the preloads' counters when the program ends (on stderr)\n"
+		"exit status: the program's (128+N if signal N ended it), 126 not executable,\n"
+		"127 not found, 1 bypass failed (a preload missing), 2 bad usage\n");
+}
+
+/* "512M" -> bytes; 0 on a bad size. */
+static uint64_t parse_size(const char *s, const char **end)
+{
+	if (!isdigit((unsigned char)*s))
+		return 0;
+	errno = 0;
+	char *e;
+	unsigned long long v = strtoull(s, &e, 10);
+	if (errno || e == s)
+		return 0;
+	unsigned shift = 0;
+	switch (toupper((unsigned char)*e)) {
+	case 'K': shift = 10; e++; break;
+	case 'M': shift = 20; e++; break;
+	case 'G': shift = 30; e++; break;
+	case 'T': shift = 40; e++; break;
+	}
+	if (shift && (*e == 'i' || *e == 'I'))
+		e++;
+	if (shift && (*e == 'b' || *e == 'B'))
+		e++;
+	if (v > (UINT64_MAX >> shift))
+		return 0;
+	*end = e;
+	return (uint64_t)v << shift;
+}
+
+static int pager_spec(const char *spec, char *budget, size_t blen, const char **swap)
+{
+	const char *e;
+	uint64_t bytes = parse_size(spec, &e);
+	if (!bytes) {
+		fprintf(stderr, "bypass run: --pager %s: SIZE must be a positive number of bytes "
+			"(suffix K, M, G or T)\n", spec);
+		return -EINVAL;
+	}
+	*swap = NULL;
+	while (*e == ',') {
+		e++;
+		if (!strncmp(e, "swap=", 5) && e[5] && e[5] != ',') {
+			*swap = e + 5; /* the rest: a path may hold commas */
+			break;
+		}
+		fprintf(stderr, "bypass run: --pager %s: unknown option '%s' (only swap=PATH)\n",
+			spec, e);
+		return -EINVAL;
+	}
+	if (*e && *e != ',' && !*swap) {
+		fprintf(stderr, "bypass run: --pager %s: SIZE must be a positive number of bytes "
+			"(suffix K, M, G or T)\n", spec);
+		return -EINVAL;
+	}
+	snprintf(budget, blen, "%" PRIu64, bytes);
+	return 0;
+}
+
+static int add_preload(char *list, size_t len, const char *so, const char *why)
+{
+	char path[PATH_MAX * 3];
+	if (cli_find(so, path, sizeof(path))) {
+		fprintf(stderr, "bypass run: %s needs %s, which is not built or installed "
+			"(looked for %s)\n", why, so, path);
+		return -ENOENT;
+	}
+	size_t n = strlen(list);
+	snprintf(list + n, len - n, "%s%s", n ? ":" : "", path);
+	return 0;
+}
+
+/* ------------------------------------------------------------ --stats */
+
+struct counter {
+	char module[32];
+	char key[48];
+	uint64_t sum;
+	unsigned procs;
+};
+
+/* One flat JSON object per line: print it as key=value and add it up. */
+static void stats_line(char *line, struct counter *c, size_t *nc, size_t max)
+{
+	char module[32] = "?", pid[24] = "?", rest[1024] = "";
+	size_t rl = 0;
+	const char *keys[64];
+	uint64_t vals[64];
+	size_t nk = 0;
+	char *p = line;
+	while ((p = strchr(p, '"'))) {
+		char *k = ++p;
+		p = strchr(p, '"');
+		if (!p)
+			break;
+		*p++ = 0;
+		while (*p == ' ' || *p == ':')
+			p++;
+		char val[64];
+		size_t vl = 0;
+		int str = *p == '"';
+		if (str)
+			p++;
+		while (*p && (str ? *p != '"' : (*p != ',' && *p != '}')) && vl + 1 < sizeof(val))
+			val[vl++] = *p++;
+		val[vl] = 0;
+		if (str && *p == '"')
+			p++;
+		while (vl && val[vl - 1] == ' ')
+			val[--vl] = 0;
+		if (!strcmp(k, "module"))
+			snprintf(module, sizeof(module), "%s", val);
+		else if (!strcmp(k, "pid"))
+			snprintf(pid, sizeof(pid), "%s", val);
+		else {
+			rl += (size_t)snprintf(rest + rl, rl < sizeof(rest) ? sizeof(rest) - rl : 0,
+					       " %s=%s", k, val);
+			if (rl >= sizeof(rest))
+				rl = sizeof(rest) - 1;
+			if (!str && nk < 64 && isdigit((unsigned char)val[0])) {
+				keys[nk] = k;
+				vals[nk++] = strtoull(val, NULL, 10);
+			}
+		}
+	}
+	fprintf(stderr, "bypass: %s pid %s:%s\n", module, pid, rest);
+	for (size_t i = 0; i < nk; i++) {
+		size_t j;
+		for (j = 0; j < *nc; j++)
+			if (!strcmp(c[j].module, module) && !strcmp(c[j].key, keys[i]))
+				break;
+		if (j == *nc) {
+			if (*nc == max)
+				continue;
+			snprintf(c[j].module, sizeof(c[j].module), "%s", module);
+			snprintf(c[j].key, sizeof(c[j].key), "%s", keys[i]);
+			c[j].sum = 0;
+			c[j].procs = 0;
+			(*nc)++;
+		}
+		c[j].sum += vals[i];
+		c[j].procs++;
+	}
+}
+
+static void stats_print(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	static struct counter c[256];
+	size_t nc = 0, lines = 0;
+	char line[4096];
+	while (fgets(line, sizeof(line), f)) {
+		if (!strchr(line, '{'))
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		stats_line(line, c, &nc, 256);
+		lines++;
+	}
+	fclose(f);
+	if (!lines) {
+		fprintf(stderr, "bypass: no counters were written (no process that loaded a "
+			"preload ended normally: a statically linked or killed program writes none)\n");
+		return;
+	}
+	/* Several processes (workers, children): each module's total too. */
+	for (size_t i = 0; i < nc; i++) {
+		if (c[i].procs < 2)
+			continue;
+		int first = 1;
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(c[j].module, c[i].module) && c[j].procs >= 2)
+				first = 0;
+		if (!first)
+			continue;
+		fprintf(stderr, "bypass: %s total:", c[i].module);
+		for (size_t j = i; j < nc; j++)
+			if (!strcmp(c[j].module, c[i].module))
+				fprintf(stderr, " %s=%" PRIu64, c[j].key, c[j].sum);
+		fprintf(stderr, "\n");
+	}
+}
+
+static int exec_failed(const char *prog)
+{
+	int e = errno;
+	fprintf(stderr, "bypass run: %s: %s\n", prog, strerror(e));
+	return e == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC;
+}
+
+int cli_run(int argc, char **argv)
+{
+	int batch = 0, stats = 0, i;
+	const char *pager = NULL;
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		} else if (!strcmp(a, "--batch")) {
+			batch = 1;
+		} else if (!strcmp(a, "--stats")) {
+			stats = 1;
+		} else if (!strcmp(a, "--pager")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "bypass run: --pager needs SIZE[,swap=PATH]\n");
+				return CLI_EXIT_USAGE;
+			}
+			pager = argv[++i];
+		} else if (!strncmp(a, "--pager=", 8)) {
+			pager = a + 8;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			run_usage(stdout);
+			return CLI_EXIT_OK;
+		} else {
+			fprintf(stderr, "bypass run: unknown option '%s'\n", a);
+			run_usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (i >= argc) {
+		fprintf(stderr, "bypass run: no program to run\n");
+		run_usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	if (!batch && !pager) {
+		fprintf(stderr, "bypass run: nothing to preload: give --batch and/or --pager SIZE\n");
+		return CLI_EXIT_USAGE;
+	}
+	char budget[32];
+	const char *swap = NULL;
+	if (pager && pager_spec(pager, budget, sizeof(budget), &swap))
+		return CLI_EXIT_USAGE;
+
+	char list[4 * PATH_MAX] = "";
+	if (batch && add_preload(list, sizeof(list), "libbypass-batch.so", "--batch"))
+		return CLI_EXIT_FAIL;
+	if (pager && add_preload(list, sizeof(list), "libbypass-pager.so", "--pager"))
+		return CLI_EXIT_FAIL;
+	const char *old = getenv("LD_PRELOAD");
+	if (old && *old) {
+		size_t n = strlen(list);
+		snprintf(list + n, sizeof(list) - n, ":%s", old);
+	}
+	if (setenv("LD_PRELOAD", list, 1))
+		return CLI_EXIT_FAIL;
+	if (pager) {
+		setenv("BYPASS_PAGER_BUDGET", budget, 1);
+		if (swap)
+			setenv("BYPASS_PAGER_SWAP", swap, 1);
+	}
+	char **prog = argv + i;
+	if (!stats) {
+		execvp(prog[0], prog);
+		return exec_failed(prog[0]);
+	}
+
+	const char *tmpdir = getenv("TMPDIR");
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/bypass-stats-XXXXXX",
+		 tmpdir && *tmpdir ? tmpdir : "/tmp");
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		fprintf(stderr, "bypass run: --stats: cannot create %s: %s\n", path, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	close(fd);
+	setenv("BYPASS_STATS_FILE", path, 1);
+
+	/* Like system(): the program gets the terminal's signals, we wait. */
+	struct sigaction ign = { .sa_handler = SIG_IGN }, oint, oquit;
+	sigaction(SIGINT, &ign, &oint);
+	sigaction(SIGQUIT, &ign, &oquit);
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "bypass run: fork: %s\n", strerror(errno));
+		unlink(path);
+		return CLI_EXIT_FAIL;
+	}
+	if (pid == 0) {
+		sigaction(SIGINT, &oint, NULL);
+		sigaction(SIGQUIT, &oquit, NULL);
+		execvp(prog[0], prog);
+		_exit(exec_failed(prog[0]));
+	}
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	sigaction(SIGINT, &oint, NULL);
+	sigaction(SIGQUIT, &oquit, NULL);
+	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	stats_print(path);
+	unlink(path);
+	return code;
+}
+
+/* ------------------------------------------------------------ bench */
+
+int cli_bench(int argc, char **argv)
+{
+	char path[PATH_MAX * 3];
+	if (cli_find("bypass-bench", path, sizeof(path))) {
+		fprintf(stderr, "bypass bench: bypass-bench is not built or installed "
+			"(looked for %s)\n", path);
+		return CLI_EXIT_FAIL;
+	}
+	argv[0] = path;
+	execv(path, argv);
+	fprintf(stderr, "bypass bench: %s: %s\n", path, strerror(errno));
+	return CLI_EXIT_FAIL;
+}

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli-doctor: `bypass doctor` says what the library itself detects.  Runs
+ * the command (--json and the text form) and checks each answer against the
+ * library's own probe, called here in the same process: io_uring
+ * (bp_thread_ring), userfaultfd and its SIGBUS and write-protect features
+ * (the pager's bp_uffd_features_available), IORING_OP_EPOLL_WAIT (batch's
+ * bp_bt_merged_wait_available), protection keys (bypass_ipc_pkey_supported),
+ * user interrupts (core's bp_uintr_available and notify's
+ * bypass_notify_backend_available, which must both say no today); the text
+ * and JSON forms agree line by line; a bad option is exit 2.
+ */
+#include <bypass/bypass.h>
+#include <linux/userfaultfd.h>
+
+#include "harness.h"
+#include "core/internal.h"
+#if BYPASS_WITH_BATCH
+#include "batch/defer.h"
+#endif
+#if BYPASS_WITH_PAGER
+#include "pager/pager_internal.h"
+#endif
+
+static char json[65536], text[65536];
+
+static int run(const char *args, char *out, size_t len)
+{
+	const char *build = getenv("BYPASS_BUILD");
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd), "'%s/bypass' %s 2>/dev/null", build, args);
+	FILE *f = popen(cmd, "r");
+	CHECK(f);
+	size_t n = fread(out, 1, len - 1, f);
+	out[n] = 0;
+	int st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* "available" of check name in the JSON: 1, 0, or -1 when absent. */
+static int json_avail(const char *name)
+{
+	char key[96];
+	snprintf(key, sizeof(key), "{\"name\": \"%s\", \"available\": ", name);
+	const char *p = strstr(json, key);
+	if (!p)
+		return -1;
+	p += strlen(key);
+	return !strncmp(p, "true", 4) ? 1 : !strncmp(p, "false", 5) ? 0 : -1;
+}
+
+/* The same in the text form: "name   yes  detail". */
+static int text_avail(const char *name)
+{
+	for (const char *p = text; (p = strstr(p, name)); p++) {
+		if (p != text && p[-1] != '\n')
+			continue;
+		const char *q = p + strlen(name);
+		if (*q != ' ')
+			continue;
+		while (*q == ' ')
+			q++;
+		return !strncmp(q, "yes", 3) ? 1 : !strncmp(q, "no", 2) ? 0 : -1;
+	}
+	return -1;
+}
+
+static void expect(const char *name, int want)
+{
+	int got = json_avail(name);
+	if (got != want)
+		TEST_FAIL("doctor says %s = %d, the library says %d", name, got, want);
+	TEST_LOG("%-20s %s (library agrees)", name, want ? "yes" : "no");
+}
+
+int main(void)
+{
+	test_timeout(60);
+	if (!getenv("BYPASS_BUILD"))
+		SKIP("BYPASS_BUILD unset (run through ctest)");
+	CHECK_EQ(run("doctor --json", json, sizeof(json)), 0);
+	CHECK_EQ(run("doctor", text, sizeof(text)), 0);
+	CHECK(strstr(json, "\"checks\": ["));
+	CHECK_EQ(run("doctor --bogus", text + sizeof(text) / 2, sizeof(text) / 2), 2);
+	text[sizeof(text) / 2] = 0;
+	CHECK_EQ(run("doctor", text, sizeof(text)), 0);
+
+	/* Every JSON check is a text line with the same answer. */
+	unsigned n = 0;
+	for (const char *p = json; (p = strstr(p, "{\"name\": \"")); n++) {
+		p += 10;
+		char name[64];
+		size_t l = strcspn(p, "\"");
+		CHECK(l < sizeof(name));
+		memcpy(name, p, l);
+		name[l] = 0;
+		if (json_avail(name) != text_avail(name))
+			TEST_FAIL("%s: json %d, text %d", name, json_avail(name), text_avail(name));
+	}
+	CHECK(n >= 20);
+	TEST_LOG("%u checks, text and JSON agree", n);
+
+	struct io_uring *ring;
+	int e = bp_thread_ring(BP_RING_PAGER, NULL, &ring);
+	expect("io_uring", e == 0);
+	if (!e)
+		bp_thread_ring_close(BP_RING_PAGER);
+
+	CHECK_EQ(bp_uintr_available(), 0); /* no uintr data path: never */
+	expect("uintr", bp_uintr_available());
+#if BYPASS_WITH_NOTIFY
+	CHECK_EQ(bypass_notify_backend_available("uintr"), 0);
+	expect("notify", bypass_notify_backend_available("futex") == 1);
+#endif
+	CHECK(json_avail("uintr.notify") == -1); /* doctor's own mismatch report */
+
+#if BYPASS_WITH_PAGER
+	uint64_t f = 0;
+	int u = bp_uffd_features_available(&f);
+	expect("userfaultfd", u == 0);
+	expect("uffd.sigbus", u == 0 && (f & UFFD_FEATURE_SIGBUS) != 0);
+	expect("uffd.wp", u == 0 && (f & UFFD_FEATURE_PAGEFAULT_FLAG_WP) != 0);
+	/* bypass_pager_create's own test: upcall mode needs both, and io_uring */
+	expect("pager.upcall", u == 0 && (f & UFFD_FEATURE_SIGBUS) &&
+				       (f & UFFD_FEATURE_PAGEFAULT_FLAG_WP) && e == 0);
+#endif
+#if BYPASS_WITH_BATCH
+	expect("io_uring.EPOLL_WAIT", bp_bt_merged_wait_available());
+#endif
+#if BYPASS_WITH_IPC
+	const char *why = NULL;
+	int pk = bypass_ipc_pkey_supported(&why);
+	expect("pkeys", pk == 1);
+	if (pk != 1 && why && !strstr(json, why))
+		TEST_FAIL("doctor does not give ipc's reason '%s'", why);
+#endif
+	expect("cpu.tsc", BYPASS_HAVE_RDTSCP);
+	return test_pass("core/cli-doctor");
+}
