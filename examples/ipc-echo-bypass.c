@@ -6,6 +6,11 @@
  * messages are read in place and echoed with one copy.  The loop makes no
  * system call while clients keep it busy.
  *
+ * One thread serves every client, so no send may wait long: an echo waits
+ * at most 1 ms for room, and a client that leaves its replies unread that
+ * long is dropped (a server that must keep it would defer the reply instead:
+ * keep it, stop reading that client, and retry when its ring has room).
+ *
  *   ipc-echo-bypass NAME [COUNT]  serve COUNT clients (default 1), then exit
  *
  * ipc-echo-client bypass NAME talks to it.
@@ -64,9 +69,15 @@ int main(int argc, char **argv)
 				done++;
 				continue;
 			}
-			if (bypass_ipc_send(c, m.data, m.len, BYPASS_FOREVER) < 0)
-				fprintf(stderr, "send failed\n");
+			/* At most 1 ms for room: a client that does not read
+			 * must not stall the others. */
+			r = bypass_ipc_send(c, m.data, m.len, BYPASS_MS);
 			bypass_ipc_release(c, &m);
+			if (r < 0) {
+				fprintf(stderr, "dropping a client: %s\n", strerror(-r));
+				bypass_ipc_close(c);
+				done++;
+			}
 		}
 	}
 	close(epfd);

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ipc-echo-client: talks to ipc-echo-unix or ipc-echo-bypass, sends COUNT
- * lines and checks each echo; prints the mean round trip.
+ * lines and checks each echo; prints the mean round trip.  With "stall" it
+ * plays the client that never reads: it sends without reading the echoes
+ * and succeeds when the server drops it (as it must, rather than stall its
+ * other clients).
  *
- *   ipc-echo-client unix|bypass NAME [COUNT]
+ *   ipc-echo-client unix|bypass NAME [COUNT [stall]]
  */
 #include <bypass/ipc.h>
 #include <stdio.h>
@@ -50,6 +53,21 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		usleep(10000);
+	}
+	if (argc > 4 && !strcmp(argv[4], "stall")) {
+		for (int i = 0; i < 1000000; i++) {
+			char line[64];
+			int len = snprintf(line, sizeof(line), "unread %d", i) + 1;
+			int r = use_bypass ? bypass_ipc_send(c, line, (size_t)len, 10 * BYPASS_SEC)
+					   : (int)send(fd, line, (size_t)len, MSG_NOSIGNAL);
+			if (r < 0) {
+				printf("%s: dropped by the server after %d unread echoes\n",
+				       argv[1], i);
+				return 0;
+			}
+		}
+		fprintf(stderr, "never dropped\n");
+		return 1;
 	}
 	double t0 = now();
 	for (int i = 0; i < count; i++) {

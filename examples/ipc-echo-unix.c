@@ -7,6 +7,11 @@
  *
  * NAME is a socket in the abstract namespace; ipc-echo-client unix NAME
  * talks to it.
+ *
+ * One thread serves every client, so no send may wait long: an echo waits
+ * at most 1 ms for room, and a client that leaves its replies unread that
+ * long is dropped (a server that must keep it would defer the reply instead:
+ * keep it, stop reading that client, and retry when its socket has room).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -50,6 +55,8 @@ int main(int argc, char **argv)
 				int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 				if (cfd < 0)
 					continue;
+				struct timeval ms = { .tv_usec = 1000 }; /* see below */
+				setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &ms, sizeof(ms));
 				struct epoll_event cev = { .events = EPOLLIN, .data.fd = cfd };
 				epoll_ctl(epfd, EPOLL_CTL_ADD, cfd, &cev);
 				continue;
@@ -62,8 +69,15 @@ int main(int argc, char **argv)
 				done++;
 				continue;
 			}
-			if (write(cfd, buf, (size_t)len) != len)
-				perror("write");
+			/* At most 1 ms for room: a client that does not read
+			 * must not stall the others. */
+			ssize_t r = send(cfd, buf, (size_t)len, MSG_NOSIGNAL);
+			if (r != len) {
+				fprintf(stderr, "dropping a client: %s\n",
+					strerror(r < 0 ? errno : EAGAIN));
+				close(cfd);
+				done++;
+			}
 		}
 	}
 	close(epfd);

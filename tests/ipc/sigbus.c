@@ -9,7 +9,8 @@
  *    and close cleans up.
  * 2. A fake server offers an arena memfd that is not sealed against
  *    shrinking (it could truncate it under us), or one on hugetlbfs: connect
- *    refuses it with -EPROTO.  So does a hello with bad magic, sizes or offsets.
+ *    refuses it with -EPROTO.  So does a hello with bad magic, sizes or
+ *    offsets, or an arena larger than its rings need.
  */
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -170,11 +171,22 @@ static void hostile_servers(void)
 	CHECK_ERR(fake_connect_fds(name, &good, many, 2), -EPROTO);
 	test_svc_name(name, sizeof(name), "fake6c");
 	CHECK_ERR(fake_connect_fds(name, &good, many, 16), -EPROTO);
-	/* A refusal. */
+	/* An arena far larger than its rings need (the client maps all of
+	 * it): refused. */
+	struct bypass_arena *big;
+	struct bypass_arena_opts bo = { .size = size + (64u << 20) };
+	CHECK_ERR(bypass_arena_create(&bo, &big), 0);
+	test_svc_name(name, sizeof(name), "fake8");
+	CHECK_ERR(fake_connect(name, &good, bypass_arena_fd(big)), -EPROTO);
+	CHECK_ERR(bypass_arena_close(big), 0);
+	/* A refusal, and a refusal for the server's per-client limits. */
 	bad = good;
 	bad.status = EACCES;
 	test_svc_name(name, sizeof(name), "fake7");
 	CHECK_ERR(fake_connect(name, &bad, -1), -EACCES);
+	bad.status = EUSERS;
+	test_svc_name(name, sizeof(name), "fake9");
+	CHECK_ERR(fake_connect(name, &bad, -1), -EUSERS);
 	CHECK_ERR(bypass_arena_close(a), 0);
 	CHECK_EQ(test_count_maps("bypass-ipc"), 0);
 }
