@@ -2,7 +2,9 @@
 /*
  * The library's one SIGSEGV/SIGBUS handler: module hooks first (the pager
  * resolves userfaultfd faults there), then the faulting thread's recovery
- * point, then whatever handled the signal before bypass.
+ * point, then the program's own handler: the one installed before bypass,
+ * or (through bp_fault_chain_sigaction, which the pager preload's sigaction
+ * wrapper calls) one the program installed after.
  */
 #include "core/internal.h"
 
@@ -13,23 +15,51 @@
 #define MAX_HOOKS 8
 
 static _Atomic(bp_fault_hook) hooks[MAX_HOOKS];
-static struct sigaction old_segv, old_bus;
+/*
+ * The program's handler for each signal, where the unresolved faults go.
+ * Two copies per signal and an index: a replacement is written into the copy
+ * not in use and then published, so the handler never reads a half-written
+ * one (writers hold install_lock).
+ */
+static struct sigaction prev_act[2][2]; /* [SIGBUS?][copy] */
+static _Atomic int prev_cur[2];
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic bool installed;
+static bp_sigaction_fn real_sigaction = sigaction;
 
 static __thread struct bp_recover *recover_top
 	__attribute__((tls_model("initial-exec")));
+__thread unsigned bp_fault_depth __attribute__((tls_model("initial-exec")));
+
+static inline int sig_idx(int sig)
+{
+	return sig == SIGBUS;
+}
 
 static void chain(int sig, siginfo_t *si, void *uc)
 {
-	struct sigaction *old = sig == SIGBUS ? &old_bus : &old_segv;
-	if (old->sa_flags & SA_SIGINFO) {
-		if (old->sa_sigaction) {
-			old->sa_sigaction(sig, si, uc);
+	int k = sig_idx(sig);
+	struct sigaction *old =
+		&prev_act[k][atomic_load_explicit(&prev_cur[k], memory_order_acquire)];
+	void (*sa)(int, siginfo_t *, void *) = old->sa_sigaction;
+	void (*h)(int) = old->sa_handler;
+	int flags = old->sa_flags;
+	if (flags & SA_RESETHAND) {
+		/* The kernel resets such a handler as it runs it. */
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		int n = 1 - atomic_load(&prev_cur[k]);
+		prev_act[k][n] = dfl;
+		atomic_store_explicit(&prev_cur[k], n, memory_order_release);
+	}
+	if (flags & SA_SIGINFO) {
+		if (sa) {
+			sa(sig, si, uc);
 			return;
 		}
-	} else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
-		old->sa_handler(sig);
+	} else if (h != SIG_DFL && h != SIG_IGN) {
+		h(sig);
 		return;
 	}
 	/*
@@ -37,7 +67,10 @@ static void chain(int sig, siginfo_t *si, void *uc)
 	 * runs again and the process dies of the signal, as without bypass.
 	 * A fault sent by kill() (not by the CPU) is re-raised instead.
 	 */
-	signal(sig, SIG_DFL);
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	real_sigaction(sig, &dfl, NULL);
 	if (si->si_code <= 0)
 		raise(sig);
 }
@@ -45,13 +78,16 @@ static void chain(int sig, siginfo_t *si, void *uc)
 static void fault_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
+	bp_fault_depth++;
 	for (int i = 0; i < MAX_HOOKS; i++) {
 		bp_fault_hook h = atomic_load_explicit(&hooks[i], memory_order_acquire);
 		if (h && h(sig, si, uc)) {
+			bp_fault_depth--;
 			errno = saved;
 			return;
 		}
 	}
+	bp_fault_depth--;
 	struct bp_recover *r = recover_top;
 	if (r && si->si_code > 0) {
 		uintptr_t a = (uintptr_t)si->si_addr;
@@ -80,14 +116,44 @@ static int install(void)
 		/* NODEFER: recovery longjmps out without restoring the mask. */
 		sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
 		sigemptyset(&sa.sa_mask);
-		if (sigaction(SIGSEGV, &sa, &old_segv) < 0 ||
-		    sigaction(SIGBUS, &sa, &old_bus) < 0)
+		if (real_sigaction(SIGSEGV, &sa, &prev_act[0][0]) < 0 ||
+		    real_sigaction(SIGBUS, &sa, &prev_act[1][0]) < 0)
 			r = -errno;
 		else
 			atomic_store_explicit(&installed, true, memory_order_release);
 	}
 	pthread_mutex_unlock(&install_lock);
 	return r;
+}
+
+void bp_fault_set_sigaction(bp_sigaction_fn fn)
+{
+	if (fn)
+		real_sigaction = fn;
+}
+
+bool bp_fault_owns(int sig)
+{
+	return (sig == SIGSEGV || sig == SIGBUS) &&
+	       atomic_load_explicit(&installed, memory_order_acquire);
+}
+
+int bp_fault_chain_sigaction(int sig, const struct sigaction *act,
+			     struct sigaction *old)
+{
+	if (!bp_fault_owns(sig))
+		return 0;
+	pthread_mutex_lock(&install_lock);
+	int k = sig_idx(sig), cur = atomic_load(&prev_cur[k]);
+	struct sigaction prev = prev_act[k][cur];
+	if (act) {
+		prev_act[k][1 - cur] = *act;
+		atomic_store_explicit(&prev_cur[k], 1 - cur, memory_order_release);
+	}
+	pthread_mutex_unlock(&install_lock);
+	if (old)
+		*old = prev;
+	return 1;
 }
 
 int bp_fault_hook_add(bp_fault_hook fn)

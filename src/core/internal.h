@@ -207,6 +207,36 @@ typedef int (*bp_fault_hook)(int sig, siginfo_t *si, void *uctx);
 int bp_fault_hook_add(bp_fault_hook fn);
 int bp_fault_hook_remove(bp_fault_hook fn);
 
+/*
+ * How many of core's fault handlers the calling thread is inside (hooks
+ * run with it above 0): a preload's wrappers pass the system calls a hook
+ * makes straight through.
+ */
+extern __thread unsigned bp_fault_depth;
+
+/*
+ * Programs that install their own SIGSEGV/SIGBUS handlers.  Core's handler,
+ * once installed, stays installed; bp_fault_chain_sigaction() is what a
+ * sigaction() wrapper calls instead: when the handler is installed and sig
+ * is SIGSEGV or SIGBUS it stores act (if not NULL) as the handler that
+ * unresolved faults are passed to, returns the one stored before in old (if
+ * not NULL; at first, the one installed before bypass), and returns 1; it
+ * returns 0 (and does nothing) otherwise, and the caller makes the real
+ * call.  The program's handler then runs inside core's, with core's signal
+ * mask (its sa_mask is not applied; SA_RESETHAND is).  Without a wrapper, a
+ * program that installs a handler after bypass must pass the faults it does
+ * not own to the handler sigaction() returned as the old one.
+ *
+ * bp_fault_set_sigaction() names the real sigaction (dlsym(RTLD_NEXT)) for
+ * core's own calls, before anything installs the handler: a preload that
+ * wraps sigaction must not have core's calls land in its wrapper.
+ */
+typedef int (*bp_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+void bp_fault_set_sigaction(bp_sigaction_fn fn);
+bool bp_fault_owns(int sig);
+int bp_fault_chain_sigaction(int sig, const struct sigaction *act,
+			     struct sigaction *old);
+
 struct bp_recover {
 	sigjmp_buf jb;
 	uintptr_t lo, hi;          /* faults in [lo, hi) recover; 0,0 = any */

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/* The malloc family: large requests become regions, the rest goes to the next allocator. */
+#include "preload.h"
+
+#include <malloc.h>
+
+/*
+ * While malloc itself is being resolved, dlsym may allocate: such requests
+ * come from this static arena (never freed).
+ */
+static _Alignas(64) char boot[64 << 10];
+static size_t boot_used;
+static _Atomic int resolving;
+
+static void *boot_alloc(size_t n)
+{
+	n = (n + 63) & ~(size_t)63;
+	if (boot_used + n > sizeof(boot))
+		return NULL;
+	void *p = boot + boot_used;
+	boot_used += n;
+	return p;
+}
+
+static bool in_boot(const void *p)
+{
+	return (const char *)p >= boot && (const char *)p < boot + sizeof(boot);
+}
+
+static bool ready(void)
+{
+	if (bp_likely(bp_pp_real_malloc && bp_pp_real_free))
+		return true;
+	if (atomic_exchange(&resolving, 1))
+		return false; /* dlsym allocating */
+	bp_pp_resolve();
+	atomic_store(&resolving, 0);
+	return bp_pp_real_malloc != NULL;
+}
+
+static inline bool large(size_t n)
+{
+	return !bp_pp_pass() && n >= bp_pp_cfg.threshold;
+}
+
+/*
+ * A region for n bytes at the given alignment (0 or a power of two):
+ * the pointer, or NULL (and the caller uses the next allocator).
+ */
+static void *region_alloc(size_t n, size_t align)
+{
+	size_t extra = align > PP_PAGE ? align - PP_PAGE : 0;
+	if (n > SIZE_MAX - extra - PP_PAGE)
+		return NULL;
+	size_t len = (n + extra + PP_PAGE - 1) & ~(PP_PAGE - 1);
+	void *m;
+	if (bp_pp_map(len, &m))
+		return NULL;
+	uintptr_t user = ((uintptr_t)m + (align > PP_PAGE ? align - 1 : 0)) &
+			 ~(align > PP_PAGE ? align - 1 : 0);
+	struct bp_pp_region r = { (uintptr_t)m, (uintptr_t)m + len, user, PP_MALLOC };
+	int e = -ENOMEM;
+	if (bp_pp_lock()) {
+		e = bp_pp_add(&r);
+		bp_pp_unlock();
+	}
+	if (e) {
+		bp_pp_unmap(r.start, r.end);
+		return NULL;
+	}
+	return (void *)user;
+}
+
+/* The region a malloc pointer came from: 1 and a copy, else 0. */
+static int region_of(void *ptr, struct bp_pp_region *out)
+{
+	uintptr_t a = (uintptr_t)ptr;
+	if (a & (PP_PAGE - 1) || !bp_pp_maybe(ptr, 1))
+		return 0; /* every region pointer is page-aligned */
+	if (!bp_pp_lock())
+		return 0;
+	struct bp_pp_region *r = bp_pp_find(a);
+	int found = r && (r->kind & PP_MALLOC) && r->user == a;
+	if (found)
+		*out = *r;
+	bp_pp_unlock();
+	return found;
+}
+
+/* A stale region (a fork child's copy of the parent's) is only forgotten:
+ * it is not mapped here. */
+static void region_free(const struct bp_pp_region *r)
+{
+	if (bp_pp_lock()) {
+		bp_pp_forget(r->start, r->end);
+		bp_pp_unlock();
+	}
+	if (!(r->kind & PP_STALE))
+		bp_pp_unmap(r->start, r->end);
+}
+
+EXPORT void *malloc(size_t n)
+{
+	if (bp_unlikely(!ready()))
+		return boot_alloc(n);
+	if (large(n)) {
+		void *p = region_alloc(n, 0);
+		if (p)
+			return p;
+	}
+	return bp_pp_real_malloc(n);
+}
+
+EXPORT void *calloc(size_t a, size_t b)
+{
+	size_t n;
+	if (__builtin_mul_overflow(a, b, &n)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (bp_unlikely(!ready() || !bp_pp_real_calloc))
+		return boot_alloc(n); /* static: zeroed */
+	if (large(n)) {
+		void *p = region_alloc(n, 0); /* reads as zeros */
+		if (p)
+			return p;
+	}
+	return bp_pp_real_calloc(a, b);
+}
+
+EXPORT void free(void *ptr)
+{
+	if (!ptr || in_boot(ptr))
+		return;
+	struct bp_pp_region r;
+	if (bp_pp_cfg.enabled && region_of(ptr, &r)) {
+		region_free(&r);
+		return;
+	}
+	if (bp_likely(ready()))
+		bp_pp_real_free(ptr);
+}
+
+static size_t usable(const struct bp_pp_region *r)
+{
+	return r->end - r->user;
+}
+
+EXPORT void *realloc(void *ptr, size_t n)
+{
+	if (!ptr)
+		return malloc(n);
+	if (bp_unlikely(!ready()))
+		return NULL;
+	struct bp_pp_region r;
+	if (in_boot(ptr)) {
+		void *q = malloc(n);
+		if (q)
+			memcpy(q, ptr, n < (size_t)(boot + sizeof(boot) - (char *)ptr)
+					 ? n : (size_t)(boot + sizeof(boot) - (char *)ptr));
+		return q;
+	}
+	if (bp_pp_cfg.enabled && region_of(ptr, &r)) {
+		if (r.kind & PP_STALE) {
+			/* The parent's data is not in this child: no copy. */
+			if (!n)
+				region_free(&r);
+			errno = ENOMEM;
+			return NULL;
+		}
+		if (!n) { /* glibc: realloc(p, 0) frees and returns NULL */
+			region_free(&r);
+			return NULL;
+		}
+		size_t have = usable(&r);
+		if (n <= have && n >= bp_pp_cfg.threshold) {
+			/* Shrink in place: give back the whole pages past n. */
+			uintptr_t keep = (r.user + n + PP_PAGE - 1) & ~(PP_PAGE - 1);
+			if (keep < r.end && bp_pp_unmap(keep, r.end) == 0 && bp_pp_lock()) {
+				bp_pp_forget(keep, r.end);
+				bp_pp_unlock();
+			}
+			return ptr;
+		}
+		void *q = n >= bp_pp_cfg.threshold ? region_alloc(n, 0) : NULL;
+		if (!q)
+			q = bp_pp_real_malloc(n);
+		if (!q)
+			return NULL; /* the old block is untouched */
+		memcpy(q, ptr, n < have ? n : have);
+		region_free(&r);
+		return q;
+	}
+	if (large(n)) {
+		size_t have = bp_pp_real_malloc_usable_size ? bp_pp_real_malloc_usable_size(ptr) : 0;
+		void *q = have ? region_alloc(n, 0) : NULL;
+		if (q) {
+			memcpy(q, ptr, n < have ? n : have);
+			bp_pp_real_free(ptr);
+			return q;
+		}
+	}
+	return bp_pp_real_realloc(ptr, n);
+}
+
+EXPORT void *reallocarray(void *ptr, size_t a, size_t b)
+{
+	size_t n;
+	if (__builtin_mul_overflow(a, b, &n)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(ptr, n);
+}
+
+static bool pow2(size_t a)
+{
+	return a && !(a & (a - 1));
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	if (!pow2(align) || align % sizeof(void *))
+		return EINVAL;
+	if (ready() && large(n)) {
+		void *p = region_alloc(n, align);
+		if (p) {
+			*out = p;
+			return 0;
+		}
+	}
+	if (!ready())
+		return ENOMEM;
+	return bp_pp_real_posix_memalign(out, align, n);
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	if (!pow2(align)) { /* glibc 2.36 accepts any power of two */
+		errno = EINVAL;
+		return NULL;
+	}
+	if (ready() && large(n)) {
+		void *p = region_alloc(n, align);
+		if (p)
+			return p;
+	}
+	return ready() ? bp_pp_real_aligned_alloc(align, n) : NULL;
+}
+
+EXPORT void *memalign(size_t align, size_t n)
+{
+	if (ready() && large(n) && pow2(align)) {
+		void *p = region_alloc(n, align);
+		if (p)
+			return p;
+	}
+	return ready() ? bp_pp_real_memalign(align, n) : NULL;
+}
+
+EXPORT void *valloc(size_t n)
+{
+	if (ready() && large(n)) {
+		void *p = region_alloc(n, PP_PAGE);
+		if (p)
+			return p;
+	}
+	return ready() ? bp_pp_real_valloc(n) : NULL;
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+	size_t r = (n + PP_PAGE - 1) & ~(PP_PAGE - 1);
+	if (ready() && large(r)) {
+		void *p = region_alloc(r ? r : PP_PAGE, PP_PAGE);
+		if (p)
+			return p;
+	}
+	return ready() ? bp_pp_real_pvalloc(n) : NULL;
+}
+
+EXPORT size_t malloc_usable_size(void *ptr)
+{
+	struct bp_pp_region r;
+	if (!ptr || in_boot(ptr))
+		return 0;
+	if (bp_pp_cfg.enabled && region_of(ptr, &r))
+		return usable(&r);
+	return ready() ? bp_pp_real_malloc_usable_size(ptr) : 0;
+}

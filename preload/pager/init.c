@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/* Configuration from the environment, the process's pager, fork, the statistics at exit, the real functions. */
+#include "preload.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#define PP_DEFINE(ret, name, args) ret(*bp_pp_real_##name) args;
+PP_REAL_FUNCS(PP_DEFINE)
+#undef PP_DEFINE
+
+struct bp_pp_cfg bp_pp_cfg;
+__thread unsigned bp_pp_guard __attribute__((tls_model("initial-exec")));
+
+/*
+ * dlsym may allocate (its error state) while malloc itself is being
+ * resolved: those few requests are served from a static arena.
+ */
+void bp_pp_resolve(void)
+{
+#define PP_RESOLVE(ret, name, args)                                           \
+	if (!bp_pp_real_##name)                                               \
+		bp_pp_real_##name = (ret(*) args)dlsym(RTLD_NEXT, #name);
+	PP_REAL_FUNCS(PP_RESOLVE)
+#undef PP_RESOLVE
+}
+
+/* ------------------------------------------------------------ configuration */
+
+static void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void complain(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
+	(void)w;
+}
+
+/* A size: digits with an optional K, M, G or T (powers of 1024). */
+static bool env_size(const char *name, size_t def, size_t min, size_t *out)
+{
+	const char *s = getenv(name);
+	*out = def;
+	if (!s || !*s)
+		return true;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = 0;
+	if (*end) {
+		switch (toupper((unsigned char)*end)) {
+		case 'K': shift = 10; break;
+		case 'M': shift = 20; break;
+		case 'G': shift = 30; break;
+		case 'T': shift = 40; break;
+		default: shift = 99;
+		}
+		if (shift != 99 && (end[1] == 'i' || end[1] == 'I') && (end[2] == 'B' || end[2] == 'b'))
+			end += 2;
+		else if (shift != 99 && (end[1] == 'B' || end[1] == 'b'))
+			end++;
+		if (shift != 99 && end[1])
+			shift = 99;
+	}
+	if (errno || end == s || !isdigit((unsigned char)*s) || shift == 99 ||
+	    (shift && v > (~0ull >> shift))) {
+		complain("bypass: pager preload: %s=%s is not a size (digits with an "
+			 "optional K, M, G or T suffix); the program runs unpaged", name, s);
+		return false;
+	}
+	v <<= shift;
+	if (v < min) {
+		complain("bypass: pager preload: %s=%s is below the minimum of %zu bytes; "
+			 "the program runs unpaged", name, s, min);
+		return false;
+	}
+	*out = (size_t)v;
+	return true;
+}
+
+static bool env_off(const char *s)
+{
+	return s && (!strcmp(s, "0") || !strcasecmp(s, "off") || !strcasecmp(s, "no") ||
+		     !strcasecmp(s, "false"));
+}
+
+static bool configure(void)
+{
+	const char *k = getenv("BYPASS_PAGER");
+	if (env_off(k))
+		return false;
+	if (k && *k && strcmp(k, "1") && strcasecmp(k, "on") && strcasecmp(k, "yes") &&
+	    strcasecmp(k, "true")) {
+		complain("bypass: pager preload: BYPASS_PAGER=%s is neither 0/off nor 1/on; "
+			 "the program runs unpaged", k);
+		return false;
+	}
+	struct bp_pp_cfg c;
+	memset(&c, 0, sizeof(c));
+	if (!env_size("BYPASS_PAGER_BUDGET", 1ul << 30, 16 * PP_PAGE, &c.budget) ||
+	    !env_size("BYPASS_PAGER_THRESHOLD", 64ul << 20, PP_PAGE, &c.threshold) ||
+	    !env_size("BYPASS_PAGER_SWAP_SIZE", 4ul << 30, 16 * PP_PAGE, &c.swap_size))
+		return false;
+	const char *pol = getenv("BYPASS_PAGER_POLICY");
+	if (pol && *pol && strcasecmp(pol, "2q")) {
+		complain("bypass: pager preload: BYPASS_PAGER_POLICY=%s is not a policy this "
+			 "build has (only 2q); the program runs unpaged", pol);
+		return false;
+	}
+	const char *dir = getenv("BYPASS_PAGER_SWAP");
+	if (!dir || !*dir)
+		dir = "/var/tmp";
+	struct stat st;
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) < 0) {
+		complain("bypass: pager preload: BYPASS_PAGER_SWAP=%s is not a writable "
+			 "directory (each process puts an unnamed swap file there); the "
+			 "program runs unpaged", dir);
+		return false;
+	}
+	if (strlen(dir) >= sizeof(c.swap_dir)) {
+		complain("bypass: pager preload: BYPASS_PAGER_SWAP is too long; the program "
+			 "runs unpaged");
+		return false;
+	}
+	strcpy(c.swap_dir, dir);
+	const char *sf = getenv("BYPASS_STATS_FILE");
+	if (sf && strlen(sf) < sizeof(c.stats_file))
+		strcpy(c.stats_file, sf);
+	/* A system call pins at most an eighth of the budget at a time (the
+	 * pager lets half of it be pinned, by all threads together). */
+	c.pin_max = (c.budget / 8) & ~(PP_PAGE - 1);
+	if (c.pin_max < PP_PAGE)
+		c.pin_max = PP_PAGE;
+	c.enabled = true;
+	bp_pp_cfg = c;
+	return true;
+}
+
+/* ------------------------------------------------------------ the pager */
+
+static pthread_mutex_t pager_lock = PTHREAD_MUTEX_INITIALIZER;
+static bypass_pager *_Atomic the_pager;
+static bypass_pager *stale_pager; /* a fork child's copy of the parent's */
+static _Atomic bool pager_failed;
+
+bypass_pager *bp_pp_pager(void)
+{
+	bypass_pager *p = atomic_load_explicit(&the_pager, memory_order_acquire);
+	if (bp_likely(p) || atomic_load_explicit(&pager_failed, memory_order_relaxed))
+		return p;
+	pthread_mutex_lock(&pager_lock);
+	p = atomic_load(&the_pager);
+	if (!p && !atomic_load(&pager_failed)) {
+		bp_pp_guard++;
+		if (stale_pager) {
+			bypass_pager_destroy(stale_pager);
+			stale_pager = NULL;
+		}
+		struct bypass_pager_config c;
+		memset(&c, 0, sizeof(c));
+		c.budget = bp_pp_cfg.budget;
+		c.swap_path = bp_pp_cfg.swap_dir;
+		c.swap_size = bp_pp_cfg.swap_size;
+		c.mode = BYPASS_PAGER_UPCALL;
+		c.flags = BYPASS_PAGER_SWAP_TEMP;
+		int e = bypass_pager_create(&c, &p);
+		bp_pp_guard--;
+		if (e) {
+			complain("bypass: pager preload: no pager (%s, budget %zu, swap %zu "
+				 "bytes in %s); the program runs unpaged", strerror(-e),
+				 c.budget, c.swap_size, c.swap_path);
+			atomic_store(&pager_failed, true);
+			p = NULL;
+		} else {
+			atomic_store_explicit(&the_pager, p, memory_order_release);
+		}
+	}
+	pthread_mutex_unlock(&pager_lock);
+	return p;
+}
+
+/*
+ * The child of a fork has none of the regions (they are MADV_DONTFORK: a
+ * touch is a SIGSEGV, never stale data) and cannot use the parent's pager;
+ * it forgets both and makes a pager of its own when it needs one.
+ */
+static void atfork_child(void)
+{
+	pthread_mutex_init(&pager_lock, NULL);
+	bypass_pager *p = atomic_load(&the_pager);
+	if (p)
+		stale_pager = p;
+	atomic_store(&the_pager, NULL);
+	bp_pp_stale();
+}
+
+/* ------------------------------------------------------------ statistics */
+
+static void write_stats(void)
+{
+	if (!bp_pp_cfg.enabled || !bp_pp_cfg.stats_file[0])
+		return;
+	struct bypass_pager_stats st;
+	memset(&st, 0, sizeof(st));
+	bypass_pager *p = atomic_load(&the_pager);
+	if (p) {
+		bp_pp_guard++;
+		bypass_pager_stats(p, &st);
+		bp_pp_guard--;
+	}
+	char buf[4096];
+	size_t n = 0;
+#define PUT(...)                                                              \
+	do {                                                                  \
+		int k_ = snprintf(buf + n, sizeof(buf) - n, __VA_ARGS__);    \
+		if (k_ > 0 && (size_t)k_ < sizeof(buf) - n)                  \
+			n += (size_t)k_;                                      \
+	} while (0)
+#define F(name) PUT(",\"" #name "\":%llu", (unsigned long long)st.name)
+	PUT("{\"module\":\"pager\",\"pid\":%d", (int)getpid());
+	F(faults_zero); F(faults_swapin); F(faults_wp); F(faults_other);
+	F(readahead_pages); F(evictions); F(evictions_clean); F(bytes_read);
+	F(bytes_written); F(write_errors); F(resident_pages); F(resident_peak);
+	F(pinned_pages); F(budget_pages); F(swap_pages); F(swap_used);
+	F(mapped_pages);
+	PUT(",\"lat_hist\":[");
+	for (int i = 0; i < BYPASS_PAGER_HIST; i++)
+		PUT("%s%llu", i ? "," : "", (unsigned long long)st.lat_hist[i]);
+	PUT("]");
+	F(lat_count); F(lat_sum_ns);
+	PUT("}\n");
+#undef F
+#undef PUT
+	int fd = open(bp_pp_cfg.stats_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	bp_pp_guard++;
+	ssize_t w = write(fd, buf, n);
+	bp_pp_guard--;
+	(void)w;
+	close(fd);
+}
+
+/* ------------------------------------------------------------ life */
+
+__attribute__((constructor)) static void pp_init(void)
+{
+	bp_pp_resolve();
+	bp_fault_set_sigaction(bp_pp_real_sigaction);
+	if (!configure())
+		return;
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+__attribute__((destructor)) static void pp_fini(void)
+{
+	write_stats();
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libbypass-pager.so: the large anonymous memory of unmodified programs,
+ * served by a bypass pager, by LD_PRELOAD.
+ *
+ * Private anonymous mmaps and malloc-family requests at or above a threshold
+ * become pager regions (one pager per process, created at the first such
+ * request); smaller requests, and frees of pointers that are not regions, go
+ * to the next allocator (dlsym(RTLD_NEXT)).  munmap, mremap, madvise and
+ * mprotect keep their meaning on regions.  System calls that hand a region
+ * buffer to the kernel pin it first (upcall mode cannot serve a fault the
+ * kernel takes: the call would fail with EFAULT).  sigaction/signal for
+ * SIGSEGV and SIGBUS go to core's chain, so a program's own handler gets
+ * every fault bypass does not serve.  See man 3 libbypass-pager and
+ * docs/pager-preload.md.
+ *
+ * Files: init.c (configuration, the pager, fork, exit statistics, the real
+ * functions), regions.c (the table of regions and pinning around system
+ * calls), alloc.c (malloc family), mem.c (mmap, munmap, mremap, madvise,
+ * mprotect), io.c (system calls and stdio with buffers), sig.c (sigaction,
+ * signal).
+ */
+#ifndef BYPASS_PRELOAD_PAGER_H
+#define BYPASS_PRELOAD_PAGER_H
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <bypass/pager.h>
+
+#include "core/internal.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define PP_PAGE 4096ul
+
+/* ------------------------------------------------------------ real functions */
+
+#define PP_REAL_FUNCS(X)                                                      \
+	X(void *, malloc, (size_t))                                           \
+	X(void *, calloc, (size_t, size_t))                                   \
+	X(void *, realloc, (void *, size_t))                                  \
+	X(void, free, (void *))                                               \
+	X(int, posix_memalign, (void **, size_t, size_t))                     \
+	X(void *, aligned_alloc, (size_t, size_t))                            \
+	X(void *, memalign, (size_t, size_t))                                 \
+	X(void *, valloc, (size_t))                                           \
+	X(void *, pvalloc, (size_t))                                          \
+	X(size_t, malloc_usable_size, (void *))                               \
+	X(void *, mmap, (void *, size_t, int, int, int, off_t))               \
+	X(int, munmap, (void *, size_t))                                      \
+	X(void *, mremap, (void *, size_t, size_t, int, ...))                 \
+	X(int, madvise, (void *, size_t, int))                                \
+	X(int, sigaction, (int, const struct sigaction *, struct sigaction *))\
+	X(ssize_t, read, (int, void *, size_t))                               \
+	X(ssize_t, pread, (int, void *, size_t, off_t))                       \
+	X(ssize_t, readv, (int, const struct iovec *, int))                   \
+	X(ssize_t, preadv, (int, const struct iovec *, int, off_t))           \
+	X(ssize_t, preadv2, (int, const struct iovec *, int, off_t, int))     \
+	X(ssize_t, write, (int, const void *, size_t))                        \
+	X(ssize_t, pwrite, (int, const void *, size_t, off_t))                \
+	X(ssize_t, writev, (int, const struct iovec *, int))                  \
+	X(ssize_t, pwritev, (int, const struct iovec *, int, off_t))          \
+	X(ssize_t, pwritev2, (int, const struct iovec *, int, off_t, int))    \
+	X(ssize_t, recv, (int, void *, size_t, int))                          \
+	X(ssize_t, recvfrom, (int, void *, size_t, int, struct sockaddr *,    \
+			      socklen_t *))                                   \
+	X(ssize_t, recvmsg, (int, struct msghdr *, int))                      \
+	X(ssize_t, send, (int, const void *, size_t, int))                    \
+	X(ssize_t, sendto, (int, const void *, size_t, int,                   \
+			    const struct sockaddr *, socklen_t))              \
+	X(ssize_t, sendmsg, (int, const struct msghdr *, int))                \
+	X(size_t, fread, (void *, size_t, size_t, FILE *))                    \
+	X(size_t, fread_unlocked, (void *, size_t, size_t, FILE *))           \
+	X(size_t, fwrite, (const void *, size_t, size_t, FILE *))             \
+	X(size_t, fwrite_unlocked, (const void *, size_t, size_t, FILE *))
+
+#define PP_DECLARE(ret, name, args) extern ret(*bp_pp_real_##name) args;
+PP_REAL_FUNCS(PP_DECLARE)
+#undef PP_DECLARE
+#define REAL(name) (bp_pp_real_##name ? bp_pp_real_##name : (bp_pp_resolve(), bp_pp_real_##name))
+void bp_pp_resolve(void);
+
+/* ------------------------------------------------------------ configuration */
+
+struct bp_pp_cfg {
+	bool enabled;        /* constructor ran, configuration good, not killed */
+	size_t budget;       /* BYPASS_PAGER_BUDGET */
+	size_t threshold;    /* BYPASS_PAGER_THRESHOLD */
+	size_t swap_size;    /* BYPASS_PAGER_SWAP_SIZE */
+	char swap_dir[512];  /* BYPASS_PAGER_SWAP */
+	char stats_file[512];/* BYPASS_STATS_FILE ("" = none) */
+	size_t pin_max;      /* bytes one system call pins at a time */
+};
+extern struct bp_pp_cfg bp_pp_cfg;
+
+/*
+ * Set while the preload calls into the library: the library's own mmap,
+ * madvise, pread ... pass straight through the wrappers.  Core's
+ * bp_fault_depth does the same for calls made by the pager's fault hook.
+ */
+extern __thread unsigned bp_pp_guard __attribute__((tls_model("initial-exec")));
+static inline bool bp_pp_pass(void)
+{
+	return !bp_pp_cfg.enabled || bp_pp_guard || bp_fault_depth;
+}
+
+/* The process's pager, created on first use; NULL if that failed. */
+bypass_pager *bp_pp_pager(void);
+
+/* ------------------------------------------------------------ regions */
+
+/* PP_STALE: in a fork child, a parent's region (not mapped here). */
+enum { PP_MMAP = 1, PP_MALLOC = 2, PP_STALE = 4 };
+
+struct bp_pp_region {
+	uintptr_t start, end;  /* the mapped pages */
+	uintptr_t user;        /* PP_MALLOC: the pointer the program got */
+	int kind;
+};
+
+/* Quick test: could [a, a + len) touch a region?  (No lock; may say yes.) */
+extern _Atomic uintptr_t bp_pp_lo, bp_pp_hi;
+static inline bool bp_pp_maybe(const void *a, size_t len)
+{
+	uintptr_t x = (uintptr_t)a;
+	return x < atomic_load_explicit(&bp_pp_hi, memory_order_relaxed) &&
+	       x + len > atomic_load_explicit(&bp_pp_lo, memory_order_relaxed);
+}
+
+/* The table lock: false if this thread holds it already (a signal handler
+ * interrupted it), and then the caller must do without the table. */
+bool bp_pp_lock(void);
+void bp_pp_unlock(void);
+/* Under the lock: the region holding a, or NULL. */
+struct bp_pp_region *bp_pp_find(uintptr_t a);
+/* Under the lock: the first region ending after a, or NULL. */
+struct bp_pp_region *bp_pp_next(uintptr_t a);
+/* Under the lock: add one; 0 or -ENOMEM. */
+int bp_pp_add(const struct bp_pp_region *r);
+/* Under the lock: forget [a, b) of the table (splits and trims records). */
+void bp_pp_forget(uintptr_t a, uintptr_t b);
+/* In the child of a fork: every record becomes PP_STALE (not mapped here). */
+void bp_pp_stale(void);
+
+/* Map a region of len bytes (a page multiple); 0 and *out, or -errno. */
+int bp_pp_map(size_t len, void **out);
+/* Unmap [a, b) of regions: the pager's part; the table is updated. */
+int bp_pp_unmap(uintptr_t a, uintptr_t b);
+
+/* ------------------------------------------------------------ pinning */
+
+#define PP_MAXPIN 16
+struct bp_pp_pins {
+	int n;
+	struct {
+		void *a;
+		size_t len;
+	} r[PP_MAXPIN];
+};
+
+/*
+ * Make the first bytes of the buffers v[0..n) safe for the kernel: the parts
+ * that lie in regions are pinned (writable when write is set), at most
+ * bp_pp_cfg.pin_max bytes of them.  Returns how many bytes from the start
+ * (across the buffers, in order) are safe: all of them when nothing is in a
+ * region; or -errno (nothing pinned).  Release with bp_pp_unpin().
+ */
+ssize_t bp_pp_pin(const struct iovec *v, int n, bool write, struct bp_pp_pins *pins);
+void bp_pp_unpin(struct bp_pp_pins *pins);
+
+#endif
