@@ -130,12 +130,29 @@ static bool try_nowait(long nr, const long *a, int64_t *res, uint32_t *calls)
 		/* Creating or truncating is never done from the cache alone. */
 		if (fl & (O_CREAT | O_TRUNC | __O_TMPFILE))
 			return false;
-		struct open_how how = { .flags = fl, .mode = 0, .resolve = RESOLVE_CACHED };
+		/*
+		 * Like io_uring's first, non-blocking try: RESOLVE_CACHED for
+		 * the look-up and O_NONBLOCK for the open itself (a FIFO or a
+		 * device would wait for its other end), cleared afterwards.
+		 */
+		bool added = !(fl & O_NONBLOCK);
+		struct open_how how = { .flags = fl | O_NONBLOCK, .mode = 0,
+					.resolve = RESOLVE_CACHED };
 		r = raw6(SYS_openat2, dfd, p[0], (long)&how, sizeof(how), 0, 0);
 		(*calls)++;
-		/* openat2 refuses flags openat ignores: let the plain call run. */
-		if (r == -EAGAIN || r == -EINVAL || r == -ENOSYS || r == -E2BIG)
+		/* openat2 refuses flags openat ignores: let the plain call run;
+		 * ENXIO: a FIFO opened for writing has no reader yet. */
+		if (r == -EAGAIN || r == -EINVAL || r == -ENOSYS || r == -E2BIG ||
+		    r == -ENXIO)
 			return false;
+		if (r >= 0 && added) {
+			(*calls)++;
+			if (raw6(SYS_fcntl, r, F_SETFL, (long)fl, 0, 0, 0) < 0) {
+				raw6(SYS_close, r, 0, 0, 0, 0, 0);
+				(*calls)++;
+				return false;
+			}
+		}
 		*res = r;
 		return true;
 	}
