@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make install into a temporary prefix gives headers, libraries, man pages
-# and a bypass.pc that works from where it lies: a program built with
-# `pkg-config --cflags --libs bypass` (shared and static) runs.
+# (sections 1, 3 and 7), the bypass command (which finds the installed
+# preloads and bypass-bench from bin/) and a bypass.pc that works from where
+# it lies: a program built with `pkg-config --cflags --libs bypass` (shared
+# and static) runs.
 set -u
 build=${BYPASS_BUILD:?BYPASS_BUILD unset}
 for tool in cmake pkg-config cc; do
@@ -23,6 +25,22 @@ for h in bypass core notify batch ipc pager; do
 done
 man=$(find "$tmp/prefix" -path '*man3/bypass_notify_ring.3' | head -1)
 [ -n "$man" ] || fail "man pages not installed"
+for page in man1/bypass.1 man7/bypass.7; do
+	[ -n "$(find "$tmp/prefix" -path "*$page")" ] || fail "$page not installed"
+done
+
+# The command, and the preloads it finds from the install's bin/.
+cmd=$tmp/prefix/bin/bypass
+[ -x "$cmd" ] || fail "bin/bypass not installed"
+"$cmd" --version | grep -q '^bypass [0-9]' || fail "installed bypass --version"
+batch_so=$(find "$tmp/prefix" -name libbypass-batch.so | head -1)
+if [ -n "$batch_so" ]; then
+	out=$("$cmd" run --batch -- sh -c 'echo "$LD_PRELOAD"') || fail "installed bypass run"
+	[ "$out" = "$(cd "$(dirname "$batch_so")" && pwd -P)/libbypass-batch.so" ] ||
+		fail "installed bypass run preloads '$out', not the installed $batch_so"
+fi
+[ -x "$tmp/prefix/bin/bypass-bench" ] && { "$cmd" bench --help >/dev/null 2>&1 ||
+	fail "installed bypass bench"; }
 
 cat >"$tmp/use.c" <<'C'
 #include <bypass/bypass.h>
