@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The batch engine, shared by the explicit API (api.c) and the preload
- * (preload/batch.c through defer.c).
+ * (preload/batch/ through defer.c).
  *
  * Each thread has a queue (struct bt_thread) and its own io_uring.  Work is
  * kept per descriptor (struct bt_fdent, in a process-wide table indexed by
