@@ -500,6 +500,8 @@ int bypass_syslet_wait(bypass_syslet *s, unsigned min, int64_t timeout_ns)
 		struct bp_wait_opts o = {
 			.spin_ns = s->spin_ns, .timeout_ns = left, .shared = false,
 		};
+		/* counted as one system call (it may have slept on the futex) */
+		atomic_fetch_add_explicit(&s->n.syscalls, 1, memory_order_relaxed);
 		bp_wait_while(&s->ev, val, &o);
 	}
 }
