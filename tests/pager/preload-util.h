@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers for the tests of libbypass-pager.so.  Each test program runs its
+ * body a second time, under the preload, in a child (pp_run), then checks
+ * the child's exit and the statistics line it appended at exit
+ * (BYPASS_STATS_FILE): evictions prove that the memory really was paged.
+ */
+#ifndef BYPASS_TEST_PAGER_PRELOAD_UTIL_H
+#define BYPASS_TEST_PAGER_PRELOAD_UTIL_H
+
+#include "harness.h"
+#include "core/testutil.h"
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#define PP_BUDGET (4ul << 20)      /* BYPASS_PAGER_BUDGET of the runs */
+#define PP_THRESHOLD (256ul << 10) /* BYPASS_PAGER_THRESHOLD */
+
+/* True in the run under the preload. */
+static inline bool pp_preloaded(void)
+{
+	return getenv("PP_TEST_PRELOADED") != NULL;
+}
+
+/* The sanitizer runtime this test was built with ("" if none). */
+static inline const char *pp_sanitizer_rt(void)
+{
+	static char rt[1024];
+	static int done;
+	if (done)
+		return rt;
+	done = 1;
+	FILE *m = fopen("/proc/self/maps", "r");
+	char line[1400];
+	while (m && fgets(line, sizeof(line), m)) {
+		char *p = strstr(line, "/");
+		if (p && (strstr(p, "libasan.so") || strstr(p, "libtsan.so"))) {
+			p[strcspn(p, "\n")] = 0;
+			snprintf(rt, sizeof(rt), "%s", p);
+			break;
+		}
+	}
+	if (m)
+		fclose(m);
+	return rt;
+}
+
+/*
+ * Under AddressSanitizer the program's malloc is ASan's (its runtime comes
+ * first in LD_PRELOAD), so malloc-family requests never reach the preload;
+ * mmap does.  Tests skip their malloc parts there.
+ */
+static inline bool pp_malloc_reaches_preload(void)
+{
+	return !pp_sanitizer_rt()[0];
+}
+
+static inline const char *pp_lib(void)
+{
+	static char buf[1024];
+	const char *b = getenv("BYPASS_BUILD");
+	snprintf(buf, sizeof(buf), "%s/libbypass-pager.so", b && *b ? b : ".");
+	return buf;
+}
+
+/* The checks every preload test makes first: a time limit, no TSan, the
+ * library built. */
+static inline void pp_start(unsigned timeout_sec)
+{
+	test_timeout(timeout_sec);
+	if (TEST_TSAN)
+		SKIP("LD_PRELOAD of a ThreadSanitizer build does not work");
+	if (!pp_preloaded() && access(pp_lib(), R_OK))
+		SKIP("no %s", pp_lib());
+}
+
+static char pp_dir[128];
+
+static inline void pp_cleanup(void)
+{
+	if (pp_dir[0] && !pp_preloaded()) {
+		char cmd[200];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", pp_dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", pp_dir);
+		pp_dir[0] = 0;
+	}
+}
+
+/* A scratch directory (the swap directory of the runs, and files). */
+static inline const char *pp_tmpdir(void)
+{
+	if (!pp_dir[0]) {
+		const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+		snprintf(pp_dir, sizeof(pp_dir), "%s/bypass-pp-XXXXXX", base);
+		if (!mkdtemp(pp_dir))
+			TEST_FAIL("mkdtemp: %s", strerror(errno));
+		atexit(pp_cleanup);
+	}
+	return pp_dir;
+}
+
+static inline void pp_stats_path(char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/stats", pp_tmpdir());
+}
+
+/* Set the preload's environment (env: extra "K=V" strings, NULL-ended). */
+static inline void pp_setenv(const char *const *env)
+{
+	char pre[2200], stats[256];
+	const char *rt = pp_sanitizer_rt();
+	snprintf(pre, sizeof(pre), "%s%s%s", rt, rt[0] ? ":" : "", pp_lib());
+	pp_stats_path(stats, sizeof(stats));
+	setenv("LD_PRELOAD", pre, 1);
+	setenv("PP_TEST_PRELOADED", "1", 1);
+	setenv("BYPASS_STATS_FILE", stats, 1);
+	setenv("BYPASS_PAGER_SWAP", pp_tmpdir(), 1);
+	char v[64];
+	snprintf(v, sizeof(v), "%lu", PP_BUDGET);
+	setenv("BYPASS_PAGER_BUDGET", v, 1);
+	snprintf(v, sizeof(v), "%lu", PP_THRESHOLD);
+	setenv("BYPASS_PAGER_THRESHOLD", v, 1);
+	setenv("ASAN_OPTIONS", "detect_leaks=0", 0);
+	for (int i = 0; env && env[i]; i++)
+		putenv((char *)env[i]);
+}
+
+/*
+ * Run this program again under the preload, with argv[1] = mode; returns
+ * its wait status.  stdout/stderr go to the files out/err in the scratch
+ * directory when given (NULL: inherited).
+ */
+static inline int pp_run(char **argv, const char *mode, const char *const *env,
+			 const char *errfile)
+{
+	pp_tmpdir(); /* the parent's, before the fork */
+	fflush(NULL);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pp_setenv(env);
+		if (errfile) {
+			int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (fd >= 0) {
+				dup2(fd, 2);
+				close(fd);
+			}
+		}
+		char *av[] = { argv[0], (char *)mode, NULL };
+		execv("/proc/self/exe", av);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		CHECK(errno == EINTR);
+	return st;
+}
+
+/* Run and require exit status 0. */
+static inline void pp_run_ok(char **argv, const char *mode, const char *const *env)
+{
+	int st = pp_run(argv, mode, env, NULL);
+	if (WIFSIGNALED(st))
+		TEST_FAIL("%s: killed by signal %d", mode, WTERMSIG(st));
+	if (WEXITSTATUS(st) == 77)
+		SKIP("%s skipped", mode);
+	if (WEXITSTATUS(st))
+		TEST_FAIL("%s: exit %d", mode, WEXITSTATUS(st));
+}
+
+/*
+ * The sum of one counter over the lines of the stats file (all processes),
+ * -1 if there is no line; lines counts them.
+ */
+static inline long long pp_stat(const char *key, int *lines)
+{
+	char path[256], pat[64];
+	pp_stats_path(path, sizeof(path));
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	FILE *f = fopen(path, "r");
+	if (lines)
+		*lines = 0;
+	if (!f)
+		return -1;
+	long long sum = -1;
+	char line[8192];
+	while (fgets(line, sizeof(line), f)) {
+		if (lines)
+			(*lines)++;
+		char *p = strstr(line, pat);
+		if (p)
+			sum = (sum < 0 ? 0 : sum) + atoll(p + strlen(pat));
+	}
+	fclose(f);
+	return sum;
+}
+
+static inline void pp_stats_reset(void)
+{
+	char path[256];
+	pp_stats_path(path, sizeof(path));
+	unlink(path);
+}
+
+/* A pattern byte for offset i of buffer k. */
+static inline unsigned char pp_pat(size_t k, size_t i)
+{
+	return (unsigned char)((i >> 12) * 131 + (i & 4095) * 7 + k * 29 + 1);
+}
+
+static inline void pp_fill(unsigned char *b, size_t n, size_t k)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = pp_pat(k, i);
+}
+
+/* Index of the first byte that differs from the pattern, or n. */
+static inline size_t pp_check(const unsigned char *b, size_t n, size_t k)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != pp_pat(k, i))
+			return i;
+	return n;
+}
+
+#endif
