@@ -4,15 +4,12 @@
  * to bypass's modules, and why not.  Where the library has its own detection
  * the answer is the library's (bypass_ipc_pkey_supported,
  * bypass_notify_backend_available, bp_uffd_features_available,
- * bp_bt_merged_wait_available, bp_uintr_available, bp_thread_ring), so doctor
+ * bp_uintr_available, bp_thread_ring, io_uring's probe), so doctor
  * and the library cannot disagree; tests/core/cli-doctor checks that.
  */
 #include "cli.h"
 
 #include "core/internal.h"
-#if BYPASS_WITH_BATCH
-#include "batch/defer.h"
-#endif
 #if BYPASS_WITH_PAGER
 #include "pager/pager_internal.h"
 #endif
@@ -141,13 +138,8 @@ static void check_io_uring(void)
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "io_uring.%s", ops[i].name);
+		/* The same probe as the modules' (batch asks it for EPOLL_WAIT) */
 		int have = p && io_uring_opcode_supported(p, ops[i].op);
-#if BYPASS_WITH_BATCH
-		if (ops[i].op == 59) {
-			/* batch's own probe decides whether it merges the wait */
-			have = bp_bt_merged_wait_available();
-		}
-#endif
 		if (!p)
 			add(name, 0, "%s", e ? "io_uring refused" : "IORING_REGISTER_PROBE failed");
 		else

@@ -114,7 +114,7 @@ struct counter {
 /* One flat JSON object per line: print it as key=value and add it up. */
 static void stats_line(char *line, struct counter *c, size_t *nc, size_t max)
 {
-	char module[32] = "?", pid[24] = "?", rest[1024] = "";
+	char module[32] = "?", pid[24] = "?", rest[2048] = "";
 	size_t rl = 0;
 	const char *keys[64];
 	uint64_t vals[64];
@@ -128,13 +128,22 @@ static void stats_line(char *line, struct counter *c, size_t *nc, size_t max)
 		*p++ = 0;
 		while (*p == ' ' || *p == ':')
 			p++;
-		char val[64];
+		char val[256];
 		size_t vl = 0;
-		int str = *p == '"';
+		int str = *p == '"', arr = *p == '[';
 		if (str)
 			p++;
-		while (*p && (str ? *p != '"' : (*p != ',' && *p != '}')) && vl + 1 < sizeof(val))
-			val[vl++] = *p++;
+		/* a string, an array (a histogram: kept whole), or a number */
+		while (*p && (str ? *p != '"' : arr ? *p != ']' : (*p != ',' && *p != '}'))) {
+			if (vl + 1 < sizeof(val) && !(arr && *p == ' '))
+				val[vl++] = *p;
+			p++;
+		}
+		if (arr && *p == ']') {
+			if (vl + 1 < sizeof(val))
+				val[vl++] = ']';
+			p++;
+		}
 		val[vl] = 0;
 		if (str && *p == '"')
 			p++;
@@ -192,8 +201,9 @@ static void stats_print(const char *path)
 	}
 	fclose(f);
 	if (!lines) {
-		fprintf(stderr, "bypass: no counters were written (no process that loaded a "
-			"preload ended normally: a statically linked or killed program writes none)\n");
+		fprintf(stderr, "bypass: no counters were written (a preload writes them when a "
+			"process that used it exits normally; a statically linked program, or one "
+			"killed by a signal, writes none)\n");
 		return;
 	}
 	/* Several processes (workers, children): each module's total too. */

@@ -4,8 +4,8 @@
  * the command (--json and the text form) and checks each answer against the
  * library's own probe, called here in the same process: io_uring
  * (bp_thread_ring), userfaultfd and its SIGBUS and write-protect features
- * (the pager's bp_uffd_features_available), IORING_OP_EPOLL_WAIT (batch's
- * bp_bt_merged_wait_available), protection keys (bypass_ipc_pkey_supported),
+ * (the pager's bp_uffd_features_available), IORING_OP_EPOLL_WAIT (the
+ * kernel's opcode probe on the library's ring), protection keys (bypass_ipc_pkey_supported),
  * user interrupts (core's bp_uintr_available and notify's
  * bypass_notify_backend_available, which must both say no today); the text
  * and JSON forms agree line by line; a bad option is exit 2.
@@ -15,9 +15,7 @@
 
 #include "harness.h"
 #include "core/internal.h"
-#if BYPASS_WITH_BATCH
-#include "batch/defer.h"
-#endif
+#include <liburing.h>
 #if BYPASS_WITH_PAGER
 #include "pager/pager_internal.h"
 #endif
@@ -103,8 +101,14 @@ int main(void)
 	struct io_uring *ring;
 	int e = bp_thread_ring(BP_RING_PAGER, NULL, &ring);
 	expect("io_uring", e == 0);
-	if (!e)
+	if (!e) {
+		struct io_uring_probe *p = io_uring_get_probe_ring(ring);
+		expect("io_uring.EPOLL_WAIT", p && io_uring_opcode_supported(p, 59));
+		expect("io_uring.SEND", p && io_uring_opcode_supported(p, IORING_OP_SEND));
+		if (p)
+			io_uring_free_probe(p);
 		bp_thread_ring_close(BP_RING_PAGER);
+	}
 
 	CHECK_EQ(bp_uintr_available(), 0); /* no uintr data path: never */
 	expect("uintr", bp_uintr_available());
@@ -123,9 +127,6 @@ int main(void)
 	/* bypass_pager_create's own test: upcall mode needs both, and io_uring */
 	expect("pager.upcall", u == 0 && (f & UFFD_FEATURE_SIGBUS) &&
 				       (f & UFFD_FEATURE_PAGEFAULT_FLAG_WP) && e == 0);
-#endif
-#if BYPASS_WITH_BATCH
-	expect("io_uring.EPOLL_WAIT", bp_bt_merged_wait_available());
 #endif
 #if BYPASS_WITH_IPC
 	const char *why = NULL;

@@ -88,6 +88,16 @@ if [ -f "$build/libbypass-pager.so" ]; then
 	expect 0 "$bypass" run --batch --pager 1G -- sh -c 'echo "$BYPASS_PAGER_BUDGET $LD_PRELOAD"'
 	grep -qE "^1073741824 /[^:]*/libbypass-batch\.so:/[^:]*/libbypass-pager\.so\$" "$tmp/out" ||
 		bad "--batch --pager environment: $(cat "$tmp/out")"
+	# The real preload's counters: 80 MiB touched under a 16 MiB budget.
+	if command -v python3 >/dev/null && "$bypass" doctor | grep -qE '^pager\.upcall +yes'; then
+		expect 0 "$bypass" run --pager 16M,swap="$tmp" --stats -- \
+			python3 -c 'x = bytearray(80 << 20); x[::4096] = b"a" * len(x[::4096]); print(sum(x[::4096]) == 97 * len(x[::4096]))'
+		grep -q '^True$' "$tmp/out" || bad "the paged program's output: $(head -3 "$tmp/out")"
+		grep -qE '^bypass: pager pid [0-9]+: faults_zero=[1-9][0-9]* .*evictions=[1-9]' "$tmp/out" ||
+			bad "no pager counters with faults and evictions: $(cat "$tmp/out")"
+	else
+		echo "note: the paged run skipped (no python3, or no pager upcall mode here)"
+	fi
 else
 	expect 1 "$bypass" run --pager 64M -- true
 	grep -q 'libbypass-pager.so, which is not built' "$tmp/out" ||
