@@ -63,6 +63,10 @@ int main(int argc, char **argv)
 			if (r < 0) {
 				printf("%s: dropped by the server after %d unread echoes\n",
 				       argv[1], i);
+				if (use_bypass)
+					bypass_ipc_close(c);
+				else
+					close(fd);
 				return 0;
 			}
 		}

@@ -4,7 +4,9 @@
  * bypass_ipc_call against write+read over a Unix socket (blocking, and
  * busy-polling).  ipc.tput.<size>: a stream of messages from client to
  * server, bypass_ipc_send (one copy; read in place) against write/read on a
- * Unix stream socket (two copies).
+ * Unix stream socket (two copies), and the memory-bandwidth limit: memcpy
+ * of the message size through a buffer the size of bypass's ring, in the
+ * same rounds.  Rows run in a rotating order in every round.
  */
 #include "ipc_bench.h"
 
@@ -99,35 +101,41 @@ int ipcb_calls(struct bench_ctx *c)
 		all[k] = malloc(per * (size_t)rounds * sizeof(uint64_t));
 	bench_begin(c, "ipc.call", "round trip of a 32-byte request and response",
 		    call_label[CALL_UNIX]);
-	for (int round = 0; round < rounds; round++)
-		for (int k = 0; k < CALL_KINDS; k++) {
+	bool failed[CALL_KINDS] = { false };
+	for (int round = 0; round < rounds; round++) {
+		size_t order[CALL_KINDS];
+		bench_order(round, CALL_KINDS, order);
+		for (size_t oi = 0; oi < CALL_KINDS; oi++) {
+			int k = (int)order[oi];
+			if (failed[k])
+				continue;
 			int r = k == CALL_UNIX ? call_unix(c, false, buf, per)
 				: k == CALL_UNIX_BUSY ? call_unix(c, true, buf, per)
 				: call_bypass(c, k == CALL_SLEEP ? BYPASS_WAIT_SLEEP
 					      : k == CALL_SPIN ? BYPASS_WAIT_SPIN
 					      : BYPASS_WAIT_ADAPTIVE, buf, per);
 			if (r) {
-				bench_note(c, "%s failed to run", call_label[k]);
+				failed[k] = true;
+				bench_fail(c, "%s failed to run", call_label[k]);
 				continue;
 			}
 			memcpy(all[k] + have[k], buf + warm, (per - warm) * sizeof(uint64_t));
 			have[k] += per - warm;
 		}
-	double base = NAN;
+	}
 	for (int k = 0; k < CALL_KINDS; k++) {
 		if (!have[k])
 			continue;
 		struct bench_summary s;
 		bench_summarize(all[k], have[k], &s);
-		if (k == CALL_UNIX)
-			base = s.mean;
 		struct bench_row row = { .variant = call_label[k],
 					 .kind = k <= CALL_UNIX_BUSY ? BENCH_BASELINE : BENCH_BYPASS,
-					 .unit = "cycles", .s = s, .ratio = base / s.mean };
+					 .unit = "cycles", .s = s, .is_base = k == CALL_UNIX };
 		bench_row(c, &row);
 	}
-	bench_note(c, "%zu calls per variant in %d alternating rounds; the server answers in its "
-		   "own thread (bypass_ipc_recv + bypass_ipc_reply)", per * (size_t)rounds, rounds);
+	bench_note(c, "%zu calls per variant in %d rounds, rows in a rotating order; the server "
+		   "answers in its own thread (bypass_ipc_recv + bypass_ipc_reply)",
+		   per * (size_t)rounds, rounds);
 	bench_end(c);
 	for (int k = 0; k < CALL_KINDS; k++)
 		free(all[k]);
@@ -174,11 +182,11 @@ static double tput_unix(struct bench_ctx *c, size_t len, size_t n)
 	return (double)(t1 - t0) / 1e9;
 }
 
+static size_t tput_ring(size_t len);
+
 static double tput_bypass(struct bench_ctx *c, size_t len, size_t n, bool touch)
 {
-	size_t ring = 65536;
-	while (ring / 2 - 128 < len || ring < 4 * len)
-		ring *= 2;
+	size_t ring = tput_ring(len);
 	struct bypass_ipc_opts o = { .ring_size = ring, .max_msg = len };
 	bypass_ipc_conn *conn;
 	int r;
@@ -224,9 +232,62 @@ static double tput_bypass(struct bench_ctx *c, size_t len, size_t n, bool touch)
 	return (double)(t1 - t0) / 1e9;
 }
 
+/* The ring bypass uses for messages of len bytes. */
+static size_t tput_ring(size_t len)
+{
+	size_t ring = 65536;
+	while (ring / 2 - 128 < len || ring < 4 * len)
+		ring *= 2;
+	return ring;
+}
+
+/*
+ * The memory-bandwidth limit of moving n messages of len bytes: memcpy of
+ * the message size from one buffer into a buffer the size of bypass's ring,
+ * at the next position each time (as a sender fills its ring), pinned to
+ * the client's CPU.  Seconds, or -1.
+ */
+static double tput_memcpy(struct bench_ctx *c, size_t len, size_t n)
+{
+	int ca, cb;
+	bench_cpus(c, &ca, &cb);
+	bench_pin(ca);
+	size_t ring = tput_ring(len);
+	char *src = malloc(len), *dst = malloc(ring);
+	if (!src || !dst) {
+		free(src);
+		free(dst);
+		return -1;
+	}
+	memset(src, 0x5a, len);
+	memset(dst, 0, ring);
+	size_t slots = ring / len;
+	uint64_t t0 = bypass_now_ns();
+	for (size_t i = 0; i < n; i++) {
+		memcpy(dst + (i % slots) * len, src, len);
+		__asm__ __volatile__("" : : "r"(dst) : "memory");
+	}
+	uint64_t t1 = bypass_now_ns();
+	free(src);
+	free(dst);
+	return (double)(t1 - t0) / 1e9;
+}
+
+enum { TP_UNIX, TP_BYPASS, TP_BYPASS_READ, TP_MEMCPY, TP_KINDS };
+
 int ipcb_throughput(struct bench_ctx *c)
 {
 	static const size_t sizes[] = { 32, 1024, 65536, 1048576 };
+	static const struct {
+		const char *label, *kind, *note;
+	} info[TP_KINDS] = {
+		{ "unix socket", BENCH_BASELINE, "write/read: two copies; read() copies every byte out" },
+		{ "bypass_ipc_send", BENCH_BYPASS, "one copy in; the server never reads the payload" },
+		{ "bypass_ipc_send, reader sums it", BENCH_BYPASS,
+		  "one copy in; the server reads every byte in place" },
+		{ "memcpy of the message size", BENCH_LIMIT,
+		  "memory bandwidth: one copy into a ring-sized buffer, one CPU" },
+	};
 	uint64_t bytes = bench_count(c, "tput_bytes", 4ull << 30, 512ull << 20);
 	int rounds = bench_rounds(c);
 	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
@@ -239,50 +300,50 @@ int ipcb_throughput(struct bench_ctx *c)
 		char id[64], title[96];
 		snprintf(id, sizeof(id), "ipc.tput.%zu", len);
 		snprintf(title, sizeof(title), "throughput of %zu-byte messages, client to server", len);
-		bench_begin(c, id, title, "unix socket");
-		double u[64], b[64], bt[64];
-		int nu = 0, nb = 0, nt = 0;
+		bench_begin(c, id, title, info[TP_UNIX].label);
+		double v[TP_KINDS][64];
+		int nv[TP_KINDS] = { 0 };
+		bool failed[TP_KINDS] = { false };
 		for (int round = 0; round < rounds && round < 64; round++) {
-			double t = tput_unix(c, len, n);
-			if (t > 0)
-				u[nu++] = (double)len * (double)n / t / 1e6;
-			t = tput_bypass(c, len, n, false);
-			if (t > 0)
-				b[nb++] = (double)len * (double)n / t / 1e6;
-			t = tput_bypass(c, len, n, true);
-			if (t > 0)
-				bt[nt++] = (double)len * (double)n / t / 1e6;
+			size_t order[TP_KINDS];
+			bench_order(round, TP_KINDS, order);
+			for (size_t oi = 0; oi < TP_KINDS; oi++) {
+				int k = (int)order[oi];
+				if (failed[k])
+					continue;
+				double t = k == TP_UNIX ? tput_unix(c, len, n)
+					   : k == TP_MEMCPY ? tput_memcpy(c, len, n)
+					   : tput_bypass(c, len, n, k == TP_BYPASS_READ);
+				if (t <= 0) {
+					failed[k] = true;
+					bench_fail(c, "%s failed to run", info[k].label);
+					continue;
+				}
+				v[k][nv[k]++] = (double)len * (double)n / t / 1e6;
+			}
 		}
-		struct bench_summary su, sb, st;
-		bench_summarize_d(u, (size_t)nu, &su);
-		bench_summarize_d(b, (size_t)nb, &sb);
-		bench_summarize_d(bt, (size_t)nt, &st);
-		struct bench_row rt = { .variant = "bypass_ipc_send, reader sums it", .kind = BENCH_BYPASS,
-					.unit = "MB/s", .s = st, .higher_is_better = true,
-					.ratio = su.median > 0 ? st.median / su.median : NAN,
-					.note = "the server reads every byte in place" };
-		struct bench_row ru = { .variant = "unix socket", .kind = BENCH_BASELINE,
-					.unit = "MB/s", .s = su, .higher_is_better = true,
-					.ratio = 1, .note = "write/read: two copies" };
-		struct bench_row rb = { .variant = "bypass_ipc_send", .kind = BENCH_BYPASS,
-					.unit = "MB/s", .s = sb, .higher_is_better = true,
-					.ratio = su.median > 0 ? sb.median / su.median : NAN,
-					.note = "one copy in; the server reads in place" };
-		if (nu)
-			bench_row(c, &ru);
-		if (nb)
-			bench_row(c, &rb);
-		if (nt)
-			bench_row(c, &rt);
-		bench_note(c, "%zu messages per round, %d rounds; ratio of medians; the receiver "
-			   "does not touch the payload beyond what its transport requires (unix: read() "
-			   "copies it out; bypass: nothing), except in the 'reader sums it' row", n, rounds);
-		if (len == 1048576 && nu && nb) {
-			bench_target(c, "1 MiB throughput vs unix socket >= 5x",
-				     sb.median / su.median, ">=", 5);
-			if (nt)
-				bench_note(c, "with the reader summing every byte: %.2fx the unix socket",
-					   st.median / su.median);
+		struct bench_summary s[TP_KINDS];
+		for (int k = 0; k < TP_KINDS; k++) {
+			if (!nv[k])
+				continue;
+			bench_summarize_d(v[k], (size_t)nv[k], &s[k]);
+			struct bench_row r = { .variant = info[k].label, .kind = info[k].kind,
+					       .unit = "MB/s", .s = s[k], .higher_is_better = true,
+					       .is_base = k == TP_UNIX, .note = info[k].note };
+			bench_row(c, &r);
+		}
+		bench_note(c, "%zu messages per round, %d rounds, rows in a rotating order; each "
+			   "round's figure is one run's rate", n, rounds);
+		if (nv[TP_UNIX] && nv[TP_BYPASS_READ]) {
+			double rr = s[TP_BYPASS_READ].median / s[TP_UNIX].median;
+			if (len == 1048576)
+				bench_target(c, "1 MiB throughput, the reader reading every byte, vs "
+					     "unix socket >= 5x", rr, ">=", 5);
+			if (nv[TP_MEMCPY])
+				bench_note(c, "the reading row moves %.0f%% of the memcpy limit's rate "
+					   "(unix socket %.0f%%)",
+					   100 * s[TP_BYPASS_READ].median / s[TP_MEMCPY].median,
+					   100 * s[TP_UNIX].median / s[TP_MEMCPY].median);
 		}
 		bench_end(c);
 	}

@@ -24,7 +24,13 @@ int ipcb_write(int fd, const void *buf, size_t len);
 /* ipc.call and ipc.tput.* */
 int ipcb_calls(struct bench_ctx *c);
 int ipcb_throughput(struct bench_ctx *c);
-/* The iceoryx2 row: NULL and *s filled, or the reason it cannot run. */
-const char *ipcb_iceoryx2(struct bench_ctx *c, uint64_t count, struct bench_summary *s);
+/* The iceoryx2 row: NULL when its peer is built (once per run), or the
+ * reason it cannot run. */
+const char *ipcb_iceoryx2_prepare(struct bench_ctx *c);
+/* One run of n messages: the one-way samples (server's TSC minus the
+ * client's stamp, offset not removed), the client's round trips, and the
+ * CPU time of each side's process (start-up included).  0 or -1. */
+int ipcb_iceoryx2_run(struct bench_ctx *c, size_t n, uint64_t *ow, uint64_t *rtt,
+		      uint64_t *cpu_client_ns, uint64_t *cpu_server_ns);
 
 #endif

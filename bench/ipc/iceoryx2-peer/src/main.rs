@@ -7,11 +7,15 @@
 // add its event service).
 //
 //   iceoryx2-peer server <name> <count> <cpu> <out-file>
-//   iceoryx2-peer client <name> <count> <cpu>
+//   iceoryx2-peer client <name> <count> <cpu> <out-file>
 //
-// The client puts its rdtsc in each 32-byte message and waits for a tiny
-// ack; the server takes rdtsc when it has the message and writes the
-// differences (u64 cycles, native endian) to <out-file>.
+// The client takes rdtsc before it loans the sample (where bench/ipc stamps
+// bypass's messages: before bypass_ipc_send, which loans, copies and
+// publishes), puts it in the 32-byte message and waits for a tiny ack; the
+// server takes rdtsc when it has the message.  The server writes the
+// one-way differences (server's TSC minus the client's: bypass-bench
+// removes the two CPUs' TSC offset) and the client its round trips, both as
+// u64 cycles, native endian, to their <out-file>.
 use core::arch::x86_64::_rdtsc;
 use iceoryx2::port::update_connections::UpdateConnections;
 use iceoryx2::prelude::*;
@@ -37,10 +41,19 @@ extern "C" {
     fn sched_setaffinity(pid: i32, len: usize, set: *const libc_cpu_set) -> i32;
 }
 
+fn write_samples(out: &str, samples: Vec<u64>) -> std::io::Result<()> {
+    let mut f = std::fs::File::create(out)?;
+    let mut buf = Vec::with_capacity(samples.len() * 8);
+    for v in samples {
+        buf.extend_from_slice(&v.to_ne_bytes());
+    }
+    f.write_all(&buf)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() < 5 {
-        eprintln!("usage: iceoryx2-peer server|client NAME COUNT CPU [OUT]");
+    if args.len() < 6 {
+        eprintln!("usage: iceoryx2-peer server|client NAME COUNT CPU OUT");
         std::process::exit(2);
     }
     let role = args[1].as_str();
@@ -81,12 +94,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 core::hint::spin_loop();
             }
         }
-        let mut f = std::fs::File::create(out)?;
-        let mut buf = Vec::with_capacity(samples.len() * 8);
-        for v in samples {
-            buf.extend_from_slice(&v.to_ne_bytes());
-        }
-        f.write_all(&buf)?;
+        write_samples(out, samples)?;
     } else {
         let publ = ping.publisher_builder().create()?;
         let sub = pong.subscriber_builder().create()?;
@@ -94,11 +102,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         while publ.update_connections().is_ok() && ping.dynamic_config().number_of_subscribers() == 0 {
             core::hint::spin_loop();
         }
+        let mut rtts: Vec<u64> = Vec::with_capacity(count as usize);
         for seq in 0..count {
             let mut m: Msg = [0; 4];
             m[1] = seq;
+            let t0 = unsafe { _rdtsc() };
+            m[0] = t0;
             let sample = publ.loan_uninit()?;
-            m[0] = unsafe { _rdtsc() };
             sample.write_payload(m).send()?;
             loop {
                 if let Some(a) = sub.receive()? {
@@ -109,7 +119,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     core::hint::spin_loop();
                 }
             }
+            rtts.push(unsafe { _rdtsc() }.wrapping_sub(t0));
         }
+        write_samples(&args[5], rtts)?;
     }
     Ok(())
 }
