@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * preload-badenv: a bad BYPASS_PAGER* value prints a clear message on
+ * stderr naming the variable, and the program runs unpaged (and correctly:
+ * no statistics line, its memory is the kernel's); BYPASS_PAGER=0 turns the
+ * preload off silently; good values with suffixes are taken.
+ */
+#include "pager/preload-util.h"
+
+#define N (4 * PP_BUDGET)
+
+static void work(void)
+{
+	unsigned char *m = mmap(NULL, N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				-1, 0);
+	CHECK(m != MAP_FAILED);
+	pp_fill(m, N, 4);
+	CHECK_EQ(pp_check(m, N, 4), N);
+	CHECK_EQ(munmap(m, N), 0);
+	if (pp_malloc_reaches_preload()) {
+		unsigned char *a = malloc(N);
+		CHECK(a);
+		pp_fill(a, N, 5);
+		CHECK_EQ(pp_check(a, N, 5), N);
+		free(a);
+	}
+}
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+	buf[0] = 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	size_t k = fread(buf, 1, n - 1, f);
+	buf[k] = 0;
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	pp_start(60);
+	if (pp_preloaded()) {
+		work();
+		return 0;
+	}
+	(void)argc;
+	static const struct {
+		const char *env, *var; /* var: what the message names; NULL: silent */
+		int paged;
+	} cases[] = {
+		{ "BYPASS_PAGER_BUDGET=abc", "BYPASS_PAGER_BUDGET", 0 },
+		{ "BYPASS_PAGER_BUDGET=4096", "BYPASS_PAGER_BUDGET", 0 },    /* below 16 pages */
+		{ "BYPASS_PAGER_BUDGET=4Q", "BYPASS_PAGER_BUDGET", 0 },
+		{ "BYPASS_PAGER_BUDGET=99999999999T", "BYPASS_PAGER_BUDGET", 0 },
+		{ "BYPASS_PAGER_THRESHOLD=-1", "BYPASS_PAGER_THRESHOLD", 0 },
+		{ "BYPASS_PAGER_SWAP_SIZE=1.5G", "BYPASS_PAGER_SWAP_SIZE", 0 },
+		{ "BYPASS_PAGER_POLICY=clock", "BYPASS_PAGER_POLICY", 0 },
+		{ "BYPASS_PAGER_SWAP=/nonexistent/dir", "BYPASS_PAGER_SWAP", 0 },
+		{ "BYPASS_PAGER=maybe", "BYPASS_PAGER=", 0 },
+		{ "BYPASS_PAGER=0", NULL, 0 },
+		{ "BYPASS_PAGER=off", NULL, 0 },
+		{ "BYPASS_PAGER_BUDGET=4M", NULL, 1 },
+		{ "BYPASS_PAGER_POLICY=2q", NULL, 1 },
+	};
+	char errf[256], err[4096];
+	snprintf(errf, sizeof(errf), "%s/stderr", pp_tmpdir());
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pp_stats_reset();
+		const char *env[] = { cases[i].env, NULL };
+		int st = pp_run(argv, "run", env, errf);
+		slurp(errf, err, sizeof(err));
+		int lines;
+		pp_stat("evictions", &lines);
+		TEST_LOG("%-36s exit %d, stats lines %d, stderr: %s", cases[i].env,
+			 WIFEXITED(st) ? WEXITSTATUS(st) : -1, lines, err[0] ? err : "(none)\n");
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		CHECK_EQ(lines, cases[i].paged);
+		if (cases[i].var) {
+			CHECK(strstr(err, "bypass: pager preload:"));
+			CHECK(strstr(err, cases[i].var));
+			CHECK(strstr(err, "unpaged"));
+		} else {
+			CHECK(!strstr(err, "bypass"));
+		}
+	}
+	return test_pass("pager/preload-badenv");
+}
