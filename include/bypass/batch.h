@@ -156,6 +156,9 @@ struct bypass_batch_stats {
 				deferred data still waits for the socket */
 	uint64_t errors;     /* deferred calls that failed after returning */
 	uint64_t reported;   /* of those, errors reported to a later call */
+	uint64_t merged_waits; /* preload: epoll waits that went into the
+				  kernel in the same io_uring_enter as the
+				  flush (IORING_OP_EPOLL_WAIT) */
 };
 
 /* bypass_batch_stats - fill *out.  Returns 0 or -EINVAL (NULL). */

@@ -22,26 +22,45 @@ static int left_ms(int timeout, uint64_t deadline)
 
 /*
  * io_uring completes our deferred writes with task work, which interrupts
- * an epoll wait (EINTR) although no signal arrived.  Retry those, unless a
- * handler of the program ran or nothing of ours was in flight.
+ * an epoll wait (EINTR) although no signal arrived, also after the requests
+ * look complete to us (the file of a deferred close is released by task
+ * work too).  Retry those: an EINTR with no handler of the program run.
  */
-static bool spurious_eintr(int r, unsigned seen, bool inflight)
+static bool spurious_eintr(int r, unsigned seen)
 {
-	return r < 0 && errno == EINTR && inflight && bp_bt_sig_seen == seen;
+	return r < 0 && errno == EINTR && bp_bt_sig_seen == seen;
+}
+
+/*
+ * The merged wait: queued calls and the wait in one io_uring_enter.  true
+ * when it ran (*ret, errno set); false: the old path waits (the segment
+ * has been ended either way).
+ */
+static bool merged(int epfd, struct epoll_event *ev, int max, int64_t timeout_ns,
+		   const sigset_t *ss, int *ret)
+{
+	long m = bp_bt_epoll_wait(epfd, ev, max, timeout_ns, ss);
+	if (m == BT_PASS)
+		return false;
+	bp_bt_segment_begin();
+	*ret = (int)ret_errno(m, false);
+	return true;
 }
 
 static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout,
 		   const sigset_t *ss, bool pwait)
 {
+	int mr;
+	if (merged(epfd, ev, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000, ss, &mr))
+		return mr;
 	bp_bt_segment_end();
 	uint64_t dl = deadline_ms(timeout);
 	int r, t = timeout;
 	for (;;) {
 		unsigned seen = bp_bt_sig_seen;
-		bool inflight = bp_bt_has_inflight();
 		r = pwait ? real_epoll_pwait(epfd, ev, max, t, ss)
 			  : real_epoll_wait(epfd, ev, max, t);
-		if (!spurious_eintr(r, seen, inflight))
+		if (!spurious_eintr(r, seen))
 			break;
 		if ((t = left_ms(timeout, dl)) == -2) {
 			r = 0;
@@ -78,6 +97,13 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 	}
 	if (!ACTIVE())
 		return real_epoll_pwait2(epfd, ev, max, ts, ss);
+	int mr;
+	/* A valid timeout only: a bad one gets the kernel's EINVAL below. */
+	if ((!ts || (ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000 &&
+		     ts->tv_sec < INT64_MAX / 1000000000 - 1)) &&
+	    merged(epfd, ev, max,
+		   ts ? (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec : -1, ss, &mr))
+		return mr;
 	bp_bt_segment_end();
 	int r = real_epoll_pwait2(epfd, ev, max, ts, ss);
 	int e = errno;

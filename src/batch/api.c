@@ -389,15 +389,8 @@ int bypass_batch_stats(struct bypass_batch_stats *out)
 	bp_bt_engine_init();
 	struct bt_counters c;
 	bp_bt_stats_sum(&c);
-	out->segments = c.segments;
-	out->deferred = c.deferred;
-	out->direct = c.direct;
-	out->enters = c.enters;
-	out->submitted = c.submitted;
-	out->bytes = c.bytes;
-	out->partial = c.partial;
-	out->eagain = c.eagain;
-	out->errors = c.errors;
-	out->reported = c.reported;
+#define COPY(n) out->n = c.n;
+	BT_COUNTERS(COPY)
+#undef COPY
 	return 0;
 }

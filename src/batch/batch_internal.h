@@ -51,7 +51,12 @@ struct bt_config {
 	int defer_close;         /* BYPASS_BATCH_CLOSE: 0 never, 1 sockets, 2 all */
 	bool defer_sockopt;      /* BYPASS_BATCH_SOCKOPT */
 	uint64_t exit_wait_ms;   /* BYPASS_BATCH_EXIT_WAIT_MS */
+	bool merged_wait;        /* BYPASS_BATCH_MERGED_WAIT (and the kernel) */
+	bool refuse_uring;       /* BYPASS_BATCH_SIMULATE_REFUSED: act as if
+				    io_uring_setup gave EPERM (tests) */
 	const char *stats_path;  /* BYPASS_BATCH_STATS: append counters at exit */
+	const char *stats_file;  /* BYPASS_STATS_FILE: the same, for bypass run
+				    --stats (every module appends its line) */
 	bool uring_sockopt;      /* the kernel has socket uring_cmd setsockopt */
 };
 extern struct bt_config bp_bt_cfg;
@@ -165,9 +170,15 @@ void bp_bt_op_free(struct bt_op *op);
 #define BT_SEG_PRELOAD 0x1u
 #define BT_SEG_EXPLICIT 0x2u
 
+/* Every counter, named as in struct bypass_batch_stats. */
+#define BT_COUNTERS(X)                                                        \
+	X(segments) X(deferred) X(direct) X(enters) X(submitted) X(bytes)     \
+	X(partial) X(eagain) X(errors) X(reported) X(merged_waits)
+
 struct bt_counters {
-	uint64_t segments, deferred, direct, enters, submitted, bytes, partial,
-		eagain, errors, reported;
+#define BT_COUNTER_FIELD(n) uint64_t n;
+	BT_COUNTERS(BT_COUNTER_FIELD)
+#undef BT_COUNTER_FIELD
 };
 
 struct bt_thread {
@@ -184,6 +195,10 @@ struct bt_thread {
 	bool live;                 /* in use by a thread (else in the pool) */
 	struct bt_thread *next;    /* all states, live or pooled */
 	int fixed_slots;           /* registered file table size, 0 = none */
+	/* The merged wait (epwait.c): an IORING_OP_EPOLL_WAIT of this thread
+	 * in flight, its result once its completion was reaped. */
+	bool epw_armed, epw_done;
+	int epw_res;
 	uint64_t *fixed_map;       /* which fds are registered (bit per fd) */
 };
 
@@ -217,6 +232,22 @@ void bp_bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op);
 /* Under th's lock: submit everything queued (one enter), reap.  Returns the
  * number of requests submitted or -errno. */
 int bp_bt_submit(struct bt_thread *th);
+/*
+ * The merged wait: an IORING_OP_EPOLL_WAIT submitted with the queued chains
+ * in one io_uring_enter that also waits (for at most *ga's timeout, with
+ * its signal mask).  BT_UD_EPWAIT tags its completion (th->epw_*).
+ */
+#define BT_UD_EPWAIT 2u
+struct bt_epw_req {
+	int epfd;
+	void *events;
+	int maxevents;
+	const void *ga; /* struct io_uring_getevents_arg */
+};
+/* Under th's lock (dropped while waiting in the kernel): submit what is
+ * queued and the wait req together.  Returns requests submitted or -errno
+ * (then the wait was not armed: th->epw_armed says). */
+int bp_bt_submit_epw(struct bt_thread *th, const struct bt_epw_req *req);
 /* Under th's lock: process completions, no system call. */
 void bp_bt_reap(struct bt_thread *th);
 /* Under th's lock (th owns fe, nothing in flight): run fe's queued sends
@@ -245,7 +276,7 @@ void bp_bt_thread_retire(struct bt_thread *th);
 
 /* Counters of the whole process. */
 void bp_bt_stats_sum(struct bt_counters *out);
-/* Append the counters to bp_bt_cfg.stats_path (at exit). */
+/* Append the counters to BYPASS_BATCH_STATS and BYPASS_STATS_FILE (at exit). */
 void bp_bt_stats_dump(const char *why);
 
 /* fork: prepare / parent / child handlers (installed by bp_bt_engine_init). */

@@ -11,6 +11,7 @@
 #define BYPASS_BATCH_DEFER_H
 
 #include <limits.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
@@ -52,6 +53,18 @@ void bp_bt_flush_fd_wait(int fd);
 /* The event loop's wait: end the segment before it, begin one after it. */
 void bp_bt_segment_end(void);
 void bp_bt_segment_begin(void);
+/*
+ * The merged wait (epwait.c): with calls queued, submit them and the
+ * program's epoll wait in one io_uring_enter that also waits (timeout_ns:
+ * < 0 forever, ss the epoll_pwait mask or NULL).  Returns the number of
+ * events, -errno (-EINTR when a handler of the program ran), or BT_PASS:
+ * the old path must wait (nothing queued, timeout 0, no IORING_OP_EPOLL_WAIT,
+ * BYPASS_BATCH_MERGED_WAIT=0); the segment is ended either way.
+ */
+long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
+		      const sigset_t *ss);
+/* The kernel has IORING_OP_EPOLL_WAIT (probed once). */
+bool bp_bt_merged_wait_available(void);
 /* Submit what the thread queued, the segment staying as it is. */
 void bp_bt_flush_own(void);
 /* The thread has requests in flight (an EINTR may come from their task work). */

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+/* IORING_OP_EPOLL_WAIT (Linux 6.15), not in liburing 2.3's headers. */
+#define BT_IORING_OP_EPOLL_WAIT 59
 /* SOCKET_URING_OP_SETSOCKOPT (Linux 6.7), not in liburing 2.3's headers. */
 #define BT_SOCKET_URING_OP_SETSOCKOPT 3
 
@@ -319,8 +321,13 @@ static void complete(struct bt_thread *th, const struct io_uring_cqe *cqe)
 	uintptr_t ud = (uintptr_t)cqe->user_data;
 	if (!ud)
 		return;
-	struct bt_op *op = (struct bt_op *)(ud & ~(uintptr_t)1);
 	int res = cqe->res;
+	if (ud == BT_UD_EPWAIT) {
+		th->epw_done = true;
+		th->epw_res = res;
+		return;
+	}
+	struct bt_op *op = (struct bt_op *)(ud & ~(uintptr_t)1);
 	if (ud & 1) {
 		read_done(th, op, res);
 		return;
@@ -568,7 +575,93 @@ static void unregister_epoll(struct bt_fdent *fe)
 	}
 }
 
+/*
+ * Under th's lock: publish the SQEs made since the last submit and enter
+ * once, submitting them and waiting for a completion as *ga says (the lock
+ * is dropped while in the kernel).  Returns what io_uring_enter returned
+ * (requests submitted) or -errno.
+ */
+/*
+ * The merged wait runs in the same io_uring_enter as the chains: a socket
+ * the program closed is still open while its close waits in a chain (and
+ * even a close that ran leaves the file, and its epoll registration, until
+ * the enter returns), so the wait would report it to a program that freed
+ * what the event points to.  Take every descriptor whose close is queued
+ * out of the epoll sets we saw it added to, by requests that run before
+ * all others (the close would have done it).  Returns requests submitted
+ * early (the ring was full).
+ */
+static int unregister_closing(struct bt_thread *th)
+{
+	int total = 0;
+	for (struct bt_fdent *fe = th->act_head; fe; fe = fe->next_active) {
+		bool closing = false;
+		for (struct bt_op *op = fe->head; op && !closing; op = op->next)
+			closing = op->kind == BT_CLOSE && op->state == BT_QUEUED &&
+				  (op->flags & BT_OP_TRANSPARENT);
+		if (!closing)
+			continue;
+		for (int i = 0; i < 2; i++) {
+			int ep = atomic_exchange(&fe->ep[i], 0);
+			if (ep <= 0)
+				continue;
+			struct io_uring_sqe *sqe = io_uring_get_sqe(th->ring);
+			if (!sqe) {
+				int r = do_submit(th);
+				if (r > 0)
+					total += r;
+				if (!(sqe = io_uring_get_sqe(th->ring))) {
+					syscall(SYS_epoll_ctl, ep - 1, 2 /* EPOLL_CTL_DEL */,
+						fe->fd, NULL);
+					continue;
+				}
+			}
+			io_uring_prep_epoll_ctl(sqe, ep - 1, fe->fd, 2 /* EPOLL_CTL_DEL */,
+						NULL);
+			io_uring_sqe_set_data64(sqe, 0);
+		}
+	}
+	return total;
+}
+
+static int enter_wait(struct bt_thread *th, const void *ga, bool *all_in)
+{
+	struct io_uring *ring = th->ring;
+	struct io_uring_sq *sq = &ring->sq;
+	unsigned tail = sq->sqe_tail;
+	if (sq->sqe_head != tail) {
+		sq->sqe_head = tail;
+		io_uring_smp_store_release(sq->ktail, tail);
+	}
+	unsigned ready = tail - io_uring_smp_load_acquire(sq->khead);
+	int fd = ring->ring_fd;
+	bp_bt_unlock(th);
+	long r = syscall(SYS_io_uring_enter, fd, ready, 1,
+			 IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, ga,
+			 sizeof(struct io_uring_getevents_arg));
+	int e = r < 0 ? errno : 0;
+	bp_bt_lock(th);
+	th->c.enters++;
+	*all_in = r >= 0 && (unsigned long)r >= ready;
+	if (r < 0)
+		return -e;
+	th->c.submitted += (unsigned long)r;
+	return (int)r;
+}
+
+static int submit_common(struct bt_thread *th, const struct bt_epw_req *req);
+
 int bp_bt_submit(struct bt_thread *th)
+{
+	return submit_common(th, NULL);
+}
+
+int bp_bt_submit_epw(struct bt_thread *th, const struct bt_epw_req *req)
+{
+	return submit_common(th, req);
+}
+
+static int submit_common(struct bt_thread *th, const struct bt_epw_req *req)
 {
 	struct bt_fdent *closing[32];
 	unsigned nclosing = 0;
@@ -581,6 +674,8 @@ int bp_bt_submit(struct bt_thread *th)
 	if (th->nreads)
 		read_phase(th);
 	int total = 0;
+	if (req)
+		total = unregister_closing(th);
 	struct bt_fdent *fe = th->act_head, *keep_head = NULL, *keep_tail = NULL;
 	th->act_head = th->act_tail = NULL;
 	while (fe) {
@@ -644,7 +739,35 @@ int bp_bt_submit(struct bt_thread *th)
 		bp_bt_activate(th, fe);
 		fe = next;
 	}
-	int r = do_submit(th);
+	int r;
+	struct io_uring_sqe *sqe = NULL;
+	if (req) {
+		if (!(sqe = io_uring_get_sqe(ring))) {
+			if ((r = do_submit(th)) > 0)
+				total += r;
+			sqe = io_uring_get_sqe(ring);
+		}
+	}
+	if (sqe) {
+		io_uring_prep_rw(BT_IORING_OP_EPOLL_WAIT, sqe, req->epfd, req->events,
+				 (unsigned)req->maxevents, 0);
+		io_uring_sqe_set_data64(sqe, BT_UD_EPWAIT);
+		th->epw_armed = true;
+		th->epw_done = false;
+		bool all_in;
+		r = enter_wait(th, req->ga, &all_in);
+		if (!all_in) {
+			/* The wait did not go in (the enter failed, or the ring
+			 * took only part): it must never run later, behind the
+			 * program's back.  It becomes a no-op; what else is
+			 * left goes in with the next submit. */
+			io_uring_prep_nop(sqe);
+			io_uring_sqe_set_data64(sqe, 0);
+			th->epw_armed = false;
+		}
+	} else {
+		r = do_submit(th);
+	}
 	if (r > 0)
 		total += r;
 	bp_bt_reap(th);

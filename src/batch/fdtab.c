@@ -85,7 +85,10 @@ static void cfg_load(void)
 	c.exit_wait_ms = bp_env_u64("BYPASS_BATCH_EXIT_WAIT_MS", 2000);
 	const char *st = getenv("BYPASS_BATCH_STATS");
 	c.stats_path = st && *st ? strdup(st) : NULL;
+	st = getenv("BYPASS_STATS_FILE");
+	c.stats_file = st && *st ? strdup(st) : NULL;
 	c.uring_sockopt = kernel_at_least(6, 7);
+	c.merged_wait = env_bool("BYPASS_BATCH_MERGED_WAIT", true);
 	bp_bt_cfg = c;
 }
 

@@ -146,16 +146,9 @@ static void free_stream(struct bt_fdent *fe, void *arg)
 
 static void add_counters(struct bt_counters *a, const struct bt_counters *b)
 {
-	a->segments += b->segments;
-	a->deferred += b->deferred;
-	a->direct += b->direct;
-	a->enters += b->enters;
-	a->submitted += b->submitted;
-	a->bytes += b->bytes;
-	a->partial += b->partial;
-	a->eagain += b->eagain;
-	a->errors += b->errors;
-	a->reported += b->reported;
+#define ADD(n) a->n += b->n;
+	BT_COUNTERS(ADD)
+#undef ADD
 }
 
 struct owned_arg {
@@ -283,31 +276,50 @@ void bp_bt_stats_sum(struct bt_counters *out)
 	pthread_mutex_unlock(&list_lock);
 }
 
-void bp_bt_stats_dump(const char *why)
+static void append_line(const char *path, const char *line, size_t n)
 {
-	if (!bp_bt_cfg.stats_path)
-		return;
-	struct bt_counters c;
-	bp_bt_stats_sum(&c);
-	char line[512];
-	int n = snprintf(line, sizeof(line),
-			 "{\"pid\": %d, \"why\": \"%s\", \"segments\": %llu, "
-			 "\"deferred\": %llu, \"direct\": %llu, \"enters\": %llu, "
-			 "\"submitted\": %llu, \"bytes\": %llu, \"partial\": %llu, "
-			 "\"eagain\": %llu, \"errors\": %llu, \"reported\": %llu}\n",
-			 (int)bp_pid(), why, (unsigned long long)c.segments,
-			 (unsigned long long)c.deferred, (unsigned long long)c.direct,
-			 (unsigned long long)c.enters, (unsigned long long)c.submitted,
-			 (unsigned long long)c.bytes, (unsigned long long)c.partial,
-			 (unsigned long long)c.eagain, (unsigned long long)c.errors,
-			 (unsigned long long)c.reported);
-	if (n <= 0 || (size_t)n >= sizeof(line))
-		return;
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, bp_bt_cfg.stats_path,
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path,
 			      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
-	ssize_t w = syscall(SYS_write, fd, line, (size_t)n);
+	ssize_t w = syscall(SYS_write, fd, line, n);
 	(void)w;
 	bp_bt_sys_close(fd);
+}
+
+/*
+ * One JSON object on one line: {"module": "batch", "pid": N, "why": "exit",
+ * then every counter of struct bypass_batch_stats by name}, appended with
+ * one write (O_APPEND: lines of processes exiting together do not mix).
+ */
+void bp_bt_stats_dump(const char *why)
+{
+	if (!bp_bt_cfg.stats_path && !bp_bt_cfg.stats_file)
+		return;
+	struct bt_counters c;
+	bp_bt_stats_sum(&c);
+	char line[1024];
+	size_t n = 0;
+	int k = snprintf(line, sizeof(line), "{\"module\": \"batch\", \"pid\": %d, \"why\": \"%s\"",
+			 (int)bp_pid(), why);
+	if (k <= 0)
+		return;
+	n = (size_t)k;
+#define FMT(name)                                                              \
+	if (n < sizeof(line)) {                                                \
+		k = snprintf(line + n, sizeof(line) - n, ", \"" #name "\": %llu", \
+			     (unsigned long long)c.name);                      \
+		n += k > 0 ? (size_t)k : 0;                                    \
+	}
+	BT_COUNTERS(FMT)
+#undef FMT
+	if (n + 3 > sizeof(line))
+		return;
+	line[n++] = '}';
+	line[n++] = '\n';
+	if (bp_bt_cfg.stats_path)
+		append_line(bp_bt_cfg.stats_path, line, n);
+	if (bp_bt_cfg.stats_file && (!bp_bt_cfg.stats_path ||
+				     strcmp(bp_bt_cfg.stats_path, bp_bt_cfg.stats_file)))
+		append_line(bp_bt_cfg.stats_file, line, n);
 }

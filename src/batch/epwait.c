@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The merged wait: when the program's epoll_wait finds the thread's segment
+ * with queued calls, the queued chains and an IORING_OP_EPOLL_WAIT (Linux
+ * 6.15) go into the kernel with one io_uring_enter, which also waits.  The
+ * kernel writes the events straight into the program's array, so the
+ * program sees what epoll_wait would have returned; a timeout or a signal
+ * ends the wait as it would end epoll_wait, and the armed request is then
+ * cancelled (if it delivered events meanwhile, those are returned).
+ *
+ * Detected at run time (the ring's opcode probe, once per process);
+ * BYPASS_BATCH_MERGED_WAIT=0 keeps the old path (submit, then epoll_wait).
+ */
+#include "batch/defer.h"
+
+#include <liburing.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define OP_EPOLL_WAIT 59
+#define EP_MAX_EVENTS ((int)(INT_MAX / sizeof(struct epoll_event)))
+
+static _Atomic int have_op; /* 0 unknown, 1 the kernel has it, -1 not */
+
+bool bp_bt_merged_wait_available(void)
+{
+	int h = atomic_load_explicit(&have_op, memory_order_relaxed);
+	if (bp_likely(h))
+		return h > 0;
+	struct bt_thread *th;
+	if (bp_bt_self_make(&th))
+		return false;
+	struct io_uring_probe *p = io_uring_get_probe_ring(th->ring);
+	h = p && io_uring_opcode_supported(p, OP_EPOLL_WAIT) ? 1 : -1;
+	if (p)
+		io_uring_free_probe(p);
+	bp_info("bypass batch: IORING_OP_EPOLL_WAIT %s: %s", h > 0 ? "found" : "missing",
+		h > 0 ? "the flush and the event-loop wait share one io_uring_enter"
+		      : "the flush and the wait stay two system calls");
+	atomic_store(&have_op, h);
+	return h > 0;
+}
+
+/* Under th's lock: end the armed wait (cancel it, reap its completion). */
+static void cancel_wait(struct bt_thread *th)
+{
+	if (th->epw_done)
+		return;
+	struct io_uring_sync_cancel_reg reg;
+	memset(&reg, 0, sizeof(reg));
+	reg.addr = BT_UD_EPWAIT;
+	reg.timeout.tv_sec = -1;
+	reg.timeout.tv_nsec = -1;
+	int r = io_uring_register_sync_cancel(th->ring, &reg);
+	if (r < 0 && r != -ENOENT && r != -EALREADY)
+		bp_debug("bypass batch: cancel of the merged wait: %s", strerror(-r));
+	bp_bt_reap(th);
+	for (int i = 0; i < 30 && !th->epw_done; i++)
+		bp_bt_wait_one_locked(th);
+	if (!th->epw_done)
+		bp_err("bypass batch: the merged epoll wait did not end after its "
+		       "cancellation");
+}
+
+static void set_ts(struct io_uring_getevents_arg *ga, struct __kernel_timespec *ts,
+		   uint64_t ns)
+{
+	ts->tv_sec = (long long)(ns / 1000000000ull);
+	ts->tv_nsec = (long long)(ns % 1000000000ull);
+	ga->ts = (uint64_t)(uintptr_t)ts;
+}
+
+long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
+		      const sigset_t *ss)
+{
+	struct bt_thread *th = bp_bt_self();
+	if (!th || !th->ring || th->gen != bp_fork_gen_fast() || !th->nqueued ||
+	    !bp_bt_cfg.merged_wait || timeout_ns == 0 || max <= 0 || max > EP_MAX_EVENTS ||
+	    (th->ring->flags & IORING_SETUP_SQPOLL) || !bp_bt_merged_wait_available())
+		return BT_PASS;
+	uint64_t deadline = timeout_ns > 0 ? bypass_now_ns() + (uint64_t)timeout_ns : 0;
+	unsigned seen = bp_bt_sig_seen;
+	struct __kernel_timespec ts;
+	struct io_uring_getevents_arg ga;
+	memset(&ga, 0, sizeof(ga));
+	if (ss) {
+		ga.sigmask = (uint64_t)(uintptr_t)ss;
+		ga.sigmask_sz = _NSIG / 8;
+	}
+	if (timeout_ns > 0)
+		set_ts(&ga, &ts, (uint64_t)timeout_ns);
+
+	bp_bt_guard++;
+	bp_bt_lock(th);
+	bp_bt_reap(th);
+	if (th->segment & BT_SEG_PRELOAD) {
+		th->segment &= ~BT_SEG_PRELOAD;
+		th->c.segments++;
+	}
+	long res = BT_PASS;
+	if (!th->nqueued)
+		goto out;
+	struct bt_epw_req req = { epfd, events, max, &ga };
+	bp_bt_submit_epw(th, &req);
+	if (!th->epw_armed) {
+		/* Not armed (the ring refused): the old path. */
+		for (int i = 0; i < 8 && th->nqueued; i++)
+			bp_bt_submit(th);
+		goto out;
+	}
+	th->c.merged_waits++;
+	bool intr = false, failed = false;
+	while (!th->epw_done) {
+		/* A handler of the program ran: epoll_wait would give EINTR.
+		 * (io_uring's own task work never shows here.) */
+		if (bp_bt_sig_seen != seen) {
+			intr = true;
+			break;
+		}
+		if (timeout_ns > 0) {
+			uint64_t now = bypass_now_ns();
+			if (now >= deadline)
+				break;
+			set_ts(&ga, &ts, deadline - now);
+		}
+		int fd = th->ring->ring_fd;
+		bp_bt_unlock(th);
+		long r = syscall(SYS_io_uring_enter, fd, 0, 1,
+				 IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &ga, sizeof(ga));
+		int e = r < 0 ? errno : 0;
+		bp_bt_lock(th);
+		th->c.enters++;
+		bp_bt_reap(th);
+		if (r < 0 && e != EINTR && e != ETIME && e != EAGAIN && e != EBUSY) {
+			bp_err("bypass batch: io_uring_enter (merged wait): %s", strerror(e));
+			failed = true;
+			break;
+		}
+	}
+	cancel_wait(th);
+	th->epw_armed = false;
+	res = th->epw_res;
+	if (res == -ECANCELED || !th->epw_done)
+		/* Cancelled with nothing delivered: what ended the wait.  An
+		 * enter that failed: the old path waits instead. */
+		res = failed ? BT_PASS : intr ? -EINTR : 0;
+out:
+	bp_bt_unlock(th);
+	bp_bt_guard--;
+	return res;
+}
