@@ -38,8 +38,35 @@ static inline long raw6(long nr, long a, long b, long c, long d, long e, long f)
 	return ret;
 }
 
+/*
+ * User memory is touched under a recovery point: a bad address becomes
+ * -EFAULT.  Under ThreadSanitizer an atomic on a bad address faults while
+ * TSan holds its own lock, and leaving the handler with a jump leaves that
+ * lock held: there the address is first probed with a plain read (which
+ * faults safely), then the atomic runs outside the recovery point.
+ */
+static bool probe(const int64_t *p)
+{
+	struct bp_recover rp;
+	if (BP_RECOVER_TRY(&rp, p, sizeof(*p))) {
+		int64_t v;
+		/* an asm load: ThreadSanitizer does not see it as a racing read */
+		__asm__ __volatile__("movq (%1), %0" : "=r"(v) : "r"(p) : "memory");
+		(void)v;
+		bp_recover_pop(&rp);
+		return true;
+	}
+	return false;
+}
+
 int bp_syslet_store(int64_t *p, int64_t v)
 {
+	if (BP_TSAN) {
+		if (!probe(p))
+			return -EFAULT;
+		__atomic_store_n(p, v, __ATOMIC_RELAXED);
+		return 0;
+	}
 	struct bp_recover rp;
 	if (BP_RECOVER_TRY(&rp, p, sizeof(*p))) {
 		__atomic_store_n(p, v, __ATOMIC_RELAXED);
@@ -51,6 +78,12 @@ int bp_syslet_store(int64_t *p, int64_t v)
 
 static int load(const int64_t *p, int64_t *out)
 {
+	if (BP_TSAN) {
+		if (!probe(p))
+			return -EFAULT;
+		*out = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+		return 0;
+	}
 	struct bp_recover rp;
 	if (BP_RECOVER_TRY(&rp, p, sizeof(*p))) {
 		*out = __atomic_load_n(p, __ATOMIC_ACQUIRE);
@@ -62,6 +95,11 @@ static int load(const int64_t *p, int64_t *out)
 
 static int64_t umem_add(int64_t *p, int64_t delta)
 {
+	if (BP_TSAN) {
+		if (!probe(p))
+			return -EFAULT;
+		return __atomic_add_fetch(p, delta, __ATOMIC_SEQ_CST);
+	}
 	struct bp_recover rp;
 	if (BP_RECOVER_TRY(&rp, p, sizeof(*p))) {
 		int64_t v = __atomic_add_fetch(p, delta, __ATOMIC_SEQ_CST);

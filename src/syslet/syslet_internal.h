@@ -29,6 +29,10 @@ struct bp_syslet_req {
 	uint32_t natoms, max_steps, steps;
 	uint16_t pc;                          /* where to resume */
 	uint16_t pending;                     /* io_uring: atoms not completed */
+	/* io_uring: set (release) once the request is complete, before its
+	   chain is queued; read (acquire) by the collector.  The kernel orders
+	   the two already; this says so to ThreadSanitizer. */
+	_Atomic uint32_t armed;
 	uint64_t chain_open;                  /* io_uring: openat atoms */
 	uint32_t nslots;
 	int32_t slot[BP_SYSLET_MAX_SLOTS];    /* direct descriptors */

@@ -176,6 +176,7 @@ int bp_syslet_uring_queue(bypass_syslet *s, const struct bypass_syslet_prog *p,
 		rq->slot_atom[rq->nslots++] = (uint8_t)__builtin_ctzll(m);
 	}
 	rq->pending = (uint16_t)p->natoms;
+	atomic_store_explicit(&rq->armed, 1, memory_order_release);
 	atomic_fetch_add(&s->uring_inflight, 1);
 
 	pthread_mutex_lock(&s->sqlock);
@@ -301,6 +302,7 @@ static int collect(bypass_syslet *s)
 				continue; /* a kick */
 			struct bp_syslet_req *rq =
 				(struct bp_syslet_req *)(uintptr_t)(ud & ~(uint64_t)63);
+			(void)atomic_load_explicit(&rq->armed, memory_order_acquire);
 			rq->res[ud & 63] = cqe->res;
 			if (--rq->pending == 0)
 				done[ndone++] = rq;
