@@ -7,6 +7,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -502,6 +503,38 @@ double bench_cycles_to_ns(double cycles)
 {
 	uint64_t hz = bypass_tsc_hz();
 	return hz ? cycles * 1e9 / (double)hz : NAN;
+}
+
+static char wd_what[256];
+static volatile pid_t wd_child;
+
+static void wd_fire(int sig)
+{
+	(void)sig;
+	static const char pre[] = "\nbypass-bench: FAILED: ", post[] = " stalled (watchdog)\n";
+	ssize_t r = write(2, pre, sizeof(pre) - 1);
+	r = write(2, wd_what, strlen(wd_what));
+	r = write(2, post, sizeof(post) - 1);
+	(void)r;
+	if (wd_child > 0)
+		kill(wd_child, SIGKILL);
+	_exit(1);
+}
+
+void bench_watchdog(unsigned seconds, const char *what, pid_t child)
+{
+	if (!seconds) {
+		alarm(0);
+		wd_child = 0;
+		return;
+	}
+	snprintf(wd_what, sizeof(wd_what), "%s", what ? what : "an experiment");
+	wd_child = child;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = wd_fire;
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(seconds);
 }
 
 void *bench_shared_alloc(size_t len)

@@ -163,6 +163,14 @@ size_t bench_cacheline_warmup(size_t iters);
  * the n row indices.
  */
 void bench_order(int round, size_t n, size_t *order);
+/*
+ * A stall is a failure, not a hang: bench_watchdog(seconds, what, child)
+ * arms a timer; if it expires before bench_watchdog(0, NULL, 0) disarms it,
+ * bypass-bench prints "<what> stalled", kills child (a process the
+ * experiment started, if > 0) and exits 1 (a failure, for CI).  Give a
+ * generous limit: the time the step can take on a loaded machine, x10.
+ */
+void bench_watchdog(unsigned seconds, const char *what, pid_t child);
 /* Shared anonymous memory that survives fork. */
 void *bench_shared_alloc(size_t len);
 void bench_shared_free(void *p, size_t len);

@@ -519,6 +519,9 @@ static int run_round(const struct variant *v, struct pp *p, uint64_t warm, uint6
 		_exit(0);
 	}
 	p->child = pid;
+	/* Blocking variants take ~50 us a round trip here: 10 s + 1 ms each
+	 * is a stall, not a slow machine. */
+	bench_watchdog(10 + (unsigned)((warm + n) / 1000), v->name, pid);
 	bench_pin(cpu_a);
 	if (v->parent_after_fork)
 		v->parent_after_fork(p);
@@ -535,6 +538,7 @@ static int run_round(const struct variant *v, struct pp *p, uint64_t warm, uint6
 	atomic_store(&p->stop, 1);
 	int st;
 	waitpid(pid, &st, 0);
+	bench_watchdog(0, NULL, 0);
 	if (v->teardown)
 		v->teardown(p);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
@@ -577,7 +581,9 @@ int bench_notify_pingpong(struct bench_ctx *c)
 			if (e < 0) {
 				failed[v] = true;
 				bench_fail(c, "%s: failed in %s %d (%s)", variants[v].name,
-					   r ? "round" : "warm-up round", r, strerror(-e));
+					   r ? "round" : "warm-up round", r,
+					   e == -EIO ? "its responder did not exit cleanly"
+						     : strerror(-e));
 			}
 		}
 	}
