@@ -16,7 +16,7 @@ MODULES  ?=
 CMAKEDEFS = $(if $(MODULES),-DBYPASS_MODULES="$(MODULES)")
 
 
-.PHONY: deps all configure check bench bench-full install asan asan-check tsan tsan-check clang clean report
+.PHONY: deps all configure check bench bench-full install asan asan-check tsan tsan-check clang clean report doctor
 
 all: $(BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
@@ -38,6 +38,10 @@ bench: all
 
 bench-full:
 	$(MAKE) bench BENCHARGS=all
+
+# What this kernel and CPU offer each module (bypass doctor, see bypass(1)).
+doctor: all
+	$(BUILD)/bypass doctor
 
 install: all
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)

@@ -150,9 +150,9 @@ static void stats_line(char *line, struct counter *c, size_t *nc, size_t max)
 		while (vl && val[vl - 1] == ' ')
 			val[--vl] = 0;
 		if (!strcmp(k, "module"))
-			snprintf(module, sizeof(module), "%s", val);
+			snprintf(module, sizeof(module), "%.31s", val);
 		else if (!strcmp(k, "pid"))
-			snprintf(pid, sizeof(pid), "%s", val);
+			snprintf(pid, sizeof(pid), "%.23s", val);
 		else {
 			rl += (size_t)snprintf(rest + rl, rl < sizeof(rest) ? sizeof(rest) - rl : 0,
 					       " %s=%s", k, val);
