@@ -7,7 +7,7 @@
 set -euo pipefail
 
 build_pkgs=(build-essential cmake pkg-config liburing-dev)
-test_pkgs=(clang libclang-rt-14-dev nginx-light lighttpd wrk curl procps util-linux
+test_pkgs=(clang libclang-rt-14-dev nginx-light lighttpd wrk curl procps util-linux redis-server redis-tools
            python3 python3-matplotlib)
 
 pkgs=("${build_pkgs[@]}")

@@ -165,6 +165,16 @@ EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
 	if (ACTIVE()) {
 		long r = bp_bt_before_fd(fd, BT_OTHER);
+		if (!r)
+			r = bp_bt_report_err(fd);
+		if (r && level == SOL_SOCKET && name == SO_ERROR) {
+			/* The socket's pending error: the deferred call's, unless
+			 * the socket has one of its own. */
+			int g = REAL(getsockopt)(fd, level, name, val, len);
+			if (g == 0 && *len >= (socklen_t)sizeof(int) && *(int *)val == 0)
+				*(int *)val = (int)-r;
+			return g;
+		}
 		if (r)
 			return (int)ret_errno(r, false);
 	}

@@ -143,13 +143,16 @@ static inline long ret_errno(long r, bool sigpipe)
 	return -1;
 }
 
-/* A read waits behind the descriptor's queued work. */
+/* A read waits behind the descriptor's queued work, and reports the error
+ * of a deferred call on it that failed. */
 #define BEFORE_READ(fd, flags)                                              \
 	do {                                                                \
 		if (ACTIVE()) {                                             \
 			long r_ = bp_bt_before_fd((fd), (flags) & MSG_DONTWAIT \
 							     ? BT_READ_NOWAIT   \
 							     : BT_READ);        \
+			if (!r_)                                            \
+				r_ = bp_bt_report_err(fd);                  \
 			if (r_)                                             \
 				return ret_errno(r_, false);                \
 		}                                                           \

@@ -62,6 +62,33 @@ static bool still_closing(struct bt_fdent *fe)
 	return !!(atomic_load(&fe->flags) & BT_FD_CLOSING);
 }
 
+/*
+ * Completions of fd's stream that wait in its owner's ring: reaped before a
+ * pending error is looked at, so that an error the kernel has already
+ * posted is reported by this call, not the one after it.  An ownerless
+ * stream has nothing in flight.
+ */
+static void reap_owner(struct bt_fdent *fe)
+{
+	struct bt_thread *o = atomic_load_explicit(&fe->owner, memory_order_acquire);
+	if (bp_likely(!o))
+		return;
+	bp_bt_guard++;
+	bp_bt_lock(o);
+	if (o->ring && o->gen == bp_fork_gen_fast() && atomic_load(&fe->owner) == o) {
+		bp_bt_reap(o);
+		/* A send that waited for room and came back short (the kernel
+		 * gives the count sent, not the error that stopped it) was
+		 * queued again: submit it, so the socket says now whether it
+		 * still takes data. */
+		if (o == bp_bt_self() && fe->nqueued && !fe->ninflight && fe->head &&
+		    fe->head->done && fe->head->state == BT_QUEUED)
+			bp_bt_submit(o);
+	}
+	bp_bt_unlock(o);
+	bp_bt_guard--;
+}
+
 /* A deferred error to report now: -errno (the wrapper raises SIGPIPE). */
 static long take_error(struct bt_thread *th, struct bt_fdent *fe, bool *sigpipe)
 {
@@ -212,6 +239,7 @@ static long tx_enter(int fd, struct bt_thread **thp, struct bt_fdent **fep,
 	if (bp_unlikely(f & BT_FD_CLOSING) && still_closing(fe))
 		return -EBADF;
 	if (report) {
+		reap_owner(fe);
 		long e = take_error(th, fe, sigpipe);
 		if (e)
 			return e;
@@ -423,7 +451,7 @@ static long tx_control(int fd, struct bt_op *proto, bool queueable)
 {
 	struct bt_thread *th;
 	struct bt_fdent *fe;
-	long r = tx_enter(fd, &th, &fe, proto->kind == BT_SHUTDOWN, NULL);
+	long r = tx_enter(fd, &th, &fe, true, NULL);
 	if (r)
 		return r;
 	bool seg = th->segment & BT_SEG_PRELOAD;
@@ -509,6 +537,7 @@ long bp_bt_tx_close(int fd)
 		bp_bt_fd_forget(fe);
 		return BT_PASS;
 	}
+	reap_owner(fe);
 	bp_bt_guard++;
 	bp_bt_lock(th);
 	bp_bt_reap(th);
@@ -594,6 +623,17 @@ long bp_bt_before_fd(int fd, int kind)
 	bp_bt_unlock(th);
 	bp_bt_guard--;
 	return 0;
+}
+
+long bp_bt_report_err(int fd)
+{
+	struct bt_fdent *fe = bp_bt_fd_peek(fd);
+	if (!fe)
+		return 0;
+	reap_owner(fe);
+	if (bp_likely(!atomic_load_explicit(&fe->err, memory_order_relaxed)))
+		return 0;
+	return take_error(bp_bt_self(), fe, NULL);
 }
 
 void bp_bt_flush_fd_wait(int fd)

@@ -47,6 +47,12 @@ long bp_bt_tx_close(int fd);
  */
 enum { BT_READ, BT_READ_NOWAIT, BT_OTHER };
 long bp_bt_before_fd(int fd, int kind);
+/*
+ * A read, recv or getsockopt on fd: the error of a deferred call that
+ * failed (-errno, reported once; completions already posted are reaped
+ * first), or 0.
+ */
+long bp_bt_report_err(int fd);
 /* dup2/dup3 onto fd, dup of fd, close_range: fd's work must be complete. */
 void bp_bt_flush_fd_wait(int fd);
 
