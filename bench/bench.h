@@ -168,7 +168,8 @@ void bench_order(int round, size_t n, size_t *order);
  * arms a timer; if it expires before bench_watchdog(0, NULL, 0) disarms it,
  * bypass-bench prints "<what> stalled", kills child (a process the
  * experiment started, if > 0) and exits 1 (a failure, for CI).  Give a
- * generous limit: the time the step can take on a loaded machine, x10.
+ * generous limit: on a loaded 2-CPU machine a spinning side pinned beside
+ * a build may wait a scheduler slice (milliseconds) per hand-over.
  */
 void bench_watchdog(unsigned seconds, const char *what, pid_t child);
 /* Shared anonymous memory that survives fork. */

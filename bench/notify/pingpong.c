@@ -519,9 +519,11 @@ static int run_round(const struct variant *v, struct pp *p, uint64_t warm, uint6
 		_exit(0);
 	}
 	p->child = pid;
-	/* Blocking variants take ~50 us a round trip here: 10 s + 1 ms each
-	 * is a stall, not a slow machine. */
-	bench_watchdog(10 + (unsigned)((warm + n) / 1000), v->name, pid);
+	/* A round trip takes 0.1-50 us on an idle machine, but a spinning
+	 * side pinned to a CPU shared with a build can wait a scheduler slice
+	 * for each hand-over (seen: 25 ms a round trip at load 12 on 2 CPUs):
+	 * 60 s + 50 ms a round trip is a stall, not a loaded machine. */
+	bench_watchdog(60 + (unsigned)((warm + n) / 20), v->name, pid);
 	bench_pin(cpu_a);
 	if (v->parent_after_fork)
 		v->parent_after_fork(p);
