@@ -681,10 +681,13 @@ void bp_bt_segment_begin(void)
 		int r = bp_bt_self_make(&th);
 		if (r == -ENOSYS || r == -EPERM || r == -EOPNOTSUPP) {
 			/* No io_uring here (kernel, seccomp, sysctl): pass
-			 * through from now on rather than ask at every wait. */
-			bp_warn("bypass batch: io_uring unavailable (%s): the preload "
-				"passes every call through", strerror(-r));
+			 * through from now on rather than ask at every wait;
+			 * said once, whichever thread finds it first. */
+			static atomic_bool said;
 			bp_bt_cfg.enabled = false;
+			if (!atomic_exchange(&said, true))
+				bp_info("bypass batch: io_uring unavailable (%s): the "
+					"preload passes every call through", strerror(-r));
 		}
 		if (r)
 			return;
