@@ -80,26 +80,42 @@ static unsigned take(bypass_syslet *s, struct bypass_syslet_completion *out,
 
 /* ------------------------------------------------------------------ requests */
 
+/* Requests of up to SMALL atoms are kept for reuse (under qlock). */
+#define SMALL 8
+#define MAX_SPARE 1024
+
+static size_t req_size(uint32_t cap)
+{
+	return sizeof(struct bp_syslet_req) + cap * sizeof(int64_t) +
+	       cap * sizeof(struct bypass_syslet_atom);
+}
+
 struct bp_syslet_req *bp_syslet_req_new(bypass_syslet *s,
 					const struct bypass_syslet_prog *p,
 					const int64_t *res, uint32_t pc,
 					uint32_t steps, uint32_t max_steps)
 {
-	uint32_t n = p->natoms;
-	size_t sz = sizeof(struct bp_syslet_req) + n * sizeof(int64_t) +
-		    n * sizeof(struct bypass_syslet_atom);
-	struct bp_syslet_req *rq;
+	uint32_t n = p->natoms, cap = n <= SMALL ? SMALL : n;
+	struct bp_syslet_req *rq = NULL;
+	pthread_mutex_lock(&s->qlock);
+	if (cap == SMALL && s->spare) {
+		rq = s->spare;
+		s->spare = rq->next;
+		s->nspare--;
+	}
+	pthread_mutex_unlock(&s->qlock);
 	/* 64-byte aligned: the io_uring engine packs an atom index into the
 	 * low bits of the address. */
-	if (posix_memalign((void **)&rq, 64, sz))
+	if (!rq && posix_memalign((void **)&rq, 64, req_size(cap)))
 		return NULL;
 	memset(rq, 0, sizeof(*rq));
+	rq->cap = cap;
 	rq->tag = p->tag;
 	rq->natoms = n;
 	rq->max_steps = max_steps;
 	rq->steps = steps;
 	rq->pc = (uint16_t)pc;
-	rq->atoms = (struct bypass_syslet_atom *)(rq->res + n);
+	rq->atoms = (struct bypass_syslet_atom *)(rq->res + cap);
 	memcpy(rq->atoms, p->atoms, n * sizeof(struct bypass_syslet_atom));
 	if (res)
 		memcpy(rq->res, res, n * sizeof(int64_t));
@@ -128,6 +144,12 @@ void bp_syslet_req_free(bypass_syslet *s, struct bp_syslet_req *rq)
 {
 	pthread_mutex_lock(&s->qlock);
 	unlink_live(s, rq);
+	if (rq->cap == SMALL && s->nspare < MAX_SPARE) {
+		rq->next = s->spare;
+		s->spare = rq;
+		s->nspare++;
+		rq = NULL;
+	}
 	pthread_mutex_unlock(&s->qlock);
 	free(rq);
 }
@@ -139,6 +161,16 @@ static void free_all_live(bypass_syslet *s)
 		s->live = rq->lnext;
 		free(rq);
 	}
+}
+
+static void free_spares(bypass_syslet *s)
+{
+	while (s->spare) {
+		struct bp_syslet_req *rq = s->spare;
+		s->spare = rq->next;
+		free(rq);
+	}
+	s->nspare = 0;
 }
 
 /* ------------------------------------------------------------------ fork */
@@ -293,6 +325,7 @@ int bypass_syslet_destroy(bypass_syslet *s)
 	bp_syslet_workers_stop(s);
 	bp_syslet_uring_teardown(s, false);
 	free_all_live(s);
+	free_spares(s);
 	pthread_mutex_destroy(&s->qlock);
 	pthread_cond_destroy(&s->qcond);
 	pthread_cond_destroy(&s->idle_cond);
@@ -342,6 +375,8 @@ static int start(bypass_syslet *s, const struct bypass_syslet_prog *p,
 	if (have_slot) {
 		struct bp_syslet_req *rq = bp_syslet_req_new(s, p, st->res, st->pc,
 							     st->steps, max_steps);
+		if (rq)
+			rq->partial = st->partial;
 		if (rq && bp_syslet_workers_queue(s, rq) == 0) {
 			atomic_fetch_add_explicit(&s->n.cachemiss, 1, memory_order_relaxed);
 			return 0;

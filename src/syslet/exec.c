@@ -216,6 +216,18 @@ static bool try_nowait(long nr, const long *a, int64_t *res, uint32_t *calls)
 	return true;
 }
 
+static bool short_write(long nr, const long *a, int64_t res)
+{
+	switch (nr) {
+	case SYS_write: case SYS_pwrite64:
+		return res > 0 && res < a[2];
+	case SYS_sendto:
+		return res > 0 && res < a[2] && !(a[3] & MSG_DONTWAIT);
+	default:
+		return false;
+	}
+}
+
 int bp_syslet_exec(struct bp_syslet_run *r, enum bp_syslet_mode mode)
 {
 	const struct bypass_syslet_atom *atoms = r->atoms;
@@ -257,9 +269,29 @@ int bp_syslet_exec(struct bp_syslet_run *r, enum bp_syslet_mode mode)
 		} else if (at->nr == BYPASS_SYSLET_UMEM_ADD) {
 			res = umem_add((int64_t *)a[0], a[1]);
 		} else if (mode == BP_SYSLET_WORKER || (at->flags & BYPASS_SYSLET_SYNC)) {
+			int64_t done = r->partial;
+			r->partial = 0;
+			if (done > 0) {
+				/* finish a write the inline try began */
+				a[1] += done;
+				a[2] -= done;
+				if (at->nr == SYS_pwrite64)
+					a[3] += done;
+			}
 			res = raw6(at->nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 			r->syscalls++;
+			if (done > 0)
+				res = res < 0 ? done : res + done;
 		} else if (!try_nowait(at->nr, a, &res, &r->syscalls)) {
+			r->pc = pc;
+			return BP_SYSLET_WOULDBLOCK;
+		} else if (short_write(at->nr, a, res)) {
+			/*
+			 * A blocking write to a pipe or socket writes it all; the
+			 * non-blocking try wrote part: a worker writes the rest
+			 * and the atom's result is the whole count.
+			 */
+			r->partial = res;
 			r->pc = pc;
 			return BP_SYSLET_WOULDBLOCK;
 		}

@@ -27,6 +27,8 @@ struct bp_syslet_req {
 	struct bp_syslet_req *lprev, *lnext;  /* the context's live list */
 	uint64_t tag;
 	uint32_t natoms, max_steps, steps;
+	uint32_t cap;                         /* atoms it has room for */
+	int64_t partial;                      /* see bp_syslet_run.partial */
 	uint16_t pc;                          /* where to resume */
 	uint16_t pending;                     /* io_uring: atoms not completed */
 	/* io_uring: set (release) once the request is complete, before its
@@ -74,6 +76,8 @@ struct bypass_syslet {
 	pthread_cond_t idle_cond;              /* destroy waits for workers */
 	struct bp_syslet_req *qhead, *qtail;
 	struct bp_syslet_req *live;            /* every request, for fork and destroy */
+	struct bp_syslet_req *spare;           /* freed small requests, for reuse */
+	uint32_t nspare;
 	pthread_t *threads;
 	uint32_t max_workers, nthreads, nidle, nrunning;
 	bool stopping;
@@ -116,6 +120,7 @@ struct bp_syslet_run {
 	uint32_t executed; /* atoms run by this call */
 	uint32_t syscalls; /* system calls made by this call */
 	bool out_of_steps; /* on DONE: the step budget ran out at pc */
+	int64_t partial;   /* bytes the inline try of the write at pc wrote */
 	int64_t result;    /* on DONE */
 };
 int bp_syslet_exec(struct bp_syslet_run *r, enum bp_syslet_mode mode);

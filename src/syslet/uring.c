@@ -18,6 +18,7 @@
 #include "syslet/syslet_internal.h"
 #include "core/uring_link.h"
 
+#include <fcntl.h>
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,28 @@ static int slot_of(const struct bp_syslet_req *rq, const struct bypass_syslet_ar
 	return -1;
 }
 
+/*
+ * A read or write at atom i on direct descriptor slot, opened in this chain
+ * and not read or written before: its file position is 0, so it can name
+ * offset 0 rather than the position (which io_uring must then track).  Not
+ * with O_APPEND, whose writes go to the end whatever the offset.
+ */
+static bool fresh(const struct bp_syslet_req *rq, uint32_t i, int slot)
+{
+	if (slot < 0)
+		return false;
+	for (uint32_t k = 0; k < rq->nslots; k++)
+		if (rq->slot[k] == slot &&
+		    (rq->atoms[rq->slot_atom[k]].arg[2].val & O_APPEND))
+			return false;
+	for (uint32_t j = 0; j < i; j++) {
+		uint32_t nr = (uint32_t)rq->atoms[j].nr;
+		if ((nr == SYS_read || nr == SYS_write) && slot_of(rq, &rq->atoms[j].arg[0]) == slot)
+			return false;
+	}
+	return true;
+}
+
 static void prep(const struct bp_syslet_req *rq, uint32_t i, struct io_uring_sqe *sqe)
 {
 	const struct bypass_syslet_atom *at = &rq->atoms[i];
@@ -128,11 +151,11 @@ static void prep(const struct bp_syslet_req *rq, uint32_t i, struct io_uring_sqe
 	}
 	case SYS_read: case SYS_pread64:
 		io_uring_prep_read(sqe, fd, (void *)a[1], (unsigned)a[2],
-				   at->nr == SYS_read ? (uint64_t)-1 : a[3]);
+				   at->nr == SYS_pread64 ? a[3] : fresh(rq, i, slot) ? 0 : (uint64_t)-1);
 		break;
 	case SYS_write: case SYS_pwrite64:
 		io_uring_prep_write(sqe, fd, (const void *)a[1], (unsigned)a[2],
-				    at->nr == SYS_write ? (uint64_t)-1 : a[3]);
+				    at->nr == SYS_pwrite64 ? a[3] : fresh(rq, i, slot) ? 0 : (uint64_t)-1);
 		break;
 	case SYS_close:
 		if (slot >= 0)

@@ -276,13 +276,23 @@ int bp_syslet_check(const struct bypass_syslet_prog *p,
 		}
 	}
 
-	/* The common one-atom program needs no graph work. */
-	bool cycle = false;
-	bool simple = n == 1 && !any_result &&
-		      (a[0].next == 0 || a[0].next == BYPASS_SYSLET_END) &&
-		      (a[0].on_stop == 0 || a[0].on_stop == BYPASS_SYSLET_END ||
-		       !(a[0].flags & STOP_FLAGS));
-	if (!simple) {
+	/*
+	 * A straight-line program (every atom falls through or ends, stops
+	 * only end it) needs no graph work: atom j runs before atom i on every
+	 * path exactly when j < i.
+	 */
+	bool cycle = false, linear = true;
+	for (uint32_t i = 0; i < n && linear; i++)
+		linear = (a[i].next == 0 || a[i].next == BYPASS_SYSLET_END) &&
+			 (a[i].on_stop == 0 || a[i].on_stop == BYPASS_SYSLET_END ||
+			  !(a[i].flags & STOP_FLAGS));
+	if (linear) {
+		for (uint32_t i = 0; i < n && any_result; i++)
+			for (int k = 0; k < 6; k++)
+				if (a[i].arg[k].kind == BYPASS_SYSLET_ARG_RESULT &&
+				    a[i].arg[k].val >= i)
+					return -EINVAL;
+	} else {
 		uint64_t reach = explore(a, n, &cycle);
 		if (any_result) {
 			uint64_t dom[BYPASS_SYSLET_MAX_ATOMS];

@@ -18,6 +18,7 @@ static void run_one(bypass_syslet *s, struct bp_syslet_req *rq)
 	struct bp_syslet_run st = {
 		.atoms = rq->atoms, .res = rq->res, .natoms = rq->natoms,
 		.max_steps = rq->max_steps, .steps = rq->steps, .pc = rq->pc,
+		.partial = rq->partial,
 	};
 	bp_syslet_exec(&st, BP_SYSLET_WORKER);
 	atomic_fetch_add_explicit(&s->n.atoms_workers, st.executed, memory_order_relaxed);

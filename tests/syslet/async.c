@@ -81,6 +81,36 @@ static void fifo(bypass_syslet *s, const char *dir)
 	unlink(path);
 }
 
+/* A write larger than the pipe: the inline try writes part, a worker the
+ * rest, and the atom's result is the whole count (as a blocking write's). */
+static void big_write(bypass_syslet *s)
+{
+	enum { LEN = 300000 };
+	static char out[LEN], in[LEN];
+	for (int i = 0; i < LEN; i++)
+		out[i] = (char)(i * 7);
+	int pfd[2];
+	CHECK_EQ(pipe(pfd), 0);
+	int64_t wrote = 0;
+	atom_t a[1] = { { .nr = SYS_write, .ret = &wrote,
+			  .arg = { C(pfd[1]), P(out), C(LEN) } } };
+	prog_t p = prog_of(a, 1, 14);
+	comp_t c;
+	CHECK_EQ(bypass_syslet_run(s, &p, &c), 0);
+	size_t got = 0;
+	while (got < LEN) {
+		ssize_t r = read(pfd[0], in + got, LEN - got);
+		CHECK(r > 0);
+		got += (size_t)r;
+	}
+	c = wait_one(s);
+	CHECK_EQ(c.result, LEN);
+	CHECK_EQ(wrote, LEN);
+	CHECK(!memcmp(in, out, LEN));
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
 /* A tiny ring (8 entries) wrapped many times; -EBUSY when full. */
 static void wrap(uint32_t engine)
 {
@@ -167,6 +197,7 @@ int main(void)
 		int fds0 = test_count_fds();
 		pipe_cachemiss(s);
 		fifo(s, dir);
+		big_write(s);
 		many(s, engines[e]);
 		CHECK_EQ(test_count_fds(), fds0);
 		CHECK_EQ(bypass_syslet_destroy(s), 0);
