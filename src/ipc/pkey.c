@@ -8,10 +8,12 @@
  * opens write access on entry and closes it on exit (and keeps it open while
  * the thread holds a loan, which the application writes into).
  *
- * Untested on the machines this project runs on: their CPUs do not report
- * PKU.  Everything is detected at run time and refused with -EOPNOTSUPP and
- * a reason; RDPKRU/WRPKRU are executed only after pkey_alloc succeeded,
- * which implies the OS enabled them (OSPKE).
+ * Exercised by tests/ipc/pkey.c wherever the CPU has PKU (the project's
+ * AMD EPYC VM does).  Everything is detected at run time and refused with
+ * -EOPNOTSUPP and a reason elsewhere; RDPKRU/WRPKRU are executed only after
+ * pkey_alloc succeeded, which implies the OS enabled them (OSPKE).  The
+ * rings are pre-faulted before an arena is tagged: MADV_POPULATE_WRITE
+ * honours PKRU and fails on a write-disabled key.
  */
 #include "ipc/ipc_internal.h"
 
