@@ -287,11 +287,15 @@ int bp_syslet_check(const struct bypass_syslet_prog *p,
 			 (a[i].on_stop == 0 || a[i].on_stop == BYPASS_SYSLET_END ||
 			  !(a[i].flags & STOP_FLAGS));
 	if (linear) {
-		for (uint32_t i = 0; i < n && any_result; i++)
+		/* atoms after one whose next is END are never reached */
+		for (uint32_t i = 0; i < n && any_result; i++) {
 			for (int k = 0; k < 6; k++)
 				if (a[i].arg[k].kind == BYPASS_SYSLET_ARG_RESULT &&
 				    a[i].arg[k].val >= i)
 					return -EINVAL;
+			if (a[i].next == BYPASS_SYSLET_END)
+				break;
+		}
 	} else {
 		uint64_t reach = explore(a, n, &cycle);
 		if (any_result) {
