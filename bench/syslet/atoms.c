@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -155,6 +156,7 @@ int bench_syslet_atoms(struct bench_ctx *c)
 	bench_note(c, "samples: mean cost per call over batches of %d; %llu batches per row; "
 		   "io_uring engine %s", BATCH, (unsigned long long)(per * (uint64_t)rounds),
 		   uring ? "used" : "refused here (the submit row is absent)");
+	sb_note_load(c, "at the end");
 	bench_target(c, "one-atom non-blocking syslet within 10% of the plain call (pread64)",
 		     sum[K_PREAD_S].median / sum[K_PREAD].median, "<=", 1.10);
 	bench_target(c, "one-atom non-blocking syslet within 10% of the plain call (getppid)",

@@ -27,6 +27,7 @@
 #include <limits.h>
 #include <liburing.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -438,6 +439,14 @@ int bench_syslet_files(struct bench_ctx *c)
 		}
 		size_t idx = 0;
 		bool failed = false;
+		char load0[64] = "?";
+		FILE *lf = fopen("/proc/loadavg", "r");
+		if (lf) {
+			if (!fgets(load0, sizeof(load0), lf))
+				strcpy(load0, "?");
+			fclose(lf);
+			load0[strcspn(load0, "\n")] = 0;
+		}
 		for (int rd = 0; rd < rounds && !failed; rd++)
 			for (unsigned k = 0; k < per && !failed; k++, idx++)
 				for (int j = 0; j < V_N; j++) {
@@ -468,6 +477,8 @@ int bench_syslet_files(struct bench_ctx *c)
 					: "uncached (caches dropped as root before each run)",
 				 n != 1000 ? " (scaled: the source used 1000)" : "");
 			report(c, id, title, wall, cpu, cl, ns, cached, engine, n);
+			bench_note(c, "load average before this table's runs: %s", load0);
+			sb_note_load(c, "after them");
 			bench_note(c, "%zu runs per variant (%d rounds x %u, order rotated); "
 				   "files in %s; %u worker threads at most; %d CPUs",
 				   ns, rounds, per, fs.dir, 8, bench_ncpus());

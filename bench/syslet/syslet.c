@@ -8,6 +8,7 @@
  */
 #include "syslet_bench.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -17,6 +18,20 @@ uint64_t sb_cpu_ns(void)
 	getrusage(RUSAGE_SELF, &ru);
 	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
 	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+}
+
+void sb_note_load(struct bench_ctx *c, const char *when)
+{
+	char buf[64] = "?";
+	FILE *f = fopen("/proc/loadavg", "r");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			strcpy(buf, "?");
+		fclose(f);
+		buf[strcspn(buf, "\n")] = 0;
+	}
+	bench_note(c, "load average %s: %s (the machine is shared: CPU time is the steadier figure "
+		   "when the load exceeds the CPU count)", when, buf);
 }
 
 int bench_syslet(struct bench_ctx *c)

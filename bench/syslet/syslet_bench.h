@@ -11,5 +11,7 @@ int bench_syslet_atoms(struct bench_ctx *c);
 
 /* CPU time of the whole process (every thread), in ns. */
 uint64_t sb_cpu_ns(void);
+/* A note with /proc/loadavg, when = "at start" / "at end". */
+void sb_note_load(struct bench_ctx *c, const char *when);
 
 #endif
