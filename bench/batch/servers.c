@@ -1,20 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * batch.nginx / batch.lighttpd: ESCA's experiment.  wrk -c 50 against
- * nginx (one worker, then one per core) and lighttpd serving a 20 KB html
- * (ESCA's file) and a 100 B file on 127.0.0.1, each server with and without
- * libbypass-batch.so, running side by side and measured alternately.  Then,
- * to explain the figures, the system calls each server makes per request
- * (perf counting raw_syscalls:sys_enter) and what the preload deferred.
+ * batch.nginx / batch.lighttpd: ESCA's experiment.  wrk -c 50 against nginx
+ * and lighttpd serving ESCA's 20 KB html on 127.0.0.1, each with the
+ * configuration its Debian package ships (the baseline of each target),
+ * with and without libbypass-batch.so; every variant runs side by side and
+ * is measured in turn, round after round, so that each ratio gets a 95%
+ * confidence interval (bootstrap over rounds).  Per variant, beside req/s:
+ * wrk's socket errors and timeouts, CPU time per request (utime + stime of
+ * the server's processes, /proc/<pid>/stat, io_uring's workers included),
+ * kernel crossings per request (perf: raw_syscalls:sys_enter of the
+ * server's processes, io_uring_enter included, in one more run), and the
+ * preload's counters.  Each server must exit cleanly.
+ *
+ * Server start/stop and the measurements are shared with redis.c.
  */
 #include "bench.h"
 #include "batch_bench.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -29,31 +36,9 @@
 #define LIGHTTPD "/usr/sbin/lighttpd"
 #define WRK "/usr/bin/wrk"
 
-/*
- * nginx sends the header and the file in separate packets unless
- * tcp_nopush is on (Debian's default configuration turns it on); bypass
- * merges them by itself.  So nginx is measured both ways: the fair
- * comparison for what bypass adds is with tcp_nopush on.  lighttpd corks
- * its responses itself.
- */
-enum { V_BASE, V_DEF, V_NP_BASE, V_NP_DEF, NVAR };
-static const char *var_name[NVAR] = { "without the preload", "bypass preload",
-				      "tcp_nopush on, without the preload",
-				      "tcp_nopush on, bypass preload" };
+char bsrv_top[256];
 
-struct srv {
-	bool nginx;
-	int workers;
-	int var;
-	int port;
-	pid_t pid;
-	char dir[300];
-	double requests; /* served while measured, for per-request counters */
-};
-
-static char top[256];
-
-static void sleep_ms(unsigned ms)
+void bsrv_sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 	while (nanosleep(&ts, &ts) < 0)
@@ -94,45 +79,176 @@ static bool write_file(const char *path, const char *text)
 	return fclose(f) == 0;
 }
 
-static bool make_conf(struct srv *s)
+/* ------------------------------------------------------------ configurations */
+
+/* Append to a bounded buffer. */
+static void cat(char *buf, size_t len, const char *s)
 {
-	char path[400], text[4096];
-	snprintf(path, sizeof(path), "%s/tmp", s->dir);
-	mkdir(path, 0755);
-	if (s->nginx) {
-		snprintf(text, sizeof(text),
-			 "daemon off;\nmaster_process on;\nworker_processes %d;\nuser root;\n"
-			 "pid %s/nginx.pid;\nerror_log %s/error.log;\n"
-			 "events { worker_connections 1024; }\n"
-			 "http {\n  access_log off;\n  sendfile on;\n  tcp_nopush %s;\n"
-			 "  keepalive_requests 1000000;\n"
-			 "  client_body_temp_path %s/tmp; proxy_temp_path %s/tmp;\n"
-			 "  fastcgi_temp_path %s/tmp; uwsgi_temp_path %s/tmp; scgi_temp_path %s/tmp;\n"
-			 "  server { listen 127.0.0.1:%d; root %s/www; }\n}\n",
-			 s->workers, s->dir, s->dir, s->var >= V_NP_BASE ? "on" : "off", s->dir,
-			 s->dir, s->dir, s->dir, s->dir, s->port, top);
-		snprintf(path, sizeof(path), "%s/nginx.conf", s->dir);
-	} else {
-		snprintf(text, sizeof(text),
-			 "server.document-root = \"%s/www\"\nserver.bind = \"127.0.0.1\"\n"
-			 "server.port = %d\nserver.pid-file = \"%s/lighttpd.pid\"\n"
-			 "server.errorlog = \"%s/error.log\"\n"
-			 "server.max-keep-alive-requests = 1000000\n"
-			 "server.event-handler = \"linux-sysepoll\"\n",
-			 top, s->port, s->dir, s->dir);
-		snprintf(path, sizeof(path), "%s/lighttpd.conf", s->dir);
-	}
-	return write_file(path, text);
+	size_t n = strlen(buf);
+	if (n + 1 < len)
+		snprintf(buf + n, len - n, "%s", s);
 }
 
-static bool srv_start(struct srv *s)
+static bool starts(const char *line, const char *word)
+{
+	while (*line == ' ' || *line == '\t')
+		line++;
+	return !strncmp(line, word, strlen(word));
+}
+
+/*
+ * Debian's nginx.conf (/etc/nginx/nginx.conf as the nginx-light package
+ * ships it) with only what running it here needs changed: user root,
+ * daemon off, pid and log files in the variant's directory, and our server
+ * block instead of sites-enabled.  Everything else (worker_processes auto,
+ * sendfile on, tcp_nopush on, access_log on, gzip on, ...) stays.
+ */
+static bool nginx_debian_conf(struct bsrv *s, char *text, size_t len)
+{
+	FILE *f = fopen("/etc/nginx/nginx.conf", "r");
+	if (!f)
+		return false;
+	char line[512], tmp[2048];
+	snprintf(text, len, "daemon off;\n");
+	while (fgets(line, sizeof(line), f)) {
+		if (starts(line, "user ")) {
+			cat(text, len, "user root;\n");
+		} else if (starts(line, "pid ")) {
+			snprintf(tmp, sizeof(tmp), "pid %s/nginx.pid;\n", s->dir);
+			cat(text, len, tmp);
+		} else if (starts(line, "error_log ")) {
+			snprintf(tmp, sizeof(tmp), "error_log %s/error.log;\n", s->dir);
+			cat(text, len, tmp);
+		} else if (starts(line, "access_log ")) {
+			snprintf(tmp, sizeof(tmp), "\taccess_log %s/access.log;\n", s->dir);
+			cat(text, len, tmp);
+		} else if (starts(line, "include /etc/nginx/conf.d/")) {
+			continue;
+		} else if (starts(line, "include /etc/nginx/sites-enabled/")) {
+			snprintf(tmp, sizeof(tmp),
+				 "\tclient_body_temp_path %s/tmp; proxy_temp_path %s/tmp;\n"
+				 "\tfastcgi_temp_path %s/tmp; uwsgi_temp_path %s/tmp; "
+				 "scgi_temp_path %s/tmp;\n"
+				 "\tserver { listen 127.0.0.1:%d; root %s/www; }\n",
+				 s->dir, s->dir, s->dir, s->dir, s->dir, s->port, bsrv_top);
+			cat(text, len, tmp);
+		} else {
+			cat(text, len, line);
+		}
+	}
+	fclose(f);
+	return strstr(text, "server {") != NULL;
+}
+
+/* Part 1's configuration: one worker, sendfile on, tcp_nopush off (nginx's
+ * compiled-in default), no access log, unlimited keep-alive. */
+static void nginx_part1_conf(struct bsrv *s, char *text, size_t len)
+{
+	snprintf(text, len,
+		 "daemon off;\nmaster_process on;\nworker_processes 1;\nuser root;\n"
+		 "pid %s/nginx.pid;\nerror_log %s/error.log;\n"
+		 "events { worker_connections 1024; }\n"
+		 "http {\n  access_log off;\n  sendfile on;\n  tcp_nopush off;\n"
+		 "  keepalive_requests 1000000;\n"
+		 "  client_body_temp_path %s/tmp; proxy_temp_path %s/tmp;\n"
+		 "  fastcgi_temp_path %s/tmp; uwsgi_temp_path %s/tmp; scgi_temp_path %s/tmp;\n"
+		 "  server { listen 127.0.0.1:%d; root %s/www; }\n}\n",
+		 s->dir, s->dir, s->dir, s->dir, s->dir, s->dir, s->dir, s->port, bsrv_top);
+}
+
+/*
+ * Debian's lighttpd.conf with the paths, the port and the address changed,
+ * no user switch (we run as root), and no IPv6 listener (use-ipv6.pl would
+ * add [::]:port).  Modules, parse options, mime types and conf-enabled stay.
+ */
+static bool lighttpd_debian_conf(struct bsrv *s, char *text, size_t len)
+{
+	FILE *f = fopen("/etc/lighttpd/lighttpd.conf", "r");
+	if (!f)
+		return false;
+	char line[512], tmp[2048];
+	text[0] = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (starts(line, "server.document-root")) {
+			snprintf(tmp, sizeof(tmp), "server.document-root = \"%s/www\"\n", bsrv_top);
+		} else if (starts(line, "server.upload-dirs")) {
+			snprintf(tmp, sizeof(tmp), "server.upload-dirs = ( \"%s/tmp\" )\n", s->dir);
+		} else if (starts(line, "server.errorlog")) {
+			snprintf(tmp, sizeof(tmp), "server.errorlog = \"%s/error.log\"\n", s->dir);
+		} else if (starts(line, "server.pid-file")) {
+			snprintf(tmp, sizeof(tmp), "server.pid-file = \"%s/lighttpd.pid\"\n", s->dir);
+		} else if (starts(line, "server.username") || starts(line, "server.groupname") ||
+			   starts(line, "include_shell \"/usr/share/lighttpd/use-ipv6.pl")) {
+			continue;
+		} else if (starts(line, "server.port")) {
+			snprintf(tmp, sizeof(tmp), "server.port = %d\nserver.bind = \"127.0.0.1\"\n",
+				 s->port);
+		} else {
+			snprintf(tmp, sizeof(tmp), "%s", line);
+		}
+		cat(text, len, tmp);
+	}
+	fclose(f);
+	return strstr(text, "server.bind") != NULL;
+}
+
+static bool make_conf(struct bsrv *s)
+{
+	char path[400], text[8192];
+	snprintf(path, sizeof(path), "%s/tmp", s->dir);
+	mkdir(path, 0755);
+	bool ok = true;
+	switch (s->kind) {
+	case BSRV_NGINX_DEBIAN:
+		ok = nginx_debian_conf(s, text, sizeof(text));
+		break;
+	case BSRV_NGINX_PART1:
+		nginx_part1_conf(s, text, sizeof(text));
+		break;
+	case BSRV_LIGHTTPD_DEBIAN:
+		ok = lighttpd_debian_conf(s, text, sizeof(text));
+		break;
+	default:
+		return true; /* redis: command-line options */
+	}
+	snprintf(path, sizeof(path), "%s/server.conf", s->dir);
+	return ok && write_file(path, text);
+}
+
+/* ------------------------------------------------------------ servers */
+
+static void exec_server(struct bsrv *s)
+{
+	char conf[400];
+	snprintf(conf, sizeof(conf), "%s/server.conf", s->dir);
+	switch (s->kind) {
+	case BSRV_NGINX_DEBIAN:
+		/* Debian's prefix: its modules-enabled name modules/... under it. */
+		execl(NGINX, "nginx", "-c", conf, "-p", "/usr/share/nginx/", (char *)NULL);
+		break;
+	case BSRV_NGINX_PART1:
+		execl(NGINX, "nginx", "-c", conf, "-p", s->dir, (char *)NULL);
+		break;
+	case BSRV_LIGHTTPD_DEBIAN:
+		execl(LIGHTTPD, "lighttpd", "-D", "-f", conf, (char *)NULL);
+		break;
+	default: {
+		char port[16];
+		snprintf(port, sizeof(port), "%d", s->port);
+		execl(BSRV_REDIS, "redis-server", "--port", port, "--bind", "127.0.0.1",
+		      "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", s->dir,
+		      "--logfile", "", "--protected-mode", "no", (char *)NULL);
+	}
+	}
+}
+
+bool bsrv_start(struct bsrv *s)
 {
 	for (int tries = 0; tries < 5; tries++) {
 		s->port = free_port();
 		if (!s->port || !make_conf(s))
 			return false;
-		char conf[400], out[400], stats[400], so[400];
-		snprintf(conf, sizeof(conf), "%s/%s.conf", s->dir, s->nginx ? "nginx" : "lighttpd");
+		char out[400], stats[400], so[400];
 		snprintf(out, sizeof(out), "%s/out", s->dir);
 		snprintf(stats, sizeof(stats), "%s/stats", s->dir);
 		snprintf(so, sizeof(so), "%s/libbypass-batch.so", bench_build_dir());
@@ -146,16 +262,15 @@ static bool srv_start(struct srv *s)
 				dup2(fd, 1);
 				dup2(fd, 2);
 			}
-			if (s->var == V_DEF || s->var == V_NP_DEF) {
+			if (s->preload) {
 				setenv("LD_PRELOAD", so, 1);
-				setenv("BYPASS_BATCH_STATS", stats, 1);
+				setenv("BYPASS_STATS_FILE", stats, 1);
+				for (int i = 0; s->env[i]; i++)
+					putenv((char *)s->env[i]);
 			} else {
 				unsetenv("LD_PRELOAD");
 			}
-			if (s->nginx)
-				execl(NGINX, "nginx", "-c", conf, "-p", s->dir, (char *)NULL);
-			else
-				execl(LIGHTTPD, "lighttpd", "-D", "-f", conf, (char *)NULL);
+			exec_server(s);
 			_exit(127);
 		}
 		for (int i = 0; i < 200; i++) {
@@ -164,7 +279,7 @@ static bool srv_start(struct srv *s)
 			int st;
 			if (waitpid(s->pid, &st, WNOHANG) == s->pid)
 				break;
-			sleep_ms(25);
+			bsrv_sleep_ms(25);
 		}
 		kill(s->pid, SIGKILL);
 		waitpid(s->pid, NULL, 0);
@@ -173,34 +288,35 @@ static bool srv_start(struct srv *s)
 	return false;
 }
 
-static void srv_stop(struct srv *s)
+/* Stop; true when it exited by itself with status 0 (a clean exit). */
+bool bsrv_stop(struct bsrv *s)
 {
 	if (s->pid <= 0)
-		return;
-	kill(s->pid, s->nginx ? SIGQUIT : SIGTERM);
-	for (int i = 0; i < 200; i++) {
-		if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
+		return false;
+	bool nginx = s->kind == BSRV_NGINX_DEBIAN || s->kind == BSRV_NGINX_PART1;
+	kill(s->pid, nginx ? SIGQUIT : SIGTERM);
+	for (int i = 0; i < 400; i++) {
+		int st;
+		if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
 			s->pid = 0;
-			return;
+			return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 		}
-		sleep_ms(25);
+		bsrv_sleep_ms(25);
 	}
 	kill(-s->pid, SIGKILL); /* its session: master and workers */
 	waitpid(s->pid, NULL, 0);
 	s->pid = 0;
+	return false;
 }
 
-/* The processes that serve: nginx's workers, or lighttpd itself. */
-static int srv_pids(struct srv *s, pid_t *out, int max)
+/* The processes that serve: nginx's master and workers, or the server. */
+static int srv_pids(struct bsrv *s, pid_t *out, int max)
 {
-	if (!s->nginx) {
-		out[0] = s->pid;
-		return 1;
-	}
+	out[0] = s->pid;
+	int n = 1;
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)s->pid, (int)s->pid);
 	FILE *f = fopen(path, "r");
-	int n = 0;
 	while (f && n < max && fscanf(f, "%d", &out[n]) == 1)
 		n++;
 	if (f)
@@ -208,8 +324,32 @@ static int srv_pids(struct srv *s, pid_t *out, int max)
 	return n;
 }
 
-/* Run a command, its stdout into buf; returns its exit status or -1. */
-static int run_capture(char *const argv[], char *buf, size_t len)
+double bsrv_cpu_ticks(struct bsrv *s)
+{
+	pid_t pids[32];
+	int n = srv_pids(s, pids, 32);
+	double t = 0;
+	for (int i = 0; i < n; i++) {
+		char path[64], buf[1024];
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pids[i]);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t got = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[got] = 0;
+		/* Fields after the command's closing parenthesis: utime and
+		 * stime are the 12th and 13th. */
+		char *p = strrchr(buf, ')');
+		unsigned long ut = 0, stime = 0;
+		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+				&ut, &stime) == 2)
+			t += (double)(ut + stime);
+	}
+	return t;
+}
+
+int bsrv_run_capture(char *const argv[], char *buf, size_t len)
 {
 	int p[2];
 	if (pipe(p))
@@ -240,18 +380,18 @@ static int run_capture(char *const argv[], char *buf, size_t len)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* wrk against the server: requests per second (NAN on failure). */
-static double wrk(struct srv *s, const char *path, int secs, int conns, double *total)
+/* wrk against the server: requests per second (NAN on failure); errors gets
+ * wrk's socket errors (connect, read, write, timeout) and non-2xx replies. */
+static double wrk(struct bsrv *s, const char *path, int secs, double *total, double *errors)
 {
-	char url[128], d[16], cs[16], out[4096];
+	char url[128], d[16], out[4096];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/%s", s->port, path);
 	snprintf(d, sizeof(d), "%ds", secs);
-	snprintf(cs, sizeof(cs), "%d", conns);
-	char *argv[] = { WRK, "-t", "2", "-c", cs, "-d", d, url, NULL };
-	if (run_capture(argv, out, sizeof(out)) != 0)
+	char *argv[] = { WRK, "-t", "2", "-c", "50", "-d", d, url, NULL };
+	if (bsrv_run_capture(argv, out, sizeof(out)) != 0)
 		return NAN;
 	char *p = strstr(out, "Requests/sec:");
-	if (!p || strstr(out, "Non-2xx"))
+	if (!p)
 		return NAN;
 	double rps = atof(p + 13);
 	char *q = strstr(out, " requests in ");
@@ -260,22 +400,34 @@ static double wrk(struct srv *s, const char *path, int secs, int conns, double *
 			q--;
 		*total = atof(q);
 	}
+	if (errors) {
+		unsigned long a = 0, b = 0, cc = 0, dd = 0, e = 0;
+		char *se = strstr(out, "Socket errors:");
+		if (se)
+			sscanf(se, "Socket errors: connect %lu, read %lu, write %lu, timeout %lu", &a,
+			       &b, &cc, &dd);
+		char *nx = strstr(out, "Non-2xx or 3xx responses:");
+		if (nx)
+			e = strtoul(nx + 25, NULL, 10);
+		*errors += (double)(a + b + cc + dd + e);
+	}
 	return rps;
 }
 
-/* System calls per request while wrk runs (perf, raw_syscalls:sys_enter). */
-static double syscalls_per_req(struct srv *s, const char *path, int secs)
+/* perf stat of the server's processes while load runs: kernel crossings. */
+pid_t bsrv_perf_start(struct bsrv *s, int secs)
 {
-	pid_t pids[16];
-	int n = srv_pids(s, pids, 16);
+	pid_t pids[32];
+	int n = srv_pids(s, pids, 32);
 	if (n <= 0 || access("/usr/bin/perf", X_OK))
-		return NAN;
-	char list[256] = "", tmp[32], outf[400], secs_s[16];
+		return -1;
+	char list[512] = "", tmp[32], outf[400], secs_s[16];
 	for (int i = 0; i < n; i++) {
 		snprintf(tmp, sizeof(tmp), "%s%d", i ? "," : "", (int)pids[i]);
 		strncat(list, tmp, sizeof(list) - strlen(list) - 1);
 	}
 	snprintf(outf, sizeof(outf), "%s/perf.out", s->dir);
+	unlink(outf);
 	snprintf(secs_s, sizeof(secs_s), "%d", secs);
 	pid_t perf = fork();
 	if (perf == 0) {
@@ -287,30 +439,31 @@ static double syscalls_per_req(struct srv *s, const char *path, int secs)
 		      "raw_syscalls:sys_enter", "-p", list, "--", "sleep", secs_s, (char *)NULL);
 		_exit(127);
 	}
-	if (perf < 0)
+	bsrv_sleep_ms(150);
+	return perf;
+}
+
+double bsrv_perf_end(struct bsrv *s, pid_t perf)
+{
+	if (perf <= 0)
 		return NAN;
-	sleep_ms(100);
-	double total = 0;
-	double rps = wrk(s, path, secs - 1 > 0 ? secs - 1 : 1, 50, &total);
 	int st;
 	waitpid(perf, &st, 0);
+	char outf[400], line[512];
+	snprintf(outf, sizeof(outf), "%s/perf.out", s->dir);
 	FILE *f = fopen(outf, "r");
 	double count = NAN;
-	char line[512];
 	while (f && fgets(line, sizeof(line), f))
 		if (strstr(line, "raw_syscalls:sys_enter") && line[0] >= '0' && line[0] <= '9')
 			count = atof(line);
 	if (f)
 		fclose(f);
-	if (isnan(rps) || total <= 0)
-		return NAN;
-	return count / total;
+	return count;
 }
 
-/* The preload's counters over the server's life (all its processes). */
-static double stats_sum(struct srv *s, const char *key)
+double bsrv_stats_sum(struct bsrv *s, const char *key)
 {
-	char path[400], line[1024], pat[64];
+	char path[400], line[2048], pat[64];
 	snprintf(path, sizeof(path), "%s/stats", s->dir);
 	snprintf(pat, sizeof(pat), "\"%s\": ", key);
 	FILE *f = fopen(path, "r");
@@ -326,7 +479,7 @@ static double stats_sum(struct srv *s, const char *key)
 	return sum;
 }
 
-static bool have(const char *bin, const char *pkg)
+bool bsrv_have(const char *bin, const char *pkg)
 {
 	if (!access(bin, X_OK))
 		return true;
@@ -342,135 +495,181 @@ static bool have(const char *bin, const char *pkg)
 	return !access(bin, X_OK);
 }
 
-struct file_case {
-	const char *path;
-	const char *label;
-};
-
-/* One server configuration: all variants up at once, measured in turn. */
-static int one_config(struct bench_ctx *c, const char *id, const char *title, bool nginx,
-		      int workers, bool target)
+int bsrv_rounds(struct bench_ctx *c)
 {
-	static const struct file_case files[] = { { "a20.html", "20 KB html" },
-						  { "small.html", "100 B file" } };
-	int nfiles = bench_smoke(c) ? 1 : 2;
-	int nvar = bench_smoke(c) || !nginx ? 2 : NVAR;
-	int secs = bench_smoke(c) ? 1 : bench_quick(c) ? 2 : 5;
-	const char *p = bench_param(c, "wrk_seconds", NULL);
-	if (p)
-		secs = atoi(p) > 0 ? atoi(p) : secs;
-	int rounds = bench_smoke(c) ? 1 : bench_rounds(c);
-	bench_begin(c, id, title, "the same server without the preload, same file");
-	struct srv s[NVAR];
-	memset(s, 0, sizeof(s));
-	for (int v = 0; v < nvar; v++) {
-		s[v].nginx = nginx;
-		s[v].workers = workers;
-		s[v].var = v;
-		snprintf(s[v].dir, sizeof(s[v].dir), "%s/%s-%d", top, id, v);
-		mkdir(s[v].dir, 0755);
-		if (!srv_start(&s[v])) {
-			for (int k = 0; k < v; k++)
-				srv_stop(&s[k]);
-			bench_skip(c, id, "%s did not start (see %s)", nginx ? "nginx" : "lighttpd",
-				   s[v].dir);
-			return BENCH_SKIP;
-		}
-	}
-	double *rps = calloc((size_t)(nfiles * nvar * rounds), sizeof(double));
-	/* Warm up: each server once per file. */
-	for (int f = 0; f < nfiles; f++)
-		for (int v = 0; v < nvar; v++)
-			wrk(&s[v], files[f].path, 1, 50, NULL);
-	for (int r = 0; r < rounds; r++)
-		for (int f = 0; f < nfiles; f++)
-			for (int v = 0; v < nvar; v++) {
-				double total = 0;
-				double x = wrk(&s[v], files[f].path, secs, 50, &total);
-				rps[(f * nvar + v) * rounds + r] = x;
-				if (!isnan(x))
-					s[v].requests += total;
-			}
-	/* Why: system calls per request, and the preload's own counters. */
-	double sys[2][NVAR];
-	for (int f = 0; f < nfiles; f++)
-		for (int v = 0; v < nvar; v++)
-			sys[f][v] = bench_smoke(c) ? NAN
-						   : syscalls_per_req(&s[v], files[f].path,
-								      bench_quick(c) ? 2 : 4);
-	for (int v = 0; v < nvar; v++)
-		srv_stop(&s[v]);
+	if (bench_smoke(c))
+		return 1;
+	int r = bench_quick(c) ? 6 : 10;
+	const char *p = bench_param(c, "server_rounds", NULL);
+	if (p && atoi(p) > 0)
+		r = atoi(p);
+	return bench_rounds(c) > r ? bench_rounds(c) : r;
+}
 
-	double ratio_20k = NAN;
-	for (int f = 0; f < nfiles; f++) {
-		struct bench_summary sum[NVAR];
-		for (int v = 0; v < nvar; v++)
-			bench_summarize_d(&rps[(f * nvar + v) * rounds], (size_t)rounds, &sum[v]);
-		for (int v = 0; v < nvar; v++) {
-			char name[128], note[160] = "";
-			snprintf(name, sizeof(name), "%s, %s", files[f].label, var_name[v]);
-			if (!isnan(sys[f][v]))
-				snprintf(note, sizeof(note), "%.2f system calls per request",
-					 sys[f][v]);
-			/* With tcp_nopush, relative to nginx with tcp_nopush. */
-			int base = v >= V_NP_BASE ? V_NP_BASE : V_BASE;
-			double ratio = sum[v].median / sum[base].median;
-			struct bench_row row = {
-				.variant = name,
-				.kind = v == V_BASE || v == V_NP_BASE ? BENCH_BASELINE : BENCH_BYPASS,
-				.unit = "req/s", .s = sum[v], .higher_is_better = true,
-				.ratio = ratio,
-				.source = v == V_DEF && f == 0 ? (nginx ? "ESCA: +11%" : "ESCA: +13%")
-								: NULL,
-				.note = note[0] ? note : NULL,
-			};
-			bench_row(c, &row);
-			if (f == 0 && v == V_DEF)
-				ratio_20k = ratio;
+/* ------------------------------------------------------------ the table */
+
+void bsrv_report(struct bench_ctx *c, struct bsrv *s, int nv, const double *rate, int rounds,
+		 const char *unit)
+{
+	for (int v = 0; v < nv; v++) {
+		struct bench_summary sum, base;
+		const double *mine = &rate[v * rounds], *theirs = &rate[s[v].base * rounds];
+		double a[64], b[64];
+		size_t na = 0, nb = 0;
+		for (int r = 0; r < rounds && r < 64; r++) {
+			if (!isnan(mine[r]))
+				a[na++] = mine[r];
+			if (!isnan(theirs[r]))
+				b[nb++] = theirs[r];
+		}
+		bench_summarize_d(a, na, &sum);
+		bench_summarize_d(b, nb, &base);
+		double lo = 0, hi = 0;
+		if (v != s[v].base && bench_ratio_ci(a, na, b, nb, &lo, &hi))
+			lo = hi = 0;
+		double req = s[v].requests;
+		char note[400], params[400];
+		double cpu_us = req > 0 ? s[v].cpu_ticks * 1e6 / (double)sysconf(_SC_CLK_TCK) / req
+					: NAN;
+		snprintf(note, sizeof(note), "%.1f µs CPU/request, %.2f crossings/request%s%s",
+			 cpu_us, s[v].crossings, s[v].errors > 0 ? ", CLIENT ERRORS" : "",
+			 s[v].clean ? "" : ", UNCLEAN EXIT");
+		snprintf(params, sizeof(params),
+			 "{\"cpu_us_per_request\": %.3f, \"crossings_per_request\": %.3f, "
+			 "\"client_errors\": %.0f, \"clean_exit\": %s, \"requests\": %.0f, "
+			 "\"base_row\": %d}",
+			 isnan(cpu_us) ? -1.0 : cpu_us, isnan(s[v].crossings) ? -1.0 : s[v].crossings,
+			 s[v].errors, s[v].clean ? "true" : "false", req, s[v].base);
+		struct bench_row row = {
+			.variant = s[v].label,
+			.kind = s[v].preload ? BENCH_BYPASS : BENCH_BASELINE,
+			.unit = unit, .s = sum, .higher_is_better = true,
+			.ratio = v == s[v].base ? 1.0 : sum.median / base.median,
+			.is_base = v == 0,
+			.ci_lo = lo, .ci_hi = hi,
+			.source = s[v].source,
+			.note = note, .params = params,
+		};
+		bench_row(c, &row);
+		s[v].ratio = row.ratio;
+		s[v].ci_lo = lo;
+		s[v].ci_hi = hi;
+		if (s[v].errors > 0)
+			bench_fail(c, "%s: %.0f client errors (socket errors, timeouts or bad "
+				   "replies)", s[v].label, s[v].errors);
+		if (!s[v].clean)
+			bench_fail(c, "%s: the server did not exit cleanly", s[v].label);
+	}
+	/* The preload's counters cover a server's whole life: per request
+	 * served by it (rows of one server share its directory). */
+	for (int v = 0; v < nv; v++) {
+		bool first = true;
+		double req = 0;
+		for (int k = 0; k < nv; k++) {
+			if (strcmp(s[k].dir, s[v].dir))
+				continue;
+			first = first && k >= v;
+			req += s[k].served;
+		}
+		if (!first || !s[v].preload || req <= 0 || isnan(bsrv_stats_sum(&s[v], "deferred")))
+			continue;
+		bench_note(c, "%s: per request (whole run) %.2f calls deferred, %.2f ran "
+			   "directly, %.3f io_uring_enter, %.3f merged waits", s[v].label,
+			   bsrv_stats_sum(&s[v], "deferred") / req,
+			   bsrv_stats_sum(&s[v], "direct") / req,
+			   bsrv_stats_sum(&s[v], "enters") / req,
+			   bsrv_stats_sum(&s[v], "merged_waits") / req);
+	}
+	bench_note(c, "ratio: row median / its base row's median (a rate: higher is better), "
+		   "95%% CI by bootstrap over %d rounds; rows with their own base say so in "
+		   "the label", rounds);
+	bench_note(c, "crossings/request: system calls the server's processes entered "
+		   "(perf raw_syscalls:sys_enter, io_uring_enter included) over requests, in "
+		   "one extra run per variant; CPU/request: utime+stime of the server's "
+		   "processes (io_uring workers included) over the measured runs");
+}
+
+/* ------------------------------------------------------------ web servers */
+
+static const char *const merged_off[] = { "BYPASS_BATCH_MERGED_WAIT=0", NULL };
+static const char *const no_env[] = { NULL };
+
+static int web_table(struct bench_ctx *c, const char *id, const char *title,
+		     struct bsrv *s, int nv, const char *path, double goal, const char *what)
+{
+	int rounds = bsrv_rounds(c);
+	int secs = bench_smoke(c) ? 1 : bench_quick(c) ? 1 : 3;
+	const char *p = bench_param(c, "wrk_seconds", NULL);
+	if (p && atoi(p) > 0)
+		secs = atoi(p);
+	bench_begin(c, id, title, s[0].label);
+	for (int v = 0; v < nv; v++) {
+		snprintf(s[v].dir, sizeof(s[v].dir), "%s/%s-%d", bsrv_top, id, v);
+		mkdir(s[v].dir, 0755);
+		if (!bsrv_start(&s[v])) {
+			for (int k = 0; k < v; k++)
+				bsrv_stop(&s[k]);
+			bench_fail(c, "%s: %s did not start (see %s)", id, s[v].label, s[v].dir);
+			bench_end(c);
+			return 1;
 		}
 	}
-	double np_20k = NAN;
-	if (nvar > V_NP_DEF) {
-		struct bench_summary a, b;
-		bench_summarize_d(&rps[(0 * nvar + V_NP_DEF) * rounds], (size_t)rounds, &a);
-		bench_summarize_d(&rps[(0 * nvar + V_NP_BASE) * rounds], (size_t)rounds, &b);
-		np_20k = a.median / b.median;
-		bench_note(c, "ratios of the tcp_nopush rows are relative to nginx with tcp_nopush "
-			   "on: that configuration already sends header and body together, which "
-			   "is much of what the preload gains over nginx's default");
+	double *rate = calloc((size_t)(nv * rounds), sizeof(double));
+	for (int v = 0; v < nv; v++) {
+		double total = 0;
+		wrk(&s[v], path, 1, &total, NULL); /* warm up */
+		s[v].served += total;
 	}
-	for (int v = 1; v < nvar; v++) {
-		if (v == V_NP_BASE)
+	size_t order[16];
+	for (int r = 0; r < rounds; r++) {
+		bench_order(r, (size_t)nv, order);
+		for (int k = 0; k < nv; k++) {
+			int v = (int)order[k];
+			double total = 0, t0 = bsrv_cpu_ticks(&s[v]);
+			double x = wrk(&s[v], path, secs, &total, &s[v].errors);
+			rate[v * rounds + r] = x;
+			if (isnan(x)) {
+				s[v].errors += 1;
+				continue;
+			}
+			s[v].cpu_ticks += bsrv_cpu_ticks(&s[v]) - t0;
+			s[v].requests += total;
+			s[v].served += total;
+		}
+	}
+	for (int v = 0; v < nv; v++) {
+		s[v].crossings = NAN;
+		if (bench_smoke(c))
 			continue;
-		double req = s[v].requests;
-		if (req > 0 && !isnan(stats_sum(&s[v], "deferred")))
-			bench_note(c, "%s: per request %.2f calls deferred, %.2f ran directly, "
-				   "%.3f io_uring_enter (%.0f segments)", var_name[v],
-				   stats_sum(&s[v], "deferred") / req,
-				   stats_sum(&s[v], "direct") / req, stats_sum(&s[v], "enters") / req,
-				   stats_sum(&s[v], "segments"));
+		pid_t perf = bsrv_perf_start(&s[v], 2);
+		double total = 0, extra_err = 0;
+		wrk(&s[v], path, 1, &total, &extra_err);
+		double n = bsrv_perf_end(&s[v], perf);
+		s[v].served += total;
+		if (total > 0)
+			s[v].crossings = n / total;
 	}
-	bench_note(c, "wrk -t 2 -c 50 -d %ds (ESCA: -t 4 -c 50 -d 5s; 2 threads on this %d-CPU "
-		   "machine, which wrk shares with the server); %d rounds, variants alternate",
-		   secs, bench_ncpus(), rounds);
-	if (target) {
-		bench_target(c, nginx ? "nginx 20 KB req/s with the preload / without (ESCA +11%)"
-				      : "lighttpd 20 KB req/s with the preload / without (ESCA +13%)",
-			     ratio_20k, ">=", nginx ? 1.11 : 1.13);
-		if (!isnan(np_20k))
-			bench_target(c, "same, both with tcp_nopush on (the fair comparison)",
-				     np_20k, ">=", 1.11);
-	}
+	for (int v = 0; v < nv; v++)
+		s[v].clean = bsrv_stop(&s[v]);
+	bsrv_report(c, s, nv, rate, rounds, "req/s");
+	bench_note(c, "wrk -t 2 -c 50 -d %ds /%s (ESCA: -t 4 -c 50 -d 5s, 20 KB); wrk shares "
+		   "the %d CPUs with the server; variants alternate, order rotated per round",
+		   secs, path, bench_ncpus());
+	if (goal > 0)
+		bench_target_ci(c, what, s[1].ratio, s[1].ci_lo, s[1].ci_hi, ">=", goal);
+	if (s[0].kind == BSRV_NGINX_DEBIAN && !isnan(s[0].crossings) && !isnan(s[1].crossings))
+		bench_target(c, "nginx (Debian) kernel crossings per request, preload / without",
+			     s[1].crossings / s[0].crossings, "<=", 0.5);
 	bench_end(c);
-	free(rps);
+	free(rate);
 	return 0;
 }
 
 static void rm_top(void)
 {
-	if (!strncmp(top, "/tmp/bypass-bench-batch-", 24)) {
+	if (!strncmp(bsrv_top, "/tmp/bypass-bench-batch-", 24)) {
 		char cmd[300];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", bsrv_top);
 		int r = system(cmd);
 		(void)r;
 	}
@@ -484,51 +683,80 @@ int bench_batch_servers(struct bench_ctx *c)
 		bench_skip(c, "batch.nginx", "no %s (build the batch module)", so);
 		return BENCH_SKIP;
 	}
-	if (!have(WRK, "wrk")) {
-		bench_skip(c, "batch.nginx", "wrk is not installed and could not be");
-		return BENCH_SKIP;
-	}
-	snprintf(top, sizeof(top), "/tmp/bypass-bench-batch-XXXXXX");
-	if (!mkdtemp(top))
+	snprintf(bsrv_top, sizeof(bsrv_top), "/tmp/bypass-bench-batch-XXXXXX");
+	if (!mkdtemp(bsrv_top))
 		return 1;
 	char path[400];
-	snprintf(path, sizeof(path), "%s/www", top);
+	snprintf(path, sizeof(path), "%s/www", bsrv_top);
 	mkdir(path, 0755);
-	/* ESCA's 20 KB html and a ~100 B file. */
+	/* ESCA's 20 KB html. */
 	char *html = malloc(20481);
 	for (int i = 0; i < 20480; i++)
 		html[i] = (char)(i % 64 == 63 ? '\n' : 'a' + i % 26);
 	html[20480] = 0;
-	snprintf(path, sizeof(path), "%s/www/a20.html", top);
+	snprintf(path, sizeof(path), "%s/www/a20.html", bsrv_top);
 	write_file(path, html);
 	free(html);
-	snprintf(path, sizeof(path), "%s/www/small.html", top);
-	write_file(path, "<html><body>a small file of about one hundred bytes, "
-			 "served from the page cache</body></html>\n");
 	signal(SIGPIPE, SIG_IGN);
-	int ncpu = bench_ncpus();
-	/* --param server=nginx|lighttpd runs one server's tables. */
+	int rc = 0;
+	/* --param server=nginx|lighttpd|redis runs one server's table. */
 	const char *which = bench_param(c, "server", NULL);
-	if (which && strcmp(which, "nginx")) {
-		/* not asked for */
-	} else if (have(NGINX, "nginx-light")) {
-		one_config(c, "batch.nginx", "nginx, 1 worker: requests/s under wrk", true, 1, true);
-		if (!bench_smoke(c) && ncpu > 1) {
-			char title[96];
-			snprintf(title, sizeof(title), "nginx, %d workers (one per CPU): requests/s",
-				 ncpu);
-			one_config(c, "batch.nginx-percpu", title, true, ncpu, false);
+	bool web = !which || strcmp(which, "redis");
+	if (web && !bsrv_have(WRK, "wrk")) {
+		bench_skip(c, "batch.nginx", "wrk is not installed and could not be");
+		web = false;
+	}
+	if (web && (!which || !strcmp(which, "nginx"))) {
+		if (bsrv_have(NGINX, "nginx-light") && !access("/etc/nginx/nginx.conf", R_OK)) {
+			struct bsrv s[5] = {
+				{ .kind = BSRV_NGINX_DEBIAN, .label = "Debian's nginx.conf",
+				  .env = no_env },
+				{ .kind = BSRV_NGINX_DEBIAN, .preload = true,
+				  .label = "Debian's nginx.conf, bypass preload",
+				  .env = no_env, .source = "ESCA: +11%" },
+				{ .kind = BSRV_NGINX_DEBIAN, .preload = true,
+				  .label = "Debian's nginx.conf, preload without the merged wait",
+				  .env = merged_off },
+				{ .kind = BSRV_NGINX_PART1, .label = "part 1's configuration (1 worker, "
+				  "tcp_nopush off, no access log)", .env = no_env, .base = 3 },
+				{ .kind = BSRV_NGINX_PART1, .preload = true,
+				  .label = "part 1's configuration, bypass preload (vs the row above)",
+				  .env = no_env, .base = 3 },
+			};
+			int nv = bench_smoke(c) ? 2 : 5;
+			rc |= web_table(c, "batch.nginx",
+					"nginx, Debian's configuration: requests/s under wrk, 20 KB",
+					s, nv, "a20.html", 1.11,
+					"nginx (Debian's configuration) 20 KB req/s, preload / "
+					"without (ESCA +11%)");
+		} else {
+			bench_skip(c, "batch.nginx", "nginx (nginx-light) is not installed and "
+				   "could not be");
 		}
-	} else {
-		bench_skip(c, "batch.nginx", "nginx is not installed and could not be");
 	}
-	if (which && strcmp(which, "lighttpd")) {
-		/* not asked for */
-	} else if (have(LIGHTTPD, "lighttpd")) {
-		one_config(c, "batch.lighttpd", "lighttpd: requests/s under wrk", false, 0, true);
-	} else {
-		bench_skip(c, "batch.lighttpd", "lighttpd is not installed and could not be");
+	if (web && (!which || !strcmp(which, "lighttpd"))) {
+		if (bsrv_have(LIGHTTPD, "lighttpd") && !access("/etc/lighttpd/lighttpd.conf", R_OK)) {
+			struct bsrv s[3] = {
+				{ .kind = BSRV_LIGHTTPD_DEBIAN, .label = "Debian's lighttpd.conf",
+				  .env = no_env },
+				{ .kind = BSRV_LIGHTTPD_DEBIAN, .preload = true,
+				  .label = "Debian's lighttpd.conf, bypass preload", .env = no_env,
+				  .source = "ESCA: +13%" },
+				{ .kind = BSRV_LIGHTTPD_DEBIAN, .preload = true,
+				  .label = "Debian's lighttpd.conf, preload without the merged wait",
+				  .env = merged_off },
+			};
+			rc |= web_table(c, "batch.lighttpd",
+					"lighttpd, Debian's configuration: requests/s under wrk, 20 KB",
+					s, bench_smoke(c) ? 2 : 3, "a20.html", 1.13,
+					"lighttpd (Debian's configuration) 20 KB req/s, preload / "
+					"without (ESCA +13%)");
+		} else {
+			bench_skip(c, "batch.lighttpd", "lighttpd is not installed and could not be");
+		}
 	}
+	if (!which || !strcmp(which, "redis"))
+		rc |= bench_batch_redis(c);
 	rm_top();
-	return 0;
+	return rc;
 }
