@@ -55,7 +55,8 @@ int cli_find(const char *name, char *buf, size_t len)
 		snprintf(dir, sizeof(dir), ".");
 	/* next to the command (build tree root, or an install's bin/), the
 	 * build tree's bench/, the install's library directory */
-	const char *sub[] = { "", "/bench", "/" BYPASS_CLI_LIBDIR_REL };
+	static const char libdir[] = "/" BYPASS_CLI_LIBDIR_REL;
+	const char *sub[] = { "", "/bench", libdir };
 	size_t off = 0;
 	char tried[3 * PATH_MAX] = "";
 	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
