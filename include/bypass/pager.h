@@ -27,9 +27,20 @@
  *    touch upcall memory: the kernel kills the process rather than queue a
  *    fault signal that is blocked.
  *  - BYPASS_PAGER_HANDLER: the classic userfaultfd read loop in a handler
- *    thread per pager.  Faults are served one after another; faults taken by
- *    the kernel inside system calls are served too.  Needs CAP_SYS_PTRACE,
+ *    thread per pager (config.threads of them).  Faults taken by the kernel
+ *    inside system calls are served too.  Needs CAP_SYS_PTRACE,
  *    vm.unprivileged_userfaultfd = 1, or access to /dev/userfaultfd.
+ *  - BYPASS_PAGER_ADAPTIVE: upcalls while they serve faults fastest, and a
+ *    pool of handler threads (a user-mode-only userfaultfd: no privilege,
+ *    and system calls on non-resident pages fail with EFAULT as in upcall
+ *    mode) when many threads fault at once and the signals of one process
+ *    serialize in the kernel.  The pager measures its fault rate under
+ *    each engine at the current number of faulting threads and keeps the
+ *    faster one, trying the other now and then.  A switch blocks faults on
+ *    the region for about a millisecond; none happens while pages are
+ *    pinned.  BYPASS_PAGER_ENGINE=upcall|pool|adaptive overrides the mode
+ *    of pagers created in upcall or adaptive mode (for tests and
+ *    measurements).
  *
  * A forked child does not inherit the regions (they are mapped
  * MADV_DONTFORK): touching one in the child is a SIGSEGV, never stale or
@@ -56,6 +67,9 @@ typedef struct bypass_pager bypass_pager;
 enum bypass_pager_mode {
 	BYPASS_PAGER_UPCALL = 0,  /* SIGBUS upcall in the faulting thread */
 	BYPASS_PAGER_HANDLER = 1, /* a userfaultfd handler thread */
+	BYPASS_PAGER_ADAPTIVE = 2, /* upcalls, or a pool of handler threads
+				      when that serves more faults per second
+				      (measured); unprivileged like upcalls */
 };
 
 /* config.flags */
@@ -92,6 +106,10 @@ struct bypass_pager_config {
 	 * pages of the same region that were never touched, and only where
 	 * the budget has room without evicting.  0 = 16, 1 = off, max 64. */
 	unsigned fault_around;
+	/* Handler threads reading the userfaultfd: 0 = 1 in handler mode,
+	 * the online CPUs (at most 16) for the adaptive engine's pool;
+	 * max 64.  Unused in upcall mode. */
+	unsigned threads;
 	uint64_t reserved[4];  /* must be zero */
 };
 
@@ -100,8 +118,8 @@ struct bypass_pager_config {
  * and sets *out, or:
  *   -EINVAL  budget below 16 pages, a null swap_path, an unknown mode or
  *            flag, watermarks out of order, swap_size 0 with SWAP_CREATE or
- *            SWAP_TEMP, readahead or fault_around above 64, a non-zero
- *            reserved field;
+ *            SWAP_TEMP, readahead, fault_around or threads above 64, a
+ *            non-zero reserved field;
  *   -ENOENT  the swap file does not exist (and SWAP_CREATE is not set);
  *   -ENOSPC  the swap file is smaller than swap_size or than 16 pages, or
  *            the filesystem has no room to create it;
@@ -111,7 +129,7 @@ struct bypass_pager_config {
  *            /dev/userfaultfd allows kernel-mode faults to be handled;
  *   -ENOSYS  the kernel has no userfaultfd;
  *   -EOPNOTSUPP  userfaultfd lacks write-protection of anonymous memory
- *            (or, for BYPASS_PAGER_UPCALL, SIGBUS mode);
+ *            (or, for BYPASS_PAGER_UPCALL and ADAPTIVE, SIGBUS mode);
  *   or another -errno from open, io_uring_queue_init or mmap.
  * The reason is logged at BYPASS_LOG=error.
  */
@@ -209,7 +227,10 @@ struct bypass_pager_stats {
 	uint64_t lat_count, lat_sum_ns;
 	uint64_t faultaround_pages; /* pages installed along with a first-touch
 				       fault (not counted in faults_zero) */
-	uint64_t reserved[7];
+	uint64_t engine_switches;   /* adaptive: switches between upcalls and
+				       the pool of handler threads */
+	uint64_t engine_pool;       /* adaptive: 1 while the pool serves */
+	uint64_t reserved[5];
 };
 
 /*

@@ -376,6 +376,11 @@ static inline uint64_t rdtsc(void)
 int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 {
 	struct bypass_pager *p = r->pager;
+	if (r->adaptive) {
+		if (!bp_engine_enter(r))
+			return -EAGAIN; /* a switch was under way: retry */
+		bp_engine_note_thread(p);
+	}
 	uint64_t t0 = rdtsc();
 	uintptr_t pa = addr & ~(uintptr_t)(PG_SIZE - 1);
 	uint32_t id = region_id(r, pa);
@@ -404,10 +409,6 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 		break;
 	}
 	bp_pg_unlock(pg);
-	/* Handler mode: wake the faulting thread(s) only now, with the page
-	 * unlocked and counted. */
-	if (!e && handler)
-		e = uffd_wake(r->uffd, pa, (size_t)mapped * PG_SIZE);
 
 	uint64_t ns = ((rdtsc() - t0) << 16) / p->cyc_per_ns_q16;
 	unsigned b = ns ? 63 - (unsigned)__builtin_clzll(ns) : 0;
@@ -416,6 +417,12 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 	stat_add(&p->st.hist[b], 1);
 	stat_add(&p->st.lat_count, 1);
 	stat_add(&p->st.lat_sum_ns, ns);
+	/* Handler mode: wake the faulting thread(s) only now, with the page
+	 * unlocked and counted. */
+	if (!e && handler)
+		e = uffd_wake(r->uffd, pa, (size_t)mapped * PG_SIZE);
+	if (r->adaptive)
+		bp_engine_leave(r);
 	return e;
 }
 
@@ -435,8 +442,12 @@ static bool fault_is_write(void *uc)
 
 static int pager_hook(int sig, siginfo_t *si, void *uc)
 {
-	/* userfaultfd in SIGBUS mode raises BUS_ADRERR at the address. */
-	if (sig != SIGBUS || si->si_code != BUS_ADRERR || !bp_tab_get())
+	/* userfaultfd in SIGBUS mode raises BUS_ADRERR at the address; an
+	 * adaptive region being switched between engines is PROT_NONE for a
+	 * moment (SEGV_ACCERR). */
+	bool bus = sig == SIGBUS && si->si_code == BUS_ADRERR;
+	bool segv = sig == SIGSEGV && si->si_code == SEGV_ACCERR;
+	if ((!bus && !segv) || !bp_tab_get())
 		return 0;
 	unsigned idx = bp_tab_enter();
 	uintptr_t a = (uintptr_t)si->si_addr;
@@ -444,13 +455,20 @@ static int pager_hook(int sig, siginfo_t *si, void *uc)
 	int handled = 0;
 	/* After fork the table is the parent's: its userfaultfd would act
 	 * on the parent's memory.  The child has no regions (DONTFORK). */
-	if (r && !r->handler && r->gen == bp_fork_gen_fast()) {
+	if (!r || r->gen != bp_fork_gen_fast()) {
+		/* not ours */
+	} else if (segv) {
+		handled = r->adaptive && bp_engine_segv(r, a);
+	} else if (!atomic_load_explicit(&r->handler, memory_order_relaxed)) {
 		int e = bp_pager_serve(r, a, fault_is_write(uc), false);
-		if (!e)
+		if (!e || e == -EAGAIN)
 			handled = 1;
 		else
 			bp_err("bypass: pager: cannot serve the fault at %#lx: %s",
 			       (unsigned long)a, strerror(-e));
+	} else if (r->adaptive) {
+		/* raised before the region moved to the pool: retry there */
+		handled = 1;
 	}
 	bp_tab_leave(idx);
 	return handled;
@@ -463,7 +481,7 @@ int bp_pager_hook_install(void)
 
 /* ------------------------------------------------------------ handler */
 
-static void handle_msg(struct bypass_pager *p, const struct uffd_msg *m)
+static void handle_msg(struct bypass_pager *p, int uffd, const struct uffd_msg *m)
 {
 	if (m->event != UFFD_EVENT_PAGEFAULT)
 		return;
@@ -473,19 +491,21 @@ static void handle_msg(struct bypass_pager *p, const struct uffd_msg *m)
 	unsigned idx = bp_tab_enter();
 	struct region *r = bp_tab_find(bp_tab_get(), a);
 	uintptr_t pa = a & ~(uintptr_t)(PG_SIZE - 1);
-	if (r && r->pager == p && r->handler) {
+	if (r && r->pager == p && atomic_load(&r->handler) && atomic_load(&r->uffd) == uffd) {
 		int e = bp_pager_serve(r, a, write, true);
-		if (e) {
+		if (e == -EAGAIN) { /* switched meanwhile: the thread faults again */
+			uffd_wake(uffd, pa, PG_SIZE);
+		} else if (e) {
 			/* The thread cannot be given its data: make its
 			 * access fail (SIGBUS) rather than hang. */
 			bp_err("bypass: pager: cannot serve the fault at %#lx: %s",
 			       (unsigned long)a, strerror(-e));
 			struct uffdio_poison po = { .range = { pa, PG_SIZE } };
-			if (ioctl(p->uffd_thread, UFFDIO_POISON, &po) < 0)
-				uffd_wake(p->uffd_thread, pa, PG_SIZE);
+			if (ioctl(uffd, UFFDIO_POISON, &po) < 0)
+				uffd_wake(uffd, pa, PG_SIZE);
 		}
 	} else {
-		uffd_wake(p->uffd_thread, pa, PG_SIZE);
+		uffd_wake(uffd, pa, PG_SIZE);
 	}
 	bp_tab_leave(idx);
 }
@@ -497,27 +517,69 @@ bool bp_pager_in_handler_thread(void)
 	return in_handler;
 }
 
-static void *handler_main(void *arg)
+/* Read and serve what one userfaultfd has; returns messages served. */
+static size_t drain_uffd(struct bypass_pager *p, int uffd, bool *broken)
 {
-	struct bypass_pager *p = arg;
-	in_handler = true;
-	struct uffd_msg msgs[64];
-	struct pollfd pf[2] = { { .fd = p->uffd_thread, .events = POLLIN },
-				{ .fd = p->stop_fd, .events = POLLIN } };
+	struct uffd_msg msgs[16];
+	size_t total = 0;
 	for (;;) {
-		ssize_t n = read(p->uffd_thread, msgs, sizeof(msgs));
+		ssize_t n = read(uffd, msgs, sizeof(msgs));
 		if (n > 0) {
 			for (size_t i = 0; i < (size_t)n / sizeof(msgs[0]); i++)
-				handle_msg(p, &msgs[i]);
+				handle_msg(p, uffd, &msgs[i]);
+			total += (size_t)n / sizeof(msgs[0]);
 			continue;
 		}
 		if (n < 0 && errno != EAGAIN && errno != EINTR) {
 			bp_err("bypass: pager: reading the userfaultfd: %s", strerror(errno));
-			break;
+			*broken = true;
 		}
-		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+		return total;
+	}
+}
+
+/*
+ * A handler thread.  Several may read the same userfaultfds (each message
+ * goes to one reader).  After serving, a thread keeps reading for a few
+ * microseconds before it sleeps in poll: a burst of faults is then served
+ * without a wake-up each.
+ */
+static void *handler_main(void *arg)
+{
+	struct bypass_pager *p = arg;
+	in_handler = true;
+	uint64_t spin_cyc = (uint64_t)(p->cyc_per_ns_q16 * 20000) >> 16; /* 20 us */
+	for (;;) {
+		int fds[2] = { p->uffd_thread, atomic_load(&p->uffd_pool) };
+		bool broken = false;
+		size_t got = 0;
+		for (int i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				got += drain_uffd(p, fds[i], &broken);
+		if (broken)
 			break;
-		if (pf[1].revents)
+		if (got) {
+			uint64_t t0 = rdtsc();
+			size_t more = 0;
+			while (!more && !broken && rdtsc() - t0 < spin_cyc) {
+				bp_cpu_relax();
+				for (int i = 0; i < 2; i++)
+					if (fds[i] >= 0)
+						more += drain_uffd(p, fds[i], &broken);
+			}
+			if (broken)
+				break;
+			continue;
+		}
+		struct pollfd pf[3];
+		nfds_t n = 0;
+		pf[n++] = (struct pollfd){ .fd = p->stop_fd, .events = POLLIN };
+		for (int i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				pf[n++] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		if (poll(pf, n, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents)
 			break;
 	}
 	return NULL;
@@ -525,22 +587,28 @@ static void *handler_main(void *arg)
 
 int bp_pager_thread_start(struct bypass_pager *p)
 {
-	if (p->thread_live)
+	if (p->nthreads_live)
 		return 0;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int e = pthread_create(&p->thread, NULL, handler_main, p);
+	int e = 0;
+	unsigned want = p->nthreads ? p->nthreads : 1;
+	while (p->nthreads_live < want) {
+		e = pthread_create(&p->threads[p->nthreads_live], NULL, handler_main, p);
+		if (e)
+			break;
+		p->nthreads_live++;
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (e)
+	if (e && !p->nthreads_live)
 		return -e;
-	p->thread_live = true;
 	/*
-	 * From now on a thread may block in a system call until the handler
-	 * thread serves it, and then runs no task work: write-backs started
-	 * by application threads are synchronous (submit_writeback()), and
-	 * those already under way finish now, while no handler-served region
-	 * of this pager exists that their threads could be blocked on.
+	 * From now on a thread may block in a fault until a handler thread
+	 * serves it, and then runs no task work: write-backs started by
+	 * application threads are synchronous (submit_writeback()), and those
+	 * already under way finish now, while no handler-served region of
+	 * this pager exists that their threads could be blocked on.
 	 */
 	atomic_store(&p->sync_wb, true);
 	if (p->ring_live) {
@@ -553,11 +621,13 @@ int bp_pager_thread_start(struct bypass_pager *p)
 
 void bp_pager_thread_stop(struct bypass_pager *p)
 {
-	if (!p->thread_live)
+	if (!p->nthreads_live)
 		return;
 	uint64_t one = 1;
 	ssize_t n = write(p->stop_fd, &one, sizeof(one));
 	(void)n;
-	pthread_join(p->thread, NULL);
-	p->thread_live = false;
+	for (unsigned i = 0; i < p->nthreads_live; i++)
+		pthread_join(p->threads[i], NULL);
+	p->nthreads_live = 0;
+	n = read(p->stop_fd, &one, sizeof(one)); /* reset, for a restart */
 }

@@ -79,13 +79,17 @@ static int id_reserve_extent(struct bypass_pager *p)
 
 static void pager_free(struct bypass_pager *p, bool child)
 {
-	if (!child)
+	if (!child) {
+		bp_engine_stop(p);
 		bp_pager_thread_stop(p);
+	}
 	bp_evict_fini(p);
 	if (p->uffd_sigbus >= 0)
 		close(p->uffd_sigbus);
 	if (p->uffd_thread >= 0)
 		close(p->uffd_thread);
+	if (atomic_load(&p->uffd_pool) >= 0)
+		close(atomic_load(&p->uffd_pool));
 	if (p->stop_fd >= 0)
 		close(p->stop_fd);
 	if (p->swap_fd >= 0)
@@ -112,6 +116,7 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	if (!p)
 		return -ENOMEM;
 	p->swap_fd = p->uffd_sigbus = p->uffd_thread = p->stop_fd = -1;
+	atomic_init(&p->uffd_pool, -1);
 	p->pidfd = p->pidfd_owned = -1;
 	pthread_mutex_init(&p->lock, NULL);
 	bp_pid();
@@ -119,6 +124,7 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	int e = bp_check_config(cfg, p);
 	if (e)
 		goto fail;
+	bp_engine_config(p);
 
 	uint64_t avail = 0;
 	e = bp_uffd_features_available(&avail);
@@ -130,14 +136,14 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 		goto fail;
 	}
 	if (!(avail & UFFD_FEATURE_PAGEFAULT_FLAG_WP) ||
-	    (p->mode == BYPASS_PAGER_UPCALL && !(avail & UFFD_FEATURE_SIGBUS))) {
+	    (p->mode != BYPASS_PAGER_HANDLER && !(avail & UFFD_FEATURE_SIGBUS))) {
 		bp_err("bypass: pager: userfaultfd lacks write-protect or SIGBUS mode "
 		       "(features %#llx)", (unsigned long long)avail);
 		e = -EOPNOTSUPP;
 		goto fail;
 	}
 	p->uffd_avail = avail;
-	if (p->mode == BYPASS_PAGER_UPCALL) {
+	if (p->mode != BYPASS_PAGER_HANDLER) {
 		/* Kernel-mode faults fail with EFAULT in SIGBUS mode anyway, so
 		 * user-mode-only costs nothing and needs no privilege. */
 		p->uffd_sigbus = (int)syscall(SYS_userfaultfd,
@@ -214,9 +220,17 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	if (!p->cyc_per_ns_q16)
 		p->cyc_per_ns_q16 = 1;
 
+	if (p->mode == BYPASS_PAGER_ADAPTIVE) {
+		e = bp_engine_start(p);
+		if (e)
+			goto fail;
+	}
 	bp_info("bypass: pager: %s mode, budget %u pages (high %u, low %u, batch %u), "
 		"swap %s: %u pages%s, readahead %u",
-		p->mode == BYPASS_PAGER_UPCALL ? "upcall" : "handler", p->budget, p->high,
+		p->mode == BYPASS_PAGER_UPCALL ? "upcall" : p->mode == BYPASS_PAGER_HANDLER ? "handler"
+		: p->force == BP_ENGINE_POOL ? "adaptive (forced: pool)"
+		: p->force == BP_ENGINE_FLIP ? "adaptive (switching every interval)" : "adaptive",
+		p->budget, p->high,
 		p->low, p->batch, cfg->swap_path, p->swap_pages,
 		p->direct ? " O_DIRECT" : "", p->ra);
 	*out = p;
@@ -292,7 +306,9 @@ int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr
 		e = -errno;
 		goto out;
 	}
-	int uffd = handler ? p->uffd_thread : p->uffd_sigbus;
+	bool adaptive = !handler && p->mode == BYPASS_PAGER_ADAPTIVE;
+	bool pooled = adaptive && atomic_load(&p->pool_now);
+	int uffd = handler ? p->uffd_thread : pooled ? atomic_load(&p->uffd_pool) : p->uffd_sigbus;
 	struct uffdio_register reg = {
 		.range = { .start = (uintptr_t)m, .len = length },
 		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
@@ -311,8 +327,9 @@ int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr
 	r->end = r->start + length;
 	r->pager = p;
 	r->id0 = id0;
-	r->uffd = uffd;
-	r->handler = handler;
+	atomic_init(&r->uffd, uffd);
+	atomic_init(&r->handler, handler || pooled);
+	r->adaptive = adaptive;
 	r->gen = p->gen;
 	e = bp_tab_replace(NULL, 0, &r, 1);
 	if (e)
@@ -341,8 +358,9 @@ static struct region *region_dup(const struct region *r, uintptr_t start, uintpt
 		n->end = end;
 		n->pager = r->pager;
 		n->id0 = region_id(r, start);
-		n->uffd = r->uffd;
-		n->handler = r->handler;
+		atomic_init(&n->uffd, atomic_load(&r->uffd));
+		atomic_init(&n->handler, atomic_load(&r->handler));
+		n->adaptive = r->adaptive;
 		n->gen = r->gen;
 		/* faults in r update these meanwhile: read them atomically */
 		atomic_init(&n->ra_next, atomic_load_explicit(&r->ra_next, memory_order_relaxed));
@@ -436,6 +454,7 @@ int bypass_pager_destroy(bypass_pager *p)
 		pager_free(p, true);
 		return 0;
 	}
+	bp_engine_stop(p); /* no switch from now on */
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		unsigned idx = bp_tab_enter();
@@ -470,8 +489,8 @@ static int pin_page(struct bypass_pager *p, struct region *r, uintptr_t a, bool 
 		if (st == PS_RESIDENT || st == PS_WRITEBACK) {
 			if (write && (w & PW_WP)) {
 				bp_pg_unlock(pg);
-				int e = bp_pager_serve(r, a, true, r->handler);
-				if (e)
+				int e = bp_pager_serve(r, a, true, atomic_load(&r->handler));
+				if (e && e != -EAGAIN)
 					return e;
 				continue;
 			}
@@ -498,8 +517,8 @@ static int pin_page(struct bypass_pager *p, struct region *r, uintptr_t a, bool 
 			return 0;
 		}
 		bp_pg_unlock(pg);
-		int e = bp_pager_serve(r, a, write, r->handler);
-		if (e)
+		int e = bp_pager_serve(r, a, write, atomic_load(&r->handler));
+		if (e && e != -EAGAIN) /* EAGAIN: an engine switch; again */
 			return e == -ENOMEM ? e : -EIO;
 	}
 }
@@ -556,6 +575,9 @@ int bypass_pager_pin(bypass_pager *p, void *addr, size_t length, unsigned flags)
 	int e = page_range(p, addr, length, &start, &end);
 	if (e)
 		return e < 0 ? e : 0;
+	/* An engine switch never starts while a pin is under way or pages
+	 * are pinned; one that started before is waited for below. */
+	atomic_fetch_add(&p->pinning, 1);
 	unsigned idx = bp_tab_enter();
 	struct regtab *t = bp_tab_get();
 	e = range_check(p, t, start, end);
@@ -565,7 +587,14 @@ int bypass_pager_pin(bypass_pager *p, void *addr, size_t length, unsigned flags)
 			for (uintptr_t b = start; b < a; b += PG_SIZE)
 				unpin_page(p, bp_tab_find(t, b), b);
 	}
+	for (uintptr_t a = start; !e && a < end;) {
+		struct region *r = bp_tab_find(t, a);
+		if (r->adaptive)
+			bp_engine_wait(r);
+		a = r->end;
+	}
 	bp_tab_leave(idx);
+	atomic_fetch_sub(&p->pinning, 1);
 	return e;
 }
 
@@ -619,6 +648,8 @@ int bypass_pager_stats(bypass_pager *p, struct bypass_pager_stats *st)
 	st->lat_count = LD(p->st.lat_count);
 	st->lat_sum_ns = LD(p->st.lat_sum_ns);
 	st->faultaround_pages = LD(p->st.fa);
+	st->engine_switches = LD(p->st.switches);
+	st->engine_pool = atomic_load(&p->pool_now);
 #undef LD
 	return 0;
 }

@@ -33,6 +33,7 @@
 #define PG_MAX_RA 64u      /* readahead pages */
 #define PG_MAX_FA 64u      /* fault-around pages */
 #define PG_NONE UINT32_MAX /* no page id */
+#define PG_MAX_THREADS 64u /* handler threads per pager */
 
 /* ------------------------------------------------------------ page state */
 
@@ -117,9 +118,14 @@ struct region {
 	uintptr_t start, end;
 	struct bypass_pager *pager;
 	uint32_t id0;     /* page id of start */
-	int uffd;         /* the userfaultfd serving it */
-	bool handler;     /* served by the handler thread */
+	_Atomic int uffd; /* the userfaultfd serving it */
+	_Atomic bool handler; /* served by handler threads (not upcalls) */
+	bool adaptive;    /* its engine may change (engine.c) */
 	unsigned gen;     /* fork generation of the process that mapped it */
+	/* engine switches (adaptive regions): odd while one is under way;
+	 * serves in flight */
+	_Atomic uint32_t switch_seq;
+	_Atomic uint32_t active;
 	/* readahead: the page id where the last swap-in cluster ended and
 	 * the current window; a swap-in fault there is sequential */
 	_Atomic uint32_t ra_next, ra_win;
@@ -189,9 +195,23 @@ struct bypass_pager {
 	struct { uint32_t start, len; } *idfree; /* free id extents, sorted */
 	size_t nidfree, capidfree;
 	_Atomic uint32_t mapped; /* pages in regions (changed under lock) */
-	pthread_t thread;
-	bool thread_live;
-	int stop_fd;        /* eventfd that stops the handler thread */
+	pthread_t threads[PG_MAX_THREADS]; /* handler threads */
+	unsigned nthreads;  /* how many to start */
+	unsigned nthreads_live;
+	int stop_fd;        /* eventfd that stops the handler threads */
+
+	/* the engine (engine.c): adaptive pagers serve their regions by
+	 * upcalls or by the handler threads reading uffd_pool, switching
+	 * between the two from what they measure */
+	int force;          /* enum bp_engine_force */
+	_Atomic int uffd_pool; /* user-mode-only, no SIGBUS; -1 if none */
+	_Atomic bool pool_now; /* adaptive regions are on the pool */
+	_Atomic bool mon_stop;
+	bool mon_live;
+	pthread_t monitor;
+	_Atomic uint32_t pinning; /* bypass_pager_pin() calls under way */
+	_Atomic uint32_t epoch;   /* measuring interval (distinct faulting threads) */
+	_Atomic uint32_t epoch_threads;
 
 	/* swap slots: bit set = in use.  Allocated under the evict lock,
 	 * freed with atomics from anywhere. */
@@ -234,7 +254,7 @@ struct bypass_pager {
 	/* counters */
 	struct {
 		_Atomic uint64_t zero, swapin, wp, other, ra, evict, evict_clean,
-			rd, wr, wr_err, peak, lat_count, lat_sum_ns, fa;
+			rd, wr, wr_err, peak, lat_count, lat_sum_ns, fa, switches;
 		_Atomic uint64_t hist[BYPASS_PAGER_HIST];
 	} st __attribute__((aligned(BP_CACHELINE)));
 };
@@ -268,12 +288,39 @@ static inline bool region_has_id(const struct region *r, uint32_t id)
  */
 int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler);
 int bp_pager_hook_install(void);
+/* Start the handler threads (p->nthreads of them) if none run. */
 int bp_pager_thread_start(struct bypass_pager *p);
 /* The calling thread is a pager's handler thread. */
 bool bp_pager_in_handler_thread(void);
 void bp_pager_thread_stop(struct bypass_pager *p);
 /* UFFDIO_WRITEPROTECT; 0 or -errno */
 int bp_uffd_wp(int uffd, uintptr_t addr, size_t len, bool protect, bool wake);
+
+/* ---------------------------------------------------------------- engine.c */
+
+enum bp_engine_force {
+	BP_ENGINE_ADAPTIVE = 0, /* measure and choose */
+	BP_ENGINE_UPCALL,       /* BYPASS_PAGER_ENGINE=upcall */
+	BP_ENGINE_POOL,         /* BYPASS_PAGER_ENGINE=pool */
+	BP_ENGINE_FLIP,         /* BYPASS_PAGER_ENGINE=flip: switch every interval (tests) */
+};
+
+/* Read BYPASS_PAGER_ENGINE for a pager created in upcall or adaptive mode:
+ * sets p->mode and p->force. */
+void bp_engine_config(struct bypass_pager *p);
+/* Open uffd_pool and start the monitor thread of an adaptive pager. */
+int bp_engine_start(struct bypass_pager *p);
+void bp_engine_stop(struct bypass_pager *p);
+/* A serve of an adaptive region: enter it, unless a switch is under way
+ * (then wait for its end and return false: the fault is to be retried). */
+bool bp_engine_enter(struct region *r);
+void bp_engine_leave(struct region *r);
+/* A SIGSEGV in an adaptive region: 1 if it came from a switch (retry). */
+int bp_engine_segv(struct region *r, uintptr_t addr);
+/* Count the calling thread among this interval's faulting threads. */
+void bp_engine_note_thread(struct bypass_pager *p);
+/* Wait until no switch of r is under way. */
+void bp_engine_wait(struct region *r);
 
 /* ---------------------------------------------------------------- setup.c */
 
@@ -283,6 +330,8 @@ int bp_uffd_features_available(uint64_t *out);
 int bp_uffd_setup(int fd, uint64_t features);
 /* The handler thread's userfaultfd (kernel faults too), or -EPERM. */
 int bp_open_thread_uffd(struct bypass_pager *p);
+/* The adaptive engine's pool userfaultfd (user-mode-only, no SIGBUS). */
+int bp_open_pool_uffd(struct bypass_pager *p);
 /* Open and size the swap file; sets swap_fd, direct, swap_pages. */
 int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg);
 /* Check cfg and set budget, watermarks, batch, readahead and mode. */

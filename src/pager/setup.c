@@ -95,6 +95,31 @@ int bp_open_thread_uffd(struct bypass_pager *p)
 	return 0;
 }
 
+int bp_open_pool_uffd(struct bypass_pager *p)
+{
+	/* User-mode-only: any user may create it; kernel-mode faults fail
+	 * with EFAULT, as in SIGBUS mode, so switching changes nothing there. */
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (fd < 0) {
+		int e = -errno;
+		bp_err("bypass: pager: userfaultfd for the handler pool: %s", strerror(-e));
+		return e;
+	}
+	int e = bp_uffd_setup(fd, UFFD_FEATURE_PAGEFAULT_FLAG_WP |
+				      (p->uffd_avail & UFFD_FEATURE_POISON));
+	if (!e && p->stop_fd < 0) {
+		p->stop_fd = eventfd(0, EFD_CLOEXEC);
+		if (p->stop_fd < 0)
+			e = -errno;
+	}
+	if (e) {
+		close(fd);
+		return e;
+	}
+	atomic_store(&p->uffd_pool, fd);
+	return 0;
+}
+
 /* ------------------------------------------------------------ swap file */
 
 int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
@@ -187,11 +212,13 @@ int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
 int bp_check_config(const struct bypass_pager_config *cfg, struct bypass_pager *p)
 {
 	if (!cfg->swap_path || (cfg->mode != BYPASS_PAGER_UPCALL &&
-				cfg->mode != BYPASS_PAGER_HANDLER) ||
+				cfg->mode != BYPASS_PAGER_HANDLER &&
+				cfg->mode != BYPASS_PAGER_ADAPTIVE) ||
+	    cfg->threads > PG_MAX_THREADS ||
 	    (cfg->flags & ~(BYPASS_PAGER_SWAP_CREATE | BYPASS_PAGER_SWAP_TEMP)) ||
 	    cfg->readahead > PG_MAX_RA || cfg->fault_around > PG_MAX_FA) {
 		bp_err("bypass: pager: bad configuration (swap_path, mode, flags, "
-		       "readahead or fault_around)");
+		       "readahead, fault_around or threads)");
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < sizeof(cfg->reserved) / sizeof(cfg->reserved[0]); i++)
@@ -242,5 +269,11 @@ int bp_check_config(const struct bypass_pager_config *cfg, struct bypass_pager *
 	if (!p->fa)
 		p->fa = 1;
 	p->mode = cfg->mode;
+	p->nthreads = cfg->threads;
+	if (!p->nthreads) {
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		p->nthreads = p->mode == BYPASS_PAGER_HANDLER ? 1
+			      : ncpu < 1 ? 1 : ncpu > 16 ? 16 : (unsigned)ncpu;
+	}
 	return 0;
 }

@@ -58,8 +58,39 @@ static void body(const char *dir)
 	} else {
 		CHECK_ERR(r, -EPERM);
 	}
-	TEST_LOG("unprivileged: upcall works, handler mode %s",
-		 allowed ? "allowed" : "refused with -EPERM");
+
+	/* the adaptive engine: its pool reads a user-mode-only userfaultfd,
+	 * so it needs no privilege either; forced onto the pool, and
+	 * switching between the engines every interval */
+	const char *forced[] = { "pool", "flip" };
+	for (int k = 0; k < 2; k++) {
+		setenv("BYPASS_PAGER_ENGINE", forced[k], 1);
+		c.mode = BYPASS_PAGER_ADAPTIVE;
+		r = bypass_pager_create(&c, &p);
+		if (r)
+			TEST_FAIL("adaptive (%s) unprivileged: %s", forced[k], strerror(-r));
+		CHECK_EQ(bypass_pager_map(p, 64 * PAGE, 0, (void **)&m), 0);
+		for (int pass = 0; pass < (k ? 20 : 1); pass++) {
+			for (uint64_t i = 0; i < 64; i++)
+				fill_page(m + i * PAGE, i, 3 + pass);
+			for (uint64_t i = 0; i < 64; i++)
+				CHECK(page_ok(m + i * PAGE, i, 3 + pass));
+			if (k) { /* let the monitor switch */
+				struct timespec ts = { 0, 5000000 };
+				nanosleep(&ts, NULL);
+			}
+		}
+		struct bypass_pager_stats st = stats_of(p);
+		CHECK(st.faults_swapin > 0);
+		if (k)
+			CHECK(st.engine_switches > 0);
+		else
+			CHECK_EQ(st.engine_pool, 1);
+		CHECK_EQ(bypass_pager_destroy(p), 0);
+	}
+	unsetenv("BYPASS_PAGER_ENGINE");
+	TEST_LOG("unprivileged: upcall and the adaptive engine (pool, switching) work, handler "
+		 "mode %s", allowed ? "allowed" : "refused with -EPERM");
 }
 
 int main(void)

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The adaptive engine: who serves the faults of an adaptive pager's regions.
+ *
+ * An upcall (SIGBUS in the faulting thread) is the fastest way to serve a
+ * fault while few threads fault, but every signal of a process takes the
+ * process's signal lock (to queue it, to deliver it, at sigreturn), so with
+ * many threads faulting at once the signals serialize.  A pool of handler
+ * threads reading one userfaultfd pays two wake-ups per fault instead, in
+ * parallel.  A range can be registered with one userfaultfd only, so a
+ * region changes engine by moving from one userfaultfd to the other:
+ *
+ *   1. mark the region switching (odd switch_seq) and wait until no fault
+ *      of it is being served (serves enter through bp_engine_enter());
+ *   2. under the evict lock, with write-backs drained, make it PROT_NONE:
+ *      from now on an access raises SIGSEGV, whose hook waits for the end
+ *      of the switch and retries the access (no access can reach memory
+ *      the pager does not track, nor write to a clean page unseen);
+ *   3. unregister it from the old userfaultfd (which wakes threads blocked
+ *      on it: they fault again into step 2's SIGSEGV), register it with
+ *      the new one, and make the write-protection in the page table match
+ *      the pager's flags again (unregistering drops it);
+ *   4. restore PROT_READ|PROT_WRITE, end the switch, wake the waiters.
+ *
+ * Nothing is switched while pages are pinned (a system call on a pinned
+ * buffer would fail with EFAULT during step 2), and both userfaultfds are
+ * user-mode-only: no privilege, and system calls on non-resident pages fail
+ * with EFAULT under either engine, as in upcall mode.
+ *
+ * The decision: a monitor thread per adaptive pager wakes every interval,
+ * counts the faults served in it and the distinct threads that faulted, and
+ * keeps, per number of faulting threads (1, 2, 3-4, 5-8, 9-16, 17+), the
+ * fault rate measured under each engine.  It runs the engine with the
+ * higher rate, and tries the other one when it has no figure for this
+ * number of threads or its figure is old.
+ */
+#include "pager/pager_internal.h"
+
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define INTERVAL_NS 10000000ull  /* 10 ms */
+#define MIN_FAULTS 100u          /* an interval with fewer decides nothing */
+#define PROBE_AGE 100u           /* intervals before a figure is tried again */
+#define NBUCKETS 6
+#define SWITCH_WAIT_NS 200000000ull /* give up a switch after 200 ms */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void bp_engine_config(struct bypass_pager *p)
+{
+	p->force = BP_ENGINE_ADAPTIVE;
+	if (p->mode == BYPASS_PAGER_HANDLER)
+		return;
+	const char *v = getenv("BYPASS_PAGER_ENGINE");
+	if (!v || !*v)
+		return;
+	if (!strcmp(v, "upcall")) {
+		p->mode = BYPASS_PAGER_UPCALL;
+	} else if (!strcmp(v, "adaptive")) {
+		p->mode = BYPASS_PAGER_ADAPTIVE;
+	} else if (!strcmp(v, "pool")) {
+		p->mode = BYPASS_PAGER_ADAPTIVE;
+		p->force = BP_ENGINE_POOL;
+	} else if (!strcmp(v, "flip")) {
+		p->mode = BYPASS_PAGER_ADAPTIVE;
+		p->force = BP_ENGINE_FLIP;
+	} else {
+		bp_warn("bypass: pager: BYPASS_PAGER_ENGINE=%s is not one of upcall, pool, "
+			"adaptive, flip; ignored", v);
+	}
+}
+
+/* ------------------------------------------------------------ serving */
+
+bool bp_engine_enter(struct region *r)
+{
+	atomic_fetch_add(&r->active, 1);
+	if (!(atomic_load(&r->switch_seq) & 1))
+		return true;
+	atomic_fetch_sub(&r->active, 1);
+	bp_engine_wait(r);
+	return false;
+}
+
+void bp_engine_leave(struct region *r)
+{
+	atomic_fetch_sub_explicit(&r->active, 1, memory_order_release);
+}
+
+void bp_engine_wait(struct region *r)
+{
+	for (;;) {
+		uint32_t s = atomic_load(&r->switch_seq);
+		if (!(s & 1))
+			return;
+		bp_futex_wait(&r->switch_seq, s, -1, false);
+	}
+}
+
+static __thread struct {
+	uintptr_t addr;
+	uint32_t seq;
+	uint32_t epoch;
+	const void *pager;
+} tls __attribute__((tls_model("initial-exec")));
+
+int bp_engine_segv(struct region *r, uintptr_t addr)
+{
+	uint32_t s = atomic_load(&r->switch_seq);
+	if (s & 1) {
+		bp_engine_wait(r);
+		tls.addr = addr;
+		tls.seq = s + 1;
+		return 1;
+	}
+	/* A SIGSEGV raised during a switch that has ended since: retry once.
+	 * The same access failing again with no switch between is real. */
+	if (tls.addr == addr && tls.seq == s)
+		return 0;
+	tls.addr = addr;
+	tls.seq = s;
+	return 1;
+}
+
+void bp_engine_note_thread(struct bypass_pager *p)
+{
+	uint32_t e = atomic_load_explicit(&p->epoch, memory_order_relaxed);
+	if (tls.epoch != e || tls.pager != p) {
+		tls.epoch = e;
+		tls.pager = p;
+		atomic_fetch_add_explicit(&p->epoch_threads, 1, memory_order_relaxed);
+	}
+}
+
+/* ------------------------------------------------------------ switching */
+
+static int uffd_register(int uffd, uintptr_t start, size_t len)
+{
+	struct uffdio_register reg = {
+		.range = { .start = start, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
+	};
+	return ioctl(uffd, UFFDIO_REGISTER, &reg) == 0 ? 0 : -errno;
+}
+
+static int uffd_unregister(int uffd, uintptr_t start, size_t len)
+{
+	struct uffdio_range rg = { .start = start, .len = len };
+	return ioctl(uffd, UFFDIO_UNREGISTER, &rg) == 0 ? 0 : -errno;
+}
+
+/* Make the page table's write-protection of r match the pages' PW_WP. */
+static int fix_wp(struct bypass_pager *p, struct region *r, int uffd)
+{
+	int e = bp_uffd_wp(uffd, r->start, r->end - r->start, false, false);
+	uint32_t n = (uint32_t)((r->end - r->start) >> PG_SHIFT);
+	for (uint32_t i = 0; !e && i < n;) {
+		uint32_t w = atomic_load_explicit(&pg_of(p, r->id0 + i)->w, memory_order_relaxed);
+		if (!(w & PW_WP)) {
+			i++;
+			continue;
+		}
+		uint32_t j = i + 1;
+		while (j < n && (atomic_load_explicit(&pg_of(p, r->id0 + j)->w,
+						      memory_order_relaxed) & PW_WP))
+			j++;
+		e = bp_uffd_wp(uffd, region_addr(r, r->id0 + i), (size_t)(j - i) * PG_SIZE, true,
+			       false);
+		i = j;
+	}
+	return e;
+}
+
+static void switch_end(struct region *r)
+{
+	atomic_fetch_add(&r->switch_seq, 1);
+	bp_futex_wake(&r->switch_seq, INT32_MAX, false);
+}
+
+/* Move r to the pool (or back to upcalls).  Monitor thread, p->lock held.
+ * Returns 0, or -EBUSY (pins, or serves that did not end) and -errno. */
+static int region_switch(struct bypass_pager *p, struct region *r, bool to_pool)
+{
+	int from = atomic_load(&r->uffd);
+	int to = to_pool ? atomic_load(&p->uffd_pool) : p->uffd_sigbus;
+	if (from == to)
+		return 0;
+	atomic_fetch_add(&r->switch_seq, 1); /* odd: new serves wait */
+	uint64_t t0 = now_ns();
+	while (atomic_load(&r->active)) {
+		if (now_ns() - t0 > SWITCH_WAIT_NS) {
+			switch_end(r);
+			return -EBUSY;
+		}
+		sched_yield();
+	}
+	/* A pin that raced with us sees the odd switch_seq and waits for its
+	 * end before it returns (see bypass_pager_pin). */
+	if (atomic_load(&p->pinned) || atomic_load(&p->pinning)) {
+		switch_end(r);
+		return -EBUSY;
+	}
+	size_t len = r->end - r->start;
+	bp_plock_lock(&p->evict);
+	bp_evict_drain(p);
+	int e = mprotect((void *)r->start, len, PROT_NONE) == 0 ? 0 : -errno;
+	if (!e) {
+		e = uffd_unregister(from, r->start, len);
+		if (!e) {
+			e = uffd_register(to, r->start, len);
+			if (e) { /* back where it was */
+				if (uffd_register(from, r->start, len) != 0)
+					bp_err("bypass: pager: cannot register region %#lx "
+					       "again: it is no longer paged",
+					       (unsigned long)r->start);
+				to = from;
+			}
+			int e2 = fix_wp(p, r, to);
+			if (e2)
+				bp_err("bypass: pager: write-protecting region %#lx after a "
+				       "switch: %s", (unsigned long)r->start, strerror(-e2));
+			atomic_store(&r->uffd, to);
+			atomic_store(&r->handler, to != p->uffd_sigbus);
+		}
+		if (mprotect((void *)r->start, len, PROT_READ | PROT_WRITE) < 0)
+			bp_err("bypass: pager: mprotect after a switch: %s", strerror(errno));
+	}
+	bp_plock_unlock(&p->evict);
+	switch_end(r);
+	if (e)
+		bp_err("bypass: pager: moving region %#lx to the %s: %s",
+		       (unsigned long)r->start, to_pool ? "handler pool" : "upcall",
+		       strerror(-e));
+	return e;
+}
+
+/* Move every adaptive region of p.  Returns 0 if all moved. */
+static int pager_switch(struct bypass_pager *p, bool to_pool)
+{
+	pthread_mutex_lock(&p->lock);
+	int e = 0;
+	if (to_pool && !p->nthreads_live)
+		e = bp_pager_thread_start(p);
+	/* write-backs from application threads are synchronous while a
+	 * thread may be blocked in a fault (see evict.c) */
+	if (!e && to_pool)
+		atomic_store(&p->sync_wb, true);
+	unsigned idx = bp_tab_enter();
+	struct regtab *t = bp_tab_get();
+	for (size_t i = 0; !e && t && i < t->n; i++) {
+		struct region *r = t->r[i];
+		if (r->pager == p && r->adaptive)
+			e = region_switch(p, r, to_pool);
+	}
+	bp_tab_leave(idx);
+	if (!e) {
+		atomic_store(&p->pool_now, to_pool);
+		stat_add(&p->st.switches, 1);
+	}
+	if (!to_pool) { /* back to upcalls: unless regions are still on a pool */
+		bool any = p->uffd_thread >= 0;
+		idx = bp_tab_enter();
+		t = bp_tab_get();
+		for (size_t i = 0; t && i < t->n; i++)
+			if (t->r[i]->pager == p && atomic_load(&t->r[i]->handler))
+				any = true;
+		bp_tab_leave(idx);
+		atomic_store(&p->sync_wb, any);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return e;
+}
+
+/* ------------------------------------------------------------ the monitor */
+
+static unsigned bucket(uint32_t threads)
+{
+	unsigned b = 0;
+	while (b + 1 < NBUCKETS && threads > (1u << b))
+		b++;
+	return b; /* 1, 2, 3-4, 5-8, 9-16, 17+ */
+}
+
+static void *monitor_main(void *arg)
+{
+	struct bypass_pager *p = arg;
+	double rate[2][NBUCKETS] = { { 0 } };
+	uint64_t when[2][NBUCKETS] = { { 0 } };
+	uint64_t tick = 0, last = atomic_load(&p->st.lat_count), t_last = now_ns();
+	bool skip = true; /* the first interval, and one with a switch */
+	while (!atomic_load(&p->mon_stop)) {
+		struct timespec ts = { 0, (long)INTERVAL_NS };
+		nanosleep(&ts, NULL);
+		tick++;
+		uint64_t now = now_ns(), count = atomic_load(&p->st.lat_count);
+		uint32_t threads = atomic_exchange(&p->epoch_threads, 0);
+		atomic_fetch_add(&p->epoch, 1);
+		uint64_t n = count - last;
+		double secs = (double)(now - t_last) * 1e-9;
+		last = count;
+		t_last = now;
+		bool pool = atomic_load(&p->pool_now), want = pool;
+		if (p->force == BP_ENGINE_FLIP) {
+			want = !pool;
+		} else if (p->force == BP_ENGINE_ADAPTIVE && !skip && n >= MIN_FAULTS) {
+			unsigned b = bucket(threads ? threads : 1);
+			double r = (double)n / secs;
+			rate[pool][b] = rate[pool][b] > 0 ? 0.5 * rate[pool][b] + 0.5 * r : r;
+			when[pool][b] = tick;
+			bool other = !pool;
+			if (rate[other][b] <= 0 || tick - when[other][b] > PROBE_AGE)
+				want = other; /* no figure, or an old one: try it */
+			else if (rate[other][b] > 1.1 * rate[pool][b])
+				want = other;
+			bp_debug("bypass: pager: %u threads faulting, %.0f faults/s under the %s "
+				 "(other: %.0f)", threads, r, pool ? "pool" : "upcall",
+				 rate[other][b]);
+		}
+		skip = false;
+		if (want != pool) {
+			pager_switch(p, want);
+			skip = true;
+			t_last = now_ns();
+			last = atomic_load(&p->st.lat_count);
+		}
+	}
+	return NULL;
+}
+
+int bp_engine_start(struct bypass_pager *p)
+{
+	int e = bp_open_pool_uffd(p);
+	if (e)
+		return e;
+	if (p->force == BP_ENGINE_POOL) {
+		e = bp_pager_thread_start(p);
+		if (e)
+			return e;
+		atomic_store(&p->pool_now, true);
+		return 0;
+	}
+	if (p->force == BP_ENGINE_UPCALL)
+		return 0;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	e = -pthread_create(&p->monitor, NULL, monitor_main, p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!e)
+		p->mon_live = true;
+	return e;
+}
+
+void bp_engine_stop(struct bypass_pager *p)
+{
+	if (p->mon_live) {
+		atomic_store(&p->mon_stop, true);
+		pthread_join(p->monitor, NULL);
+		p->mon_live = false;
+	}
+}
