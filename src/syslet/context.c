@@ -225,6 +225,57 @@ static inline void fork_check(bypass_syslet *s)
 		after_fork(s);
 }
 
+/* ------------------------------------------------------------ counters */
+
+static _Atomic uint64_t serials;
+static __thread struct {
+	uint64_t serial;
+	struct bp_syslet_tcount *tc;
+} tcache;
+
+static struct bp_syslet_tcount *tcount_slow(bypass_syslet *s)
+{
+	pid_t tid = bp_tid();
+	pthread_mutex_lock(&s->qlock);
+	struct bp_syslet_tcount *tc = s->tcounts;
+	while (tc && tc->tid != tid)
+		tc = tc->next;
+	if (!tc && (tc = calloc(1, sizeof(*tc)))) {
+		tc->tid = tid;
+		tc->next = s->tcounts;
+		s->tcounts = tc;
+	}
+	pthread_mutex_unlock(&s->qlock);
+	if (tc) {
+		tcache.serial = s->serial;
+		tcache.tc = tc;
+	}
+	return tc;
+}
+
+static inline struct bp_syslet_tcount *tcount(bypass_syslet *s)
+{
+	if (bp_likely(tcache.serial == s->serial))
+		return tcache.tc;
+	return tcount_slow(s);
+}
+
+/* Only the owning thread writes: a plain add, atomic for the reader. */
+static inline void tadd(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+			      memory_order_relaxed);
+}
+
+static void free_tcounts(bypass_syslet *s)
+{
+	while (s->tcounts) {
+		struct bp_syslet_tcount *tc = s->tcounts;
+		s->tcounts = tc->next;
+		free(tc);
+	}
+}
+
 /* ------------------------------------------------------------------ create */
 
 static int engine_from_env(uint32_t *engine)
@@ -295,6 +346,7 @@ int bypass_syslet_create(const struct bypass_syslet_opts *opts, bypass_syslet **
 	pthread_mutex_init(&s->cqlock, NULL);
 	reset_ring(s);
 	s->spin_ns = bp_env_u64("BYPASS_SYSLET_SPIN_NS", 20000);
+	s->serial = atomic_fetch_add(&serials, 1) + 1;
 	s->gen = bp_fork_gen();
 	(void)bp_pid(); /* makes bp_fork_gen_fast() valid */
 
@@ -326,6 +378,7 @@ int bypass_syslet_destroy(bypass_syslet *s)
 	bp_syslet_uring_teardown(s, false);
 	free_all_live(s);
 	free_spares(s);
+	free_tcounts(s);
 	pthread_mutex_destroy(&s->qlock);
 	pthread_cond_destroy(&s->qcond);
 	pthread_cond_destroy(&s->idle_cond);
@@ -348,8 +401,29 @@ static inline bool ends_silently(const struct bypass_syslet_atom *atoms,
 
 static void count_inline(bypass_syslet *s, const struct bp_syslet_run *st)
 {
+	struct bp_syslet_tcount *tc = tcount(s);
+	if (bp_likely(tc)) {
+		tadd(&tc->atoms_inline, st->executed);
+		tadd(&tc->syscalls, st->syscalls);
+		return;
+	}
 	atomic_fetch_add_explicit(&s->n.atoms_inline, st->executed, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->n.syscalls, st->syscalls, memory_order_relaxed);
+}
+
+/* One program accepted (and, if ended, ended inline) by this thread. */
+static void count_program(bypass_syslet *s, uint64_t accepted, uint64_t ended_inline)
+{
+	struct bp_syslet_tcount *tc = tcount(s);
+	if (bp_likely(tc)) {
+		if (accepted)
+			tadd(&tc->programs, accepted);
+		if (ended_inline)
+			tadd(&tc->programs_inline, ended_inline);
+		return;
+	}
+	atomic_fetch_add_explicit(&s->n.programs, accepted, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->n.programs_inline, ended_inline, memory_order_relaxed);
 }
 
 /*
@@ -420,10 +494,11 @@ int bypass_syslet_run(bypass_syslet *s, const struct bypass_syslet_prog *prog,
 		.atoms = prog->atoms, .res = res, .natoms = prog->natoms,
 		.max_steps = info.max_steps,
 	};
-	atomic_fetch_add_explicit(&s->n.programs, 1, memory_order_relaxed);
-	if (!start(s, prog, info.max_steps, &st, false))
+	if (!start(s, prog, info.max_steps, &st, false)) {
+		count_program(s, 1, 0);
 		return 0;
-	atomic_fetch_add_explicit(&s->n.programs_inline, 1, memory_order_relaxed);
+	}
+	count_program(s, 1, 1);
 	if (done)
 		fill(done, prog->tag, &st, BYPASS_SYSLET_ENGINE_INLINE);
 	return 1;
@@ -454,7 +529,7 @@ int bypass_syslet_submit(bypass_syslet *s, const struct bypass_syslet_prog *prog
 		r = -EBUSY;
 		goto out;
 	}
-	atomic_fetch_add_explicit(&s->n.programs, n, memory_order_relaxed);
+	count_program(s, n, 0);
 	bool use_uring = s->engine == BYPASS_SYSLET_ENGINE_URING;
 	unsigned queued = 0;
 	for (unsigned i = 0; i < n; i++) {
@@ -473,8 +548,7 @@ int bypass_syslet_submit(bypass_syslet *s, const struct bypass_syslet_prog *prog
 		if (start(s, p, max_steps, &st, true)) {
 			struct bypass_syslet_completion c;
 			fill(&c, p->tag, &st, BYPASS_SYSLET_ENGINE_INLINE);
-			atomic_fetch_add_explicit(&s->n.programs_inline, 1,
-						  memory_order_relaxed);
+			count_program(s, 0, 1);
 			bp_syslet_post(s, &c, !ends_silently(p->atoms, &st), true);
 		}
 	}
@@ -549,13 +623,23 @@ int bypass_syslet_stats(bypass_syslet *s, struct bypass_syslet_stats *out)
 	memset(out, 0, sizeof(*out));
 	out->programs = atomic_load(&s->n.programs);
 	out->programs_inline = atomic_load(&s->n.programs_inline);
+	uint64_t t_atoms = 0, t_calls = 0;
+	pthread_mutex_lock(&s->qlock);
+	for (struct bp_syslet_tcount *tc = s->tcounts; tc; tc = tc->next) {
+		out->programs += atomic_load_explicit(&tc->programs, memory_order_relaxed);
+		out->programs_inline +=
+			atomic_load_explicit(&tc->programs_inline, memory_order_relaxed);
+		t_atoms += atomic_load_explicit(&tc->atoms_inline, memory_order_relaxed);
+		t_calls += atomic_load_explicit(&tc->syscalls, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&s->qlock);
 	out->programs_workers = atomic_load(&s->n.programs_workers);
 	out->programs_uring = atomic_load(&s->n.programs_uring);
 	out->cachemiss = atomic_load(&s->n.cachemiss);
-	out->atoms_inline = atomic_load(&s->n.atoms_inline);
+	out->atoms_inline = atomic_load(&s->n.atoms_inline) + t_atoms;
 	out->atoms_workers = atomic_load(&s->n.atoms_workers);
 	out->atoms_uring = atomic_load(&s->n.atoms_uring);
-	out->syscalls = atomic_load(&s->n.syscalls);
+	out->syscalls = atomic_load(&s->n.syscalls) + t_calls;
 	out->engine = s->engine;
 	pthread_mutex_lock(&s->qlock);
 	out->workers = s->nthreads;

@@ -49,6 +49,14 @@ struct bp_syslet_cell {
 	struct bypass_syslet_completion c;
 };
 
+/* Counters of the inline path, one block per thread that uses a context:
+   written by their thread only (no locked instruction), summed by stats. */
+struct bp_syslet_tcount {
+	struct bp_syslet_tcount *next;
+	pid_t tid;
+	_Atomic uint64_t programs, programs_inline, atoms_inline, syscalls;
+};
+
 struct bp_syslet_counters {
 	_Atomic uint64_t programs, programs_inline, programs_workers,
 		programs_uring, cachemiss, atoms_inline, atoms_workers,
@@ -91,6 +99,9 @@ struct bypass_syslet {
 	_Atomic uint32_t uring_inflight;       /* chains not completed */
 	_Atomic uint32_t uring_waiter;         /* a thread sleeps in io_uring */
 	bool uring_failed;                     /* setup refused: workers only */
+
+	struct bp_syslet_tcount *tcounts;      /* under qlock */
+	uint64_t serial;                       /* unique per context */
 
 	unsigned gen;                          /* fork generation */
 	uint64_t spin_ns;

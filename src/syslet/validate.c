@@ -14,40 +14,30 @@
 
 #define NR_MAX 512 /* x86-64 system call numbers we accept: 0 .. 511 */
 
-static const short forbidden_list[] = {
-	SYS_fork, SYS_vfork, SYS_clone, SYS_execve, SYS_exit, SYS_exit_group,
-	SYS_rt_sigreturn, SYS_unshare, SYS_setns, SYS_arch_prctl, SYS_prctl,
-	SYS_set_tid_address, SYS_set_robust_list, SYS_rt_sigprocmask,
-	SYS_sigaltstack, SYS_rt_sigsuspend, SYS_rt_sigtimedwait, SYS_pause,
-	SYS_setuid, SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid,
-	SYS_setresgid, SYS_setfsuid, SYS_setfsgid, SYS_setgroups, SYS_capset,
-	SYS_personality, SYS_seccomp, SYS_io_uring_setup, SYS_io_uring_enter,
-	SYS_io_uring_register, SYS_execveat, SYS_clone3,
-#ifdef SYS_map_shadow_stack
-	SYS_map_shadow_stack,
-#endif
-};
-
-static uint64_t forbidden_map[NR_MAX / 64];
-static pthread_once_t forbidden_once = PTHREAD_ONCE_INIT;
-
-static void forbidden_init(void)
-{
-	for (size_t i = 0; i < BP_ARRAY_SIZE(forbidden_list); i++) {
-		unsigned nr = (unsigned)forbidden_list[i];
-		if (nr < NR_MAX)
-			forbidden_map[nr / 64] |= 1ull << (nr % 64);
-	}
-}
-
 bool bp_syslet_forbidden(long nr)
 {
 	if (nr == BYPASS_SYSLET_UMEM_ADD)
 		return false;
 	if (nr < 0 || nr >= NR_MAX)
 		return true;
-	pthread_once(&forbidden_once, forbidden_init);
-	return forbidden_map[nr / 64] >> (nr % 64) & 1;
+	switch (nr) {
+	case SYS_fork: case SYS_vfork: case SYS_clone: case SYS_clone3:
+	case SYS_execve: case SYS_execveat: case SYS_exit: case SYS_exit_group:
+	case SYS_rt_sigreturn: case SYS_unshare: case SYS_setns: case SYS_arch_prctl:
+	case SYS_prctl: case SYS_set_tid_address: case SYS_set_robust_list:
+	case SYS_rt_sigprocmask: case SYS_sigaltstack: case SYS_rt_sigsuspend:
+	case SYS_rt_sigtimedwait: case SYS_pause: case SYS_setuid: case SYS_setgid:
+	case SYS_setreuid: case SYS_setregid: case SYS_setresuid: case SYS_setresgid:
+	case SYS_setfsuid: case SYS_setfsgid: case SYS_setgroups: case SYS_capset:
+	case SYS_personality: case SYS_seccomp: case SYS_io_uring_setup:
+	case SYS_io_uring_enter: case SYS_io_uring_register:
+#ifdef SYS_map_shadow_stack
+	case SYS_map_shadow_stack:
+#endif
+		return true;
+	default:
+		return false;
+	}
 }
 
 #define ATOM_FLAGS                                                            \
