@@ -6,7 +6,8 @@
  * with BYPASS_NOTIFY_EVENTFD), "pong", and "third" (no eventfd), then:
  *   1. ping-pong ROUNDS times: wait ping (FOREVER, in MODE) = 1, ring pong;
  *   2. ping's eventfd came along: bypass_notify_fd opens no descriptor;
- *      wait for a last ring of ping ("go"), arm ping, ring pong ("armed"), poll the fd until readable, try = 1;
+ *      wait for a last ring of ping ("go") and the byte on SOCK that says
+ *      the ring has returned (else it may post the eventfd after the arm), arm ping, ring pong ("armed"), poll the fd until readable, try = 1;
  *   3. third has no eventfd: bypass_notify_fd makes one here (one more
  *      descriptor), arm, ring pong, poll: the test's ring must reach it.
  * Exit 0 when everything held, 1 (with a message) otherwise.
@@ -58,6 +59,8 @@ int main(int argc, char **argv)
 	/* 2. The eventfd that came with ping (after a "go" on ping, so that
 	 *    our next ring of pong does not merge with the last one above). */
 	CHECK_EQ(bypass_notify_wait(ping, BYPASS_FOREVER), 1);
+	char g;
+	CHECK_EQ(read(sock, &g, 1), 1); /* the "go" ring has returned */
 	int before = test_count_fds();
 	int fd = bypass_notify_fd(ping);
 	CHECK(fd >= 0);
