@@ -47,13 +47,15 @@ struct bypass_notify_opts {
 	uint64_t spin_ns;    /* adaptive spin budget; 0 = BYPASS_NOTIFY_SPIN_NS
 				from the environment, else 20000 */
 	unsigned flags;      /* BYPASS_NOTIFY_* */
+	uint64_t reserved[4]; /* room to grow: must be zero (else -EINVAL) */
 };
 
 /*
  * bypass_notify_create - a doorbell in its own shared page, usable by the
  * threads of this process and by children forked after the call (and by any
  * process it is sent to).  opts may be NULL.  Returns 0, -EINVAL (bad
- * options), -EOPNOTSUPP (backend absent on this machine), -ENOMEM.
+ * options: an unknown mode, flag or backend, reserved not zero),
+ * -EOPNOTSUPP (backend absent on this machine), -ENOMEM.
  */
 BYPASS_API int bypass_notify_create(const struct bypass_notify_opts *opts,
 				      bypass_doorbell **out);

@@ -143,6 +143,9 @@ static int check_opts(const struct bypass_notify_opts *o, uint32_t *backend)
 		return -EINVAL;
 	if (o->flags & ~BYPASS_NOTIFY_EVENTFD)
 		return -EINVAL;
+	for (size_t i = 0; i < BP_ARRAY_SIZE(o->reserved); i++)
+		if (o->reserved[i])
+			return -EINVAL;
 	if (!o->backend || !strcmp(o->backend, "auto") || !strcmp(o->backend, "futex"))
 		return 0;
 	if (!strcmp(o->backend, "uintr")) {

@@ -42,6 +42,13 @@ static void create_opts(void)
 	CHECK_ERR(bypass_notify_create(&o, &db), -EINVAL);
 	o.backend = "FUTEX";
 	CHECK_ERR(bypass_notify_create(&o, &db), -EINVAL);
+	o.backend = NULL;
+	/* reserved must be zero, every word of it (room for new options) */
+	for (size_t i = 0; i < sizeof(o.reserved) / sizeof(o.reserved[0]); i++) {
+		o.reserved[i] = 1;
+		CHECK_ERR(bypass_notify_create(&o, &db), -EINVAL);
+		o.reserved[i] = 0;
+	}
 	CHECK(db == (bypass_doorbell *)0x1); /* untouched on failure */
 
 	/* Backends. */

@@ -20,11 +20,25 @@
 enum how { FOREVER, TIMEOUTS, TRY, POLL, NHOW };
 static const char *how_name[] = { "forever", "timeouts", "try", "poll" };
 
+/*
+ * Each configuration runs up to n round trips, but stops after MIN_ROUNDS
+ * once BUDGET_NS have passed: on a loaded 2-CPU machine a spinning side can
+ * wait a scheduler slice per hand-over (2.4 ms a round trip was seen for
+ * spin mode with timeouts at load 15), and tests must stay well under 10 s.
+ * The ringing side decides: it lowers the shared limit before it rings the
+ * round that becomes the last, so the answering side, which reads the
+ * limit after that ring, stops at the same round.
+ */
+#define MIN_ROUNDS 300
+#define BUDGET_NS 250000000ull
+
 struct side {
 	bypass_doorbell *in, *out;
 	enum how how;
 	int first; /* rings before waiting */
-	long n;
+	_Atomic long *limit;
+	uint64_t t0;
+	long done;
 	long timeouts;
 };
 
@@ -68,7 +82,11 @@ static int recv_one(struct side *s)
 static void *side_thread(void *p)
 {
 	struct side *s = p;
-	for (long i = 0; i < s->n; i++) {
+	long i;
+	for (i = 0; i < atomic_load(s->limit); i++) {
+		if (s->first && i >= MIN_ROUNDS && (i & 63) == 0 &&
+		    test_now_ns() - s->t0 > BUDGET_NS)
+			atomic_store(s->limit, i + 1);
 		if (s->first) {
 			/* With timeouts: ring after a varying delay, so that
 			 * rings land before, during and after expiries. */
@@ -83,6 +101,7 @@ static void *side_thread(void *p)
 		if (!s->first)
 			CHECK_ERR(bypass_notify_ring(s->out), 0);
 	}
+	s->done = i;
 	return NULL;
 }
 
@@ -93,17 +112,20 @@ static void pingpong(int mode_a, int mode_b, enum how how, long n)
 	struct bypass_notify_opts ob = { .mode = mode_b, .spin_ns = 5000 };
 	CHECK_ERR(bypass_notify_create(&oa, &a), 0);
 	CHECK_ERR(bypass_notify_create(&ob, &b), 0);
-	struct side p = { .in = b, .out = a, .how = how, .first = 1, .n = n };
-	struct side q = { .in = a, .out = b, .how = how, .first = 0, .n = n };
-	pthread_t tp, tq;
+	_Atomic long limit = n;
 	uint64_t t0 = test_now_ns();
+	struct side p = { .in = b, .out = a, .how = how, .first = 1, .limit = &limit, .t0 = t0 };
+	struct side q = { .in = a, .out = b, .how = how, .first = 0, .limit = &limit, .t0 = t0 };
+	pthread_t tp, tq;
 	CHECK_EQ(pthread_create(&tq, NULL, side_thread, &q), 0);
 	CHECK_EQ(pthread_create(&tp, NULL, side_thread, &p), 0);
 	CHECK_EQ(pthread_join(tp, NULL), 0);
 	CHECK_EQ(pthread_join(tq, NULL), 0);
+	CHECK_EQ(p.done, q.done);
+	CHECK(p.done >= (n < MIN_ROUNDS ? n : MIN_ROUNDS));
 	TEST_LOG("modes %d/%d %-8s %6ld round trips, %.0f ns each, %ld timeouts",
-		 mode_a, mode_b, how_name[how], n, (double)(test_now_ns() - t0) / (double)n,
-		 p.timeouts + q.timeouts);
+		 mode_a, mode_b, how_name[how], p.done,
+		 (double)(test_now_ns() - t0) / (double)p.done, p.timeouts + q.timeouts);
 	CHECK_ERR(bypass_notify_try(a), -EAGAIN);
 	CHECK_ERR(bypass_notify_try(b), -EAGAIN);
 	CHECK_ERR(bypass_notify_close(a), 0);
