@@ -6,6 +6,7 @@
  * worker); an open of a FIFO for writing without a reader; the completion
  * ring wrapping around many times; many programs in flight at once;
  * io_uring chains that block (a pipe) beside ones that do not.
+ * TEST_LABELS: threads
  */
 #include "util.h"
 

@@ -4,6 +4,7 @@
  * (read while positive; a counter decremented by umem_add), the step budget,
  * result passing between atoms, LOAD arguments read when the atom runs,
  * NO_COMPLETE, ASYNC and SYNC, on both engines.
+ * TEST_LABELS: threads
  */
 #include "util.h"
 

@@ -12,6 +12,7 @@
  * variable, getppid, close(-1).
  *
  *   fuzz [N]        N programs (default 20000; BYPASS_SYSLET_FUZZ=N too)
+ * TEST_LABELS: threads
  */
 #include "util.h"
 
