@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <liburing.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@
 #include <unistd.h>
 
 #define BATCH 1000
-enum { K_PPID, K_PPID_S, K_PREAD, K_PREAD_S, K_TWO, K_TWO_RUN, K_TWO_SUB, K_N };
+enum { K_PPID, K_PPID_S, K_PREAD, K_PREAD_S, K_TWO, K_TWO_RUN, K_TWO_SUB, K_TWO_HAND, K_N };
 static const char *kname[K_N] = {
 	"getppid",
 	"one-atom syslet: getppid (run, inline)",
@@ -32,11 +33,13 @@ static const char *kname[K_N] = {
 	"two pread64 calls",
 	"two-atom syslet: 2 x pread64 (run, inline)",
 	"two-atom syslet: 2 x pread64 (submit + reap, io_uring chain)",
+	"hand-written liburing: 2 linked reads, one submit_and_wait",
 };
 static const char *kkind[K_N] = { BENCH_LIMIT, BENCH_BYPASS, BENCH_BASELINE,
 				  BENCH_BYPASS, BENCH_BASELINE, BENCH_BYPASS,
-				  BENCH_BYPASS };
-static const int kbase[K_N] = { K_PPID, K_PPID, K_PREAD, K_PREAD, K_TWO, K_TWO, K_TWO };
+				  BENCH_BYPASS, BENCH_BASELINE };
+static const int kbase[K_N] = { K_PPID, K_PPID, K_PREAD, K_PREAD, K_TWO, K_TWO, K_TWO,
+				K_TWO };
 
 int bench_syslet_atoms(struct bench_ctx *c)
 {
@@ -83,6 +86,8 @@ int bench_syslet_atoms(struct bench_ctx *c)
 	struct bypass_syslet_prog p_pr = { .atoms = pr, .natoms = 1 };
 	struct bypass_syslet_prog p_two = { .atoms = two, .natoms = 2 };
 	struct bypass_syslet_completion done;
+	struct io_uring hand;
+	bool hand_ok = io_uring_queue_init(64, &hand, 0) == 0;
 
 	uint64_t *smp[K_N];
 	for (int k = 0; k < K_N; k++)
@@ -94,7 +99,7 @@ int bench_syslet_atoms(struct bench_ctx *c)
 	for (int rd = 0; rd < rounds; rd++)
 		for (uint64_t b = 0; b < per; b++)
 			for (int k = 0; k < K_N; k++) {
-				if (k == K_TWO_SUB && !uring)
+				if ((k == K_TWO_SUB && !uring) || (k == K_TWO_HAND && !hand_ok))
 					continue;
 				uint64_t t0 = bypass_rdtscp(NULL);
 				for (int i = 0; i < BATCH; i++) {
@@ -118,6 +123,23 @@ int bench_syslet_atoms(struct bench_ctx *c)
 					case K_TWO_RUN:
 						bad += bypass_syslet_run(s, &p_two, &done) != 1;
 						break;
+					case K_TWO_HAND: {
+						struct io_uring_sqe *q = io_uring_get_sqe(&hand);
+						io_uring_prep_read(q, fd, buf[0], 64, 0);
+						q->flags |= IOSQE_IO_HARDLINK;
+						q = io_uring_get_sqe(&hand);
+						io_uring_prep_read(q, fd, buf[1], 64, 2048);
+						io_uring_submit_and_wait(&hand, 2);
+						struct io_uring_cqe *cqe;
+						unsigned head, nc = 0;
+						io_uring_for_each_cqe(&hand, head, cqe) {
+							bad += cqe->res != 64;
+							nc++;
+						}
+						io_uring_cq_advance(&hand, nc);
+						bad += nc != 2;
+						break;
+					}
 					case K_TWO_SUB:
 						bad += bypass_syslet_submit(s, &p_two, 1) != 1;
 						while (bypass_syslet_reap(s, &done, 1) != 1)
@@ -139,7 +161,7 @@ int bench_syslet_atoms(struct bench_ctx *c)
 	bench_begin(c, id, "cost per program when nothing blocks, beside the plain system calls",
 		    "the plain call(s) of the same row group");
 	for (int k = 0; k < K_N; k++) {
-		if (k == K_TWO_SUB && !uring)
+		if ((k == K_TWO_SUB && !uring) || (k == K_TWO_HAND && !hand_ok))
 			continue;
 		char note[96];
 		snprintf(note, sizeof(note), "%.0f ns; vs %s", bench_cycles_to_ns(sum[k].median),
@@ -171,6 +193,8 @@ out:
 	for (int k = 0; k < K_N; k++)
 		free(smp[k]);
 	bypass_syslet_destroy(s);
+	if (hand_ok)
+		io_uring_queue_exit(&hand);
 	close(fd);
 	return 0;
 }
