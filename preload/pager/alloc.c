@@ -182,7 +182,20 @@ EXPORT void *realloc(void *ptr, size_t n)
 			}
 			return ptr;
 		}
-		void *q = n >= bp_pp_cfg.threshold ? region_alloc(n, 0) : NULL;
+		/*
+		 * Growing moves (a region cannot grow in place): leave room
+		 * for as much again, so that a block grown in small steps
+		 * (a vector, a Python list) is copied log2 times, not at
+		 * every step.  The pages of the room cost nothing until
+		 * touched; where the swap file has no room for them, none.
+		 */
+		void *q = NULL;
+		if (n >= bp_pp_cfg.threshold) {
+			if (n > have && n <= SIZE_MAX / 2)
+				q = region_alloc(n > 2 * have ? n : 2 * have, 0);
+			if (!q)
+				q = region_alloc(n, 0);
+		}
 		if (!q)
 			q = bp_pp_real_malloc(n);
 		if (!q)
@@ -193,7 +206,11 @@ EXPORT void *realloc(void *ptr, size_t n)
 	}
 	if (large(n)) {
 		size_t have = bp_pp_real_malloc_usable_size ? bp_pp_real_malloc_usable_size(ptr) : 0;
-		void *q = have ? region_alloc(n, 0) : NULL;
+		void *q = NULL;
+		if (have && n > have && n <= SIZE_MAX / 2)
+			q = region_alloc(n > 2 * have ? n : 2 * have, 0); /* room, as above */
+		if (have && !q)
+			q = region_alloc(n, 0);
 		if (q) {
 			memcpy(q, ptr, n < have ? n : have);
 			bp_pp_real_free(ptr);
