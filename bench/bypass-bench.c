@@ -173,6 +173,57 @@ static const struct {
 	{ "cpufreq.governor", "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor" },
 };
 
+/* A CPU's topology file (core_id, thread_siblings_list ...), or NULL. */
+static char *cpu_topo(int cpu, const char *name)
+{
+	char path[160];
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/%s", cpu, name);
+	return file_line(path);
+}
+
+/*
+ * Where the two CPUs of the cross-core experiments sit: a cache line's round
+ * trip between SMT siblings (one core, its L1/L2) is several times shorter
+ * than between cores, and between cores than between packages, so every
+ * "x the limit" depends on it.
+ */
+static void write_pair(FILE *f, int a, int b)
+{
+	char *pa = cpu_topo(a, "topology/physical_package_id");
+	char *pb = cpu_topo(b, "topology/physical_package_id");
+	char *ca = cpu_topo(a, "topology/core_id"), *cb = cpu_topo(b, "topology/core_id");
+	char *sib = cpu_topo(a, "topology/thread_siblings_list");
+	char *llc = cpu_topo(a, "cache/index3/shared_cpu_list");
+	char *llcb = cpu_topo(b, "cache/index3/shared_cpu_list");
+	const char *rel = "unknown";
+	if (a == b)
+		rel = "the same CPU";
+	else if (pa && pb && ca && cb) {
+		if (strcmp(pa, pb))
+			rel = "different packages";
+		else if (!strcmp(ca, cb))
+			rel = "SMT siblings (one core)";
+		else if (llc && llcb && !strcmp(llc, llcb))
+			rel = "different cores sharing the last-level cache";
+		else
+			rel = "different cores, different last-level caches";
+	}
+	fprintf(f, "    \"cpu_pair\": {\"cpus\": [%d, %d], \"relation\": ", a, b);
+	json_str(f, rel);
+	fprintf(f, ", \"a_thread_siblings\": ");
+	json_str(f, sib);
+	fprintf(f, ", \"a_llc_shared_with\": ");
+	json_str(f, llc);
+	fprintf(f, "},\n");
+	free(pa);
+	free(pb);
+	free(ca);
+	free(cb);
+	free(sib);
+	free(llc);
+	free(llcb);
+}
+
 static void write_provenance(FILE *f, struct bench_ctx *c, const char *model)
 {
 	extern char **environ;
@@ -207,6 +258,7 @@ static void write_provenance(FILE *f, struct bench_ctx *c, const char *model)
 	json_str(f, model);
 	fprintf(f, ", \"online\": %ld, \"configured\": %ld, \"usable\": %d},\n",
 		sysconf(_SC_NPROCESSORS_ONLN), sysconf(_SC_NPROCESSORS_CONF), c->ncpus);
+	write_pair(f, c->cpu_a, c->cpu_b);
 	fprintf(f, "    \"facts\": {");
 	for (size_t i = 0; i < c->nfacts; i++) {
 		fprintf(f, "%s", i ? ", " : "");

@@ -65,6 +65,10 @@ def provenance_lines(doc):
                 "report it in this run)"))
     for n, v in facts.items():
         out.append(f"- {n}: {v}")
+    pair = p.get("cpu_pair") or {}
+    if pair:
+        out.append(f"- the two CPUs of cross-core experiments: {pair.get('cpus')}, "
+                   f"{pair.get('relation', '?')}")
     c = p.get("cpu") or {}
     if c:
         out.append(f"- CPU: {c.get('model', '?')}, {c.get('online', '?')} online "
