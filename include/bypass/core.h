@@ -55,7 +55,7 @@ enum bypass_wait_mode {
  *
  * x86-64 only: BYPASS_HAVE_RDTSCP is 1 there.  On another architecture it is
  * 0 and bypass_rdtscp falls back to CLOCK_MONOTONIC_RAW in nanoseconds
- * (bypass_tsc_hz() then returns 1000000000, and *cpu is the current CPU).
+ * (bypass_tsc_hz() then returns 1000000000, and *cpu is set to 0).
  */
 #if defined(__x86_64__)
 #define BYPASS_HAVE_RDTSCP 1
@@ -69,16 +69,13 @@ static inline uint64_t bypass_rdtscp(unsigned *cpu)
 }
 #else
 #define BYPASS_HAVE_RDTSCP 0
-#include <sched.h>
 #include <time.h>
 static inline uint64_t bypass_rdtscp(unsigned *cpu)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	if (cpu) {
-		int c = sched_getcpu();
-		*cpu = c < 0 ? 0 : (unsigned)c;
-	}
+	if (cpu)
+		*cpu = 0; /* no cheap CPU number here */
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 #endif
