@@ -141,252 +141,18 @@ static void access_loop(char *m, const struct sizes *z, const uint64_t *exp,
 	res->verify_secs = now_s() - t0;
 }
 
-/* ------------------------------------------------------------ files */
-
-/* A swap file written in full (like dd): no holes, no unwritten extents. */
-static int write_file(const char *path, size_t size)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	size_t chunk = 1 << 20;
-	char *buf = calloc(1, chunk);
-	int e = buf ? 0 : -ENOMEM;
-	for (size_t done = 0; !e && done < size; done += chunk)
-		if (write(fd, buf, chunk) != (ssize_t)chunk)
-			e = -EIO;
-	if (!e && fsync(fd) < 0)
-		e = -errno;
-	free(buf);
-	close(fd);
-	if (e)
-		unlink(path);
-	return e;
-}
-
-static int run_cmd(const char *cmd, const char *arg)
-{
-	pid_t pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		if (null >= 0) {
-			dup2(null, 1);
-			dup2(null, 2);
-		}
-		execlp(cmd, cmd, arg, (char *)NULL);
-		_exit(127);
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -ENOEXEC;
-}
-
-static int read_small(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return 0;
-}
-
-static int write_small(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = write(fd, s, strlen(s));
-	int e = n == (ssize_t)strlen(s) ? 0 : -errno;
-	close(fd);
-	return e;
-}
-
-static uint64_t vmstat(const char *key)
-{
-	FILE *f = fopen("/proc/vmstat", "r");
-	char k[64];
-	unsigned long long v;
-	uint64_t r = 0;
-	if (!f)
-		return 0;
-	while (fscanf(f, "%63s %llu", k, &v) == 2)
-		if (!strcmp(k, key))
-			r = v;
-	fclose(f);
-	return r;
-}
-
-/* ------------------------------------------------------------ Linux side */
-
-struct linux_env {
-	char swapfile[300];
-	char cg[300];
-	char procs[320];
-	bool swap_on, cg_made, file_made;
-	const char *bypass_file; /* the bypass side's swap file, if made */
-};
-
-static struct linux_env *cleanup_env; /* for the signal handler */
-static volatile pid_t running_child;
-
-static void linux_teardown(struct linux_env *env)
-{
-	if (env->swap_on && swapoff(env->swapfile) == 0)
-		env->swap_on = false;
-	if (env->file_made && unlink(env->swapfile) == 0)
-		env->file_made = false;
-	if (env->cg_made) {
-		for (int i = 0; i < 50 && rmdir(env->cg) < 0 && errno == EBUSY; i++) {
-			struct timespec ts = { 0, 20000000 };
-			nanosleep(&ts, NULL);
-		}
-		env->cg_made = false;
-	}
-}
-
-static void on_fatal(int sig)
-{
-	pid_t child = running_child;
-	if (child > 0) { /* out of the cgroup first: it must be empty to go */
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-	}
-	if (cleanup_env) {
-		linux_teardown(cleanup_env);
-		if (cleanup_env->bypass_file)
-			unlink(cleanup_env->bypass_file);
-	}
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-/* Remove the swap files, swap and cgroup of env if the run is interrupted
- * (env NULL: stop doing so). */
-static void cleanup_on_signal(struct linux_env *env)
-{
-	cleanup_env = env;
-	signal(SIGINT, env ? on_fatal : SIG_DFL);
-	signal(SIGTERM, env ? on_fatal : SIG_DFL);
-	signal(SIGHUP, env ? on_fatal : SIG_DFL);
-}
-
-/* Returns 0, or -1 with the reason in why. */
-static int linux_setup(struct bench_ctx *c, const struct sizes *z, struct linux_env *env,
-		       char *why, size_t whylen, char *facts, size_t factslen)
-{
-	memset(env, 0, sizeof(*env));
-	cleanup_on_signal(env);
-	if (geteuid() != 0) {
-		snprintf(why, whylen, "needs root (swapon and a memory cgroup)");
-		return -1;
-	}
-	char buf[256];
-	if (read_small("/sys/module/zswap/parameters/enabled", buf, sizeof(buf)) == 0 &&
-	    buf[0] == 'Y') {
-		snprintf(why, whylen, "zswap is enabled: Linux would compress pages in RAM "
-			 "instead of writing them to the swap file");
-		return -1;
-	}
-	snprintf(facts, factslen, "zswap %s", buf[0] == 'N' ? "off" : "absent");
-
-	/* the memory cgroup: v1 memory.limit_in_bytes, else v2 memory.max */
-	const char *v1 = "/sys/fs/cgroup/memory";
-	char path[400];
-	snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", v1);
-	const char *limit_file = NULL, *root = NULL;
-	if (access(path, W_OK) == 0) {
-		root = v1;
-		limit_file = "memory.limit_in_bytes";
-	} else {
-		const char *v2s[] = { "/sys/fs/cgroup/unified", "/sys/fs/cgroup" };
-		for (int i = 0; i < 2 && !root; i++) {
-			snprintf(path, sizeof(path), "%s/cgroup.subtree_control", v2s[i]);
-			if (read_small(path, buf, sizeof(buf)) == 0 && strstr(buf, "memory")) {
-				root = v2s[i];
-				limit_file = "memory.max";
-			}
-		}
-	}
-	if (!root) {
-		snprintf(why, whylen, "no memory cgroup controller (cgroup v1 memory or v2 "
-			 "with memory enabled in subtree_control)");
-		return -1;
-	}
-	snprintf(env->cg, sizeof(env->cg), "%s/bypass-bench-%d", root, (int)getpid());
-	if (mkdir(env->cg, 0755) < 0) {
-		snprintf(why, whylen, "mkdir %s: %s", env->cg, strerror(errno));
-		return -1;
-	}
-	env->cg_made = true;
-	snprintf(path, sizeof(path), "%s/%s", env->cg, limit_file);
-	snprintf(buf, sizeof(buf), "%zu", z->budget);
-	int e = write_small(path, buf);
-	if (!e && !strcmp(limit_file, "memory.max")) {
-		snprintf(path, sizeof(path), "%s/memory.swap.max", env->cg);
-		write_small(path, "max");
-	}
-	if (e) {
-		snprintf(why, whylen, "setting %s: %s", limit_file, strerror(-e));
-		goto fail;
-	}
-	snprintf(env->procs, sizeof(env->procs), "%s/cgroup.procs", env->cg);
-	size_t fl = strlen(facts);
-	snprintf(facts + fl, factslen - fl, "; cgroup %s (%s = %zu)",
-		 strcmp(limit_file, "memory.max") ? "v1" : "v2", limit_file, z->budget);
-
-	snprintf(env->swapfile, sizeof(env->swapfile), "%s/bypass-bench-linux-%d.swap",
-		 pb_swapdir(c), (int)getpid());
-	e = write_file(env->swapfile, z->region);
-	if (e) {
-		snprintf(why, whylen, "writing swap file %s: %s", env->swapfile, strerror(-e));
-		goto fail;
-	}
-	env->file_made = true;
-	if (run_cmd("mkswap", env->swapfile)) {
-		snprintf(why, whylen, "mkswap %s failed (is util-linux installed?)", env->swapfile);
-		goto fail;
-	}
-	if (swapon(env->swapfile, SWAP_FLAG_PREFER | (32767 & SWAP_FLAG_PRIO_MASK)) < 0) {
-		snprintf(why, whylen, "swapon %s: %s (this filesystem may not support swap "
-			 "files)", env->swapfile, strerror(errno));
-		goto fail;
-	}
-	env->swap_on = true;
-	/* other swap in use would be used too: say so */
-	FILE *f = fopen("/proc/swaps", "r");
-	int lines = 0;
-	while (f && fgets(buf, sizeof(buf), f))
-		lines++;
-	if (f)
-		fclose(f);
-	fl = strlen(facts);
-	snprintf(facts + fl, factslen - fl, "; %s", lines > 2 ? "OTHER SWAP AREAS ARE ACTIVE too"
-							   : "no other swap active");
-	return 0;
-fail:
-	linux_teardown(env);
-	return -1;
-}
-
 static uint64_t linux_swapins(void *arg)
 {
 	(void)arg;
-	return vmstat("pswpin");
+	return pb_vmstat("pswpin");
 }
 
-static void linux_child(const struct linux_env *env, const struct sizes *z, const uint64_t *exp,
+static void linux_child(const struct pb_linux_env *env, const struct sizes *z, const uint64_t *exp,
 			struct result *res)
 {
 	char pid[32];
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	int e = write_small(env->procs, pid);
+	int e = pb_write_small(env->procs, pid);
 	if (e) {
 		res->err = e;
 		snprintf(res->msg, sizeof(res->msg), "joining the cgroup: %s", strerror(-e));
@@ -434,7 +200,7 @@ static void bypass_child(const char *swapfile, const struct sizes *z, const uint
 	_exit(0);
 }
 
-static int run_child(int side, const struct linux_env *env, const char *bswap,
+static int run_child(int side, const struct pb_linux_env *env, const char *bswap,
 		     const struct sizes *z, const uint64_t *exp, struct result *res)
 {
 	memset(res, 0, sizeof(*res));
@@ -442,17 +208,17 @@ static int run_child(int side, const struct linux_env *env, const char *bswap,
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		cleanup_on_signal(NULL); /* the parent cleans up, not us */
+		pb_cleanup_on_signal(NULL); /* the parent cleans up, not us */
 		if (side == 0)
 			linux_child(env, z, exp, res);
 		else
 			bypass_child(bswap, z, exp, res);
 	}
-	running_child = pid;
+	pb_running_child = pid;
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	running_child = 0;
+	pb_running_child = 0;
 	if (WIFSIGNALED(st)) {
 		snprintf(res->msg, sizeof(res->msg), "killed by signal %d", WTERMSIG(st));
 		return -EINTR;
@@ -584,19 +350,19 @@ int bench_pager_throughput(struct bench_ctx *c)
 
 	bench_begin(c, id, "accesses/s over a region 4x the budget: bypass vs Linux swap "
 		    "in a memory cgroup of the same size", "Linux swap (memory cgroup)");
-	struct linux_env env;
+	struct pb_linux_env env;
 	char why[1024] = "", facts[1024] = "";
-	bool have_linux = linux_setup(c, &z, &env, why, sizeof(why), facts, sizeof(facts)) == 0;
+	bool have_linux = pb_linux_setup(c, z.budget, z.region, &env, why, sizeof(why), facts, sizeof(facts)) == 0;
 
 	char bswap[300];
 	snprintf(bswap, sizeof(bswap), "%s/bypass-bench-pager-%d.swap", pb_swapdir(c),
 		 (int)getpid());
 	env.bypass_file = bswap; /* removed by on_fatal too */
-	int e = write_file(bswap, z.region);
+	int e = pb_write_file(bswap, z.region);
 	if (e) {
 		if (have_linux)
-			linux_teardown(&env);
-		cleanup_on_signal(NULL);
+			pb_linux_teardown(&env);
+		pb_cleanup_on_signal(NULL);
 		bench_skip(c, id, "writing swap file %s: %s", bswap, strerror(-e));
 		return 0;
 	}
@@ -624,7 +390,7 @@ int bench_pager_throughput(struct bench_ctx *c)
 	const char *fail = NULL;
 	for (int r = 0; r < rounds && !fail; r++) {
 		for (int side = have_linux ? 0 : 1; side < 2 && !fail; side++) {
-			uint64_t in0 = vmstat("pswpin"), out0 = vmstat("pswpout");
+			uint64_t in0 = pb_vmstat("pswpin"), out0 = pb_vmstat("pswpout");
 			e = run_child(side, &env, bswap, &z, exp, res);
 			if (!e && res->pages_bad) {
 				e = -EIO;
@@ -650,8 +416,8 @@ int bench_pager_throughput(struct bench_ctx *c)
 			rand_in[side][r] = (double)res->swapins[PH_RAND] / res->secs[PH_RAND];
 			verify_s[side] += res->verify_secs;
 			if (side == 0) {
-				pswpin += vmstat("pswpin") - in0;
-				pswpout += vmstat("pswpout") - out0;
+				pswpin += pb_vmstat("pswpin") - in0;
+				pswpout += pb_vmstat("pswpout") - out0;
 			} else {
 				bst.faults_zero += res->st.faults_zero;
 				bst.faults_swapin += res->st.faults_swapin;
@@ -681,8 +447,8 @@ int bench_pager_throughput(struct bench_ctx *c)
 	}
 	unlink(bswap);
 	if (have_linux)
-		linux_teardown(&env);
-	cleanup_on_signal(NULL);
+		pb_linux_teardown(&env);
+	pb_cleanup_on_signal(NULL);
 	if (fail && !n) {
 		bench_skip(c, id, "%s", why);
 		goto out;

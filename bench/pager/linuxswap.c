@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Linux swap baseline of the pager experiments: a swap file and a
+ * memory cgroup of the budget's size (moved here from throughput.c, which
+ * pager.unmodified uses too).
+ */
+#include "pager_bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/swap.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ files */
+
+/* A swap file written in full (like dd): no holes, no unwritten extents. */
+int pb_write_file(const char *path, size_t size)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	size_t chunk = 1 << 20;
+	char *buf = calloc(1, chunk);
+	int e = buf ? 0 : -ENOMEM;
+	for (size_t done = 0; !e && done < size; done += chunk)
+		if (write(fd, buf, chunk) != (ssize_t)chunk)
+			e = -EIO;
+	if (!e && fsync(fd) < 0)
+		e = -errno;
+	free(buf);
+	close(fd);
+	if (e)
+		unlink(path);
+	return e;
+}
+
+int pb_run_cmd(const char *cmd, const char *arg)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		execlp(cmd, cmd, arg, (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -ENOEXEC;
+}
+
+int pb_read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return 0;
+}
+
+int pb_write_small(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, s, strlen(s));
+	int e = n == (ssize_t)strlen(s) ? 0 : -errno;
+	close(fd);
+	return e;
+}
+
+uint64_t pb_vmstat(const char *key)
+{
+	FILE *f = fopen("/proc/pb_vmstat", "r");
+	char k[64];
+	unsigned long long v;
+	uint64_t r = 0;
+	if (!f)
+		return 0;
+	while (fscanf(f, "%63s %llu", k, &v) == 2)
+		if (!strcmp(k, key))
+			r = v;
+	fclose(f);
+	return r;
+}
+
+/* ------------------------------------------------------------ Linux side */
+
+
+static struct pb_linux_env *cleanup_env; /* for the signal handler */
+volatile pid_t pb_running_child;
+
+void pb_linux_teardown(struct pb_linux_env *env)
+{
+	if (env->swap_on && swapoff(env->swapfile) == 0)
+		env->swap_on = false;
+	if (env->file_made && unlink(env->swapfile) == 0)
+		env->file_made = false;
+	if (env->cg_made) {
+		for (int i = 0; i < 50 && rmdir(env->cg) < 0 && errno == EBUSY; i++) {
+			struct timespec ts = { 0, 20000000 };
+			nanosleep(&ts, NULL);
+		}
+		env->cg_made = false;
+	}
+}
+
+static void on_fatal(int sig)
+{
+	pid_t child = pb_running_child;
+	if (child > 0) { /* out of the cgroup first: it must be empty to go */
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	if (cleanup_env) {
+		pb_linux_teardown(cleanup_env);
+		if (cleanup_env->bypass_file)
+			unlink(cleanup_env->bypass_file);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Remove the swap files, swap and cgroup of env if the run is interrupted
+ * (env NULL: stop doing so). */
+void pb_cleanup_on_signal(struct pb_linux_env *env)
+{
+	cleanup_env = env;
+	signal(SIGINT, env ? on_fatal : SIG_DFL);
+	signal(SIGTERM, env ? on_fatal : SIG_DFL);
+	signal(SIGHUP, env ? on_fatal : SIG_DFL);
+}
+
+/* Returns 0, or -1 with the reason in why. */
+int pb_linux_setup(struct bench_ctx *c, size_t budget, size_t swap_size, struct pb_linux_env *env,
+		       char *why, size_t whylen, char *facts, size_t factslen)
+{
+	memset(env, 0, sizeof(*env));
+	pb_cleanup_on_signal(env);
+	if (geteuid() != 0) {
+		snprintf(why, whylen, "needs root (swapon and a memory cgroup)");
+		return -1;
+	}
+	char buf[256];
+	if (pb_read_small("/sys/module/zswap/parameters/enabled", buf, sizeof(buf)) == 0 &&
+	    buf[0] == 'Y') {
+		snprintf(why, whylen, "zswap is enabled: Linux would compress pages in RAM "
+			 "instead of writing them to the swap file");
+		return -1;
+	}
+	snprintf(facts, factslen, "zswap %s", buf[0] == 'N' ? "off" : "absent");
+
+	/* the memory cgroup: v1 memory.limit_in_bytes, else v2 memory.max */
+	const char *v1 = "/sys/fs/cgroup/memory";
+	char path[400];
+	snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", v1);
+	const char *limit_file = NULL, *root = NULL;
+	if (access(path, W_OK) == 0) {
+		root = v1;
+		limit_file = "memory.limit_in_bytes";
+	} else {
+		const char *v2s[] = { "/sys/fs/cgroup/unified", "/sys/fs/cgroup" };
+		for (int i = 0; i < 2 && !root; i++) {
+			snprintf(path, sizeof(path), "%s/cgroup.subtree_control", v2s[i]);
+			if (pb_read_small(path, buf, sizeof(buf)) == 0 && strstr(buf, "memory")) {
+				root = v2s[i];
+				limit_file = "memory.max";
+			}
+		}
+	}
+	if (!root) {
+		snprintf(why, whylen, "no memory cgroup controller (cgroup v1 memory or v2 "
+			 "with memory enabled in subtree_control)");
+		return -1;
+	}
+	snprintf(env->cg, sizeof(env->cg), "%s/bypass-bench-%d", root, (int)getpid());
+	if (mkdir(env->cg, 0755) < 0) {
+		snprintf(why, whylen, "mkdir %s: %s", env->cg, strerror(errno));
+		return -1;
+	}
+	env->cg_made = true;
+	snprintf(path, sizeof(path), "%s/%s", env->cg, limit_file);
+	snprintf(buf, sizeof(buf), "%zu", budget);
+	int e = pb_write_small(path, buf);
+	if (!e && !strcmp(limit_file, "memory.max")) {
+		snprintf(path, sizeof(path), "%s/memory.swap.max", env->cg);
+		pb_write_small(path, "max");
+	}
+	if (e) {
+		snprintf(why, whylen, "setting %s: %s", limit_file, strerror(-e));
+		goto fail;
+	}
+	snprintf(env->procs, sizeof(env->procs), "%s/cgroup.procs", env->cg);
+	size_t fl = strlen(facts);
+	snprintf(facts + fl, factslen - fl, "; cgroup %s (%s = %zu)",
+		 strcmp(limit_file, "memory.max") ? "v1" : "v2", limit_file, budget);
+
+	snprintf(env->swapfile, sizeof(env->swapfile), "%s/bypass-bench-linux-%d.swap",
+		 pb_swapdir(c), (int)getpid());
+	e = pb_write_file(env->swapfile, swap_size);
+	if (e) {
+		snprintf(why, whylen, "writing swap file %s: %s", env->swapfile, strerror(-e));
+		goto fail;
+	}
+	env->file_made = true;
+	if (pb_run_cmd("mkswap", env->swapfile)) {
+		snprintf(why, whylen, "mkswap %s failed (is util-linux installed?)", env->swapfile);
+		goto fail;
+	}
+	if (swapon(env->swapfile, SWAP_FLAG_PREFER | (32767 & SWAP_FLAG_PRIO_MASK)) < 0) {
+		snprintf(why, whylen, "swapon %s: %s (this filesystem may not support swap "
+			 "files)", env->swapfile, strerror(errno));
+		goto fail;
+	}
+	env->swap_on = true;
+	/* other swap in use would be used too: say so */
+	FILE *f = fopen("/proc/swaps", "r");
+	int lines = 0;
+	while (f && fgets(buf, sizeof(buf), f))
+		lines++;
+	if (f)
+		fclose(f);
+	fl = strlen(facts);
+	snprintf(facts + fl, factslen - fl, "; %s", lines > 2 ? "OTHER SWAP AREAS ARE ACTIVE too"
+							   : "no other swap active");
+	return 0;
+fail:
+	pb_linux_teardown(env);
+	return -1;
+}
+
