@@ -8,10 +8,20 @@
  * kernel's opcode probe on the library's ring), protection keys (bypass_ipc_pkey_supported),
  * user interrupts (core's bp_uintr_available and notify's
  * bypass_notify_backend_available, which must both say no today); the text
- * and JSON forms agree line by line; a bad option is exit 2.
+ * and JSON forms agree line by line; a bad option is exit 2.  Then the
+ * "why not" side: under a seccomp filter that refuses io_uring_setup and
+ * userfaultfd with EPERM (as a container's profile does), doctor says no to
+ * io_uring, every opcode, userfaultfd and its features, batch and the pager,
+ * each with the reason.
  */
 #include <bypass/bypass.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <linux/userfaultfd.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 
 #include "harness.h"
 #include "core/internal.h"
@@ -33,6 +43,77 @@ static int run(const char *args, char *out, size_t len)
 	out[n] = 0;
 	int st = pclose(f);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* run("doctor --json") in a child whose io_uring_setup and userfaultfd fail
+ * with EPERM; 0 when done, -1 when this machine cannot filter. */
+static int run_refused(char *out, size_t len)
+{
+#if defined(__x86_64__)
+	int pfd[2];
+	CHECK(pipe(pfd) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct sock_filter f[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 2, 0),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_userfaultfd, 1, 0),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		};
+		struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+			_exit(77);
+		dup2(pfd[1], 1);
+		close(pfd[0]);
+		close(pfd[1]);
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/bypass", getenv("BYPASS_BUILD"));
+		execl(path, path, "doctor", "--json", (char *)NULL);
+		_exit(126);
+	}
+	close(pfd[1]);
+	size_t n = 0;
+	ssize_t r;
+	while (n + 1 < len && (r = read(pfd[0], out + n, len - 1 - n)) > 0)
+		n += (size_t)r;
+	out[n] = 0;
+	close(pfd[0]);
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st));
+	if (WEXITSTATUS(st) == 77)
+		return -1;
+	CHECK_EQ(WEXITSTATUS(st), 0);
+	return 0;
+#else
+	(void)out;
+	(void)len;
+	return -1;
+#endif
+}
+
+/* The detail of check name in the JSON, or "". */
+static const char *json_detail(const char *name, char *buf, size_t len)
+{
+	char key[96];
+	snprintf(key, sizeof(key), "{\"name\": \"%s\", ", name);
+	const char *p = strstr(json, key);
+	buf[0] = 0;
+	if (!p || !(p = strstr(p, "\"detail\": \"")))
+		return buf;
+	p += 11;
+	size_t l = strcspn(p, "\"");
+	if (l >= len)
+		l = len - 1;
+	memcpy(buf, p, l);
+	buf[l] = 0;
+	return buf;
 }
 
 /* "available" of check name in the JSON: 1, 0, or -1 when absent. */
@@ -68,7 +149,7 @@ static void expect(const char *name, int want)
 	int got = json_avail(name);
 	if (got != want)
 		TEST_FAIL("doctor says %s = %d, the library says %d", name, got, want);
-	TEST_LOG("%-20s %s (library agrees)", name, want ? "yes" : "no");
+	TEST_LOG("%-20s %s, as expected", name, want ? "yes" : "no");
 }
 
 int main(void)
@@ -136,5 +217,30 @@ int main(void)
 		TEST_FAIL("doctor does not give ipc's reason '%s'", why);
 #endif
 	expect("cpu.tsc", BYPASS_HAVE_RDTSCP);
+
+	/* Refused: every answer that depends on it is no, with the reason. */
+	if (run_refused(json, sizeof(json))) {
+		TEST_LOG("no seccomp filter here: the refused case is not checked");
+		return test_pass("core/cli-doctor");
+	}
+	char d[512];
+	expect("io_uring", 0);
+	CHECK(strstr(json_detail("io_uring", d, sizeof(d)), strerror(EPERM)));
+	expect("io_uring.SEND", 0);
+	expect("io_uring.EPOLL_WAIT", 0);
+	CHECK(strstr(json_detail("io_uring.SEND", d, sizeof(d)), "io_uring refused"));
+	expect("userfaultfd", 0);
+	CHECK(strstr(json_detail("userfaultfd", d, sizeof(d)), strerror(EPERM)));
+	expect("uffd.sigbus", 0);
+	expect("uffd.wp", 0);
+#if BYPASS_WITH_BATCH
+	expect("batch", 0);
+	CHECK(strstr(json_detail("batch", d, sizeof(d)), "needs io_uring"));
+#endif
+#if BYPASS_WITH_PAGER
+	expect("pager.upcall", 0);
+	CHECK(strstr(json_detail("pager.upcall", d, sizeof(d)), "needs io_uring"));
+#endif
+	expect("uintr", 0);
 	return test_pass("core/cli-doctor");
 }
