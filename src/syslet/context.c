@@ -432,6 +432,51 @@ static void count_program(bypass_syslet *s, uint64_t accepted, uint64_t ended_in
  * here unless 'reserved'), or runs the rest here when it cannot be handed
  * over (the ring is full, no memory, no worker thread).
  */
+/*
+ * At a cachemiss with the io_uring engine: if the rest of the program (atoms
+ * pc..n-1) is a straight line io_uring can express once the results of the
+ * atoms that ran are constants (the descriptor an inline openat returned is
+ * a plain descriptor now), send it as one chain and enter it.  Its
+ * completion names atoms and steps of the whole program.
+ */
+static bool rest_to_uring(bypass_syslet *s, const struct bypass_syslet_prog *p,
+			  const struct bp_syslet_run *st)
+{
+	uint32_t pc = st->pc, n = p->natoms, m = n - pc;
+	if (s->engine != BYPASS_SYSLET_ENGINE_URING || st->partial || st->not_uring ||
+	    st->steps + m > st->max_steps)
+		return false;
+	struct bypass_syslet_atom rest[BYPASS_SYSLET_MAX_ATOMS];
+	for (uint32_t i = 0; i < m; i++) {
+		rest[i] = p->atoms[pc + i];
+		if (rest[i].next != 0 && !(i + 1 == m && rest[i].next == BYPASS_SYSLET_END))
+			return false;
+		if (rest[i].on_stop != 0 && rest[i].on_stop != BYPASS_SYSLET_END)
+			return false;
+		for (int k = 0; k < 6; k++) {
+			struct bypass_syslet_arg *g = &rest[i].arg[k];
+			if (g->kind != BYPASS_SYSLET_ARG_RESULT)
+				continue;
+			if (g->val < pc) {
+				g->kind = BYPASS_SYSLET_ARG_CONST;
+				g->val = (uint64_t)st->res[g->val];
+			} else {
+				g->val -= pc;
+			}
+		}
+	}
+	struct bypass_syslet_prog q = { .atoms = rest, .natoms = m, .tag = p->tag };
+	struct bp_syslet_info info;
+	if (bp_syslet_check(&q, &info) || !info.uring_ok)
+		return false;
+	if (bp_syslet_uring_queue_at(s, &q, &info, pc, st->steps))
+		return false;
+	int e = bp_syslet_uring_enter(s);
+	if (e < 0)
+		bp_warn("bypass syslet: io_uring_enter: %s", strerror(-e));
+	return true;
+}
+
 static int start(bypass_syslet *s, const struct bypass_syslet_prog *p,
 		 uint32_t max_steps, struct bp_syslet_run *st, bool reserved)
 {
@@ -445,6 +490,10 @@ static int start(bypass_syslet *s, const struct bypass_syslet_prog *p,
 		have_slot = old <= s->mask;
 		if (!have_slot)
 			atomic_fetch_sub(&s->inflight, 1);
+	}
+	if (have_slot && rest_to_uring(s, p, st)) {
+		atomic_fetch_add_explicit(&s->n.cachemiss, 1, memory_order_relaxed);
+		return 0;
 	}
 	if (have_slot) {
 		struct bp_syslet_req *rq = bp_syslet_req_new(s, p, st->res, st->pc,

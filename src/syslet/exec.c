@@ -140,7 +140,8 @@ static bool never_blocks(long nr, const long *a)
  * (whatever its result), false when it would block or cannot be tried
  * without blocking (nothing happened).  *calls counts system calls made.
  */
-static bool try_nowait(long nr, const long *a, int64_t *res, uint32_t *calls)
+static bool try_nowait(long nr, const long *a, int64_t *res, uint32_t *calls,
+		       bool *not_uring)
 {
 	struct iovec iov;
 	long r;
@@ -180,8 +181,12 @@ static bool try_nowait(long nr, const long *a, int64_t *res, uint32_t *calls)
 		(*calls)++;
 		/* openat2 refuses flags openat ignores: let the plain call run;
 		 * ENXIO: a FIFO opened for writing has no reader yet. */
-		if (r == -EAGAIN || r == -EINVAL || r == -ENOSYS || r == -E2BIG ||
-		    r == -ENXIO)
+		if (r == -ENXIO) {
+			/* io_uring's openat would return the -ENXIO too */
+			*not_uring = true;
+			return false;
+		}
+		if (r == -EAGAIN || r == -EINVAL || r == -ENOSYS || r == -E2BIG)
 			return false;
 		if (r >= 0 && added) {
 			(*calls)++;
@@ -282,7 +287,7 @@ int bp_syslet_exec(struct bp_syslet_run *r, enum bp_syslet_mode mode)
 			r->syscalls++;
 			if (done > 0)
 				res = res < 0 ? done : res + done;
-		} else if (!try_nowait(at->nr, a, &res, &r->syscalls)) {
+		} else if (!try_nowait(at->nr, a, &res, &r->syscalls, &r->not_uring)) {
 			r->pc = pc;
 			return BP_SYSLET_WOULDBLOCK;
 		} else if (short_write(at->nr, a, res)) {

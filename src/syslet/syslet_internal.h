@@ -31,6 +31,8 @@ struct bp_syslet_req {
 	int64_t partial;                      /* see bp_syslet_run.partial */
 	uint16_t pc;                          /* where to resume */
 	uint16_t pending;                     /* io_uring: atoms not completed */
+	uint16_t base_atom;                   /* io_uring: the chain is atoms
+						 base_atom.. of the program */
 	/* io_uring: set (release) once the request is complete, before its
 	   chain is queued; read (acquire) by the collector.  The kernel orders
 	   the two already; this says so to ThreadSanitizer. */
@@ -132,6 +134,7 @@ struct bp_syslet_run {
 	uint32_t syscalls; /* system calls made by this call */
 	bool out_of_steps; /* on DONE: the step budget ran out at pc */
 	int64_t partial;   /* bytes the inline try of the write at pc wrote */
+	bool not_uring;    /* the atom at pc must not go to io_uring */
 	int64_t result;    /* on DONE */
 };
 int bp_syslet_exec(struct bp_syslet_run *r, enum bp_syslet_mode mode);
@@ -165,6 +168,11 @@ void bp_syslet_workers_stop(bypass_syslet *s);
 int bp_syslet_uring_setup(bypass_syslet *s);
 int bp_syslet_uring_queue(bypass_syslet *s, const struct bypass_syslet_prog *p,
 			  const struct bp_syslet_info *info);
+/* The same for the rest of a program that began inline: atom 0 of p is
+   atom base_atom of the program, after base_steps steps. */
+int bp_syslet_uring_queue_at(bypass_syslet *s, const struct bypass_syslet_prog *p,
+			     const struct bp_syslet_info *info, uint32_t base_atom,
+			     uint32_t base_steps);
 int bp_syslet_uring_enter(bypass_syslet *s);
 /* Collect io_uring completions; block (at most timeout_ns) only if wait. */
 int bp_syslet_uring_drain(bypass_syslet *s, bool wait, int64_t timeout_ns);

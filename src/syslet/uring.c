@@ -178,6 +178,13 @@ static void prep(const struct bp_syslet_req *rq, uint32_t i, struct io_uring_sqe
 int bp_syslet_uring_queue(bypass_syslet *s, const struct bypass_syslet_prog *p,
 			  const struct bp_syslet_info *info)
 {
+	return bp_syslet_uring_queue_at(s, p, info, 0, 0);
+}
+
+int bp_syslet_uring_queue_at(bypass_syslet *s, const struct bypass_syslet_prog *p,
+			     const struct bp_syslet_info *info, uint32_t base_atom,
+			     uint32_t base_steps)
+{
 	if (!s->ring)
 		return -EOPNOTSUPP;
 	if (info->chain_open && !s->nslots)
@@ -199,6 +206,8 @@ int bp_syslet_uring_queue(bypass_syslet *s, const struct bypass_syslet_prog *p,
 		rq->slot_atom[rq->nslots++] = (uint8_t)__builtin_ctzll(m);
 	}
 	rq->pending = (uint16_t)p->natoms;
+	rq->base_atom = (uint16_t)base_atom;
+	rq->steps = base_steps;
 	atomic_store_explicit(&rq->armed, 1, memory_order_release);
 	atomic_fetch_add(&s->uring_inflight, 1);
 
@@ -273,8 +282,64 @@ static bool closed_in_chain(const struct bp_syslet_req *rq, uint32_t j)
 	return false;
 }
 
+/*
+ * io_uring's openat tries O_NONBLOCK first and, unlike for -EAGAIN, returns
+ * the -ENXIO a FIFO opened for writing without a reader gives: the blocking
+ * open would have waited for one.  If nothing after such an atom had an
+ * effect (cancelled, or given -EBADF on its empty slot), the worker engine
+ * runs the program again from that atom.  Returns the atom, or -1.
+ */
+static int fifo_redo(const struct bp_syslet_req *rq)
+{
+	for (uint32_t i = 0; i < rq->natoms; i++) {
+		const struct bypass_syslet_atom *at = &rq->atoms[i];
+		if (at->nr != SYS_openat || rq->res[i] != -ENXIO ||
+		    (at->arg[2].val & O_ACCMODE) == O_RDONLY)
+			continue;
+		for (uint32_t j = i + 1; j < rq->natoms; j++) {
+			const struct bypass_syslet_arg *g = &rq->atoms[j].arg[0];
+			bool on_slot = g->kind == BYPASS_SYSLET_ARG_RESULT && g->val == i;
+			if (rq->res[j] != -ECANCELED && !(on_slot && rq->res[j] == -EBADF))
+				return -1;
+		}
+		return (int)i;
+	}
+	return -1;
+}
+
 static void finish(bypass_syslet *s, struct bp_syslet_req *rq)
 {
+	int redo = fifo_redo(rq);
+	if (redo >= 0) {
+		for (uint32_t i = 0; i < (uint32_t)redo; i++)
+			if (rq->atoms[i].ret)
+				bp_syslet_store(rq->atoms[i].ret, rq->res[i]);
+		for (uint32_t k = 0; k < rq->nslots; k++)
+			if ((int)rq->slot_atom[k] < redo && rq->res[rq->slot_atom[k]] >= 0) {
+				int none = -1;
+				io_uring_register_files_update(s->ring, (unsigned)rq->slot[k],
+							       &none, 1);
+			}
+		for (uint32_t k = 0; k < rq->nslots; k++)
+			slot_free(s, rq->slot[k]);
+		rq->nslots = 0;
+		rq->pc = (uint16_t)redo;
+		rq->steps += (uint32_t)redo;
+		rq->max_steps = rq->steps + rq->natoms;
+		atomic_fetch_add_explicit(&s->n.atoms_uring, (uint64_t)redo, memory_order_relaxed);
+		atomic_fetch_sub(&s->uring_inflight, 1);
+		if (bp_syslet_workers_queue(s, rq) == 0)
+			return;
+		rq->res[redo] = -ENXIO; /* no worker: report what io_uring said */
+		struct bypass_syslet_completion c = {
+			.tag = rq->tag, .result = -ENXIO,
+			.atom = (uint16_t)(rq->base_atom + (uint32_t)redo),
+			.engine = BYPASS_SYSLET_ENGINE_URING, .steps = rq->steps + 1,
+		};
+		bp_syslet_req_free(s, rq);
+		bp_syslet_post(s, &c, true, false);
+		return;
+	}
 	uint32_t end = rq->natoms - 1, steps = 0;
 	for (uint32_t i = 0; i < rq->natoms; i++) {
 		steps++;
@@ -296,8 +361,9 @@ static void finish(bypass_syslet *s, struct bp_syslet_req *rq)
 		slot_free(s, rq->slot[k]);
 	}
 	struct bypass_syslet_completion c = {
-		.tag = rq->tag, .result = rq->res[end], .atom = (uint16_t)end,
-		.engine = BYPASS_SYSLET_ENGINE_URING, .steps = steps,
+		.tag = rq->tag, .result = rq->res[end],
+		.atom = (uint16_t)(rq->base_atom + end),
+		.engine = BYPASS_SYSLET_ENGINE_URING, .steps = rq->steps + steps,
 	};
 	bool silent = rq->atoms[end].flags & BYPASS_SYSLET_NO_COMPLETE;
 	atomic_fetch_add_explicit(&s->n.programs_uring, 1, memory_order_relaxed);

@@ -25,7 +25,7 @@ static void run_one(bypass_syslet *s, struct bp_syslet_req *rq)
 	atomic_fetch_add_explicit(&s->n.syscalls, st.syscalls, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->n.programs_workers, 1, memory_order_relaxed);
 	struct bypass_syslet_completion c = {
-		.tag = rq->tag, .result = st.result, .atom = (uint16_t)st.pc,
+		.tag = rq->tag, .result = st.result, .atom = (uint16_t)(rq->base_atom + st.pc),
 		.engine = BYPASS_SYSLET_ENGINE_WORKERS, .steps = st.steps,
 	};
 	bool silent = !st.out_of_steps &&

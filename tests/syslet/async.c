@@ -82,6 +82,70 @@ static void fifo(bypass_syslet *s, const char *dir)
 	unlink(path);
 }
 
+/*
+ * The rest after a cachemiss goes to io_uring when it can (the uring engine)
+ * and the completion still names the program's atoms and steps.
+ */
+static void rest_to_uring(bypass_syslet *s, uint32_t engine)
+{
+	int pfd[2];
+	CHECK_EQ(pipe(pfd), 0);
+	int64_t x = 0;
+	char buf[8];
+	atom_t a[2] = {
+		{ .nr = BYPASS_SYSLET_UMEM_ADD, .arg = { P(&x), C(1) } },
+		{ .nr = SYS_read, .arg = { C(pfd[0]), P(buf), C(sizeof(buf)) } },
+	};
+	prog_t p = prog_of(a, 2, 15);
+	comp_t c;
+	CHECK_EQ(bypass_syslet_run(s, &p, &c), 0);
+	CHECK_EQ(x, 1);
+	CHECK_EQ(write(pfd[1], "zz", 2), 2);
+	c = wait_one(s);
+	CHECK_EQ(c.tag, 15);
+	CHECK_EQ(c.atom, 1);
+	CHECK_EQ(c.steps, 2);
+	CHECK_EQ(c.result, 2);
+	CHECK_EQ(c.engine, engine == BYPASS_SYSLET_ENGINE_URING ? BYPASS_SYSLET_ENGINE_URING
+								: BYPASS_SYSLET_ENGINE_WORKERS);
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
+/*
+ * submit: a FIFO opened for writing before it has a reader.  io_uring's
+ * openat answers -ENXIO where the blocking open waits; the chain's
+ * completion hands the program to a worker, whose open waits.
+ */
+static void fifo_submit(bypass_syslet *s, const char *dir)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/fifo2", dir);
+	CHECK_EQ(mkfifo(path, 0600), 0);
+	const char msg[] = "late reader";
+	atom_t a[3] = {
+		{ .nr = SYS_openat, .flags = BYPASS_SYSLET_STOP_ON_NEGATIVE,
+		  .arg = { C(AT_FDCWD), P(path), C(O_WRONLY), C(0) } },
+		{ .nr = SYS_write, .arg = { R(0), P(msg), C(sizeof(msg)) } },
+		{ .nr = SYS_close, .arg = { R(0) } },
+	};
+	prog_t p = prog_of(a, 3, 16);
+	CHECK_EQ(bypass_syslet_submit(s, &p, 1), 1);
+	/* collecting the chain's completion hands the program over */
+	CHECK_ERR(bypass_syslet_wait(s, 1, 20000000), -ETIMEDOUT);
+	int rfd = open(path, O_RDONLY | O_NONBLOCK);
+	CHECK(rfd >= 0);
+	comp_t c = wait_one(s);
+	CHECK_EQ(c.tag, 16);
+	CHECK_EQ(c.result, 0);
+	CHECK_EQ(c.atom, 2);
+	char buf[64];
+	CHECK_EQ(read(rfd, buf, sizeof(buf)), (ssize_t)sizeof(msg));
+	CHECK(!memcmp(buf, msg, sizeof(msg)));
+	close(rfd);
+	unlink(path);
+}
+
 /* A write larger than the pipe: the inline try writes part, a worker the
  * rest, and the atom's result is the whole count (as a blocking write's). */
 static void big_write(bypass_syslet *s)
@@ -198,6 +262,8 @@ int main(void)
 		int fds0 = test_count_fds();
 		pipe_cachemiss(s);
 		fifo(s, dir);
+		fifo_submit(s, dir);
+		rest_to_uring(s, engines[e]);
 		big_write(s);
 		many(s, engines[e]);
 		CHECK_EQ(test_count_fds(), fds0);
