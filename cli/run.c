@@ -224,6 +224,16 @@ static void stats_print(const char *path)
 	}
 }
 
+/* --stats: SIGTERM and SIGHUP sent to bypass go on to the program, which
+ * then ends as it would alone (and bypass prints what it wrote). */
+static volatile sig_atomic_t child_pid;
+
+static void forward(int sig)
+{
+	if (child_pid > 0)
+		kill((pid_t)child_pid, sig);
+}
+
 static int exec_failed(const char *prog)
 {
 	int e = errno;
@@ -326,6 +336,11 @@ int cli_run(int argc, char **argv)
 		execvp(prog[0], prog);
 		_exit(exec_failed(prog[0]));
 	}
+	child_pid = pid;
+	struct sigaction fwd = { .sa_handler = forward, .sa_flags = SA_RESTART };
+	sigemptyset(&fwd.sa_mask);
+	sigaction(SIGTERM, &fwd, NULL);
+	sigaction(SIGHUP, &fwd, NULL);
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;

@@ -68,6 +68,20 @@ SH
 	grep -q '^bypass: fake pid 11: hits=2 misses=5$' "$tmp/out" || bad "--stats line: $(cat "$tmp/out")"
 	grep -q '^bypass: fake total: hits=5 misses=6$' "$tmp/out" || bad "--stats total: $(cat "$tmp/out")"
 	[ -s "$tmp/path" ] && [ ! -e "$(cat "$tmp/path")" ] || bad "the stats file was not removed"
+	# SIGTERM to bypass reaches the program, whose lines are still printed.
+	cat >"$tmp/slow.sh" <<'SH'
+trap 'echo "{\"module\": \"fake\", \"pid\": $$, \"terms\": 1}" >>"$BYPASS_STATS_FILE"; exit 5' TERM
+echo ready >"$1"
+while :; do sleep 0.05; done
+SH
+	"$bypass" run --batch --stats -- sh "$tmp/slow.sh" "$tmp/ready" >"$tmp/out" 2>&1 &
+	bp=$!
+	for _ in $(seq 200); do [ -s "$tmp/ready" ] && break; sleep 0.05; done
+	kill -TERM $bp
+	wait $bp
+	r=$?
+	[ $r = 5 ] || bad "SIGTERM to bypass run --stats: exit $r, want the program's 5"
+	grep -q 'fake pid [0-9]*: terms=1' "$tmp/out" || bad "SIGTERM: $(cat "$tmp/out")"
 	# The batch preload's own line, where it writes one (BYPASS_STATS_FILE).
 	expect 0 "$bypass" run --batch --stats -- sh -c 'echo hello >/dev/null'
 	if grep -q '^bypass: batch pid' "$tmp/out"; then
