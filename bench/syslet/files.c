@@ -381,8 +381,10 @@ int bench_syslet_files(struct bench_ctx *c)
 	}
 	int rounds = bench_rounds(c);
 	unsigned reps = (unsigned)bench_count(c, "reps", 20, 10);
+	/* uncached runs per round: each drops the caches first */
+	unsigned ureps = (unsigned)bench_count(c, "ureps", 3, 2);
 	if (bench_smoke(c))
-		reps = 2;
+		reps = 2, ureps = 1;
 	struct fileset fs;
 	memset(&fs, 0, sizeof(fs));
 	struct hand_ring hand;
@@ -419,7 +421,7 @@ int bench_syslet_files(struct bench_ctx *c)
 	for (int pass = 0; pass < 2; pass++) {
 		bool cached = pass == 0;
 		const char *id = cached ? "syslet.files.cached" : "syslet.files.uncached";
-		unsigned per = cached ? reps : 1;
+		unsigned per = cached ? reps : ureps;
 		if (!cached && !strcmp(bench_param(c, "uncached", "1"), "0"))
 			break; /* --param uncached=0: the cached table only */
 		if (!cached) {
