@@ -92,22 +92,26 @@ static const char *sysctl(const char *path, char *buf, size_t len)
 
 /* ------------------------------------------------------------ io_uring */
 
+/* Each opcode bypass submits, and a few it could use (what for: from the
+ * modules' io_uring_prep_* calls). */
 static const struct { const char *name; int op; const char *use; } ops[] = {
-	{ "READ", IORING_OP_READ, "pager swap-in" },
-	{ "WRITE", IORING_OP_WRITE, "batch write, pager write-back" },
-	{ "WRITEV", IORING_OP_WRITEV, "batch writev" },
-	{ "SEND", IORING_OP_SEND, "batch send" },
+	{ "READ", IORING_OP_READ, "batch sendfile's file read, syslet read" },
+	{ "WRITE", IORING_OP_WRITE, "batch write, syslet write" },
+	{ "WRITEV", IORING_OP_WRITEV, "batch writev, pager write-back" },
+	{ "SEND", IORING_OP_SEND, "batch send and sendfile" },
 	{ "SENDMSG", IORING_OP_SENDMSG, "batch sendmsg" },
-	{ "SPLICE", IORING_OP_SPLICE, "batch sendfile" },
 	{ "SHUTDOWN", IORING_OP_SHUTDOWN, "batch shutdown" },
-	{ "CLOSE", IORING_OP_CLOSE, "batch close" },
-	{ "OPENAT2", IORING_OP_OPENAT2, "syslet open" },
-	{ "STATX", IORING_OP_STATX, "syslet" },
+	{ "CLOSE", IORING_OP_CLOSE, "batch and syslet close" },
+	{ "EPOLL_CTL", IORING_OP_EPOLL_CTL, "batch" },
+	{ "OPENAT", IORING_OP_OPENAT, "syslet open" },
+	{ "FSYNC", IORING_OP_FSYNC, "syslet fsync" },
 	{ "URING_CMD", IORING_OP_URING_CMD, "batch setsockopt (socket commands: Linux 6.7)" },
+	{ "EPOLL_WAIT", 59, "batch merges its flush and the event-loop wait (Linux 6.15)" },
+	{ "SPLICE", IORING_OP_SPLICE, "not used" },
+	{ "OPENAT2", IORING_OP_OPENAT2, "not used" },
 	{ "SEND_ZC", IORING_OP_SEND_ZC, "not used" },
 	{ "WAITID", 50, "not used" },
 	{ "FUTEX_WAIT", 51, "not used" },
-	{ "EPOLL_WAIT", 59, "batch merges flush and event-loop wait" },
 };
 
 static void check_io_uring(void)
@@ -143,7 +147,7 @@ static void check_io_uring(void)
 		if (!p)
 			add(name, 0, "%s", e ? "io_uring refused" : "IORING_REGISTER_PROBE failed");
 		else
-			add(name, have, "IORING_OP_%s %s (%s)", ops[i].name,
+			add(name, have, "IORING_OP_%s %s; %s", ops[i].name,
 			    have ? "supported" : "not supported by this kernel", ops[i].use);
 	}
 	if (p)
