@@ -382,7 +382,7 @@ int bench_syslet_files(struct bench_ctx *c)
 	int rounds = bench_rounds(c);
 	unsigned reps = (unsigned)bench_count(c, "reps", 20, 10);
 	/* uncached runs per round: each drops the caches first */
-	unsigned ureps = (unsigned)bench_count(c, "ureps", 3, 2);
+	unsigned ureps = (unsigned)bench_count(c, "ureps", 5, 3);
 	if (bench_smoke(c))
 		reps = 2, ureps = 1;
 	struct fileset fs;
