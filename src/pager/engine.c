@@ -271,7 +271,7 @@ static int pager_switch(struct bypass_pager *p, bool to_pool)
 	bp_tab_leave(idx);
 	if (!e) {
 		atomic_store(&p->pool_now, to_pool);
-		stat_add(&p->st.switches, 1);
+		stat_add(&ST(p).switches, 1);
 	}
 	if (!to_pool) { /* back to upcalls: unless regions are still on a pool */
 		bool any = p->uffd_thread >= 0;
@@ -302,13 +302,13 @@ static void *monitor_main(void *arg)
 	struct bypass_pager *p = arg;
 	double rate[2][NBUCKETS] = { { 0 } };
 	uint64_t when[2][NBUCKETS] = { { 0 } };
-	uint64_t tick = 0, last = atomic_load(&p->st.lat_count), t_last = now_ns();
+	uint64_t tick = 0, last = ST_SUM(p, lat_count), t_last = now_ns();
 	bool skip = true; /* the first interval, and one with a switch */
 	while (!atomic_load(&p->mon_stop)) {
 		struct timespec ts = { 0, (long)INTERVAL_NS };
 		nanosleep(&ts, NULL);
 		tick++;
-		uint64_t now = now_ns(), count = atomic_load(&p->st.lat_count);
+		uint64_t now = now_ns(), count = ST_SUM(p, lat_count);
 		uint32_t threads = atomic_exchange(&p->epoch_threads, 0);
 		atomic_fetch_add(&p->epoch, 1);
 		uint64_t n = count - last;
@@ -337,7 +337,7 @@ static void *monitor_main(void *arg)
 			pager_switch(p, want);
 			skip = true;
 			t_last = now_ns();
-			last = atomic_load(&p->st.lat_count);
+			last = ST_SUM(p, lat_count);
 		}
 	}
 	return NULL;

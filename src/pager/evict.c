@@ -82,53 +82,67 @@ static void list_push(struct bypass_pager *p, struct lru *l, uint32_t id)
 	l->count++;
 }
 
-static void lru_add_locked(struct bypass_pager *p, uint32_t id, bool active)
+static inline struct lru_shard *shard_of(struct bypass_pager *p, uint32_t id)
+{
+	return &p->lru[(id >> PG_LRU_RUN) % PG_LRU_SHARDS];
+}
+
+static void lru_add_locked(struct bypass_pager *p, struct lru_shard *sh, uint32_t id,
+			   bool active)
 {
 	struct pg *pg = pg_of(p, id);
 	uint32_t w = atomic_load(&pg->w);
 	if ((w & PW_LRU) || (w >> PW_PIN_SHIFT)) /* pinned pages stay off */
 		return;
-	list_push(p, &p->lru[active], id);
+	list_push(p, &sh->lru[active], id);
 	pg_clear(pg, PW_ACTIVE);
 	pg_set(pg, PW_LRU | (active ? PW_ACTIVE : 0));
 }
 
 void bp_lru_add(struct bypass_pager *p, uint32_t id, bool active)
 {
-	bp_spin_lock(&p->lru_lock);
-	lru_add_locked(p, id, active);
-	bp_spin_unlock(&p->lru_lock);
+	struct lru_shard *sh = shard_of(p, id);
+	bp_spin_lock(&sh->lock);
+	lru_add_locked(p, sh, id, active);
+	bp_spin_unlock(&sh->lock);
 }
 
 void bp_lru_add_refault(struct bypass_pager *p, uint32_t id, uint32_t dist)
 {
-	bp_spin_lock(&p->lru_lock);
-	lru_add_locked(p, id, dist <= p->lru[1].count);
-	bp_spin_unlock(&p->lru_lock);
+	/* the active lists' length, all shards (read without their locks) */
+	uint32_t active = 0;
+	for (unsigned i = 0; i < PG_LRU_SHARDS; i++)
+		active += atomic_load_explicit(&p->lru[i].lru[1].count, memory_order_relaxed);
+	struct lru_shard *sh = shard_of(p, id);
+	bp_spin_lock(&sh->lock);
+	lru_add_locked(p, sh, id, dist <= active);
+	bp_spin_unlock(&sh->lock);
 }
 
 void bp_lru_del(struct bypass_pager *p, uint32_t id)
 {
-	bp_spin_lock(&p->lru_lock);
+	struct lru_shard *sh = shard_of(p, id);
+	bp_spin_lock(&sh->lock);
 	struct pg *pg = pg_of(p, id);
 	uint32_t w = atomic_load(&pg->w);
 	if (w & PW_LRU) {
-		list_unlink(p, &p->lru[!!(w & PW_ACTIVE)], id);
+		list_unlink(p, &sh->lru[!!(w & PW_ACTIVE)], id);
 		pg_clear(pg, PW_LRU | PW_ACTIVE);
 	}
-	bp_spin_unlock(&p->lru_lock);
+	bp_spin_unlock(&sh->lock);
 }
 
 /*
- * Take up to want victims from the tail of the inactive list, locked and
- * off the lists.  First refill the inactive list from the active one so
+ * Take up to want victims from the tail of a shard's inactive list, locked
+ * and off the lists.  First refill the inactive list from the active one so
  * that it is at least as long (Linux's inactive_is_low for small memory);
  * a referenced page at the inactive tail is activated instead of evicted.
  */
-static uint32_t select_victims(struct bypass_pager *p, uint32_t want, uint32_t *out)
+static uint32_t select_shard(struct bypass_pager *p, struct lru_shard *sh, uint32_t want,
+			     uint32_t *out)
 {
-	bp_spin_lock(&p->lru_lock);
-	struct lru *in = &p->lru[0], *ac = &p->lru[1];
+	bp_spin_lock(&sh->lock);
+	struct lru *in = &sh->lru[0], *ac = &sh->lru[1];
 	for (uint32_t moved = 0; ac->count > in->count && moved < 2 * want; moved++) {
 		uint32_t id = ac->tail;
 		list_unlink(p, ac, id);
@@ -154,7 +168,21 @@ static uint32_t select_victims(struct bypass_pager *p, uint32_t want, uint32_t *
 		pg_clear(pg, PW_LRU | PW_ACTIVE);
 		out[n++] = id;
 	}
-	bp_spin_unlock(&p->lru_lock);
+	bp_spin_unlock(&sh->lock);
+	return n;
+}
+
+/* Victims from the shards in turn (evict lock held): a batch from one shard
+ * (its pages come in runs), then the next. */
+static uint32_t select_victims(struct bypass_pager *p, uint32_t want, uint32_t *out)
+{
+	uint32_t n = 0;
+	for (unsigned i = 0; i < PG_LRU_SHARDS && n < want; i++) {
+		n += select_shard(p, &p->lru[p->lru_cursor], want - n, out + n);
+		if (n < want) /* this one is empty (or busy): the next */
+			p->lru_cursor = (p->lru_cursor + 1) % PG_LRU_SHARDS;
+	}
+	p->lru_cursor = (p->lru_cursor + 1) % PG_LRU_SHARDS;
 	return n;
 }
 
@@ -309,9 +337,9 @@ static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *i
 	if (!dropped)
 		return;
 	atomic_fetch_sub(&p->resident, dropped);
-	stat_add(&p->st.evict, dropped);
+	stat_add(&ST(p).evict, dropped);
 	if (clean)
-		stat_add(&p->st.evict_clean, dropped);
+		stat_add(&ST(p).evict_clean, dropped);
 	bp_pager_progress(p);
 }
 
@@ -322,9 +350,9 @@ static uint32_t finish_wb(struct bypass_pager *p, struct ectx *c, struct wb *b, 
 {
 	bool ok = res == (int)(b->n * PG_SIZE);
 	if (ok) {
-		stat_add(&p->st.wr, (uint64_t)b->n * PG_SIZE);
+		stat_add(&ST(p).wr, (uint64_t)b->n * PG_SIZE);
 	} else {
-		stat_add(&p->st.wr_err, b->n);
+		stat_add(&ST(p).wr_err, b->n);
 		bp_err("bypass: pager: writing %u pages to swap: %s", b->n,
 		       res < 0 ? strerror(-res) : "short write");
 	}
@@ -616,9 +644,9 @@ int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 				continue;
 			}
 			if (atomic_compare_exchange_weak(&p->resident, &r, r + n)) {
-				uint64_t peak = atomic_load_explicit(&p->st.peak, memory_order_relaxed);
+				uint64_t peak = atomic_load_explicit(&p->peak, memory_order_relaxed);
 				while (r + n > peak &&
-				       !atomic_compare_exchange_weak(&p->st.peak, &peak, r + n))
+				       !atomic_compare_exchange_weak(&p->peak, &peak, r + n))
 					;
 				return 0;
 			}
@@ -664,8 +692,9 @@ int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 
 int bp_evict_init(struct bypass_pager *p)
 {
-	p->lru[0].head = p->lru[0].tail = PG_NONE;
-	p->lru[1].head = p->lru[1].tail = PG_NONE;
+	for (unsigned i = 0; i < PG_LRU_SHARDS; i++)
+		for (int k = 0; k < 2; k++)
+			p->lru[i].lru[k].head = p->lru[i].lru[k].tail = PG_NONE;
 	p->nwb = WB_RECORDS;
 	uint32_t scratch = p->batch > WB_MAX_PAGES ? p->batch : WB_MAX_PAGES;
 	p->wbs = calloc(p->nwb, sizeof(*p->wbs));

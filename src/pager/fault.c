@@ -273,9 +273,9 @@ static int fill_zero(struct bypass_pager *p, struct region *r, struct pg *pg,
 		bp_lru_add(p, id + j, false);
 	}
 	*mapped = done;
-	stat_add(&p->st.zero, 1);
+	stat_add(&ST(p).zero, 1);
 	if (done > 1)
-		stat_add(&p->st.fa, done - 1);
+		stat_add(&ST(p).fa, done - 1);
 unlock:
 	for (uint32_t j = 1; j < k; j++)
 		bp_pg_unlock(pg_of(p, id + j));
@@ -343,9 +343,9 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 	*mapped = k;
 	atomic_store_explicit(&r->ra_next, id + k, memory_order_relaxed);
 	atomic_store_explicit(&r->ra_win, win, memory_order_relaxed);
-	stat_add(&p->st.rd, (uint64_t)k * PG_SIZE);
-	stat_add(&p->st.swapin, 1);
-	stat_add(&p->st.ra, k - 1);
+	stat_add(&ST(p).rd, (uint64_t)k * PG_SIZE);
+	stat_add(&ST(p).swapin, 1);
+	stat_add(&ST(p).ra, k - 1);
 	uint32_t seq = atomic_load_explicit(&p->evict_seq, memory_order_relaxed);
 	for (uint32_t j = 0; j < k; j++) {
 		struct pg *q = pg_of(p, id + j);
@@ -395,10 +395,10 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 	case PS_WRITEBACK:
 		if (write && (w & PW_WP)) {
 			e = resolve_wp(p, r, pg, pa);
-			stat_add(&p->st.wp, 1);
+			stat_add(&ST(p).wp, 1);
 		} else {
 			e = resolve_other(p, r, pg, pa);
-			stat_add(&p->st.other, 1);
+			stat_add(&ST(p).other, 1);
 		}
 		break;
 	case PS_ZERO:
@@ -414,9 +414,9 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 	unsigned b = ns ? 63 - (unsigned)__builtin_clzll(ns) : 0;
 	if (b >= BYPASS_PAGER_HIST)
 		b = BYPASS_PAGER_HIST - 1;
-	stat_add(&p->st.hist[b], 1);
-	stat_add(&p->st.lat_count, 1);
-	stat_add(&p->st.lat_sum_ns, ns);
+	stat_add(&ST(p).hist[b], 1);
+	stat_add(&ST(p).lat_count, 1);
+	stat_add(&ST(p).lat_sum_ns, ns);
 	/* Handler mode: wake the faulting thread(s) only now, with the page
 	 * unlocked and counted. */
 	if (!e && handler)

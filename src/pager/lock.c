@@ -111,3 +111,19 @@ void bp_pg_unlock(struct pg *pg)
 	if (w & PW_WAIT)
 		bp_futex_wake(&pg->w, INT_MAX, false);
 }
+
+/* ------------------------------------------------------------ shards */
+
+static _Atomic unsigned next_shard;
+static __thread unsigned my_shard __attribute__((tls_model("initial-exec")));
+
+unsigned bp_stat_shard(void)
+{
+	unsigned s = my_shard;
+	if (!s) { /* 0: not numbered yet; async-signal-safe (an atomic) */
+		s = atomic_fetch_add_explicit(&next_shard, 1, memory_order_relaxed) %
+			    PG_STAT_SHARDS + 1;
+		my_shard = s;
+	}
+	return s - 1;
+}

@@ -279,6 +279,11 @@ int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr
 		e = bp_open_thread_uffd(p);
 		if (e)
 			goto out;
+		/* Handler threads already serving the adaptive engine's pool
+		 * poll the descriptors they found when they started: start
+		 * them again to read this one too. */
+		if (p->nthreads_live)
+			bp_pager_thread_stop(p);
 	}
 	if (handler) {
 		e = bp_pager_thread_start(p);
@@ -626,29 +631,29 @@ int bypass_pager_stats(bypass_pager *p, struct bypass_pager_stats *st)
 		return -EINVAL;
 	memset(st, 0, sizeof(*st));
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
-	st->faults_zero = LD(p->st.zero);
-	st->faults_swapin = LD(p->st.swapin);
-	st->faults_wp = LD(p->st.wp);
-	st->faults_other = LD(p->st.other);
-	st->readahead_pages = LD(p->st.ra);
-	st->evictions = LD(p->st.evict);
-	st->evictions_clean = LD(p->st.evict_clean);
-	st->bytes_read = LD(p->st.rd);
-	st->bytes_written = LD(p->st.wr);
-	st->write_errors = LD(p->st.wr_err);
+	st->faults_zero = ST_SUM(p, zero);
+	st->faults_swapin = ST_SUM(p, swapin);
+	st->faults_wp = ST_SUM(p, wp);
+	st->faults_other = ST_SUM(p, other);
+	st->readahead_pages = ST_SUM(p, ra);
+	st->evictions = ST_SUM(p, evict);
+	st->evictions_clean = ST_SUM(p, evict_clean);
+	st->bytes_read = ST_SUM(p, rd);
+	st->bytes_written = ST_SUM(p, wr);
+	st->write_errors = ST_SUM(p, wr_err);
 	st->resident_pages = LD(p->resident);
-	st->resident_peak = LD(p->st.peak);
+	st->resident_peak = LD(p->peak);
 	st->pinned_pages = LD(p->pinned);
 	st->budget_pages = p->budget;
 	st->swap_pages = p->swap_pages;
 	st->swap_used = LD(p->swap_used);
 	st->mapped_pages = LD(p->mapped);
 	for (int i = 0; i < BYPASS_PAGER_HIST; i++)
-		st->lat_hist[i] = LD(p->st.hist[i]);
-	st->lat_count = LD(p->st.lat_count);
-	st->lat_sum_ns = LD(p->st.lat_sum_ns);
-	st->faultaround_pages = LD(p->st.fa);
-	st->engine_switches = LD(p->st.switches);
+		st->lat_hist[i] = ST_SUM(p, hist[i]);
+	st->lat_count = ST_SUM(p, lat_count);
+	st->lat_sum_ns = ST_SUM(p, lat_sum_ns);
+	st->faultaround_pages = ST_SUM(p, fa);
+	st->engine_switches = ST_SUM(p, switches);
 	st->engine_pool = atomic_load(&p->pool_now);
 #undef LD
 	return 0;

@@ -158,8 +158,30 @@ int bp_tab_replace(struct region **old, size_t nold, struct region **add, size_t
 
 struct lru {
 	uint32_t head, tail; /* head = most recent */
-	uint32_t count;
+	_Atomic uint32_t count; /* changed under the shard's lock */
 };
+
+/*
+ * The 2Q lists are sharded, so that faults of many threads do not all take
+ * one lock: page id's shard is (id >> PG_LRU_RUN) % PG_LRU_SHARDS (runs of
+ * 32 ids stay together, so that victims still come in runs that write back
+ * as one I/O).  Each shard is a 2Q of its own; the evictor takes victims
+ * from the shards in turn.
+ */
+#define PG_LRU_SHARDS 8u
+#define PG_LRU_RUN 5
+struct lru_shard {
+	struct spin lock;
+	struct lru lru[2]; /* [0] inactive, [1] active */
+} __attribute__((aligned(BP_CACHELINE)));
+
+/* The counters, sharded by thread (see stat_add) and summed when read. */
+#define PG_STAT_SHARDS 8u
+struct pstats {
+	_Atomic uint64_t zero, swapin, wp, other, ra, evict, evict_clean, rd, wr, wr_err,
+		lat_count, lat_sum_ns, fa, switches;
+	_Atomic uint64_t hist[BYPASS_PAGER_HIST];
+} __attribute__((aligned(BP_CACHELINE)));
 
 struct iovec;
 struct wb {           /* one write-back request in flight */
@@ -242,9 +264,9 @@ struct bypass_pager {
 	struct iovec *dropv;         /* scratch for process_madvise */
 	_Atomic uint32_t evict_seq;  /* pages evicted, for refault distance */
 
-	/* the 2Q lists */
-	struct spin lru_lock __attribute__((aligned(BP_CACHELINE)));
-	struct lru lru[2];           /* [0] inactive, [1] active */
+	/* the 2Q lists, sharded */
+	struct lru_shard lru[PG_LRU_SHARDS];
+	uint32_t lru_cursor;         /* the shard to evict from next (evict lock) */
 
 	/* bounce buffers for swap-in (fault path: no malloc) */
 	char *bounce;
@@ -252,11 +274,8 @@ struct bypass_pager {
 	_Atomic uint64_t *bounce_map;
 
 	/* counters */
-	struct {
-		_Atomic uint64_t zero, swapin, wp, other, ra, evict, evict_clean,
-			rd, wr, wr_err, peak, lat_count, lat_sum_ns, fa, switches;
-		_Atomic uint64_t hist[BYPASS_PAGER_HIST];
-	} st __attribute__((aligned(BP_CACHELINE)));
+	_Atomic uint64_t peak;       /* the most pages ever resident */
+	struct pstats st[PG_STAT_SHARDS];
 };
 
 static inline struct pg *pg_of(struct bypass_pager *p, uint32_t id)
@@ -364,5 +383,17 @@ static inline void stat_add(_Atomic uint64_t *c, uint64_t v)
 {
 	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
+
+/* This thread's shard of the counters (threads are numbered on first use). */
+unsigned bp_stat_shard(void);
+#define ST(p) ((p)->st[bp_stat_shard()])
+/* A counter summed over the shards. */
+#define ST_SUM(p, field)                                                                  \
+	({                                                                                \
+		uint64_t s_ = 0;                                                          \
+		for (unsigned i_ = 0; i_ < PG_STAT_SHARDS; i_++)                         \
+			s_ += atomic_load_explicit(&(p)->st[i_].field, memory_order_relaxed); \
+		s_;                                                                       \
+	})
 
 #endif
