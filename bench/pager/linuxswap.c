@@ -87,7 +87,7 @@ int pb_write_small(const char *path, const char *s)
 
 uint64_t pb_vmstat(const char *key)
 {
-	FILE *f = fopen("/proc/pb_vmstat", "r");
+	FILE *f = fopen("/proc/vmstat", "r");
 	char k[64];
 	unsigned long long v;
 	uint64_t r = 0;
