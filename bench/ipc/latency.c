@@ -625,6 +625,14 @@ int bench_ipc(struct bench_ctx *c)
 	}
 	/* A dead peer must not kill the driver. */
 	signal(SIGPIPE, SIG_IGN);
+	/* Other work on these CPUs moves every figure (the limit too): say how
+	 * busy the machine was. */
+	FILE *la = fopen("/proc/loadavg", "r");
+	char l1[16], l5[16], l15[16];
+	if (la && fscanf(la, "%15s %15s %15s", l1, l5, l15) == 3)
+		bench_fact(c, "ipc_loadavg_at_start", "%s %s %s", l1, l5, l15);
+	if (la)
+		fclose(la);
 	const char *only = bench_param(c, "ipc", "all");
 	if (!strcmp(only, "all") || !strcmp(only, "oneway"))
 		bench_oneway(c);
