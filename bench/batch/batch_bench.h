@@ -48,6 +48,7 @@ int bsrv_run_capture(char *const argv[], char *buf, size_t len);
 bool bsrv_have(const char *bin, const char *pkg);
 int bsrv_rounds(struct bench_ctx *c);
 void bsrv_sleep_ms(unsigned ms);
+double bsrv_null_call_ns(void); /* a getppid, the cost of one crossing */
 /* Rows, ratios with CIs, notes and failures (errors, unclean exits) of a
  * table whose rates are rate[v * rounds + r]. */
 void bsrv_report(struct bench_ctx *c, struct bsrv *s, int nv, const double *rate, int rounds,

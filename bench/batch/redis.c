@@ -72,8 +72,8 @@ int bench_batch_redis(struct bench_ctx *c)
 	static const int pipes[] = { 1, 16 };
 	struct bsrv row[8];
 	char labels[8][96];
-	unsigned long n1 = bench_smoke(c) ? 2000 : bench_quick(c) ? 60000 : 200000;
-	unsigned long n16 = bench_smoke(c) ? 10000 : bench_quick(c) ? 300000 : 1000000;
+	unsigned long n1 = bench_smoke(c) ? 2000 : bench_quick(c) ? 25000 : 100000;
+	unsigned long n16 = bench_smoke(c) ? 10000 : bench_quick(c) ? 150000 : 600000;
 	for (int k = 0; k < 8; k++) {
 		int t = (k / 2) % 2, pp = k / 4, pre = k % 2;
 		row[k] = srv[pre];
@@ -113,7 +113,7 @@ int bench_batch_redis(struct bench_ctx *c)
 			continue;
 		int t = (k / 2) % 2, pp = k / 4;
 		unsigned long n = pipes[pp] == 1 ? n1 : n16;
-		pid_t perf = bsrv_perf_start(&row[k], 2);
+		pid_t perf = bsrv_perf_start(&row[k], 120);
 		double x = rbench(&row[k], tests[t], n / 2, pipes[pp]);
 		double calls = bsrv_perf_end(&row[k], perf);
 		row[k].served += (double)(n / 2);
