@@ -427,12 +427,6 @@ static void count_program(bypass_syslet *s, uint64_t accepted, uint64_t ended_in
 }
 
 /*
- * Start program p inline.  Returns 1 when it ended (st filled), 0 when its
- * rest was handed to the workers (one in-flight slot is then used: reserved
- * here unless 'reserved'), or runs the rest here when it cannot be handed
- * over (the ring is full, no memory, no worker thread).
- */
-/*
  * At a cachemiss with the io_uring engine: if the rest of the program (atoms
  * pc..n-1) is a straight line io_uring can express once the results of the
  * atoms that ran are constants (the descriptor an inline openat returned is
@@ -477,6 +471,12 @@ static bool rest_to_uring(bypass_syslet *s, const struct bypass_syslet_prog *p,
 	return true;
 }
 
+/*
+ * Start program p inline.  Returns 1 when it ended (st filled), 0 when its
+ * rest was handed to io_uring or the workers (one in-flight slot is then
+ * used: reserved here unless 'reserved'), or runs the rest here when it
+ * cannot be handed over (the ring is full, no memory, no worker thread).
+ */
 static int start(bypass_syslet *s, const struct bypass_syslet_prog *p,
 		 uint32_t max_steps, struct bp_syslet_run *st, bool reserved)
 {
@@ -622,7 +622,7 @@ int bypass_syslet_reap(bypass_syslet *s, struct bypass_syslet_completion *out,
 		return -EINVAL;
 	fork_check(s);
 	if (atomic_load_explicit(&s->uring_inflight, memory_order_relaxed))
-		bp_syslet_uring_drain(s, false, 0);
+		bp_syslet_uring_drain(s);
 	return (int)take(s, out, n);
 }
 
@@ -636,7 +636,7 @@ int bypass_syslet_wait(bypass_syslet *s, unsigned min, int64_t timeout_ns)
 		uint32_t val = atomic_load_explicit(&s->ev.value, memory_order_seq_cst);
 		bool uring = atomic_load_explicit(&s->uring_inflight, memory_order_seq_cst);
 		if (uring)
-			bp_syslet_uring_drain(s, false, 0);
+			bp_syslet_uring_drain(s);
 		uint32_t avail = bp_syslet_avail(s);
 		if (avail >= min)
 			return (int)avail;

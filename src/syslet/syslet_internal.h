@@ -174,8 +174,9 @@ int bp_syslet_uring_queue_at(bypass_syslet *s, const struct bypass_syslet_prog *
 			     const struct bp_syslet_info *info, uint32_t base_atom,
 			     uint32_t base_steps);
 int bp_syslet_uring_enter(bypass_syslet *s);
-/* Collect io_uring completions; block (at most timeout_ns) only if wait. */
-int bp_syslet_uring_drain(bypass_syslet *s, bool wait, int64_t timeout_ns);
+/* Collect the io_uring completions there are (none if another thread is
+   collecting); returns the programs finished. */
+int bp_syslet_uring_drain(bypass_syslet *s);
 void bp_syslet_uring_kick(bypass_syslet *s);
 /* Sleep in io_uring until a completion arrives (or a worker kicks). */
 void bp_syslet_uring_sleep(bypass_syslet *s, unsigned min, int64_t timeout_ns);

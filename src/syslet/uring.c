@@ -407,10 +407,8 @@ static int collect(bypass_syslet *s)
 	}
 }
 
-int bp_syslet_uring_drain(bypass_syslet *s, bool wait, int64_t timeout_ns)
+int bp_syslet_uring_drain(bypass_syslet *s)
 {
-	(void)wait;
-	(void)timeout_ns;
 	if (!s->ring || pthread_mutex_trylock(&s->cqlock))
 		return 0;
 	int r = collect(s);
