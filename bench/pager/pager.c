@@ -29,5 +29,6 @@ int bench_pager(struct bench_ctx *c)
 		bench_pager_drop(c);
 	if (!only || !strcmp(only, "throughput"))
 		ret |= bench_pager_throughput(c);
+	if (!only || !strcmp(only, "unmodified")) ret |= bench_pager_unmodified(c);
 	return ret;
 }

@@ -19,6 +19,9 @@ void bench_pager_latency(struct bench_ctx *c);
 int bench_pager_throughput(struct bench_ctx *c);
 /* The design choice: how evicted pages are dropped. */
 void bench_pager_drop(struct bench_ctx *c);
+/* Issue 11's experiment 3: unmodified programs under the preload vs Linux
+ * swap (bench/pager/unmodified.c); 0, or 1 if bypass failed or lost data. */
+int bench_pager_unmodified(struct bench_ctx *c);
 
 /* Where swap files go: --param swapdir=DIR (default /var/tmp). */
 const char *pb_swapdir(struct bench_ctx *c);

@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pager.unmodified: issue 11's experiment 3.  Unmodified programs with a
+ * memory budget well below their footprint, under libbypass-pager.so (the
+ * preload, upcall mode) against the same program under Linux swap in a
+ * memory cgroup of the same size:
+ *
+ *   syscalls  a C program doing large mallocs with reads and writes through
+ *             system calls: read() of a file into a malloc'd buffer, a
+ *             second buffer built from it, grown with realloc, written out
+ *             with write(), random updates, pread() back, a checksum;
+ *   sort      GNU sort (LC_ALL=C) of a generated file larger than the budget.
+ *
+ * Both sides produce byte-identical output (checked against a run with no
+ * limit); the time of each run is the row (lower is better).  Each side
+ * runs in a fresh process, alternately, every round.
+ *
+ * The C program is this binary itself: a constructor runs it (and exits)
+ * before bypass-bench's main when BYPASS_BENCH_UNMODIFIED_PROG is set, so
+ * it is an ordinary program that never calls bypass; the preload is what
+ * pages it.
+ */
+#include "pager_bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ the C program */
+
+static int prog_fail(const char *what)
+{
+	fprintf(stderr, "unmodified program: %s: %s\n", what, strerror(errno));
+	_exit(2);
+}
+
+/*
+ * BYPASS_BENCH_UNMODIFIED_PROG=<input> <output> <bytes> <updates>: only
+ * libc, only malloc and system calls.
+ */
+static void prog_main(const char *spec)
+{
+	char in[512], out[512];
+	unsigned long long size, updates;
+	if (sscanf(spec, "%511s %511s %llu %llu", in, out, &size, &updates) != 4)
+		_exit(3);
+	size_t n = (size_t)size, grow = n / 4;
+	unsigned char *a = malloc(n);
+	if (!a)
+		prog_fail("malloc");
+	int fd = open(in, O_RDONLY);
+	if (fd < 0)
+		prog_fail(in);
+	for (size_t done = 0; done < n;) { /* one read() asks for it all */
+		ssize_t r = read(fd, a + done, n - done);
+		if (r <= 0)
+			prog_fail("read");
+		done += (size_t)r;
+	}
+	close(fd);
+	unsigned char *b = malloc(n);
+	if (!b)
+		prog_fail("malloc");
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)(a[n - 1 - i] ^ 0x5a);
+	b = realloc(b, n + grow);
+	if (!b)
+		prog_fail("realloc");
+	for (size_t i = 0; i < grow; i++)
+		b[n + i] = (unsigned char)(a[i] + b[i]);
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (unsigned long long k = 0; k < updates; k++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		size_t i = (size_t)(x % n);
+		a[i] = (unsigned char)(a[i] + b[(i * 7) % (n + grow)]);
+	}
+	fd = open(out, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		prog_fail(out);
+	if (write(fd, b, n + grow) != (ssize_t)(n + grow) ||
+	    pwrite(fd, a, n, (off_t)(n + grow)) != (ssize_t)n)
+		prog_fail("write");
+	/* read the first part back over b and compare with what was written */
+	unsigned char *c = malloc(n);
+	if (!c)
+		prog_fail("malloc");
+	if (pread(fd, c, n, 0) != (ssize_t)n)
+		prog_fail("pread");
+	uint64_t sum = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (c[i] != b[i]) {
+			errno = EIO;
+			prog_fail("the file does not hold what was written");
+		}
+		sum = sum * 31 + a[i];
+	}
+	close(fd);
+	free(c);
+	free(b);
+	free(a);
+	printf("%016llx\n", (unsigned long long)sum);
+	exit(0); /* not _exit: the preload writes its statistics at exit */
+}
+
+__attribute__((constructor)) static void prog_hook(void)
+{
+	const char *spec = getenv("BYPASS_BENCH_UNMODIFIED_PROG");
+	if (spec && *spec)
+		prog_main(spec);
+}
+
+/* ------------------------------------------------------------ the experiment */
+
+enum { W_SYSCALLS, W_SORT, W_N };
+static const char *w_name[W_N] = { "C program (malloc + read/write)", "sort" };
+
+struct sizes {
+	size_t budget, prog_bytes, sort_bytes;
+	uint64_t updates;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Lines of the sort input: a pseudo-random key, a line number, a payload. */
+static int make_sort_input(const char *path, size_t bytes)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	uint64_t x = 88172645463325252ull;
+	size_t done = 0;
+	for (unsigned long i = 0; done < bytes; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		int k = fprintf(f, "%016llx %lu payload-%llu-payload-payload-payload\n",
+				(unsigned long long)x, i, (unsigned long long)(x % 100000));
+		if (k < 0)
+			break;
+		done += (size_t)k;
+	}
+	return fclose(f) ? -errno : 0;
+}
+
+static int make_prog_input(const char *path, size_t bytes)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return -errno;
+	unsigned char buf[65536];
+	uint64_t x = 1234567;
+	int e = 0;
+	for (size_t done = 0; !e && done < bytes;) {
+		for (size_t i = 0; i < sizeof(buf); i++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			buf[i] = (unsigned char)(x >> 56);
+		}
+		size_t k = bytes - done < sizeof(buf) ? bytes - done : sizeof(buf);
+		if (write(fd, buf, k) != (ssize_t)k)
+			e = -EIO;
+		done += k;
+	}
+	close(fd);
+	return e;
+}
+
+/* Byte-identical files? */
+static bool same_file(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "r"), *fb = fopen(b, "r");
+	bool same = fa && fb;
+	char ba[65536], bb[65536];
+	while (same) {
+		size_t na = fread(ba, 1, sizeof(ba), fa), nb = fread(bb, 1, sizeof(bb), fb);
+		if (na != nb || memcmp(ba, bb, na))
+			same = false;
+		if (!na)
+			break;
+	}
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return same;
+}
+
+enum side { S_REF, S_LINUX, S_BYPASS };
+
+/*
+ * Run workload w on one side; its stdout goes to out.  0 and the wall time,
+ * or -errno with the reason in why.
+ */
+static int run(enum side side, int w, const struct sizes *z, const char *dir,
+	       const struct pb_linux_env *env, const char *out, double *secs,
+	       char *why, size_t whylen)
+{
+	char in[400], pout[400], spec[1000], buf[64], pre[600], stats[400];
+	snprintf(in, sizeof(in), "%s/%s.in", dir, w == W_SORT ? "sort" : "prog");
+	snprintf(pout, sizeof(pout), "%s/prog-%d.out", dir, (int)side);
+	snprintf(stats, sizeof(stats), "%s/stats", dir);
+	snprintf(spec, sizeof(spec), "%s %s %zu %llu", in, pout, z->prog_bytes,
+		 (unsigned long long)z->updates);
+	snprintf(pre, sizeof(pre), "%s/libbypass-pager.so", bench_build_dir());
+	double t0 = now_s();
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		pb_cleanup_on_signal(NULL);
+		if (side == S_LINUX) {
+			snprintf(buf, sizeof(buf), "%d", (int)getpid());
+			if (pb_write_small(env->procs, buf))
+				_exit(4);
+		}
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0)
+			_exit(5);
+		dup2(fd, 1);
+		close(fd);
+		setenv("LC_ALL", "C", 1);
+		if (side == S_BYPASS) {
+			setenv("LD_PRELOAD", pre, 1);
+			snprintf(buf, sizeof(buf), "%zu", z->budget);
+			setenv("BYPASS_PAGER_BUDGET", buf, 1);
+			setenv("BYPASS_PAGER_THRESHOLD", "1M", 1);
+			setenv("BYPASS_PAGER_SWAP", dir, 1);
+			setenv("BYPASS_STATS_FILE", stats, 1);
+		}
+		if (w == W_SORT) {
+			/* sort's buffer: room for all of the input in one piece */
+			snprintf(buf, sizeof(buf), "%zuK", (z->sort_bytes * 3) >> 10);
+			execlp("sort", "sort", "-S", buf, in, (char *)NULL);
+			_exit(127);
+		}
+		setenv("BYPASS_BENCH_UNMODIFIED_PROG", spec, 1);
+		execl("/proc/self/exe", "bypass-bench-unmodified", (char *)NULL);
+		_exit(127);
+	}
+	pb_running_child = pid;
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	pb_running_child = 0;
+	*secs = now_s() - t0;
+	if (WIFSIGNALED(st)) {
+		snprintf(why, whylen, "%s killed by signal %d", w_name[w], WTERMSIG(st));
+		return -EINTR;
+	}
+	if (WEXITSTATUS(st)) {
+		snprintf(why, whylen, "%s exited with %d", w_name[w], WEXITSTATUS(st));
+		return -EIO;
+	}
+	if (w == W_SYSCALLS) { /* its output file is part of its output */
+		char ref[400];
+		snprintf(ref, sizeof(ref), "%s/prog-%d.out", dir, (int)S_REF);
+		if (side != S_REF && !same_file(ref, pout)) {
+			snprintf(why, whylen, "%s: its output file differs from the reference",
+				 w_name[w]);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+/* The sum of a counter over the stats file's lines (then the file goes). */
+static uint64_t stats_take(const char *dir, const char *key, bool remove)
+{
+	char path[400], pat[64], line[8192];
+	snprintf(path, sizeof(path), "%s/stats", dir);
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	uint64_t sum = 0;
+	FILE *f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, pat);
+		if (p)
+			sum += strtoull(p + strlen(pat), NULL, 10);
+	}
+	if (f)
+		fclose(f);
+	if (remove)
+		unlink(path);
+	return sum;
+}
+
+static void rmtree(const char *dir)
+{
+	const char *names[] = { "sort.in", "prog.in", "stats", "sort-0.out", "sort-1.out",
+				"sort-2.out", "prog-0.out", "prog-1.out", "prog-2.out",
+				"out-0", "out-1", "out-2" };
+	char p[600];
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+}
+
+int bench_pager_unmodified(struct bench_ctx *c)
+{
+	const char *id = "pager.unmodified";
+	struct sizes z;
+	/* Below 16 MiB the Linux side is killed by the cgroup's OOM killer
+	 * (the program's own pages and the page cache share the limit). */
+	uint64_t budget_mib = bench_count(c, "budget_mib", 256, 16);
+	if (bench_smoke(c) || budget_mib < 16)
+		budget_mib = 16;
+	z.budget = (size_t)budget_mib << 20;
+	z.prog_bytes = z.budget * 2;
+	z.sort_bytes = z.budget * 5 / 4; /* sort's working set is about twice that */
+	z.updates = bench_count(c, "updates", 1000000, 100000);
+	int rounds = bench_rounds(c);
+	if (bench_smoke(c)) { /* proves it runs: one round, smaller footprints */
+		z.prog_bytes = z.budget;
+		z.sort_bytes = z.budget;
+		rounds = 1;
+	}
+	int ret = 0;
+
+	char pre[600];
+	snprintf(pre, sizeof(pre), "%s/libbypass-pager.so", bench_build_dir());
+	if (access(pre, R_OK)) {
+		bench_skip(c, id, "no %s (the preload is built with the pager module)", pre);
+		return 0;
+	}
+	char dir[400];
+	snprintf(dir, sizeof(dir), "%s/bypass-bench-unmod-%d", pb_swapdir(c), (int)getpid());
+	if (mkdir(dir, 0700)) {
+		bench_skip(c, id, "mkdir %s: %s", dir, strerror(errno));
+		return 0;
+	}
+	bench_begin(c, id, "unmodified programs at a budget below their footprint: the pager "
+		    "preload vs Linux swap in a memory cgroup of the same size (seconds per run, "
+		    "x baseline time, lower is better)", "Linux swap (memory cgroup)");
+	char path[500], why[1024] = "", facts[1024] = "";
+	snprintf(path, sizeof(path), "%s/sort.in", dir);
+	int e = make_sort_input(path, z.sort_bytes);
+	snprintf(path, sizeof(path), "%s/prog.in", dir);
+	if (!e)
+		e = make_prog_input(path, z.prog_bytes);
+	if (e) {
+		bench_skip(c, id, "writing the inputs in %s: %s", dir, strerror(-e));
+		rmtree(dir);
+		return 0;
+	}
+	/* The Linux side swaps to a file with room for either footprint
+	 * twice over (a full swap file makes the cgroup's OOM killer act). */
+	struct pb_linux_env env;
+	bool have_linux = pb_linux_setup(c, z.budget, 4 * (z.prog_bytes + z.sort_bytes), &env,
+					 why, sizeof(why), facts, sizeof(facts)) == 0;
+	if (!have_linux)
+		pb_cleanup_on_signal(NULL);
+
+	double *t[W_N][2];
+	for (int w = 0; w < W_N; w++)
+		for (int s = 0; s < 2; s++)
+			t[w][s] = calloc((size_t)rounds, sizeof(double));
+	char out[W_N][3][500];
+	for (int w = 0; w < W_N; w++)
+		for (int s = 0; s < 3; s++)
+			snprintf(out[w][s], sizeof(out[w][s]), "%s/%s-%d.out", dir,
+				 w == W_SORT ? "sort" : "out", s);
+	int n[W_N] = { 0, 0 };
+	bool bad[W_N] = { false, false };
+	uint64_t evict[W_N] = { 0, 0 }, swapin[W_N] = { 0, 0 }, peak[W_N] = { 0, 0 };
+	uint64_t pswpin[W_N] = { 0, 0 };
+	double ref_s[W_N] = { 0, 0 };
+	char fail_why[W_N][1024];
+	for (int w = 0; w < W_N; w++) {
+		fail_why[w][0] = 0;
+		/* the reference output: the program with no limit and no preload */
+		if (run(S_REF, w, &z, dir, &env, out[w][S_REF], &ref_s[w], fail_why[w],
+			sizeof(fail_why[w]))) {
+			bad[w] = true;
+			continue;
+		}
+		for (int r = 0; r < rounds && !bad[w]; r++) {
+			for (int k = 0; k < 2 && !bad[w]; k++) {
+				/* alternate which side goes first */
+				int s = (k + r) % 2;
+				if (s == 0 && !have_linux)
+					continue;
+				enum side side = s ? S_BYPASS : S_LINUX;
+				uint64_t in0 = pb_vmstat("pswpin");
+				double secs;
+				e = run(side, w, &z, dir, &env, out[w][side], &secs, fail_why[w],
+					sizeof(fail_why[w]));
+				if (!e && !same_file(out[w][S_REF], out[w][side])) {
+					e = -EIO;
+					snprintf(fail_why[w], sizeof(fail_why[w]),
+						 "%s: the output differs from the reference (%s)",
+						 w_name[w], side == S_BYPASS ? "bypass" : "Linux");
+				}
+				if (e) {
+					bad[w] = true;
+					if (side == S_BYPASS || e == -EIO)
+						ret = 1;
+					break;
+				}
+				t[w][s][r] = secs;
+				if (side == S_LINUX) {
+					pswpin[w] += pb_vmstat("pswpin") - in0;
+				} else {
+					evict[w] += stats_take(dir, "evictions", false);
+					swapin[w] += stats_take(dir, "faults_swapin", false);
+					uint64_t pk = stats_take(dir, "resident_peak", true);
+					if (pk > peak[w])
+						peak[w] = pk;
+				}
+			}
+			if (!bad[w])
+				n[w]++;
+		}
+	}
+	if (have_linux)
+		pb_linux_teardown(&env);
+	pb_cleanup_on_signal(NULL);
+
+	double ratio[W_N] = { NAN, NAN };
+	for (int w = 0; w < W_N; w++) {
+		if (!n[w])
+			continue;
+		struct bench_summary sum[2];
+		for (int s = have_linux ? 0 : 1; s < 2; s++)
+			bench_summarize_d(t[w][s], (size_t)n[w], &sum[s]);
+		if (have_linux)
+			ratio[w] = sum[1].median / sum[0].median;
+		double lo = 0, hi = 0;
+		if (have_linux && n[w] >= 2)
+			bench_ratio_ci(t[w][1], (size_t)n[w], t[w][0], (size_t)n[w], &lo, &hi);
+		for (int s = have_linux ? 0 : 1; s < 2; s++) {
+			char name[128], params[200];
+			snprintf(name, sizeof(name), "%s: %s", w_name[w],
+				 s ? "bypass preload (upcall)" : "Linux swap (memory cgroup)");
+			snprintf(params, sizeof(params),
+				 "{\"workload\": \"%s\", \"budget_mib\": %zu, \"footprint_mib\": %zu}",
+				 w == W_SORT ? "sort" : "syscalls", z.budget >> 20,
+				 (w == W_SORT ? z.sort_bytes * 2 : z.prog_bytes * 3) >> 20);
+			struct bench_row row = {
+				.variant = name, .kind = s ? BENCH_BYPASS : BENCH_BASELINE,
+				.unit = "s", .s = sum[s], .higher_is_better = false,
+				.ratio = s ? ratio[w] : (have_linux ? 1.0 : NAN),
+				.ci_lo = s ? lo : 0, .ci_hi = s ? hi : 0, .params = params,
+			};
+			bench_row(c, &row);
+		}
+	}
+	bench_note(c, "budget %zu MiB on both sides (BYPASS_PAGER_BUDGET; the cgroup's limit); "
+		   "C program: %zu MiB input read() into one malloc, a second buffer from it grown "
+		   "by a quarter with realloc, %llu random updates, %zu MiB written with write() "
+		   "and pwrite(), %zu MiB pread() back and compared (about %zu MiB of malloc "
+		   "at once); sort: GNU sort -S over %zu MiB of lines, LC_ALL=C",
+		   z.budget >> 20, z.prog_bytes >> 20, (unsigned long long)z.updates,
+		   (z.prog_bytes * 9 / 4) >> 20, z.prog_bytes >> 20, (z.prog_bytes * 13 / 4) >> 20,
+		   z.sort_bytes >> 20);
+	bench_note(c, "same output: each run's output (sort's stdout; the C program's checksum "
+		   "and its output file) is compared byte for byte with a run without the "
+		   "preload and without a limit (%.2f s C program, %.2f s sort)", ref_s[0],
+		   ref_s[1]);
+	bench_note(c, "each side runs in a fresh process, alternately (the first side "
+		   "alternates by round), %d round%s; ratio = bypass median / Linux median, with "
+		   "a bootstrap 95%% interval", rounds, rounds == 1 ? "" : "s");
+	bench_note(c, "the preload: threshold 1 MiB, swap in an unnamed file in %s (O_DIRECT); "
+		   "the cgroup charges the page cache of the inputs and outputs too, the "
+		   "preload's budget only the regions", pb_swapdir(c));
+	if (have_linux)
+		bench_note(c, "Linux: %s; pages swapped in: %llu C program, %llu sort (all rounds)",
+			   facts, (unsigned long long)pswpin[0], (unsigned long long)pswpin[1]);
+	else
+		bench_note(c, "Linux side not run: %s", why);
+	bench_note(c, "bypass (all rounds): evictions %llu C program, %llu sort; swap-in faults "
+		   "%llu, %llu; resident peak %llu, %llu pages of %zu",
+		   (unsigned long long)evict[0], (unsigned long long)evict[1],
+		   (unsigned long long)swapin[0], (unsigned long long)swapin[1],
+		   (unsigned long long)peak[0], (unsigned long long)peak[1], z.budget / PB_PAGE);
+	for (int w = 0; w < W_N; w++)
+		if (bad[w]) {
+			bench_note(c, "%s stopped: %s", w_name[w], fail_why[w]);
+			if (ret)
+				bench_fail(c, "pager.unmodified: %s", fail_why[w]);
+		}
+	if (!bench_quick(c) && !bench_smoke(c))
+		bench_note(c, "full size: budget %llu MiB", (unsigned long long)budget_mib);
+	for (int w = 0; w < W_N; w++) {
+		char what[160];
+		snprintf(what, sizeof(what), "%s: identical output at a budget below the "
+			 "footprint (runs that matched)", w_name[w]);
+		bench_target(c, what, bad[w] ? 0 : 1, ">=", 1);
+	}
+	bench_end(c);
+	for (int w = 0; w < W_N; w++)
+		for (int s = 0; s < 2; s++)
+			free(t[w][s]);
+	rmtree(dir);
+	return ret;
+}
