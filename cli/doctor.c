@@ -4,12 +4,15 @@
  * to bypass's modules, and why not.  Where the library has its own detection
  * the answer is the library's (bypass_ipc_pkey_supported,
  * bypass_notify_backend_available, bp_uffd_features_available,
- * bp_uintr_available, bp_thread_ring, io_uring's probe), so doctor
+ * bp_bt_merged_wait_available, bp_uintr_available, bp_thread_ring), so doctor
  * and the library cannot disagree; tests/core/cli-doctor checks that.
  */
 #include "cli.h"
 
 #include "core/internal.h"
+#if BYPASS_WITH_BATCH
+#include "batch/defer.h"
+#endif
 #if BYPASS_WITH_PAGER
 #include "pager/pager_internal.h"
 #endif
@@ -367,10 +370,16 @@ static void check_modules(void)
 	int ring = avail_of("io_uring");
 	(void)ring; /* unused when no module that needs io_uring is built */
 #if BYPASS_WITH_BATCH
-	add("batch", ring, "%s", ring ? avail_of("io_uring.EPOLL_WAIT")
-		? "io_uring; flush and event-loop wait merged (IORING_OP_EPOLL_WAIT)"
-		: "io_uring; flush and event-loop wait stay two system calls (no IORING_OP_EPOLL_WAIT)"
-		: "needs io_uring, which this process is refused");
+	/* batch's own probe of IORING_OP_EPOLL_WAIT, on its own ring */
+	int merged = ring && bp_bt_merged_wait_available();
+	add("batch", ring, "%s", !ring ? "needs io_uring, which this process is refused"
+		: merged ? "io_uring; the preload's flush and event-loop wait share one "
+			   "io_uring_enter (IORING_OP_EPOLL_WAIT)"
+			 : "io_uring; the preload's flush and event-loop wait stay two system "
+			   "calls (no IORING_OP_EPOLL_WAIT)");
+	if (merged != avail_of("io_uring.EPOLL_WAIT"))
+		add("batch.epoll_wait", 0, "batch's probe says %d, the opcode probe %d: a bug",
+		    merged, avail_of("io_uring.EPOLL_WAIT"));
 #else
 	add("batch", 0, "not built");
 #endif

@@ -4,8 +4,8 @@
  * the command (--json and the text form) and checks each answer against the
  * library's own probe, called here in the same process: io_uring
  * (bp_thread_ring), userfaultfd and its SIGBUS and write-protect features
- * (the pager's bp_uffd_features_available), IORING_OP_EPOLL_WAIT (the
- * kernel's opcode probe on the library's ring), protection keys (bypass_ipc_pkey_supported),
+ * (the pager's bp_uffd_features_available), IORING_OP_EPOLL_WAIT (batch's
+ * bp_bt_merged_wait_available and the opcode probe), protection keys (bypass_ipc_pkey_supported),
  * user interrupts (core's bp_uintr_available and notify's
  * bypass_notify_backend_available, which must both say no today); the text
  * and JSON forms agree line by line; a bad option is exit 2.  Then the
@@ -26,6 +26,9 @@
 #include "harness.h"
 #include "core/internal.h"
 #include <liburing.h>
+#if BYPASS_WITH_BATCH
+#include "batch/defer.h"
+#endif
 #if BYPASS_WITH_PAGER
 #include "pager/pager_internal.h"
 #endif
@@ -197,7 +200,14 @@ int main(void)
 	CHECK_EQ(bypass_notify_backend_available("uintr"), 0);
 	expect("notify", bypass_notify_backend_available("futex") == 1);
 #endif
-	CHECK(json_avail("uintr.notify") == -1); /* doctor's own mismatch report */
+	CHECK(json_avail("uintr.notify") == -1); /* doctor's own mismatch reports */
+	CHECK(json_avail("batch.epoll_wait") == -1);
+#if BYPASS_WITH_BATCH
+	/* batch's own probe: whether the preload merges its flush and wait */
+	expect("io_uring.EPOLL_WAIT", bp_bt_merged_wait_available());
+	CHECK(strstr(json, bp_bt_merged_wait_available() ? "share one io_uring_enter"
+							 : "stay two system calls"));
+#endif
 
 #if BYPASS_WITH_PAGER
 	uint64_t f = 0;
