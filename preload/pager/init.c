@@ -138,9 +138,13 @@ static bool configure(void)
 	const char *sf = getenv("BYPASS_STATS_FILE");
 	if (sf && strlen(sf) < sizeof(c.stats_file))
 		strcpy(c.stats_file, sf);
-	/* A system call pins at most an eighth of the budget at a time (the
-	 * pager lets half of it be pinned, by all threads together). */
-	c.pin_max = (c.budget / 8) & ~(PP_PAGE - 1);
+	/* A system call pins at most an eighth of the budget at a time, or a
+	 * quarter up to 256 KiB (the pager lets half of it be pinned, by all
+	 * threads together). */
+	c.pin_max = c.budget / 8;
+	if (c.pin_max < (256ul << 10)) /* room for a 64 KiB datagram if possible */
+		c.pin_max = c.budget / 4 < (256ul << 10) ? c.budget / 4 : 256ul << 10;
+	c.pin_max &= ~(PP_PAGE - 1);
 	if (c.pin_max < PP_PAGE)
 		c.pin_max = PP_PAGE;
 	c.enabled = true;

@@ -116,7 +116,8 @@ static int sock_type(int fd)
  * would have written everything; a non-blocking one stops at EAGAIN).
  * Reads: from regular files and block devices, and through stdio; from
  * sockets and pipes no (the next piece might block): a short read.
- * Datagrams cannot be cut at all: -EMSGSIZE.
+ * A datagram cannot be cut: sending one is -EMSGSIZE; one received lands in
+ * the pinned piece (truncated, MSG_TRUNC, if it is longer).
  */
 static int go_on(struct call *c)
 {
@@ -126,7 +127,7 @@ static int go_on(struct call *c)
 		    c->op == OP_SENDTO || c->op == OP_RECVMSG || c->op == OP_SENDMSG;
 	int t = sock_type(c->fd);
 	if (t == SOCK_DGRAM || t == SOCK_SEQPACKET || t == SOCK_RAW)
-		return -EMSGSIZE;
+		return kernel_writes(c->op) ? 0 : -EMSGSIZE;
 	if (sock || t)
 		return !kernel_writes(c->op);
 	if (!kernel_writes(c->op))
