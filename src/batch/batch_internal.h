@@ -52,6 +52,8 @@ struct bt_config {
 	bool defer_sockopt;      /* BYPASS_BATCH_SOCKOPT */
 	uint64_t exit_wait_ms;   /* BYPASS_BATCH_EXIT_WAIT_MS */
 	bool merged_wait;        /* BYPASS_BATCH_MERGED_WAIT (and the kernel) */
+	uint64_t merged_linger_ns; /* BYPASS_BATCH_MERGED_LINGER_US: how long the
+				      merged enter waits for all its requests */
 	bool refuse_uring;       /* BYPASS_BATCH_SIMULATE_REFUSED: act as if
 				    io_uring_setup gave EPERM (tests) */
 	const char *stats_path;  /* BYPASS_BATCH_STATS: append counters at exit */
@@ -243,6 +245,8 @@ struct bt_epw_req {
 	void *events;
 	int maxevents;
 	const void *ga; /* struct io_uring_getevents_arg */
+	bool wait_all;  /* wait for every request of this enter, not just one
+			   (bounded by ga's timeout) */
 };
 /* Under th's lock (dropped while waiting in the kernel): submit what is
  * queued and the wait req together.  Returns requests submitted or -errno

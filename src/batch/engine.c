@@ -624,7 +624,7 @@ static int unregister_closing(struct bt_thread *th)
 	return total;
 }
 
-static int enter_wait(struct bt_thread *th, const void *ga, bool *all_in)
+static int enter_wait(struct bt_thread *th, const void *ga, bool wait_all, bool *all_in)
 {
 	struct io_uring *ring = th->ring;
 	struct io_uring_sq *sq = &ring->sq;
@@ -636,7 +636,7 @@ static int enter_wait(struct bt_thread *th, const void *ga, bool *all_in)
 	unsigned ready = tail - io_uring_smp_load_acquire(sq->khead);
 	int fd = ring->ring_fd;
 	bp_bt_unlock(th);
-	long r = syscall(SYS_io_uring_enter, fd, ready, 1,
+	long r = syscall(SYS_io_uring_enter, fd, ready, wait_all ? ready : 1,
 			 IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, ga,
 			 sizeof(struct io_uring_getevents_arg));
 	int e = r < 0 ? errno : 0;
@@ -755,7 +755,7 @@ static int submit_common(struct bt_thread *th, const struct bt_epw_req *req)
 		th->epw_armed = true;
 		th->epw_done = false;
 		bool all_in;
-		r = enter_wait(th, req->ga, &all_in);
+		r = enter_wait(th, req->ga, req->wait_all, &all_in);
 		if (!all_in) {
 			/* The wait did not go in (the enter failed, or the ring
 			 * took only part): it must never run later, behind the

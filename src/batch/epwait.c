@@ -90,7 +90,19 @@ long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 		ga.sigmask = (uint64_t)(uintptr_t)ss;
 		ga.sigmask_sz = _NSIG / 8;
 	}
-	if (timeout_ns > 0)
+	/*
+	 * The first enter submits and waits for all its requests (the sends
+	 * and the epoll wait), for at most the linger time: on a busy loop the
+	 * next events come within microseconds of the replies that cause them,
+	 * and are then taken in this same crossing (waiting for one completion
+	 * only, the sends' own completions would end it at once).  The rest of
+	 * the timeout waits for the epoll wait alone.
+	 */
+	uint64_t first = bp_bt_cfg.merged_linger_ns;
+	bool linger = first > 0 && (timeout_ns < 0 || (uint64_t)timeout_ns > first);
+	if (linger)
+		set_ts(&ga, &ts, first);
+	else if (timeout_ns > 0)
 		set_ts(&ga, &ts, (uint64_t)timeout_ns);
 
 	bp_bt_guard++;
@@ -103,7 +115,7 @@ long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 	long res = BT_PASS;
 	if (!th->nqueued)
 		goto out;
-	struct bt_epw_req req = { epfd, events, max, &ga };
+	struct bt_epw_req req = { epfd, events, max, &ga, linger };
 	bp_bt_submit_epw(th, &req);
 	if (!th->epw_armed) {
 		/* Not armed (the ring refused): the old path. */
@@ -125,6 +137,8 @@ long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 			if (now >= deadline)
 				break;
 			set_ts(&ga, &ts, deadline - now);
+		} else {
+			ga.ts = 0; /* no limit (the first enter had the linger's) */
 		}
 		int fd = th->ring->ring_fd;
 		bp_bt_unlock(th);

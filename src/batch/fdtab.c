@@ -89,6 +89,7 @@ static void cfg_load(void)
 	c.stats_file = st && *st ? strdup(st) : NULL;
 	c.uring_sockopt = kernel_at_least(6, 7);
 	c.merged_wait = env_bool("BYPASS_BATCH_MERGED_WAIT", true);
+	c.merged_linger_ns = bp_env_u64("BYPASS_BATCH_MERGED_LINGER_US", 50) * 1000;
 	bp_bt_cfg = c;
 }
 
