@@ -125,6 +125,11 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	if (e)
 		goto fail;
 	bp_engine_config(p);
+	/* before any handler thread starts: they read it */
+	uint64_t hz = bypass_tsc_hz();
+	p->cyc_per_ns_q16 = hz ? (hz << 16) / 1000000000ull : 1ull << 16;
+	if (!p->cyc_per_ns_q16)
+		p->cyc_per_ns_q16 = 1;
 
 	uint64_t avail = 0;
 	e = bp_uffd_features_available(&avail);
@@ -215,10 +220,6 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	p->pidfd_owned = (int)syscall(SYS_pidfd_open, bp_pid(), 0);
 	p->pidfd = p->pidfd_owned;
 
-	uint64_t hz = bypass_tsc_hz();
-	p->cyc_per_ns_q16 = hz ? (hz << 16) / 1000000000ull : 1ull << 16;
-	if (!p->cyc_per_ns_q16)
-		p->cyc_per_ns_q16 = 1;
 
 	if (p->mode == BYPASS_PAGER_ADAPTIVE) {
 		e = bp_engine_start(p);
@@ -276,14 +277,18 @@ int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr
 		goto out;
 	}
 	if (handler && p->uffd_thread < 0) {
-		e = bp_open_thread_uffd(p);
-		if (e)
-			goto out;
 		/* Handler threads already serving the adaptive engine's pool
-		 * poll the descriptors they found when they started: start
-		 * them again to read this one too. */
-		if (p->nthreads_live)
+		 * poll the descriptors they found when they started: stop them
+		 * and start them again (below) to read this one too. */
+		bool restart = p->nthreads_live != 0;
+		if (restart)
 			bp_pager_thread_stop(p);
+		e = bp_open_thread_uffd(p);
+		if (e) {
+			if (restart && bp_pager_thread_start(p) != 0)
+				bp_err("bypass: pager: cannot restart the handler threads");
+			goto out;
+		}
 	}
 	if (handler) {
 		e = bp_pager_thread_start(p);
