@@ -31,8 +31,10 @@
  * counts the faults served in it and the distinct threads that faulted, and
  * keeps, per number of faulting threads (1, 2, 3-4, 5-8, 9-16, 17+), the
  * fault rate measured under each engine.  It runs the engine with the
- * higher rate, and tries the other one when it has no figure for this
- * number of threads or its figure is old.
+ * higher rate, and tries the other one (for one interval) when threads have
+ * faulted steadily for 3 intervals and it has no figure for this number of
+ * threads or its figure is old; a trial that loses doubles the time before
+ * the next one (up to 32 s).
  */
 #include "pager/pager_internal.h"
 
@@ -302,8 +304,13 @@ static void *monitor_main(void *arg)
 	struct bypass_pager *p = arg;
 	double rate[2][NBUCKETS] = { { 0 } };
 	uint64_t when[2][NBUCKETS] = { { 0 } };
+	uint32_t age[NBUCKETS]; /* intervals before the other engine is tried again */
+	for (int b = 0; b < NBUCKETS; b++)
+		age[b] = PROBE_AGE;
 	uint64_t tick = 0, last = ST_SUM(p, lat_count), t_last = now_ns();
-	bool skip = true; /* the first interval, and one with a switch */
+	unsigned streak = 0, last_b = NBUCKETS;
+	bool skip = true;     /* the first interval, and one with a switch */
+	bool probing = false; /* the current engine is on trial */
 	while (!atomic_load(&p->mon_stop)) {
 		struct timespec ts = { 0, (long)INTERVAL_NS };
 		nanosleep(&ts, NULL);
@@ -323,18 +330,39 @@ static void *monitor_main(void *arg)
 			double r = (double)n / secs;
 			rate[pool][b] = rate[pool][b] > 0 ? 0.5 * rate[pool][b] + 0.5 * r : r;
 			when[pool][b] = tick;
+			streak = b == last_b ? streak + 1 : 1;
+			last_b = b;
 			bool other = !pool;
-			if (rate[other][b] <= 0 || tick - when[other][b] > PROBE_AGE)
-				want = other; /* no figure, or an old one: try it */
-			else if (rate[other][b] > 1.1 * rate[pool][b])
+			bool known = rate[other][b] > 0 && tick - when[other][b] <= age[b];
+			if (probing) {
+				/* one interval on trial: keep it only if it served more */
+				probing = false;
+				if (rate[other][b] > 0 && rate[other][b] >= rate[pool][b]) {
+					want = other;
+					if (age[b] < 32 * PROBE_AGE)
+						age[b] *= 2; /* lost: try it less often */
+				} else {
+					age[b] = PROBE_AGE;
+				}
+			} else if (known && rate[other][b] > 1.1 * rate[pool][b]) {
 				want = other;
+			} else if (!known && streak >= 3) {
+				/* faulting steadily, and no recent figure for the
+				 * other engine at this many threads: try it */
+				want = other;
+				probing = true;
+			}
 			bp_debug("bypass: pager: %u threads faulting, %.0f faults/s under the %s "
 				 "(other: %.0f)", threads, r, pool ? "pool" : "upcall",
 				 rate[other][b]);
+		} else if (!skip && n < MIN_FAULTS) {
+			streak = 0;
+			probing = false;
 		}
 		skip = false;
 		if (want != pool) {
-			pager_switch(p, want);
+			if (pager_switch(p, want) != 0)
+				probing = false;
 			skip = true;
 			t_last = now_ns();
 			last = ST_SUM(p, lat_count);
