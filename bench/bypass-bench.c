@@ -139,11 +139,13 @@ static char *file_line(const char *path)
  * the run starts (a tree edited during the run still reads as it was). */
 static char *git_commit;
 static int git_dirty = -1; /* -1: unknown (no git, not a work tree) */
+static char *load_start;   /* /proc/loadavg when the run started */
 
 static void provenance_start(void)
 {
 	char cmd[1200];
 	const char *src = bench_source_dir();
+	load_start = file_line("/proc/loadavg");
 	if (strchr(src, '\''))
 		return;
 	snprintf(cmd, sizeof(cmd), "git -C '%s' rev-parse HEAD 2>/dev/null", src);
@@ -259,6 +261,14 @@ static void write_provenance(FILE *f, struct bench_ctx *c, const char *model)
 	fprintf(f, ", \"online\": %ld, \"configured\": %ld, \"usable\": %d},\n",
 		sysconf(_SC_NPROCESSORS_ONLN), sysconf(_SC_NPROCESSORS_CONF), c->ncpus);
 	write_pair(f, c->cpu_a, c->cpu_b);
+	/* Other work on the machine moves every figure, the limits too. */
+	char *load_end = file_line("/proc/loadavg");
+	fprintf(f, "    \"loadavg_start\": ");
+	json_str(f, load_start);
+	fprintf(f, ", \"loadavg_end\": ");
+	json_str(f, load_end);
+	fprintf(f, ",\n");
+	free(load_end);
 	fprintf(f, "    \"facts\": {");
 	for (size_t i = 0; i < c->nfacts; i++) {
 		fprintf(f, "%s", i ? ", " : "");

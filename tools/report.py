@@ -69,6 +69,9 @@ def provenance_lines(doc):
     if pair:
         out.append(f"- the two CPUs of cross-core experiments: {pair.get('cpus')}, "
                    f"{pair.get('relation', '?')}")
+    if p.get("loadavg_start") or p.get("loadavg_end"):
+        out.append(f"- /proc/loadavg at start: `{p.get('loadavg_start')}`, at end: "
+                   f"`{p.get('loadavg_end')}` (other work on the machine moves every figure)")
     c = p.get("cpu") or {}
     if c:
         out.append(f"- CPU: {c.get('model', '?')}, {c.get('online', '?')} online "
