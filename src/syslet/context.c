@@ -461,7 +461,7 @@ static bool rest_to_uring(bypass_syslet *s, const struct bypass_syslet_prog *p,
 	}
 	struct bypass_syslet_prog q = { .atoms = rest, .natoms = m, .tag = p->tag };
 	struct bp_syslet_info info;
-	if (bp_syslet_check(&q, &info) || !info.uring_ok)
+	if (bp_syslet_check(&q, &info, true) || !info.uring_ok)
 		return false;
 	if (bp_syslet_uring_queue_at(s, &q, &info, pc, st->steps))
 		return false;
@@ -532,7 +532,7 @@ int bypass_syslet_run(bypass_syslet *s, const struct bypass_syslet_prog *prog,
 	struct bp_syslet_info info;
 	if (!s)
 		return -EINVAL;
-	int r = bp_syslet_check(prog, &info);
+	int r = bp_syslet_check(prog, &info, false);
 	if (r)
 		return r;
 	fork_check(s);
@@ -568,7 +568,8 @@ int bypass_syslet_submit(bypass_syslet *s, const struct bypass_syslet_prog *prog
 		return -ENOMEM;
 	int r = 0;
 	for (unsigned i = 0; i < n && !r; i++)
-		r = bp_syslet_check(&progs[i], &info[i]);
+		r = bp_syslet_check(&progs[i], &info[i],
+				    s->engine == BYPASS_SYSLET_ENGINE_URING);
 	if (r)
 		goto out;
 	fork_check(s);

@@ -117,8 +117,9 @@ static inline uint32_t bp_syslet_avail(bypass_syslet *s)
 }
 
 /* validate.c */
+/* Validate p; with info, fill it (uring_ok only if uring is asked for). */
 int bp_syslet_check(const struct bypass_syslet_prog *p,
-		    struct bp_syslet_info *info);
+		    struct bp_syslet_info *info, bool uring);
 bool bp_syslet_forbidden(long nr);
 
 /* exec.c: interpret atoms from *pc. */

@@ -206,7 +206,7 @@ static bool uring_expressible(const struct bypass_syslet_atom *a, uint32_t n,
 }
 
 int bp_syslet_check(const struct bypass_syslet_prog *p,
-		    struct bp_syslet_info *info)
+		    struct bp_syslet_info *info, bool uring)
 {
 	if (!p || !p->atoms || p->natoms == 0 || p->natoms > BYPASS_SYSLET_MAX_ATOMS)
 		return -EINVAL;
@@ -214,7 +214,15 @@ int bp_syslet_check(const struct bypass_syslet_prog *p,
 		return -EINVAL;
 	const struct bypass_syslet_atom *a = p->atoms;
 	uint32_t n = p->natoms;
-	bool any_result = false;
+	/*
+	 * One pass also learns whether the program is a straight line (every
+	 * atom falls through or ends, stops only end it) and, if so, whether
+	 * a reachable atom (one before the first END) refers to itself or a
+	 * later atom: in a straight line atom j runs before atom i on every
+	 * path exactly when j < i, so no graph work is needed.
+	 */
+	bool any_result = false, linear = true, fwd_ref = false;
+	uint32_t live_end = n;
 	for (uint32_t i = 0; i < n; i++) {
 		if (a[i].flags & ~ATOM_FLAGS || a[i].reserved)
 			return -EINVAL;
@@ -249,6 +257,8 @@ int bp_syslet_check(const struct bypass_syslet_prog *p,
 				if (g->val >= n)
 					return -EINVAL;
 				any_result = true;
+				if (g->val >= i && i < live_end)
+					fwd_ref = true;
 				break;
 			default:
 				return -EINVAL;
@@ -264,28 +274,17 @@ int bp_syslet_check(const struct bypass_syslet_prog *p,
 				if (a[i].arg[k].kind != BYPASS_SYSLET_ARG_NONE)
 					return -EINVAL;
 		}
-	}
-
-	/*
-	 * A straight-line program (every atom falls through or ends, stops
-	 * only end it) needs no graph work: atom j runs before atom i on every
-	 * path exactly when j < i.
-	 */
-	bool cycle = false, linear = true;
-	for (uint32_t i = 0; i < n && linear; i++)
-		linear = (a[i].next == 0 || a[i].next == BYPASS_SYSLET_END) &&
+		linear = linear && (a[i].next == 0 || a[i].next == BYPASS_SYSLET_END) &&
 			 (a[i].on_stop == 0 || a[i].on_stop == BYPASS_SYSLET_END ||
 			  !(a[i].flags & STOP_FLAGS));
+		if (a[i].next == BYPASS_SYSLET_END && live_end == n)
+			live_end = i + 1;
+	}
+
+	bool cycle = false;
 	if (linear) {
-		/* atoms after one whose next is END are never reached */
-		for (uint32_t i = 0; i < n && any_result; i++) {
-			for (int k = 0; k < 6; k++)
-				if (a[i].arg[k].kind == BYPASS_SYSLET_ARG_RESULT &&
-				    a[i].arg[k].val >= i)
-					return -EINVAL;
-			if (a[i].next == BYPASS_SYSLET_END)
-				break;
-		}
+		if (fwd_ref)
+			return -EINVAL;
 	} else {
 		uint64_t reach = explore(a, n, &cycle);
 		if (any_result) {
@@ -309,12 +308,12 @@ int bp_syslet_check(const struct bypass_syslet_prog *p,
 	if (info) {
 		info->max_steps = p->max_steps ? p->max_steps : n;
 		info->chain_open = 0;
-		info->uring_ok = !cycle && uring_expressible(a, n, info);
+		info->uring_ok = uring && !cycle && uring_expressible(a, n, info);
 	}
 	return 0;
 }
 
 int bypass_syslet_validate(const struct bypass_syslet_prog *prog)
 {
-	return bp_syslet_check(prog, NULL);
+	return bp_syslet_check(prog, NULL, false);
 }
