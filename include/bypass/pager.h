@@ -103,8 +103,9 @@ struct bypass_pager_config {
 	 * pages before it were touched (an ascending stream) installs up to
 	 * this many pages at once (zero-filled, mapped as the faulting page
 	 * is: writable after a write, write-protected after a read), only
-	 * pages of the same region that were never touched, and only where
-	 * the budget has room without evicting.  0 = 16, 1 = off, max 64. */
+	 * pages of the same region that were never touched, and only while
+	 * the resident pages stay at or below the high watermark (it never
+	 * causes an eviction).  0 = 16, 1 = off, max 64. */
 	unsigned fault_around;
 	/* Handler threads reading the userfaultfd: 0 = 1 in handler mode,
 	 * the online CPUs (at most 16) for the adaptive engine's pool;

@@ -630,6 +630,19 @@ static void wait_progress(struct bypass_pager *p, uint32_t seen)
 	atomic_fetch_sub(&p->waiters, 1);
 }
 
+int bp_pager_reserve_below_high(struct bypass_pager *p, uint32_t n)
+{
+	uint32_t r = atomic_load(&p->resident);
+	while (r + n <= p->high)
+		if (atomic_compare_exchange_weak(&p->resident, &r, r + n)) {
+			uint64_t peak = atomic_load_explicit(&p->peak, memory_order_relaxed);
+			while (r + n > peak && !atomic_compare_exchange_weak(&p->peak, &peak, r + n))
+				;
+			return 0;
+		}
+	return -EAGAIN;
+}
+
 int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 {
 	bool evicted = false;

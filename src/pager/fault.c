@@ -223,8 +223,8 @@ static int fill_zero(struct bypass_pager *p, struct region *r, struct pg *pg,
 {
 	uint32_t k = around_lock(p, r, id, pa);
 	int e = bp_pager_reserve(p, 1, true);
-	if (!e && k > 1 && bp_pager_reserve(p, k - 1, false) != 0) {
-		/* Fault-around only where it needs no eviction. */
+	if (!e && k > 1 && bp_pager_reserve_below_high(p, k - 1) != 0) {
+		/* Fault-around only where it brings no eviction closer. */
 		for (uint32_t j = 1; j < k; j++)
 			bp_pg_unlock(pg_of(p, id + j));
 		k = 1;

@@ -362,6 +362,9 @@ int bp_check_config(const struct bypass_pager_config *cfg, struct bypass_pager *
  * must = false, only succeeds if no eviction is needed. */
 int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must);
 void bp_pager_unreserve(struct bypass_pager *p, uint32_t n);
+/* Reserve n pages only if that keeps the resident pages at or below the
+ * high watermark (speculative pages: fault-around). */
+int bp_pager_reserve_below_high(struct bypass_pager *p, uint32_t n);
 /* Put a page that just became resident on a list (active or inactive). */
 void bp_lru_add(struct bypass_pager *p, uint32_t id, bool active);
 /* The same for a page read back from swap: active if it comes back sooner
