@@ -22,7 +22,8 @@
  * never block as they are.  At the first atom that would block (the
  * "cachemiss") the rest of the program continues on a small pool of worker
  * threads (which share the file table and credentials, and block every
- * signal: signals go to the program's own threads) and the call returns.
+ * signal: signals go to the program's own threads), or in io_uring when it
+ * can express the rest, and the call returns.
  * bypass_syslet_submit() sends linear programs that io_uring can express
  * (openat, read, write, close, fsync with stop-on-error; descriptors opened in
  * the program become io_uring direct descriptors) to io_uring as one linked
@@ -181,7 +182,9 @@ BYPASS_API int bypass_syslet_validate(const struct bypass_syslet_prog *prog);
  * bypass_syslet_run - run one program opportunistically.  Returns 1 when it
  * ended in the calling thread (*done filled, nothing goes to the ring; a
  * program that ends at a NO_COMPLETE atom fills *done too), 0 when it went
- * asynchronous (its completion will be in the ring), -EINVAL (bad program:
+ * asynchronous at the first atom that would block (the rest runs on a
+ * worker, or with the io_uring engine as one chain when io_uring can express
+ * it; its completion will be in the ring), -EINVAL (bad program:
  * nothing ran), -EBUSY (the ring holds as many programs as it has entries:
  * reap first; nothing ran).  Atoms flagged ASYNC go asynchronous at once;
  * SYNC atoms run in the caller even when they block.  If the ring fills
