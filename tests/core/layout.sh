@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The module rules of docs/MODULES.md, checked:
+#  1. src/<m>, preload/<m>, tests/<m> and bench/<m> include (with "...")
+#     only their own module's files, core's, and files of their own directory;
+#     src/core includes no module; public headers include only <bypass/...>
+#     and system headers.  (cli/ and tests/core/cli-* check the command
+#     against every module and may include any module's internal header.)
+#  2. bypass.h includes every other public header.
+#  3. Every tests/, bench/ and preload/ directory and every examples/<m>-*.c
+#     names a module (a src/ directory); every module has a public header.
+#  4. No stale reference: a path named in README.md, docs/*.md, man pages
+#     and source comments exists (as written, or as <path>.c/.sh/.md/.3/.h
+#     (a test's name), or as the prefix of a file: man/bypass_*;
+#     bench/bypass-bench is a build output).
+#  5. Every BYPASS_* environment variable the library or a preload reads
+#     is documented in bypass(7) (the process-wide contract).
+# Every public function has a man page: manpages.sh; symbols: symbols.sh.
+set -u
+src=${BYPASS_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}
+cd "$src" || exit 1
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+modules=$(cd src && for d in */; do d=${d%/}; [ "$d" != core ] && echo "$d"; done)
+is_module() { [ -d "src/$1" ] && [ "$1" != core ]; }
+
+# 1. includes
+check_includes() { # dir module
+	local dir=$1 m=$2 f inc top
+	for f in $(find "$dir" -maxdepth 1 -type f \( -name '*.c' -o -name '*.h' \) | sort); do
+		case $f in tests/core/cli-*) continue ;; esac
+		while IFS= read -r inc; do
+			case $inc in
+			*/*) top=${inc%%/*}
+			     if [ "$top" = .. ]; then
+				bad "$f: #include \"$inc\" climbs out of its directory"
+			     elif [ "$m" = core ] && [ "$top" != core ] && [[ $dir == src/core ]]; then
+				bad "$f: core includes \"$inc\" (core never uses a module)"
+			     elif [ "$top" != core ] && [ "$top" != "$m" ]; then
+				bad "$f: #include \"$inc\": module $m reaches into $top (move the shared part to core)"
+			     fi ;;
+			*) [ -f "$dir/$inc" ] || [ -f "tests/$inc" ] || [ -f "bench/$inc" ] ||
+				bad "$f: #include \"$inc\" is not a file of its directory" ;;
+			esac
+		done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
+	done
+}
+check_includes src/core core
+for m in $modules; do
+	for d in src/$m preload/$m tests/$m bench/$m; do
+		[ -d "$d" ] && check_includes "$d" "$m"
+	done
+done
+check_includes tests/core core
+for h in include/bypass/*.h; do
+	grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$h" >/dev/null &&
+		bad "$h: a public header includes a project file with \"...\""
+	grep -oE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<bypass/[^>]+>' "$h" |
+		sed 's/.*<\(.*\)>/\1/' | while read -r p; do
+		[ -f "include/$p" ] || echo "FAIL: $h includes <$p>, not a public header"
+	done | grep . && fail=1
+done
+
+# 2. the umbrella header
+for h in include/bypass/*.h; do
+	b=$(basename "$h")
+	[ "$b" = bypass.h ] && continue
+	grep -qE "^#include <bypass/$b>" include/bypass/bypass.h ||
+		bad "include/bypass/bypass.h does not include <bypass/$b>"
+done
+
+# 3. directories name modules
+for m in $modules; do
+	[ -f "include/bypass/$m.h" ] || bad "module $m has no public header include/bypass/$m.h"
+done
+for d in tests/*/ bench/*/ preload/*/; do
+	[ -d "$d" ] || continue
+	n=$(basename "$d")
+	[ "${d%%/*}" = tests ] && [ "$n" = core ] && continue
+	is_module "$n" || bad "$d does not name a module (no src/$n)"
+done
+for e in examples/*.c; do
+	[ -f "$e" ] || continue
+	n=$(basename "$e")
+	is_module "${n%%-*}" || bad "$e: examples are named <module>-<name>.c"
+done
+
+# 4. stale references
+ok_path() {
+	local p=$1
+	[ -e "$p" ] && return 0
+	for x in .c .sh .md .3 .h; do [ -e "$p$x" ] && return 0; done
+	compgen -G "$p*" >/dev/null && return 0 # a prefix: man/bypass_, tests/core/cli-*
+	case $p in bench/bypass-bench) return 0 ;; esac
+	return 1
+}
+files=$(git ls-files README.md 'docs/*.md' 'man/*' 'src/*' 'include/*' 'tests/*' \
+	'bench/*' 'preload/*' 'cli/*' 'examples/*' 'tools/*' CMakeLists.txt Makefile \
+	2>/dev/null | grep -v '^docs/results/')
+[ -n "$files" ] || files=$(find README.md docs man src include tests bench preload cli \
+	examples tools -type f 2>/dev/null | grep -v '^docs/results/')
+# file:path pairs in one pass, each distinct path checked once
+n=0
+declare -A seen
+while IFS= read -r fp; do
+	f=${fp%%:*}
+	p=${fp#*:}
+	p=${p#[][ \`\"(:,*]}
+	case $p in *[\<\>{}\$]*) continue ;; esac
+	n=$((n + 1))
+	if [ -z "${seen[$p]+x}" ]; then
+		ok_path "$p" && seen[$p]=1 || seen[$p]=0
+	fi
+	[ "${seen[$p]}" = 1 ] || bad "$f names $p, which does not exist"
+done < <(grep -oHE '(^|[][ `"(:,*])(src|docs|include|tests|bench|preload|examples|tools|man|cli)/[A-Za-z0-9_./-]*[A-Za-z0-9_/]' $files 2>/dev/null | sort -u)
+
+# 5. environment variables
+srcs=$(git ls-files 'src/*.c' 'src/*.h' 'preload/*.c' 'preload/*.h' 2>/dev/null)
+[ -n "$srcs" ] || srcs=$(find src preload -name '*.[ch]')
+nenv=0
+for v in $(grep -hoE '"BYPASS_[A-Z0-9_]+"' $srcs | tr -d '"' | sort -u); do
+	nenv=$((nenv + 1))
+	grep -qw "$v" man/bypass.7 || bad "$v is read (in $(grep -lw "\"$v\"" $srcs | head -1)) but not documented in man/bypass.7"
+done
+
+[ $fail -eq 0 ] && echo "PASS: the module rules hold ($nenv environment variables documented; $(echo $modules | wc -w) modules; $n path references, none stale)"
+exit $fail
