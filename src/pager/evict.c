@@ -172,17 +172,29 @@ static uint32_t select_shard(struct bypass_pager *p, struct lru_shard *sh, uint3
 	return n;
 }
 
-/* Victims from the shards in turn (evict lock held): a batch from one shard
- * (its pages come in runs), then the next. */
+/*
+ * Victims from the shards in turn (evict lock held): up to one run of ids
+ * (32) from a shard, across rounds, before the next shard.  Consecutive
+ * rounds then evict consecutive pages of a sequential stream into
+ * consecutive slots, which readahead needs (a shard per round broke the
+ * runs wherever rounds were short).
+ */
 static uint32_t select_victims(struct bypass_pager *p, uint32_t want, uint32_t *out)
 {
+	const uint32_t run = 1u << PG_LRU_RUN;
 	uint32_t n = 0;
-	for (unsigned i = 0; i < PG_LRU_SHARDS && n < want; i++) {
-		n += select_shard(p, &p->lru[p->lru_cursor], want - n, out + n);
-		if (n < want) /* this one is empty (or busy): the next */
+	for (unsigned i = 0; i <= PG_LRU_SHARDS && n < want; i++) {
+		uint32_t ask = want - n;
+		if (ask > run - p->lru_taken)
+			ask = run - p->lru_taken;
+		uint32_t got = select_shard(p, &p->lru[p->lru_cursor], ask, out + n);
+		n += got;
+		p->lru_taken += got;
+		if (got < ask || p->lru_taken >= run) {
 			p->lru_cursor = (p->lru_cursor + 1) % PG_LRU_SHARDS;
+			p->lru_taken = 0;
+		}
 	}
-	p->lru_cursor = (p->lru_cursor + 1) % PG_LRU_SHARDS;
 	return n;
 }
 

@@ -267,6 +267,7 @@ struct bypass_pager {
 	/* the 2Q lists, sharded */
 	struct lru_shard lru[PG_LRU_SHARDS];
 	uint32_t lru_cursor;         /* the shard to evict from next (evict lock) */
+	uint32_t lru_taken;          /* victims taken from it so far */
 
 	/* bounce buffers for swap-in (fault path: no malloc) */
 	char *bounce;
