@@ -4,14 +4,16 @@
  * with the arena tagged by a protection key and write-disabled outside it:
  * the rings are pre-faulted all the same (populate before the key), sends
  * by copy and by loan, receives read in place, calls and replies (request
- * and answer built in loans), epoll's arming and sleep, a peer that closes
- * and a peer that is killed.  Stray writes from application code fault with
+ * and answer built in loans), a loan cancelled, bypass_ipc_arm with poll,
+ * epoll's arming and sleep, a peer that closes and a peer (with lazily
+ * faulted rings) that is killed.  Stray writes from application code fault with
  * SEGV_PKUERR: into a received message, into a loan already sent, into the
  * rings' other pages, and into a loan from a thread that did not take it.
  * Where protection keys are absent (CPU without PKU, OS without OSPKE,
  * pkey_alloc refused), listen and connect refuse the flag with -EOPNOTSUPP
  * and the test skips with the reason.
  */
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <sys/prctl.h>
@@ -113,6 +115,28 @@ static void client(const char *name)
 	CHECK_EQ((intptr_t)res, SEGV_PKUERR);
 	memcpy(loan, "thread-ok", 10);
 	CHECK_ERR(bypass_ipc_send(c, loan, 10, 0), 0);
+	/* a loan given back unsent closes the key again */
+	CHECK_ERR(bypass_ipc_loan(c, 32, &loan, BYPASS_FOREVER), 0);
+	memcpy(loan, "never", 6);
+	CHECK_ERR(bypass_ipc_loan_cancel(c, loan), 0);
+	CHECK_EQ(stray_write(loan), SEGV_PKUERR);
+	/* the low-level route: arm, poll the descriptor, receive; a late wake
+	 * byte (for the answer already read) may make it readable early:
+	 * then recv says -EAGAIN and we arm again */
+	for (int tries = 0;; tries++) {
+		CHECK(tries < 100);
+		int a = bypass_ipc_arm(c);
+		CHECK(a == 0 || a == 1);
+		struct pollfd pfd = { .fd = bypass_ipc_fd(c), .events = POLLIN };
+		if (a == 0)
+			CHECK_EQ(poll(&pfd, 1, 10000), 1);
+		int r = bypass_ipc_recv(c, &m, 0);
+		if (r == 0)
+			break;
+		CHECK_ERR(r, -EAGAIN);
+	}
+	CHECK(!memcmp(m.data, "armed", 6));
+	CHECK_ERR(bypass_ipc_release(c, &m), 0);
 	/* epoll: nothing yet, so it arms the connection and sleeps */
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	CHECK(ep >= 0);
@@ -157,6 +181,8 @@ static void server(bypass_ipc_service *svc, pid_t pid)
 	CHECK_ERR(bypass_ipc_recv(c, &m, BYPASS_FOREVER), 0);
 	CHECK(!memcmp(m.data, "thread-ok", 10));
 	CHECK_ERR(bypass_ipc_release(c, &m), 0);
+	usleep(100000); /* the client polls its armed descriptor */
+	CHECK_ERR(bypass_ipc_send(c, "armed", 6, BYPASS_FOREVER), 0);
 	usleep(100000); /* the client goes to sleep in epoll */
 	CHECK_ERR(bypass_ipc_send(c, "late", 5, BYPASS_FOREVER), 0);
 	CHECK_ERR(bypass_ipc_send(c, "bye", 4, BYPASS_FOREVER), 0);
@@ -171,7 +197,8 @@ static void killed_peer(const char *name, bypass_ipc_service *svc)
 	CHECK(pid >= 0);
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		struct bypass_ipc_opts o = { .flags = BYPASS_IPC_PKEY };
+		/* this client's rings fault in lazily, under the key */
+		struct bypass_ipc_opts o = { .flags = BYPASS_IPC_PKEY | BYPASS_IPC_LAZY };
 		bypass_ipc_conn *c = test_connect(name, &o);
 		CHECK_ERR(bypass_ipc_send(c, "x", 2, BYPASS_FOREVER), 0);
 		for (;;)
