@@ -17,8 +17,8 @@
 #include <time.h>
 
 #define NTHREADS 4
-#define NPAGES 512u
-#define BUDGET 32u
+#define NPAGES 256u
+#define BUDGET 16u
 
 struct worker {
 	char *m;
@@ -40,7 +40,7 @@ static void *work(void *arg)
 		uint64_t page = (uint64_t)k * NTHREADS + (uint64_t)w->tid;
 		fill_page(w->m + page * PAGE, page, 0);
 	}
-	while (!atomic_load(w->stop) || w->ops < 300) {
+	while (!atomic_load(w->stop) || w->ops < 200) {
 		uint32_t k = (uint32_t)(xorshift(&seed) % mine);
 		uint64_t page = (uint64_t)k * NTHREADS + (uint64_t)w->tid;
 		char *pg = w->m + page * PAGE;
@@ -108,7 +108,7 @@ static void run(const char *name, int mode, const char *force, unsigned threads)
 	double t0 = now_s();
 	unsigned pins = 0;
 	bool flip = force && !strcmp(force, "flip");
-	while (now_s() - t0 < 0.3 || (flip && stats_of(p).engine_switches < 6 &&
+	while (now_s() - t0 < 0.2 || (flip && stats_of(p).engine_switches < 6 &&
 				       now_s() - t0 < 5)) {
 		CHECK_EQ(bypass_pager_pin(p, buf, 2 * PAGE, BYPASS_PAGER_PIN_WRITE), 0);
 		char msg[64];
