@@ -26,6 +26,7 @@ static _Atomic int prev_cur[2];
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic bool installed;
 static bp_sigaction_fn real_sigaction = sigaction;
+static bool real_sigaction_set; /* by a preload that wraps sigaction */
 
 static __thread struct bp_recover *recover_top
 	__attribute__((tls_model("initial-exec")));
@@ -67,10 +68,17 @@ static void chain(int sig, siginfo_t *si, void *uc)
 	 * runs again and the process dies of the signal, as without bypass.
 	 * A fault sent by kill() (not by the CPU) is re-raised instead.
 	 */
-	struct sigaction dfl;
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	real_sigaction(sig, &dfl, NULL);
+	if (real_sigaction_set) {
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		real_sigaction(sig, &dfl, NULL);
+	} else {
+		/* signal(), not sigaction(): under ThreadSanitizer only this
+		 * reaches the kernel (its sigaction interceptor keeps its own
+		 * handler, which then reports the repeated fault as a bug). */
+		signal(sig, SIG_DFL);
+	}
 	if (si->si_code <= 0)
 		raise(sig);
 }
@@ -128,8 +136,10 @@ static int install(void)
 
 void bp_fault_set_sigaction(bp_sigaction_fn fn)
 {
-	if (fn)
+	if (fn) {
 		real_sigaction = fn;
+		real_sigaction_set = true;
+	}
 }
 
 bool bp_fault_owns(int sig)
