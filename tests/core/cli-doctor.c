@@ -12,7 +12,9 @@
  * "why not" side: under a seccomp filter that refuses io_uring_setup and
  * userfaultfd with EPERM (as a container's profile does), doctor says no to
  * io_uring, every opcode, userfaultfd and its features, batch and the pager,
- * each with the reason.
+ * each with the reason.  And the pager's two modes as the pager itself
+ * answers (bypass_pager_create in upcall and in handler mode), as root and,
+ * dropped to nobody, where handler mode needs a privilege it lacks.
  */
 #include <bypass/bypass.h>
 #include <linux/audit.h>
@@ -20,6 +22,7 @@
 #include <linux/seccomp.h>
 #include <linux/userfaultfd.h>
 #include <stddef.h>
+#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
@@ -55,6 +58,7 @@ static int run_refused(char *out, size_t len)
 #if defined(__x86_64__)
 	int pfd[2];
 	CHECK(pipe(pfd) == 0);
+	fflush(stdout);
 	pid_t pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
@@ -118,6 +122,30 @@ static const char *json_detail(const char *name, char *buf, size_t len)
 	buf[l] = 0;
 	return buf;
 }
+
+static void expect(const char *name, int want);
+
+#if BYPASS_WITH_PAGER
+/* doctor's pager lines against bypass_pager_create in both modes, here. */
+static void pager_agrees(void)
+{
+	CHECK_EQ(run("doctor --json", json, sizeof(json)), 0);
+	struct bypass_pager_config c = {
+		.budget = 16 * 4096, .swap_path = "/tmp", .swap_size = 64 * 4096,
+		.mode = BYPASS_PAGER_UPCALL, .flags = BYPASS_PAGER_SWAP_TEMP,
+	};
+	bypass_pager *p;
+	int r = bypass_pager_create(&c, &p);
+	expect("pager.upcall", r == 0);
+	if (!r)
+		bypass_pager_destroy(p);
+	c.mode = BYPASS_PAGER_HANDLER;
+	r = bypass_pager_create(&c, &p);
+	expect("pager.handler", r == 0);
+	if (!r)
+		bypass_pager_destroy(p);
+}
+#endif
 
 /* "available" of check name in the JSON: 1, 0, or -1 when absent. */
 static int json_avail(const char *name)
@@ -227,6 +255,33 @@ int main(void)
 		TEST_FAIL("doctor does not give ipc's reason '%s'", why);
 #endif
 	expect("cpu.tsc", BYPASS_HAVE_RDTSCP);
+
+#if BYPASS_WITH_PAGER
+	pager_agrees();
+	/* As nobody: handler mode needs kernel-mode faults (privilege). */
+	if (geteuid() == 0 && access(getenv("BYPASS_BUILD"), X_OK) == 0) {
+		fflush(stdout);
+		pid_t pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+				_exit(77);
+			char self[4096];
+			snprintf(self, sizeof(self), "%s/bypass", getenv("BYPASS_BUILD"));
+			if (access(self, X_OK))
+				_exit(77); /* the build tree is not open to nobody */
+			TEST_LOG("as nobody:");
+			pager_agrees();
+			fflush(stdout);
+			_exit(0);
+		}
+		int st;
+		CHECK(waitpid(pid, &st, 0) == pid);
+		CHECK(WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 77));
+		if (WEXITSTATUS(st) == 77)
+			TEST_LOG("nobody cannot run the build tree's bypass: not checked as nobody");
+	}
+#endif
 
 	/* Refused: every answer that depends on it is no, with the reason. */
 	if (run_refused(json, sizeof(json))) {
