@@ -2,9 +2,9 @@
 # The ABI: libbypass.so exports exactly the functions declared in
 # include/bypass/*.h (libbypass.map), and libbypass.a defines no global
 # symbol outside the two prefixes: bypass_ (declared in a public header) and
-# bp_ (internals).  A program that defines names bypass used to export
-# (spin_lock, check_config, open_swap, ...) links against libbypass.a with
-# every member pulled in.
+# bp_ (internals); the preloads export none of either.  A program that
+# defines names bypass used to export (spin_lock, check_config, open_swap,
+# ...) links against libbypass.a with every member pulled in.
 set -u
 build=${BYPASS_BUILD:?BYPASS_BUILD unset}
 src=${BYPASS_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -56,7 +56,16 @@ while read -r s; do
 	esac
 done <"$tmp/a"
 
-# 3. A program defining former internal names links against the whole archive.
+# 3. The preloads export the calls they wrap and nothing of the library: a
+#    bypass_ or bp_ name there would interpose on the libbypass.so of a
+#    program that links the library itself.
+for pre in "$build"/libbypass-*.so; do
+	[ -f "$pre" ] || continue
+	leak=$(nm -D --defined-only "$pre" | awk '{print $3}' | grep -E '^(bp_|bypass_)' | head -3)
+	[ -z "$leak" ] || bad "$(basename "$pre") exports library symbols: $leak"
+done
+
+# 4. A program defining former internal names links against the whole archive.
 if command -v cc >/dev/null && ! grep -qE '^BYPASS_(SANITIZE|TSAN):BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
 	cat >"$tmp/clash.c" <<'C'
 #include <bypass/bypass.h>
