@@ -38,11 +38,13 @@ static const unsigned segs[] = { 8, 32, 256 };
 
 enum { V_NULL, V_SEND, V_URING, V_API = V_URING + NSEG, V_PRELOAD = V_API + NSEG,
        V_ONE_URING = V_PRELOAD + NSEG, V_ONE_LINKED, V_ONE_API, V_ONE_FIXED, V_SQPOLL,
-       V_LOOP_SPLIT, V_LOOP_MERGED, V_LOOP_PL_SPLIT, V_LOOP_PL_MERGED, NV };
+       V_LOOP_SPLIT, V_LOOP_MERGED, V_LOOP_PL_SPLIT, V_LOOP_PL_MERGED, V_DEFER, NV };
 #define LOOP_SEG 32 /* sends per event-loop iteration in the V_LOOP_* rows */
 
 struct sender {
 	int tx[NSOCK], rx[NSOCK];
+	struct io_uring dring; /* SINGLE_ISSUER | DEFER_TASKRUN (V_DEFER) */
+	bool defer_ok;
 	int ep;       /* an epoll set with an always-ready eventfd (V_LOOP_*) */
 	bool merged_ok; /* the kernel has IORING_OP_EPOLL_WAIT */
 	struct io_uring ring;
@@ -153,6 +155,25 @@ static uint64_t sample(struct sender *s, int v)
 		for (int i = 0; i < BLOCK; i++)
 			if (send(s->tx[i % NSOCK], s->msg, MSG, 0) != MSG)
 				abort();
+	} else if (v == V_DEFER) {
+		/* The raw loop, segments of 32, on a SINGLE_ISSUER|DEFER_TASKRUN
+		 * ring: completions wait for the next enter (submit_and_get_events). */
+		for (int i = 0; i < BLOCK; i += 32) {
+			for (unsigned j = 0; j < 32; j++) {
+				struct io_uring_sqe *sqe = io_uring_get_sqe(&s->dring);
+				io_uring_prep_send(sqe, s->tx[(i + (int)j) % NSOCK], s->msg, MSG, 0);
+			}
+			io_uring_submit_and_get_events(&s->dring);
+			struct io_uring_cqe *cqe;
+			unsigned head, n = 0;
+			io_uring_for_each_cqe(&s->dring, head, cqe)
+			{
+				if (cqe->res != MSG)
+					abort();
+				n++;
+			}
+			io_uring_cq_advance(&s->dring, n);
+		}
 	} else if (v >= V_LOOP_SPLIT) {
 		for (int i = 0; i < BLOCK; i += LOOP_SEG) {
 			if (v <= V_LOOP_MERGED)
@@ -240,6 +261,8 @@ static bool run_variant(struct sender *s, int v, uint64_t *out, uint64_t n, int 
 	}
 	if ((v == V_LOOP_MERGED || v == V_LOOP_PL_MERGED) && !s->merged_ok)
 		return false;
+	if (v == V_DEFER && !s->defer_ok)
+		return false;
 	if (v == V_ONE_FIXED)
 		bypass_batch_register_fd(s->tx[0]);
 	for (uint64_t i = 0; i < n; i++) {
@@ -268,6 +291,8 @@ static const char *vname(int v, char *buf, size_t len)
 		return "one socket, 32 per segment: bypass API, registered fd";
 	if (v == V_SQPOLL)
 		return "bypass API, segments of 32, SQPOLL";
+	if (v == V_DEFER)
+		return "raw liburing loop, segments of 32, SINGLE_ISSUER|DEFER_TASKRUN";
 	if (v == V_LOOP_SPLIT)
 		return "loop: 32 sends + wait, raw liburing, submit then epoll_wait";
 	if (v == V_LOOP_MERGED)
@@ -312,6 +337,8 @@ int bench_batch_sends(struct bench_ctx *c)
 		return BENCH_SKIP;
 	}
 	int r = io_uring_queue_init(512, &s.ring, 0);
+	s.defer_ok = io_uring_queue_init(512, &s.dring, IORING_SETUP_SINGLE_ISSUER |
+				IORING_SETUP_DEFER_TASKRUN) == 0;
 	if (!r) {
 		struct io_uring_probe *pr = io_uring_get_probe_ring(&s.ring);
 		s.merged_ok = pr && io_uring_opcode_supported(pr, 59);
@@ -355,6 +382,10 @@ int bench_batch_sends(struct bench_ctx *c)
 			bench_note(c, "SQPOLL: the kernel refused the ring here");
 			continue;
 		}
+		if (v == V_DEFER && !s.defer_ok) {
+			bench_note(c, "SINGLE_ISSUER|DEFER_TASKRUN: the kernel refused the ring");
+			continue;
+		}
 		if ((v == V_LOOP_MERGED || v == V_LOOP_PL_MERGED) && !s.merged_ok) {
 			bench_note(c, "merged wait: this kernel has no IORING_OP_EPOLL_WAIT "
 				   "(Linux 6.15)");
@@ -363,7 +394,8 @@ int bench_batch_sends(struct bench_ctx *c)
 		char name[96], note[160] = "";
 		const char *kind = v == V_NULL ? BENCH_LIMIT
 				   : v == V_SEND || (v >= V_URING && v < V_API) || v == V_ONE_URING ||
-					     v == V_ONE_LINKED || v == V_LOOP_SPLIT || v == V_LOOP_MERGED
+					     v == V_ONE_LINKED || v == V_LOOP_SPLIT || v == V_LOOP_MERGED ||
+					     v == V_DEFER
 					   ? BENCH_BASELINE
 					   : BENCH_BYPASS;
 		if (v == V_SEND)
@@ -384,6 +416,9 @@ int bench_batch_sends(struct bench_ctx *c)
 		else if (v == V_ONE_FIXED)
 			snprintf(note, sizeof(note), "%.2fx the same without registering",
 				 sum[v].median / sum[V_ONE_API].median);
+		else if (v == V_DEFER)
+			snprintf(note, sizeof(note), "%.2fx the same loop on a plain ring",
+				 sum[v].median / sum[V_URING + 1].median);
 		else if (v == V_LOOP_MERGED || v == V_LOOP_PL_MERGED)
 			snprintf(note, sizeof(note), "%.2fx split: %+.0f cycles per iteration "
 				 "of 32 sends (one crossing less; a null call is %.0f)",
@@ -420,6 +455,8 @@ int bench_batch_sends(struct bench_ctx *c)
 	/* Unpin: the servers started next must not inherit it. */
 	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
 	io_uring_queue_exit(&s.ring);
+	if (s.defer_ok)
+		io_uring_queue_exit(&s.dring);
 	close(s.ep);
 	close(efd);
 	for (int k = 0; k < NSOCK; k++) {
