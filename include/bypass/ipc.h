@@ -271,9 +271,10 @@ BYPASS_API int bypass_ipc_reply(bypass_ipc_conn *conn, const struct bypass_ipc_m
  * message arrives while the connection is armed (bypass_ipc_arm), and when
  * the peer hangs up.  It belongs to the connection (do not close it or read
  * from it).  After it polls readable, call bypass_ipc_recv(conn, &m, 0).
- * It may poll readable early (a peer still finishing the publication of a
- * message already received takes the new arming for it): the receive then
- * returns -EAGAIN; arm again and block again.
+ * It may poll readable early (armed while a received message is still
+ * held, the peer still finishing that message's publication may take the
+ * arming for it): the receive then returns -EAGAIN; arm again and block
+ * again.
  */
 BYPASS_API int bypass_ipc_fd(const bypass_ipc_conn *conn);
 

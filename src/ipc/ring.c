@@ -198,7 +198,16 @@ int bp_ipc_publish(bypass_ipc_conn *c, size_t len, unsigned kind, uint32_t id)
 		atomic_fetch_add_explicit(&ctl->rx_wake, 1, memory_order_seq_cst);
 		bp_futex_wake(&ctl->rx_wake, 1, true);
 	}
+	/*
+	 * A consumer that has already released this record (it was quick:
+	 * we are still here) armed for a later one: leave that arming for
+	 * the record it waits for, else the byte sent now would wake it for
+	 * nothing and use its arming up.  It stored its tail before it armed
+	 * (both sequentially consistent), so seeing the arming we see the
+	 * tail.  A tail the peer forged only costs it its own wake-ups.
+	 */
 	if (atomic_load_explicit(&ctl->rx_armed, memory_order_seq_cst) &&
+	    atomic_load_explicit(&ctl->tail, memory_order_seq_cst) - end > c->tx.cap &&
 	    atomic_exchange(&ctl->rx_armed, 0)) {
 		/* The peer sleeps in epoll: one byte makes its socket readable.
 		 * Non-blocking: a full socket is readable already. */
