@@ -48,7 +48,7 @@ static int pieces(uintptr_t a, uintptr_t b, struct piece *out, int max)
 static bool candidate(void *addr, size_t len, int prot, int flags, int fd)
 {
 	const int bad = MAP_FIXED | MAP_FIXED_NOREPLACE | MAP_GROWSDOWN | MAP_STACK |
-			MAP_HUGETLB | MAP_32BIT;
+			MAP_HUGETLB | MAP_32BIT | MAP_LOCKED;
 	return !addr && (flags & MAP_ANONYMOUS) && !(flags & bad) &&
 	       (flags & MAP_TYPE) == MAP_PRIVATE && prot == (PROT_READ | PROT_WRITE) &&
 	       len >= bp_pp_cfg.threshold && (fd == -1 || fd >= 0);
