@@ -38,6 +38,9 @@ struct bsrv {
 };
 
 extern char bsrv_top[256]; /* the experiment's directory (www/ holds the files) */
+bool bsrv_write_file(const char *path, const char *text);
+/* The variant's configuration file, in its directory (serverconf.c). */
+bool bsrv_make_conf(struct bsrv *s);
 bool bsrv_start(struct bsrv *s);
 bool bsrv_stop(struct bsrv *s);
 double bsrv_cpu_ticks(struct bsrv *s);       /* utime+stime of its processes */
