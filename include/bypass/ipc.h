@@ -173,7 +173,9 @@ BYPASS_API int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts
  * against max_per_pid / max_per_uid until the client leaves;
  * bypass_ipc_accept frees those whose client has gone.  Once the service is
  * closed, such lingering arenas are released to the client (no longer
- * counted, not punched).
+ * counted, not punched); so is the arena of a connection whose socket the
+ * application took with bypass_ipc_fd (it may sit in the application's
+ * own epoll set, so closing the connection closes it).
  */
 BYPASS_API int bypass_ipc_close(bypass_ipc_conn *conn);
 

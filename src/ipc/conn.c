@@ -249,7 +249,7 @@ static void conn_free(struct bypass_ipc_conn *c)
 {
 	if (c->quota && c->fork_gen == bp_fork_gen_fast())
 		bp_ipc_quota_leave(c->quota, c->quota_id, &c->sock,
-				   c->arena ? bypass_arena_fd(c->arena) : -1, c->len, true);
+				   c->arena ? bypass_arena_fd(c->arena) : -1, c->len, true, false);
 	if (c->arena)
 		bypass_arena_close(c->arena);
 	if (c->sock >= 0)
@@ -367,7 +367,7 @@ int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t time
 	struct bypass_ipc_conn *c = conn_new();
 	if (!c) {
 		int nofd = -1;
-		bp_ipc_quota_leave(s->quota, qid, &nofd, -1, 0, true);
+		bp_ipc_quota_leave(s->quota, qid, &nofd, -1, 0, true, false);
 		close(fd);
 		return -ENOMEM;
 	}
@@ -718,7 +718,8 @@ int bypass_ipc_close(bypass_ipc_conn *c)
 		 * before our own shutdown, which would hang the socket up. */
 		if (c->quota) {
 			bp_ipc_quota_leave(c->quota, c->quota_id, &c->sock,
-					   bypass_arena_fd(c->arena), c->len, c->peer_gone);
+					   bypass_arena_fd(c->arena), c->len, c->peer_gone,
+					   !c->fd_given);
 			c->quota = NULL;
 		}
 		if (c->sock >= 0)
@@ -773,5 +774,10 @@ int bypass_ipc_fd(const bypass_ipc_conn *c)
 {
 	if (!c)
 		return -EINVAL;
-	return foreign(c) ? -EBADF : c->sock;
+	if (foreign(c))
+		return -EBADF;
+	/* The application may register it in its own epoll set: closing the
+	 * connection must then close it (no lingering, see quota.c). */
+	((bypass_ipc_conn *)c)->fd_given = true;
+	return c->sock;
 }

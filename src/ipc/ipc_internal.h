@@ -145,6 +145,7 @@ struct bypass_ipc_conn {
 	bool pkey;              /* the arena carries the protection key */
 	struct bp_ipc_quota *quota; /* server side: the service's accounting */
 	uint64_t quota_id;
+	bool fd_given;          /* bypass_ipc_fd handed the socket out */
 	struct ipc_epreg *ep;   /* epoll registration, or NULL */
 };
 
@@ -167,9 +168,9 @@ struct bp_ipc_quota;
 struct bp_ipc_quota *bp_ipc_quota_new(uint32_t max_pid, uint32_t max_uid);
 int bp_ipc_quota_admit(struct bp_ipc_quota *q, pid_t pid, uid_t uid, uint64_t *id);
 /* The server closes connection id: punch its arena if the client is gone
- * (or gone is set), else linger (takes *sock, setting it to -1). */
+ * (or gone is set), else linger if allowed (takes *sock, setting it to -1). */
 void bp_ipc_quota_leave(struct bp_ipc_quota *q, uint64_t id, int *sock, int memfd,
-			size_t len, bool gone);
+			size_t len, bool gone, bool may_linger);
 void bp_ipc_quota_close(struct bp_ipc_quota *q);
 
 /* ring.c */

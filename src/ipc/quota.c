@@ -18,6 +18,9 @@
  * descriptor, counts it against the client's limits, and punches it once
  * the client hangs up (checked at every accept).  Closing the service stops
  * the tracking: lingering arenas are released to their clients unpunched.
+ * A connection whose socket the application got from bypass_ipc_fd never
+ * lingers: the application may have put it in its own epoll set, and a
+ * socket kept open there would report events for a connection it freed.
  *
  * One lock per service; conns hold a reference so that they may be closed
  * after the service (or from other threads than the accepting one).
@@ -172,7 +175,7 @@ static void unref_locked(struct bp_ipc_quota *q)
 }
 
 void bp_ipc_quota_leave(struct bp_ipc_quota *q, uint64_t id, int *sock, int memfd,
-			size_t len, bool gone)
+			size_t len, bool gone, bool may_linger)
 {
 	pthread_mutex_lock(&q->mu);
 	size_t i;
@@ -186,7 +189,7 @@ void bp_ipc_quota_leave(struct bp_ipc_quota *q, uint64_t id, int *sock, int memf
 		punch(memfd, len);
 	if (i < q->n) {
 		int dup = -1;
-		if (!gone && q->open && *sock >= 0 && memfd >= 0)
+		if (!gone && may_linger && q->open && *sock >= 0 && memfd >= 0)
 			dup = fcntl(memfd, F_DUPFD_CLOEXEC, 0);
 		if (dup >= 0) {
 			/* Linger: tell the client (it reads what is left, then

@@ -12,6 +12,8 @@
  *    memory: the server punches the pages out when it closes (at once if
  *    the client has left, else at the first accept after it leaves); once
  *    the service is closed, lingering arenas are left to their clients.
+ *    A connection whose socket the application took with bypass_ipc_fd
+ *    (perhaps into its own epoll set) never lingers.
  * 5. BYPASS_IPC_LAZY: the server's arena is not pre-faulted.
  * Descriptors come back to where they were.
  */
@@ -205,6 +207,39 @@ static void server_bounds(void)
 	CHECK_ERR(bypass_ipc_service_close(svc), 0);
 }
 
+/* A connection whose socket the application took (bypass_ipc_fd, maybe
+ * into its own epoll set) never lingers: closing it closes the socket. */
+static void fd_given(void)
+{
+	char name[64];
+	test_svc_name(name, sizeof(name), "lim6");
+	struct bypass_ipc_opts so = { .ring_size = 16384, .max_per_pid = 1 };
+	bypass_ipc_service *svc;
+	CHECK_ERR(bypass_ipc_listen(name, &so, &svc), 0);
+	bypass_ipc_conn *s1, *s2;
+	int m1, m2, c1 = raw_connect(name);
+	CHECK_ERR(bypass_ipc_accept(svc, &s1, BYPASS_SEC), 0);
+	CHECK_EQ(raw_hello(c1, &m1), 0);
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	CHECK(ep >= 0);
+	struct epoll_event e = { .events = EPOLLIN, .data.u64 = 1 }, ev[2];
+	CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, bypass_ipc_fd(s1), &e) == 0);
+	CHECK_ERR(bypass_ipc_close(s1), 0);
+	/* not counted any more: the same process connects again */
+	int c2 = raw_connect(name);
+	CHECK_ERR(bypass_ipc_accept(svc, &s2, BYPASS_SEC), 0);
+	CHECK_EQ(raw_hello(c2, &m2), 0);
+	/* its client leaving reports nothing in the application's set */
+	close(c1);
+	CHECK_EQ(epoll_wait(ep, ev, 2, 50), 0);
+	close(ep);
+	close(c2);
+	CHECK_ERR(bypass_ipc_close(s2), 0);
+	close(m1);
+	close(m2);
+	CHECK_ERR(bypass_ipc_service_close(svc), 0);
+}
+
 static void lazy(void)
 {
 	char name[64];
@@ -230,6 +265,7 @@ int main(void)
 	bad_opts();
 	client_bound();
 	server_bounds();
+	fd_given();
 	lazy();
 	CHECK_EQ(test_count_fds(), fds);
 	CHECK_EQ(test_count_maps("bypass-ipc"), 0);
