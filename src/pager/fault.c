@@ -540,15 +540,17 @@ static size_t drain_uffd(struct bypass_pager *p, int uffd, bool *broken)
 
 /*
  * A handler thread.  Several may read the same userfaultfds (each message
- * goes to one reader).  After serving, a thread keeps reading for a few
- * microseconds before it sleeps in poll: a burst of faults is then served
- * without a wake-up each.
+ * goes to one reader).  After serving, a thread keeps reading for 20 us
+ * before it sleeps in poll, so that a burst of faults is served without a
+ * wake-up each; a spin that finds nothing turns spinning off for the next
+ * 16 batches.
  */
 static void *handler_main(void *arg)
 {
 	struct bypass_pager *p = arg;
 	in_handler = true;
 	uint64_t spin_cyc = (uint64_t)(p->cyc_per_ns_q16 * 20000) >> 16; /* 20 us */
+	unsigned no_spin = 0; /* batches to serve without spinning after */
 	for (;;) {
 		int fds[2] = { p->uffd_thread, atomic_load(&p->uffd_pool) };
 		bool broken = false;
@@ -558,7 +560,9 @@ static void *handler_main(void *arg)
 				got += drain_uffd(p, fds[i], &broken);
 		if (broken)
 			break;
-		if (got) {
+		if (got && no_spin) {
+			no_spin--;
+		} else if (got) {
 			uint64_t t0 = rdtsc();
 			size_t more = 0;
 			while (!more && !broken && rdtsc() - t0 < spin_cyc) {
@@ -569,6 +573,11 @@ static void *handler_main(void *arg)
 			}
 			if (broken)
 				break;
+			/* A spin that found nothing only took the CPU from the
+			 * threads that fault (all of it, where they share one):
+			 * spin again only after 16 batches. */
+			if (!more)
+				no_spin = 16;
 			continue;
 		}
 		struct pollfd pf[3];
