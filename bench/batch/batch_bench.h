@@ -33,6 +33,7 @@ struct bsrv {
 	char dir[300];
 	double requests, cpu_ticks, errors, crossings; /* crossings per request */
 	double served;           /* every request it served (warm-up, perf runs too) */
+	double timeouts;         /* wrk's timeouts (counted, not failures) */
 	bool clean;              /* exited by itself with status 0 */
 	double ratio, ci_lo, ci_hi;
 };
