@@ -14,12 +14,13 @@ static void one(int mode)
 	struct bypass_ipc_opts o = { .mode = mode, .ring_size = 8192 };
 	bypass_ipc_service *svc;
 	CHECK_ERR(bypass_ipc_listen(name, &o, &svc), 0);
-	int go[2];
-	CHECK(pipe(go) == 0);
+	int go[2], full[2];
+	CHECK(pipe(go) == 0 && pipe(full) == 0);
 	pid_t pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
 		close(go[1]);
+		close(full[0]);
 		bypass_ipc_conn *c = test_connect(name, &o);
 		char buf[1000];
 		unsigned n = 0;
@@ -37,6 +38,7 @@ static void one(int mode)
 		CHECK_ERR(bypass_ipc_loan(c, sizeof(buf), &loan, 0), -EAGAIN);
 		CHECK_ERR(bypass_ipc_send(c, buf, sizeof(buf), 20000000), -ETIMEDOUT);
 		/* Let the server read; now blocking sends go through. */
+		CHECK(write(full[1], "f", 1) == 1);
 		char x;
 		CHECK(read(go[0], &x, 1) == 1);
 		for (unsigned i = n; i < n + 200; i++) {
@@ -51,8 +53,13 @@ static void one(int mode)
 		_exit(0);
 	}
 	close(go[0]);
+	close(full[1]);
 	bypass_ipc_conn *c = test_accept(svc);
-	usleep(100000); /* the client fills the ring meanwhile */
+	/* Nothing is read until the client has filled the ring and seen its
+	 * bounded sends fail (it was a 100 ms sleep: a slow client under
+	 * AddressSanitizer at load 14 was still filling when reading began). */
+	char f;
+	CHECK(read(full[0], &f, 1) == 1);
 	CHECK(write(go[1], "g", 1) == 1);
 	unsigned i = 0;
 	for (;; i++) {
@@ -75,6 +82,7 @@ static void one(int mode)
 	CHECK(i >= 206);
 	wait_child(pid);
 	close(go[1]);
+	close(full[0]);
 	CHECK_ERR(bypass_ipc_close(c), 0);
 	CHECK_ERR(bypass_ipc_service_close(svc), 0);
 }
