@@ -6,6 +6,7 @@
  * a stream between threads.  See batch_internal.h for the invariants.
  */
 #include "batch/batch_internal.h"
+#include "core/uring_link.h"
 
 #include <fcntl.h>
 #include <liburing.h>
@@ -696,12 +697,15 @@ static int submit_common(struct bt_thread *th, const struct bt_epw_req *req)
 			fe = next;
 			continue;
 		}
-		if (io_uring_sq_space_left(ring) < fe->nqueued) {
+		/* A chain must go in whole: submit what is queued if it does
+		 * not fit (core's linked-chain helper, shared with syslet). */
+		if (bp_link_room(ring, fe->nqueued) != 1) {
 			int r = do_submit(th);
 			if (r > 0)
 				total += r;
 		}
-		struct io_uring_sqe *prev = NULL;
+		struct bp_link chain;
+		bp_link_begin(&chain, ring);
 		for (struct bt_op *op = fe->head; op; op = op->next) {
 			if (op->state != BT_QUEUED)
 				continue;
@@ -709,19 +713,17 @@ static int submit_common(struct bt_thread *th, const struct bt_epw_req *req)
 			 * of the chain waits for a later submit. */
 			if (op->kind == BT_SENDFILE && !(op->flags & BT_OP_READ_DONE))
 				break;
-			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+			struct io_uring_sqe *sqe = bp_link_next(&chain, IOSQE_IO_LINK);
 			if (!sqe)
 				break; /* only if a chain exceeds the ring: see MAX_OPS */
 			prep(op, sqe);
-			if (op->kind == BT_CLOSE && prev && (op->flags & BT_OP_TRANSPARENT)) {
+			if (op->kind == BT_CLOSE && chain.count > 1 &&
+			    (op->flags & BT_OP_TRANSPARENT)) {
 				if (nclosing < BP_ARRAY_SIZE(closing))
 					closing[nclosing++] = fe;
 				else
 					unregister_epoll(fe);
 			}
-			if (prev)
-				prev->flags |= IOSQE_IO_LINK;
-			prev = sqe;
 			op->state = BT_INFLIGHT;
 			fe->nqueued--;
 			fe->ninflight++;
