@@ -95,6 +95,10 @@ static inline void pp_cleanup(void)
 /* A scratch directory (the swap directory of the runs, and files). */
 static inline const char *pp_tmpdir(void)
 {
+	/* The run under the preload uses its parent's (which removes it). */
+	const char *inherited = getenv("BYPASS_PAGER_SWAP");
+	if (!pp_dir[0] && pp_preloaded() && inherited && strlen(inherited) < sizeof(pp_dir))
+		strcpy(pp_dir, inherited);
 	if (!pp_dir[0]) {
 		const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 		snprintf(pp_dir, sizeof(pp_dir), "%s/bypass-pp-XXXXXX", base);
