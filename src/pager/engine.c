@@ -118,9 +118,10 @@ void bp_engine_wait(struct region *r)
 static __thread struct {
 	uintptr_t addr;
 	uint32_t seq;
-	uint32_t epoch;
-	const void *pager;
+	uint32_t tid;
 } tls __attribute__((tls_model("initial-exec")));
+
+__thread uint32_t bp_serving_tid __attribute__((tls_model("initial-exec")));
 
 int bp_engine_segv(struct region *r, uintptr_t addr)
 {
@@ -140,14 +141,37 @@ int bp_engine_segv(struct region *r, uintptr_t addr)
 	return 1;
 }
 
-void bp_engine_note_thread(struct bypass_pager *p)
+/*
+ * A small open-addressed set of (interval, thread id): the first fault of a
+ * thread in an interval adds it and counts it.  A thread served by the pool
+ * is known by the message's thread id, so that both engines count the
+ * threads that fault, not those that serve.  Approximate where more than a
+ * few dozen threads fault (a full probe sequence counts again).
+ */
+void bp_engine_note_thread(struct bypass_pager *p, uint32_t tid)
 {
-	uint32_t e = atomic_load_explicit(&p->epoch, memory_order_relaxed);
-	if (tls.epoch != e || tls.pager != p) {
-		tls.epoch = e;
-		tls.pager = p;
-		atomic_fetch_add_explicit(&p->epoch_threads, 1, memory_order_relaxed);
+	if (!tid) {
+		if (!tls.tid)
+			tls.tid = (uint32_t)syscall(SYS_gettid);
+		tid = tls.tid;
 	}
+	uint64_t e = atomic_load_explicit(&p->epoch, memory_order_relaxed);
+	uint64_t key = e << 32 | tid;
+	for (unsigned i = 0; i < 4; i++) {
+		_Atomic uint64_t *slot = &p->seen[(tid + i) % 64];
+		uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
+		if (v == key)
+			return;
+		if ((v >> 32) != e) {
+			if (atomic_compare_exchange_strong(slot, &v, key)) {
+				atomic_fetch_add_explicit(&p->epoch_threads, 1, memory_order_relaxed);
+				return;
+			}
+			if (v == key)
+				return;
+		}
+	}
+	atomic_fetch_add_explicit(&p->epoch_threads, 1, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------------ switching */

@@ -379,7 +379,7 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 	if (r->adaptive) {
 		if (!bp_engine_enter(r))
 			return -EAGAIN; /* a switch was under way: retry */
-		bp_engine_note_thread(p);
+		bp_engine_note_thread(p, bp_serving_tid);
 	}
 	uint64_t t0 = rdtsc();
 	uintptr_t pa = addr & ~(uintptr_t)(PG_SIZE - 1);
@@ -492,7 +492,11 @@ static void handle_msg(struct bypass_pager *p, int uffd, const struct uffd_msg *
 	struct region *r = bp_tab_find(bp_tab_get(), a);
 	uintptr_t pa = a & ~(uintptr_t)(PG_SIZE - 1);
 	if (r && r->pager == p && atomic_load(&r->handler) && atomic_load(&r->uffd) == uffd) {
+		/* who faulted (with UFFD_FEATURE_THREAD_ID; else 0, counted
+		 * as this thread) */
+		bp_serving_tid = m->arg.pagefault.feat.ptid;
 		int e = bp_pager_serve(r, a, write, true);
+		bp_serving_tid = 0;
 		if (e == -EAGAIN) { /* switched meanwhile: the thread faults again */
 			uffd_wake(uffd, pa, PG_SIZE);
 		} else if (e) {

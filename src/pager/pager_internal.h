@@ -234,6 +234,7 @@ struct bypass_pager {
 	_Atomic uint32_t pinning; /* bypass_pager_pin() calls under way */
 	_Atomic uint32_t epoch;   /* measuring interval (distinct faulting threads) */
 	_Atomic uint32_t epoch_threads;
+	_Atomic uint64_t seen[64]; /* epoch << 32 | thread id: counted this interval */
 
 	/* swap slots: bit set = in use.  Allocated under the evict lock,
 	 * freed with atomics from anywhere. */
@@ -337,8 +338,11 @@ bool bp_engine_enter(struct region *r);
 void bp_engine_leave(struct region *r);
 /* A SIGSEGV in an adaptive region: 1 if it came from a switch (retry). */
 int bp_engine_segv(struct region *r, uintptr_t addr);
-/* Count the calling thread among this interval's faulting threads. */
-void bp_engine_note_thread(struct bypass_pager *p);
+/* Count thread tid (0: the calling thread) among this interval's
+ * faulting threads. */
+void bp_engine_note_thread(struct bypass_pager *p, uint32_t tid);
+/* The thread a handler thread is serving now (0: itself), for the above. */
+extern __thread uint32_t bp_serving_tid __attribute__((tls_model("initial-exec")));
 /* Wait until no switch of r is under way. */
 void bp_engine_wait(struct region *r);
 

@@ -105,8 +105,10 @@ int bp_open_pool_uffd(struct bypass_pager *p)
 		bp_err("bypass: pager: userfaultfd for the handler pool: %s", strerror(-e));
 		return e;
 	}
+	/* THREAD_ID: the monitor counts the threads that fault, not the pool
+	 * threads that serve them */
 	int e = bp_uffd_setup(fd, UFFD_FEATURE_PAGEFAULT_FLAG_WP |
-				      (p->uffd_avail & UFFD_FEATURE_POISON));
+				      (p->uffd_avail & (UFFD_FEATURE_POISON | UFFD_FEATURE_THREAD_ID)));
 	if (!e && p->stop_fd < 0) {
 		p->stop_fd = eventfd(0, EFD_CLOEXEC);
 		if (p->stop_fd < 0)
