@@ -436,6 +436,49 @@ void bench_end(struct bench_ctx *c)
 	c->cur = NULL;
 }
 
+static void free_strs(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void bench_free(struct bench_ctx *c)
+{
+	struct bench_exp *e = c->first;
+	while (e) {
+		struct bench_exp *next = e->next;
+		for (size_t i = 0; i < e->nrows; i++) {
+			struct bench_row *r = &e->rows[i];
+			free((char *)r->variant);
+			free((char *)r->kind);
+			free((char *)r->unit);
+			free((char *)r->source);
+			free((char *)r->note);
+			free((char *)r->params);
+		}
+		free(e->rows);
+		free_strs(e->notes, e->nnotes);
+		free_strs(e->failures, e->nfailures);
+		for (size_t i = 0; i < e->ntargets; i++) {
+			free(e->targets[i].what);
+			free(e->targets[i].op);
+		}
+		free(e->targets);
+		free(e->id);
+		free(e->title);
+		free(e->ratio_base);
+		free(e->skipped);
+		free(e);
+		e = next;
+	}
+	c->first = c->last = c->cur = NULL;
+	free_strs(c->fact_keys, c->nfacts);
+	free_strs(c->fact_vals, c->nfacts);
+	c->fact_keys = c->fact_vals = NULL;
+	c->nfacts = 0;
+}
+
 /* ------------------------------------------------------------ parameters */
 
 bool bench_quick(const struct bench_ctx *c)

@@ -46,5 +46,7 @@ bool bench_row_is_rate(const struct bench_row *r);
 const char *bench_ratio_rule(const struct bench_exp *e);
 
 void bench_print_table(FILE *out, const struct bench_exp *e);
+/* Free every experiment and fact (the driver, after writing the JSON). */
+void bench_free(struct bench_ctx *c);
 
 #endif

@@ -502,5 +502,9 @@ int main(int argc, char **argv)
 			c.nfailed == 1 ? "" : "s");
 		status = 1;
 	}
+	bench_free(&c);
+	free(c.params);
+	free(git_commit);
+	free(load_start);
 	return status;
 }

@@ -349,6 +349,10 @@ static void db_teardown(struct pp *p)
 		bypass_notify_destroy(p->db_pong);
 	p->db_ping = p->db_pong = NULL;
 }
+/* --param fail=responder: the doorbell responders exit 3 after answering
+ * (tests/notify/bench-fail.sh proves a failed variant fails the run). */
+static bool inject_fail;
+
 static void db_child(struct pp *p)
 {
 	for (uint64_t i = 0; i < p->n; i++) {
@@ -356,6 +360,8 @@ static void db_child(struct pp *p)
 			die("doorbell wait");
 		bypass_notify_ring(p->db_pong);
 	}
+	if (inject_fail)
+		_exit(3);
 }
 static void db_ping(struct pp *p)
 {
@@ -557,6 +563,7 @@ int bench_notify_pingpong(struct bench_ctx *c)
 	uint64_t warm_round = per / 4 < 100 ? (per < 100 ? per : 100) : per / 4;
 	int cpu_a, cpu_b;
 	bench_cpus(c, &cpu_a, &cpu_b);
+	inject_fail = !strcmp(bench_param(c, "fail", ""), "responder");
 
 	bench_begin(c, "notify.pingpong",
 		    "1-byte ping-pong between two processes on different CPUs (User Interrupts RFC table)",
