@@ -305,7 +305,7 @@ static void rmtree(const char *dir)
 {
 	const char *names[] = { "sort.in", "prog.in", "stats", "sort-0.out", "sort-1.out",
 				"sort-2.out", "prog-0.out", "prog-1.out", "prog-2.out",
-				"out-0", "out-1", "out-2" };
+				"out-0.out", "out-1.out", "out-2.out" };
 	char p[600];
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
