@@ -524,6 +524,13 @@ int bench_pager_throughput(struct bench_ctx *c)
 		   "untimed): all %zu pages right in %s (reading them back took %.1f s "
 		   "Linux, %.1f s bypass, over all rounds)", z.region / PB_PAGE,
 		   fail ? "the runs before the failure" : "every run", verify_s[0], verify_s[1]);
+	/* The pager opens its swap file with O_DIRECT where the file system
+	 * takes it, as the device rows' reads do: their success says which. */
+	if (have_dev)
+		bench_fact(c, "pager.swap_o_direct", "true");
+	else
+		bench_fact(c, "pager.swap_o_direct", "false (O_DIRECT read of the swap file: %s)",
+			   dev_why[0] ? dev_why : "not tried");
 	if (have_dev) {
 		struct bench_summary ri[2];
 		for (int side = have_linux ? 0 : 1; side < 2; side++)
