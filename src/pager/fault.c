@@ -287,9 +287,12 @@ unlock:
  * previous swap-in of the region ended (a sequential stream), the window
  * doubles, up to p->ra pages; any other fault resets it to one page.  The
  * window takes the following pages of the region that were evicted into
- * the following slots (evicted together, in order), in one read.  They are
- * mapped as the faulting page is: writable (dirty) after a write fault,
- * write-protected (clean) after a read fault.
+ * the following slots (evicted together, in order), in one read.  Only the
+ * faulting page of a write fault is mapped writable (dirty); every other
+ * page is mapped write-protected and clean (its slot keeps its copy), so
+ * that a readahead page that is never written is dropped again without a
+ * write, and one that is written becomes dirty through a write-protect
+ * fault.
  */
 static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 		   uint32_t id, uintptr_t pa, bool write, uint32_t *mapped)
@@ -331,9 +334,13 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 	char *buf = bounce_get(p, &bslot);
 	e = pread_full(p->swap_fd, buf, (size_t)k * PG_SIZE,
 		       (off_t)(slot1 - 1) * (off_t)PG_SIZE);
+	/* All write-protected when there is readahead (one copy), then the
+	 * faulting page of a write fault is unprotected. */
 	if (!e)
-		e = uffd_copy(r->uffd, pa, buf, (size_t)k * PG_SIZE, !write, false);
+		e = uffd_copy(r->uffd, pa, buf, (size_t)k * PG_SIZE, !write || k > 1, false);
 	bounce_put(p, bslot);
+	if (!e && write && k > 1 && bp_uffd_wp(r->uffd, pa, PG_SIZE, false, false) != 0)
+		write = false; /* mapped clean: the write faults again (wp) */
 	if (e) {
 		bp_err("bypass: pager: swap-in of %#lx (%u pages, slot %u): %s",
 		       (unsigned long)pa, k, slot1 - 1, strerror(-e));
@@ -350,7 +357,7 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 	for (uint32_t j = 0; j < k; j++) {
 		struct pg *q = pg_of(p, id + j);
 		uint32_t shadow = q->prev;
-		if (write) {
+		if (write && j == 0) {
 			bp_slot_free(p, q);
 			pg_set(q, PW_DIRTY);
 		} else {
