@@ -11,11 +11,7 @@
  * sysctl is not touched: it is machine-wide, and would fail the io_uring
  * users of every other test running at the same time.
  */
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 
 #include "batch/util.h"
@@ -23,19 +19,10 @@
 /* io_uring_setup fails with err for this process and what it execs. */
 static void refuse_io_uring(int err)
 {
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned)(err & SECCOMP_RET_DATA)),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])), f };
-	CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-		SKIP("seccomp filters unavailable here: %s", strerror(errno));
+	static const int nrs[] = { __NR_io_uring_setup };
+	int r = test_seccomp_refuse(nrs, 1, err);
+	if (r)
+		SKIP("seccomp filters unavailable here: %s", strerror(-r));
 	CHECK_EQ(syscall(__NR_io_uring_setup, 4, NULL), -1);
 	CHECK_EQ(errno, err);
 }

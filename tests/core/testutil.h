@@ -6,6 +6,12 @@
 #include "core/internal.h" /* BP_TSAN */
 
 #include <dirent.h>
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,6 +70,43 @@ static inline void test_helper_path(char *buf, size_t len, const char *argv0,
 		snprintf(buf, len, "%.*s/%s", (int)(slash - argv0), argv0, name);
 	else
 		snprintf(buf, len, "./%s", name);
+}
+
+/*
+ * Make the system calls nrs[0..n) (n at most 8) fail with err for this
+ * process and everything it execs, with a seccomp filter (as container
+ * runtimes refuse io_uring_setup).  Returns 0, or -errno when this machine
+ * cannot filter (say why and skip).  x86-64 only; -ENOSYS elsewhere.
+ */
+static inline int test_seccomp_refuse(const int *nrs, unsigned n, int err)
+{
+#if defined(__x86_64__)
+	if (n > 8)
+		return -EINVAL;
+	struct sock_filter f[16];
+	unsigned k = 0;
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, arch));
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, nr));
+	for (unsigned i = 0; i < n; i++) /* a match jumps to the ERRNO return */
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+						      (unsigned)nrs[i], (unsigned char)(n - i), 0);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+					      SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA));
+	struct sock_fprog prog = { .len = (unsigned short)k, .filter = f };
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		return -errno;
+	return 0;
+#else
+	(void)nrs; (void)n; (void)err;
+	return -ENOSYS;
+#endif
 }
 
 #endif
