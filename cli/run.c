@@ -321,26 +321,37 @@ int cli_run(int argc, char **argv)
 	setenv("BYPASS_STATS_FILE", path, 1);
 
 	/* Like system(): the program gets the terminal's signals, we wait. */
-	struct sigaction ign = { .sa_handler = SIG_IGN }, oint, oquit;
+	struct sigaction ign = { .sa_handler = SIG_IGN }, oint, oquit, oterm, ohup;
 	sigaction(SIGINT, &ign, &oint);
 	sigaction(SIGQUIT, &ign, &oquit);
+	/* SIGTERM/SIGHUP wait (blocked) until the program's pid is known */
+	sigset_t fwdset, omask;
+	sigemptyset(&fwdset);
+	sigaddset(&fwdset, SIGTERM);
+	sigaddset(&fwdset, SIGHUP);
+	sigprocmask(SIG_BLOCK, &fwdset, &omask);
+	struct sigaction fwd = { .sa_handler = forward, .sa_flags = SA_RESTART };
+	sigemptyset(&fwd.sa_mask);
+	sigaction(SIGTERM, &fwd, &oterm);
+	sigaction(SIGHUP, &fwd, &ohup);
 	pid_t pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "bypass run: fork: %s\n", strerror(errno));
+		sigprocmask(SIG_SETMASK, &omask, NULL);
 		unlink(path);
 		return CLI_EXIT_FAIL;
 	}
 	if (pid == 0) {
 		sigaction(SIGINT, &oint, NULL);
 		sigaction(SIGQUIT, &oquit, NULL);
+		sigaction(SIGTERM, &oterm, NULL);
+		sigaction(SIGHUP, &ohup, NULL);
+		sigprocmask(SIG_SETMASK, &omask, NULL);
 		execvp(prog[0], prog);
 		_exit(exec_failed(prog[0]));
 	}
 	child_pid = pid;
-	struct sigaction fwd = { .sa_handler = forward, .sa_flags = SA_RESTART };
-	sigemptyset(&fwd.sa_mask);
-	sigaction(SIGTERM, &fwd, NULL);
-	sigaction(SIGHUP, &fwd, NULL);
+	sigprocmask(SIG_SETMASK, &omask, NULL);
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
