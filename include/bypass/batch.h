@@ -55,6 +55,7 @@ struct bypass_batch_opts {
 				    the environment, else 256 */
 	unsigned flags;          /* BYPASS_BATCH_* */
 	unsigned sqpoll_idle_ms; /* SQPOLL thread idle time; 0 = 50 ms */
+	uint64_t reserved[4];    /* must be zero (room to grow; else -EINVAL) */
 };
 
 /*

@@ -17,6 +17,9 @@ int bypass_batch_configure(const struct bypass_batch_opts *opts)
 {
 	if (!opts || (opts->flags & ~BYPASS_BATCH_SQPOLL))
 		return -EINVAL;
+	for (size_t i = 0; i < sizeof(opts->reserved) / sizeof(opts->reserved[0]); i++)
+		if (opts->reserved[i])
+			return -EINVAL;
 	if (opts->entries && (opts->entries < 2 || opts->entries > 32768 ||
 			      (opts->entries & (opts->entries - 1))))
 		return -EINVAL;

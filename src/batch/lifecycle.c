@@ -185,11 +185,16 @@ void bp_bt_thread_retire(struct bt_thread *th)
 	th->bytes = 0;
 	th->segment = 0;
 	bp_bt_unlock(th);
+	/* th's lock too (list_lock first, as fork_prepare and stats_sum take
+	 * them): another thread's reap_owner reads th->ring under th's lock
+	 * only, and stats_sum reads th->c under it. */
 	pthread_mutex_lock(&list_lock);
+	bp_bt_lock(th);
 	add_counters(&dead, &th->c);
 	memset(&th->c, 0, sizeof(th->c));
 	th->ring = NULL;
 	th->live = false;
+	bp_bt_unlock(th);
 	pthread_mutex_unlock(&list_lock);
 	if (self_th == th)
 		self_th = NULL;

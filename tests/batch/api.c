@@ -114,6 +114,11 @@ static void bad_arguments(void)
 	o.flags = 0x80;
 	CHECK_ERR(bypass_batch_configure(&o), -EINVAL);
 	o.flags = 0;
+	for (int i = 0; i < 4; i++) { /* each reserved word must be zero */
+		o.reserved[i] = 1;
+		CHECK_ERR(bypass_batch_configure(&o), -EINVAL);
+		o.reserved[i] = 0;
+	}
 	/* This thread has its ring already. */
 	CHECK_ERR(bypass_batch_configure(&o), -EBUSY);
 	CHECK_ERR(bypass_batch_stats(NULL), -EINVAL);
