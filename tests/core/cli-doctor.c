@@ -17,17 +17,14 @@
  * dropped to nobody, where handler mode needs a privilege it lacks.
  */
 #include <bypass/bypass.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <linux/userfaultfd.h>
 #include <stddef.h>
 #include <grp.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 
 #include "harness.h"
 #include "core/internal.h"
+#include "core/testutil.h"
 #include <liburing.h>
 #if BYPASS_WITH_BATCH
 #include "batch/defer.h"
@@ -62,19 +59,8 @@ static int run_refused(char *out, size_t len)
 	pid_t pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
-		struct sock_filter f[] = {
-			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 2, 0),
-			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_userfaultfd, 1, 0),
-			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-		};
-		struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
-		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		static const int nrs[] = { __NR_io_uring_setup, __NR_userfaultfd };
+		if (test_seccomp_refuse(nrs, 2, EPERM))
 			_exit(77);
 		dup2(pfd[1], 1);
 		close(pfd[0]);
