@@ -154,20 +154,8 @@ static inline const char *preload_path(void)
 static inline const char *preload_env(void)
 {
 	static char buf[2048];
-	char rt[1024] = "";
-	FILE *m = fopen("/proc/self/maps", "r");
-	char line[1400];
-	while (m && fgets(line, sizeof(line), m)) {
-		char *p = strstr(line, "/");
-		if (p && (strstr(p, "libasan.so") || strstr(p, "libtsan.so"))) {
-			p[strcspn(p, "\n")] = 0;
-			snprintf(rt, sizeof(rt), "%s:", p);
-			break;
-		}
-	}
-	if (m)
-		fclose(m);
-	snprintf(buf, sizeof(buf), "%s%s", rt, preload_path());
+	const char *rt = test_sanitizer_rt();
+	snprintf(buf, sizeof(buf), "%s%s%s", rt, *rt ? ":" : "", preload_path());
 	return buf;
 }
 

@@ -73,6 +73,32 @@ static inline void test_helper_path(char *buf, size_t len, const char *argv0,
 }
 
 /*
+ * The sanitizer runtime this test was built with, as a path ("" if none):
+ * a child run under an LD_PRELOAD library needs it first in LD_PRELOAD.
+ */
+static inline const char *test_sanitizer_rt(void)
+{
+	static char rt[1024];
+	static int done;
+	if (done)
+		return rt;
+	done = 1;
+	FILE *m = fopen("/proc/self/maps", "r");
+	char line[1400];
+	while (m && fgets(line, sizeof(line), m)) {
+		char *p = strstr(line, "/");
+		if (p && (strstr(p, "libasan.so") || strstr(p, "libtsan.so"))) {
+			p[strcspn(p, "\n")] = 0;
+			snprintf(rt, sizeof(rt), "%s", p);
+			break;
+		}
+	}
+	if (m)
+		fclose(m);
+	return rt;
+}
+
+/*
  * Make the system calls nrs[0..n) (n at most 8) fail with err for this
  * process and everything it execs, with a seccomp filter (as container
  * runtimes refuse io_uring_setup).  Returns 0, or -errno when this machine

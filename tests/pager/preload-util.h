@@ -30,24 +30,7 @@ static inline bool pp_preloaded(void)
 /* The sanitizer runtime this test was built with ("" if none). */
 static inline const char *pp_sanitizer_rt(void)
 {
-	static char rt[1024];
-	static int done;
-	if (done)
-		return rt;
-	done = 1;
-	FILE *m = fopen("/proc/self/maps", "r");
-	char line[1400];
-	while (m && fgets(line, sizeof(line), m)) {
-		char *p = strstr(line, "/");
-		if (p && (strstr(p, "libasan.so") || strstr(p, "libtsan.so"))) {
-			p[strcspn(p, "\n")] = 0;
-			snprintf(rt, sizeof(rt), "%s", p);
-			break;
-		}
-	}
-	if (m)
-		fclose(m);
-	return rt;
+	return test_sanitizer_rt();
 }
 
 /*
