@@ -80,9 +80,13 @@ static inline const char *test_sanitizer_rt(void)
 {
 	static char rt[1024];
 	static int done;
-	if (done)
+	/* Marked done only once rt is filled: threads that ask at once each
+	 * read the maps (and write the same bytes); none sees a half answer.
+	 * (It set done first: a second thread got "" while the first was still
+	 * reading, and preload-threads took malloc's path for one call and
+	 * mmap's for the next.) */
+	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE))
 		return rt;
-	done = 1;
 	FILE *m = fopen("/proc/self/maps", "r");
 	char line[1400];
 	while (m && fgets(line, sizeof(line), m)) {
@@ -95,6 +99,7 @@ static inline const char *test_sanitizer_rt(void)
 	}
 	if (m)
 		fclose(m);
+	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
 	return rt;
 }
 

@@ -56,6 +56,8 @@ int main(int argc, char **argv)
 {
 	pp_start(60);
 	if (pp_preloaded()) {
+		/* Settle the sanitizer question before the threads ask it. */
+		(void)pp_malloc_reaches_preload();
 		pthread_t t[T];
 		for (size_t i = 0; i < T; i++)
 			CHECK_EQ(pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)i), 0);
