@@ -30,6 +30,7 @@
 #include "core/internal.h"
 
 struct io_uring;
+struct io_uring_getevents_arg;
 struct io_uring_cqe;
 
 /* ---------------------------------------------------------- configuration */
@@ -229,6 +230,9 @@ void bp_bt_deactivate(struct bt_thread *th, struct bt_fdent *fe);
 /* Under th's lock: wait (at most a second) for a completion in th's ring
  * without dropping the lock, and reap. */
 void bp_bt_wait_one_locked(struct bt_thread *th);
+/* Under th's lock: wait as ga says with the lock dropped, then reap;
+ * 0 or -errno. */
+int bp_bt_wait_unlocked(struct bt_thread *th, const struct io_uring_getevents_arg *ga);
 /* Under th's lock (th owns fe): append op to fe's stream. */
 void bp_bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op);
 /* Under th's lock: submit everything queued (one enter), reap.  Returns the

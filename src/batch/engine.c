@@ -527,6 +527,24 @@ void bp_bt_wait_one_locked(struct bt_thread *th)
 	bp_bt_reap(th);
 }
 
+/*
+ * Under th's lock: wait for completions as ga says, with the lock dropped
+ * while in the kernel (other threads may queue on our descriptors), then
+ * reap.  Returns 0 or the enter's -errno (-EINTR, -ETIME, ...).
+ */
+int bp_bt_wait_unlocked(struct bt_thread *th, const struct io_uring_getevents_arg *ga)
+{
+	int fd = th->ring->ring_fd;
+	bp_bt_unlock(th);
+	long r = syscall(SYS_io_uring_enter, fd, 0, 1,
+			 IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, ga, sizeof(*ga));
+	int e = r < 0 ? errno : 0;
+	bp_bt_lock(th);
+	th->c.enters++;
+	bp_bt_reap(th);
+	return -e;
+}
+
 /* Phase one of a flush: read the files of queued sendfile calls. */
 static void read_phase(struct bt_thread *th)
 {

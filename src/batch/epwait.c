@@ -140,15 +140,8 @@ long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 		} else {
 			ga.ts = 0; /* no limit (the first enter had the linger's) */
 		}
-		int fd = th->ring->ring_fd;
-		bp_bt_unlock(th);
-		long r = syscall(SYS_io_uring_enter, fd, 0, 1,
-				 IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &ga, sizeof(ga));
-		int e = r < 0 ? errno : 0;
-		bp_bt_lock(th);
-		th->c.enters++;
-		bp_bt_reap(th);
-		if (r < 0 && e != EINTR && e != ETIME && e != EAGAIN && e != EBUSY) {
+		int e = -bp_bt_wait_unlocked(th, &ga);
+		if (e && e != EINTR && e != ETIME && e != EAGAIN && e != EBUSY) {
 			bp_err("bypass batch: io_uring_enter (merged wait): %s", strerror(e));
 			failed = true;
 			break;

@@ -89,14 +89,7 @@ int bp_bt_wait(struct bt_thread *th, bool (*pred)(struct bt_thread *, void *),
 		struct __kernel_timespec ts = { (long long)(slice / 1000000000ull),
 						(long long)(slice % 1000000000ull) };
 		struct io_uring_getevents_arg ga = { .ts = (uint64_t)(uintptr_t)&ts };
-		int fd = th->ring->ring_fd;
-		bp_bt_unlock(th);
-		long r = syscall(SYS_io_uring_enter, fd, 0, 1,
-				 IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &ga, sizeof(ga));
-		int e = r < 0 ? errno : 0;
-		bp_bt_lock(th);
-		th->c.enters++;
-		bp_bt_reap(th);
+		int e = -bp_bt_wait_unlocked(th, &ga);
 		if (e == EINTR && intr && !pred(th, arg))
 			return -EINTR;
 	}
