@@ -341,7 +341,7 @@ struct bypass_pager_policy {
 	int (*choose_victims)(void *state, void **addrs, unsigned n);
 	/* [signal] after on_fault: ranges to read in asynchronously, up to n
 	 * of them into out[]; returns how many or -errno.  At most a quarter
-	 * of the budget (and 256 pages) per call is prefetched. */
+	 * of the budget (and 1024 pages) per call is prefetched. */
 	int (*prefetch)(void *state, const struct bypass_pager_fault *f,
 			struct bypass_pager_range *out, unsigned n);
 	/* [normal] bypass_pager_advise() was called (after the pager applied

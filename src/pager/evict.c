@@ -228,7 +228,9 @@ static uint32_t select_shard(struct bypass_pager *p, struct lru_shard *sh, uint3
 		struct pg *pg = pg_of(p, id);
 		uint32_t w = atomic_load(&pg->w);
 		list_unlink(p, in, id);
-		if ((w & PW_PRIO) && !prio) { /* PRIORITY: only when nothing else */
+		/* PRIORITY: only when nothing else; the prefetcher does not
+		 * evict what it prefetched and nobody used yet */
+		if (((w & PW_PRIO) && !prio) || (p->evict_noprio && (w & PW_PF))) {
 			list_push(p, ac, id);
 			pg_set(pg, PW_ACTIVE);
 			continue;
@@ -756,19 +758,34 @@ int bp_pager_reserve_below_high(struct bypass_pager *p, uint32_t n)
 
 int bp_pager_reserve_prefetch(struct bypass_pager *p, uint32_t n)
 {
-	for (int tries = 0; tries < 2; tries++) {
-		if (!bp_pager_reserve_below_high(p, n))
-			return 0;
-		if (n > p->high || !bp_plock_trylock(&p->evict))
-			return -EAGAIN;
-		p->evict_noprio = true;
-		uint32_t done = evict_run(p, false);
-		p->evict_noprio = false;
-		bp_plock_unlock(&p->evict);
-		if (!done)
+	if (!bp_pager_reserve_below_high(p, n))
+		return 0;
+	if (n > p->high - p->low || !bp_plock_trylock(&p->evict))
+		return -EAGAIN;
+	/* Rounds of a batch (whatever the watermarks) until n more pages
+	 * fit below the high watermark, sparing PRIORITY pages. */
+	p->evict_noprio = true;
+	unsigned idx = bp_tab_enter();
+	struct ectx c = { bp_tab_get(), NULL };
+	reap(p, &c, false);
+	int e = -EAGAIN;
+	for (int round = 0; round < 8; round++) {
+		if (!bp_pager_reserve_below_high(p, n)) {
+			e = 0;
+			break;
+		}
+		uint32_t res = atomic_load(&p->resident), wb = atomic_load(&p->writeback);
+		if (res - wb + n <= p->high) { /* room once write-backs end */
+			reap(p, &c, true);
+			continue;
+		}
+		if (!evict_round(p, &c, true))
 			break;
 	}
-	return -EAGAIN;
+	bp_tab_leave(idx);
+	p->evict_noprio = false;
+	bp_plock_unlock(&p->evict);
+	return e;
 }
 
 int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)

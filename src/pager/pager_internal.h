@@ -294,7 +294,8 @@ struct bypass_pager {
 	_Atomic uint32_t pol_readers[2];
 	struct bp_hints *hints;      /* the hint ranges (policy.c) */
 	struct bp_pf *_Atomic pf;    /* the prefetcher, once started */
-	bool evict_noprio;           /* this eviction spares PRIORITY pages
+	bool evict_noprio;           /* the prefetcher evicts: it spares PRIORITY
+					and unused prefetched pages
 					(evict lock) */
 
 	/* counters */

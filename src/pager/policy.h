@@ -15,7 +15,7 @@
 
 #include "pager/pager_internal.h"
 
-#define PG_MAX_PF 256u /* pages one prefetch request or window may span */
+#define PG_MAX_PF 1024u /* pages one prefetch request or window may span */
 
 /* A built-in policy's hooks into the pager's internals (trusted code). */
 struct bp_builtin {

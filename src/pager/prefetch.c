@@ -29,7 +29,7 @@
 
 #define PF_QLEN 256u   /* queued requests */
 #define PF_QD 8u       /* reads in flight */
-#define PF_RUN 32u     /* pages per read */
+#define PF_RUN 128u    /* pages per read */
 #define PF_WIN0 8u     /* first window, in strides */
 #define PF_MAX_STRIDE 512 /* pages between two faults of a stride stream */
 #define PF_STRIDE_STEPS 32u /* strided pages asked for at once */
@@ -41,6 +41,8 @@ struct pf_cell {
 
 struct pf_read {
 	uint32_t id0, k;
+	struct region *r;
+	unsigned tab;   /* the region table read section this read holds */
 	char *buf;
 };
 
@@ -55,6 +57,8 @@ struct bp_pf {
 	char *bufs;
 	struct pf_read rd[PF_QD];
 	bool rd_busy[PF_QD];
+	uint32_t inflight;
+	uint32_t cur, end; /* the request being read: [cur, end) */
 };
 
 uint32_t bp_pf_max(const struct bypass_pager *p)
@@ -137,10 +141,10 @@ static void pf_unlock_run(struct bypass_pager *p, uint32_t id0, uint32_t k)
 }
 
 /* A read finished: install its pages, or give them up. */
-static void pf_complete(struct bypass_pager *p, struct regtab *t, struct pf_read *rd, int res)
+static void pf_complete(struct bypass_pager *p, struct pf_read *rd, int res)
 {
-	struct region *r = bp_tab_find_id(t, p, rd->id0);
-	bool ok = r && res == (int)(rd->k * PG_SIZE);
+	struct region *r = rd->r;
+	bool ok = res == (int)(rd->k * PG_SIZE);
 	bool entered = false;
 	if (ok && r->adaptive) {
 		/* bp_engine_enter() without waiting: a switch waits for the
@@ -161,102 +165,121 @@ static void pf_complete(struct bypass_pager *p, struct regtab *t, struct pf_read
 				 strerror(-res));
 		pf_unlock_run(p, rd->id0, rd->k);
 		bp_pager_unreserve(p, rd->k);
-		return;
+	} else {
+		for (uint32_t j = 0; j < rd->k; j++) {
+			struct pg *pg = pg_of(p, rd->id0 + j);
+			pg_set(pg, PW_WP | PW_PF);
+			pg_set_state(pg, PS_RESIDENT);
+			bp_lru_add(p, rd->id0 + j, false);
+			bp_pg_unlock(pg);
+		}
+		stat_add(&ST(p).rd, (uint64_t)rd->k * PG_SIZE);
+		stat_add(&ST(p).pf, rd->k);
 	}
-	for (uint32_t j = 0; j < rd->k; j++) {
-		struct pg *pg = pg_of(p, rd->id0 + j);
-		pg_set(pg, PW_WP | PW_PF);
-		pg_set_state(pg, PS_RESIDENT);
-		bp_lru_add(p, rd->id0 + j, false);
-		bp_pg_unlock(pg);
-	}
-	stat_add(&ST(p).rd, (uint64_t)rd->k * PG_SIZE);
-	stat_add(&ST(p).pf, rd->k);
+	bp_tab_leave(rd->tab);
 }
 
-static void pf_reap_one(struct bypass_pager *p, struct bp_pf *pf, struct regtab *t,
-			uint32_t *inflight)
+static void pf_reap_one(struct bypass_pager *p, struct bp_pf *pf)
 {
 	struct io_uring_cqe *cqe;
 	int e;
 	do
 		e = io_uring_wait_cqe(&pf->ring, &cqe);
 	while (e == -EINTR);
-	if (e)
+	if (e) {
+		bp_err("bypass: pager: prefetch: io_uring_wait_cqe: %s", strerror(-e));
 		return;
+	}
 	uint32_t i = (uint32_t)cqe->user_data;
 	int res = cqe->res;
 	io_uring_cqe_seen(&pf->ring, cqe);
-	pf_complete(p, t, &pf->rd[i], res);
+	pf_complete(p, &pf->rd[i], res);
 	pf->rd_busy[i] = false;
-	(*inflight)--;
+	pf->inflight--;
 }
 
-/* Read in the swapped pages of [id, id + n). */
-static void pf_request(struct bypass_pager *p, struct bp_pf *pf, uint32_t id, uint32_t n)
+/*
+ * Start one read from the current request: the next run of swapped pages
+ * with consecutive slots, locked, with room reserved.  Each read holds a
+ * region-table read section of its own until it is installed, so that its
+ * region cannot go away meanwhile and an unmap waits for one read at most.
+ * Returns false when the request is done (or there is no room: the rest
+ * of it is dropped; the next fault of the stream asks again).
+ */
+static bool pf_start_read(struct bypass_pager *p, struct bp_pf *pf)
 {
-	if (n > PG_MAX_PF)
-		n = PG_MAX_PF;
-	unsigned ti = bp_tab_enter();
-	struct regtab *t = bp_tab_get();
-	uint32_t end = id + n < id ? UINT32_MAX : id + n, cur = id, inflight = 0;
-	bool full = false;
-	while (t && ((cur < end && !full) || inflight)) {
-		while (cur < end && !full && inflight < PF_QD) {
-			struct region *r = bp_tab_find_id(t, p, cur);
-			if (!r || !pf_lock(p, cur)) {
-				cur++;
-				continue;
-			}
-			uint32_t slot1 = pg_of(p, cur)->slot, k = 1;
-			while (k < PF_RUN && cur + k < end && region_has_id(r, cur + k) &&
-			       pf_lock(p, cur + k)) {
-				if (pg_of(p, cur + k)->slot != slot1 + k) {
-					bp_pg_unlock(pg_of(p, cur + k));
-					break;
-				}
-				k++;
-			}
-			if (bp_pager_reserve_prefetch(p, k)) {
-				pf_unlock_run(p, cur, k);
-				full = true; /* no room: the rest of the request waits
-						for the next fault to ask again */
+	while (pf->cur < pf->end) {
+		unsigned ti = bp_tab_enter();
+		struct regtab *t = bp_tab_get();
+		uint32_t cur = pf->cur;
+		struct region *r = t ? bp_tab_find_id(t, p, cur) : NULL;
+		if (!r || !pf_lock(p, cur)) {
+			bp_tab_leave(ti);
+			pf->cur++;
+			continue;
+		}
+		uint32_t slot1 = pg_of(p, cur)->slot, k = 1;
+		while (k < PF_RUN && cur + k < pf->end && region_has_id(r, cur + k) &&
+		       pf_lock(p, cur + k)) {
+			if (pg_of(p, cur + k)->slot != slot1 + k) {
+				bp_pg_unlock(pg_of(p, cur + k));
 				break;
 			}
-			uint32_t i = 0;
-			while (pf->rd_busy[i])
-				i++;
-			struct pf_read *rd = &pf->rd[i];
-			rd->id0 = cur;
-			rd->k = k;
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&pf->ring);
-			if (!sqe) {
-				io_uring_submit(&pf->ring);
-				sqe = io_uring_get_sqe(&pf->ring);
-			}
-			io_uring_prep_read(sqe, p->swap_fd, rd->buf, k * (unsigned)PG_SIZE,
-					   (uint64_t)(slot1 - 1) * PG_SIZE);
-			io_uring_sqe_set_data64(sqe, i);
-			pf->rd_busy[i] = true;
-			inflight++;
-			cur += k;
+			k++;
 		}
-		if (inflight) {
+		if (bp_pager_reserve_prefetch(p, k)) {
+			pf_unlock_run(p, cur, k);
+			bp_tab_leave(ti);
+			pf->cur = pf->end;
+			return false;
+		}
+		uint32_t i = 0;
+		while (pf->rd_busy[i])
+			i++;
+		struct pf_read *rd = &pf->rd[i];
+		*rd = (struct pf_read){ .id0 = cur, .k = k, .r = r, .tab = ti, .buf = rd->buf };
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&pf->ring);
+		if (!sqe) {
 			io_uring_submit(&pf->ring);
-			pf_reap_one(p, pf, t, &inflight);
+			sqe = io_uring_get_sqe(&pf->ring);
 		}
+		io_uring_prep_read(sqe, p->swap_fd, rd->buf, k * (unsigned)PG_SIZE,
+				   (uint64_t)(slot1 - 1) * PG_SIZE);
+		io_uring_sqe_set_data64(sqe, i);
+		pf->rd_busy[i] = true;
+		pf->inflight++;
+		pf->cur += k;
+		return true;
 	}
-	bp_tab_leave(ti);
+	return false;
 }
 
+/*
+ * The thread: keep up to PF_QD reads in flight, taking requests from the
+ * queue as the current one runs out; sleep when there is nothing to read.
+ */
 static void *pf_main(void *arg)
 {
 	struct bypass_pager *p = arg;
 	struct bp_pf *pf = atomic_load(&p->pf);
 	while (!atomic_load(&pf->stop)) {
-		uint32_t id, n;
-		if (pf_pop(pf, &id, &n)) {
-			pf_request(p, pf, id, n);
+		bool started = false;
+		while (pf->inflight < PF_QD) {
+			if (pf->cur >= pf->end) {
+				uint32_t id, n;
+				if (!pf_pop(pf, &id, &n))
+					break;
+				pf->cur = id;
+				pf->end = id + (n > PG_MAX_PF ? PG_MAX_PF : n);
+				if (pf->end < id)
+					pf->end = UINT32_MAX;
+			}
+			started |= pf_start_read(p, pf);
+		}
+		if (started)
+			io_uring_submit(&pf->ring);
+		if (pf->inflight) {
+			pf_reap_one(p, pf);
 			continue;
 		}
 		uint32_t seen = atomic_load(&pf->wake);
@@ -265,6 +288,8 @@ static void *pf_main(void *arg)
 			bp_futex_wait(&pf->wake, seen, 100000000, false);
 		atomic_store(&pf->sleeping, 0);
 	}
+	while (pf->inflight)
+		pf_reap_one(p, pf);
 	return NULL;
 }
 
