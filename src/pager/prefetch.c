@@ -53,6 +53,7 @@ struct bp_pf {
 	_Atomic uint32_t wake, sleeping;
 	_Atomic bool stop;
 	pthread_t thread;
+	struct bypass_pager *p;
 	struct io_uring ring;
 	char *bufs;
 	struct pf_read rd[PF_QD];
@@ -260,8 +261,8 @@ static bool pf_start_read(struct bypass_pager *p, struct bp_pf *pf)
  */
 static void *pf_main(void *arg)
 {
-	struct bypass_pager *p = arg;
-	struct bp_pf *pf = atomic_load(&p->pf);
+	struct bp_pf *pf = arg; /* not p->pf: bp_pf_stop() clears that first */
+	struct bypass_pager *p = pf->p;
 	while (!atomic_load(&pf->stop)) {
 		bool started = false;
 		while (pf->inflight < PF_QD) {
@@ -317,11 +318,12 @@ int bp_pf_start(struct bypass_pager *p)
 		free(pf);
 		return e;
 	}
+	pf->p = p;
 	atomic_store(&p->pf, pf);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = pthread_create(&pf->thread, NULL, pf_main, p);
+	e = pthread_create(&pf->thread, NULL, pf_main, pf);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e) {
 		atomic_store(&p->pf, NULL);

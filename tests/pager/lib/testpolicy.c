@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { GOOD, GARBAGE, OUTSIDE, FAIL, GREEDY, DUP };
@@ -20,7 +21,11 @@ enum { GOOD, GARBAGE, OUTSIDE, FAIL, GREEDY, DUP };
 _Atomic unsigned long testpol_faults, testpol_victim_calls, testpol_prefetch_calls,
 	testpol_hints, testpol_access, testpol_inits, testpol_finis;
 
-static int mode;
+/* the mode is per instance: a new instance's init runs while faults still
+ * use the old one */
+struct tp {
+	int mode;
+};
 #define RING 4096u
 static _Atomic uintptr_t ring[RING];
 static _Atomic unsigned rhead, rtail;
@@ -41,27 +46,28 @@ static int tp_init(bypass_pager *p, const char *args, void **state)
 {
 	(void)p;
 	static const char *const names[] = { "good", "garbage", "outside", "fail", "greedy", "dup" };
-	*state = &mode;
 	atomic_fetch_add(&testpol_inits, 1);
-	atomic_store(&rhead, 0);
-	atomic_store(&rtail, 0);
-	if (!args || !*args) {
+	int mode = -1;
+	if (!args || !*args)
 		mode = GOOD;
-		return 0;
-	}
-	if (!strcmp(args, "initfail"))
+	else if (!strcmp(args, "initfail"))
 		return -EIO;
-	for (int i = 0; i < 6; i++)
-		if (!strcmp(args, names[i])) {
+	for (int i = 0; mode < 0 && i < 6; i++)
+		if (!strcmp(args, names[i]))
 			mode = i;
-			return 0;
-		}
-	return -EINVAL;
+	if (mode < 0)
+		return -EINVAL;
+	struct tp *t = malloc(sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->mode = mode;
+	*state = t;
+	return 0;
 }
 
 static void tp_fini(void *state)
 {
-	(void)state;
+	free(state);
 	atomic_fetch_add(&testpol_finis, 1);
 }
 
@@ -85,7 +91,7 @@ static void tp_access(void *state, void *addr, size_t npages, unsigned flags)
 
 static int tp_victims(void *state, void **addrs, unsigned n)
 {
-	(void)state;
+	int mode = ((struct tp *)state)->mode;
 	atomic_fetch_add(&testpol_victim_calls, 1);
 	switch (mode) {
 	case FAIL:
@@ -124,7 +130,7 @@ static int tp_victims(void *state, void **addrs, unsigned n)
 static int tp_prefetch(void *state, const struct bypass_pager_fault *f,
 		       struct bypass_pager_range *out, unsigned n)
 {
-	(void)state;
+	int mode = ((struct tp *)state)->mode;
 	atomic_fetch_add(&testpol_prefetch_calls, 1);
 	switch (mode) {
 	case FAIL:
@@ -162,9 +168,9 @@ static int tp_prefetch(void *state, const struct bypass_pager_fault *f,
 
 static int tp_hint(void *state, void *addr, size_t len, int advice)
 {
-	(void)state, (void)addr, (void)len, (void)advice;
+	(void)addr, (void)len, (void)advice;
 	atomic_fetch_add(&testpol_hints, 1);
-	return mode == FAIL ? -EIO : 0;
+	return ((struct tp *)state)->mode == FAIL ? -EIO : 0;
 }
 
 const struct bypass_pager_policy bypass_pager_policy = {

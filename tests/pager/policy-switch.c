@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Switching policies on a live pager: two threads write and read
+ * checksummed pages at random over a region 8x the budget, with sequential
+ * runs now and then, while the main thread switches the pager's policy
+ * round the built-ins (2q, clock, prefetch, window), the test policy in a
+ * shared object (good and misbehaving modes) and a registered one, and
+ * changes hints on the region.  Every page is checked at the end, the
+ * budget holds, and every replaced shared-object instance was finished.
+ * Upcall mode, and the adaptive engine switching every interval (flip).
+ * TEST_LABELS: threads
+ */
+#include "util.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#define BUDGET 64ul
+#define NPAGES (8 * BUDGET)
+#define OPS 8000
+
+static char *m;
+static unsigned char ver[NPAGES];
+static _Atomic int running;
+
+struct half {
+	size_t first, n;
+	uint64_t seed;
+};
+
+static void *worker(void *arg)
+{
+	struct half *h = arg;
+	uint64_t s = h->seed;
+	for (int op = 0; op < OPS; op++) {
+		size_t i = h->first + xorshift(&s) % h->n;
+		if (xorshift(&s) % 3 == 0) {
+			ver[i]++;
+			fill_page(m + i * PAGE, i, ver[i]);
+		} else if (!page_ok(m + i * PAGE, i, ver[i])) {
+			TEST_FAIL("page %zu: wrong data (version %u)", i, ver[i]);
+		}
+		if (op % 400 == 0) /* a sequential run, ascending or descending */
+			for (size_t k = 0; k < 48 && k < h->n; k++) {
+				size_t j = op % 800 ? h->first + k : h->first + h->n - 1 - k;
+				if (!page_ok(m + j * PAGE, j, ver[j]))
+					TEST_FAIL("page %zu: wrong data", j);
+			}
+	}
+	atomic_fetch_sub(&running, 1);
+	return NULL;
+}
+
+static int reg_init(bypass_pager *p, const char *args, void **state)
+{
+	(void)p, (void)args;
+	*state = NULL;
+	return 0;
+}
+
+static int reg_victims(void *state, void **addrs, unsigned n)
+{
+	(void)state;
+	/* the first pages of the region, resident or not: the pager sorts
+	 * out which it can take */
+	for (unsigned i = 0; i < n; i++)
+		addrs[i] = m + (size_t)i * PAGE;
+	return (int)n;
+}
+
+static const struct bypass_pager_policy reg_pol = {
+	.version = BYPASS_PAGER_POLICY_VERSION, .name = "switch-test", .init = reg_init,
+	.choose_victims = reg_victims,
+};
+
+static void run(const char *so, int mode, const char *what)
+{
+	struct bypass_pager_config c = {
+		.budget = BUDGET * PAGE, .swap_path = tmpdir(), .swap_size = NPAGES * PAGE,
+		.mode = mode, .flags = BYPASS_PAGER_SWAP_TEMP,
+	};
+	bypass_pager *p = NULL;
+	CHECK_EQ(bypass_pager_create(&c, &p), 0);
+	CHECK_EQ(bypass_pager_map(p, NPAGES * PAGE, 0, (void **)&m), 0);
+	for (size_t i = 0; i < NPAGES; i++) {
+		ver[i] = 1;
+		fill_page(m + i * PAGE, i, 1);
+	}
+	char s1[PATH_MAX + 16], s2[PATH_MAX + 16], s3[PATH_MAX + 16];
+	snprintf(s1, sizeof(s1), "%s", so);
+	snprintf(s2, sizeof(s2), "%s,garbage", so);
+	snprintf(s3, sizeof(s3), "%s,fail", so);
+	const char *specs[] = { "2q", "clock", "prefetch", "window", s1, s2, s3, "switch-test" };
+	const int nspecs = sizeof(specs) / sizeof(specs[0]);
+	struct half h[2] = { { 0, NPAGES / 2, 7 }, { NPAGES / 2, NPAGES / 2, 13 } };
+	pthread_t t[2];
+	atomic_store(&running, 2);
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(pthread_create(&t[i], NULL, worker, &h[i]), 0);
+	int switches = 0;
+	while (atomic_load(&running)) {
+		CHECK_EQ(bypass_pager_set_policy(p, specs[switches % nspecs]), 0);
+		/* hints change under the threads too */
+		int adv = switches % 6;
+		CHECK_EQ(bypass_pager_advise(p, m + (switches % 8) * 64 * PAGE, 64 * PAGE, adv), 0);
+		switches++;
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	for (size_t i = 0; i < NPAGES; i++)
+		if (!page_ok(m + i * PAGE, i, ver[i]))
+			TEST_FAIL("%s: page %zu lost its data", what, i);
+	struct bypass_pager_stats st = stats_of(p);
+	TEST_LOG("%s: %d switches, evictions %llu, prefetched %llu, rejects %llu, peak %llu",
+		 what, switches, (unsigned long long)st.evictions,
+		 (unsigned long long)st.prefetch_pages, (unsigned long long)st.policy_rejects,
+		 (unsigned long long)st.resident_peak);
+	CHECK(st.resident_peak <= BUDGET);
+	CHECK_EQ(bypass_pager_destroy(p), 0);
+}
+
+int main(void)
+{
+	const char *b = getenv("BYPASS_BUILD");
+	if (!b)
+		SKIP("BYPASS_BUILD is not set (run through ctest)");
+	char so[PATH_MAX];
+	snprintf(so, sizeof(so), "%s/tests/pager/testpolicy.so", b);
+	CHECK_EQ(bypass_pager_policy_register(&reg_pol), 0);
+	run(so, BYPASS_PAGER_UPCALL, "upcall");
+	setenv("BYPASS_PAGER_ENGINE", "flip", 1);
+	run(so, BYPASS_PAGER_ADAPTIVE, "adaptive (flip)");
+	/* the pagers are destroyed: every instance of the shared object
+	 * that was initialised was finished */
+	void *h = dlopen(so, RTLD_NOW | RTLD_NOLOAD);
+	if (h) { /* still loaded only if something kept it */
+		_Atomic unsigned long *inits = dlsym(h, "testpol_inits");
+		_Atomic unsigned long *finis = dlsym(h, "testpol_finis");
+		CHECK(inits && finis && *inits == *finis);
+		dlclose(h);
+	}
+	tmpdir_cleanup();
+	printf("ok\n");
+	return 0;
+}
