@@ -96,6 +96,40 @@ static bool env_off(const char *s)
 		     !strcasecmp(s, "false"));
 }
 
+/* BYPASS_PAGER_POLICY, given to bypass_pager_set_policy() once the pager
+ * exists ("" = the default) */
+static char policy_spec[512];
+
+/*
+ * A policy spec that can work: a built-in name (2q, clock, prefetch,
+ * window), or a readable shared object (path.so[:symbol]) with optional
+ * ",args".  The rest is bypass_pager_set_policy()'s to check when the
+ * pager is made.
+ */
+static bool policy_ok(const char *spec)
+{
+	char body[sizeof(policy_spec)];
+	if (strlen(spec) >= sizeof(body))
+		return false;
+	strcpy(body, spec);
+	char *comma = strchr(body, ',');
+	if (comma)
+		*comma = 0;
+	size_t n = strlen(body);
+	if (strchr(body, '/') || (n > 3 && !strcmp(body + n - 3, ".so")) || strstr(body, ".so:")) {
+		char *slash = strrchr(body, '/');
+		char *colon = strrchr(slash ? slash : body, ':');
+		if (colon)
+			*colon = 0;
+		return access(body, R_OK) == 0;
+	}
+	static const char *const builtin[] = { "2q", "clock", "prefetch", "window" };
+	for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++)
+		if (!strcasecmp(body, builtin[i]))
+			return !comma; /* they take no arguments */
+	return false;
+}
+
 static bool configure(void)
 {
 	const char *k = getenv("BYPASS_PAGER");
@@ -114,11 +148,14 @@ static bool configure(void)
 	    !env_size("BYPASS_PAGER_SWAP_SIZE", 4ul << 30, 16 * PP_PAGE, &c.swap_size))
 		return false;
 	const char *pol = getenv("BYPASS_PAGER_POLICY");
-	if (pol && *pol && strcasecmp(pol, "2q")) {
-		complain("bypass: pager preload: BYPASS_PAGER_POLICY=%s is not a policy this "
-			 "build has (only 2q); the program runs unpaged", pol);
+	if (pol && *pol && !policy_ok(pol)) {
+		complain("bypass: pager preload: BYPASS_PAGER_POLICY=%s is neither a built-in "
+			 "policy (2q, clock, prefetch, window; no arguments) nor a readable "
+			 "shared object; the program runs unpaged", pol);
 		return false;
 	}
+	if (pol)
+		strcpy(policy_spec, pol); /* policy_ok() checked the length */
 	const char *dir = getenv("BYPASS_PAGER_SWAP");
 	if (!dir || !*dir)
 		dir = "/var/tmp";
@@ -180,11 +217,17 @@ bypass_pager *bp_pp_pager(void)
 		c.mode = BYPASS_PAGER_UPCALL;
 		c.flags = BYPASS_PAGER_SWAP_TEMP;
 		int e = bypass_pager_create(&c, &p);
-		bp_pp_guard--;
 		if (e) {
 			complain("bypass: pager preload: no pager (%s, budget %zu, swap %zu "
 				 "bytes in %s); the program runs unpaged", strerror(-e),
 				 c.budget, c.swap_size, c.swap_path);
+		} else if (policy_spec[0] && (e = bypass_pager_set_policy(p, policy_spec))) {
+			complain("bypass: pager preload: BYPASS_PAGER_POLICY=%s: %s; the program "
+				 "runs unpaged", policy_spec, strerror(-e));
+			bypass_pager_destroy(p);
+		}
+		bp_pp_guard--;
+		if (e) {
 			atomic_store(&pager_failed, true);
 			p = NULL;
 		} else {

@@ -5,6 +5,7 @@
  * names, a registered name, a shared object with :symbol and ,args) and
  * their errors, advise's errors and its hint table limit.  A policy whose
  * init fails leaves the old one in place.
+ * TEST_LABELS: threads (the prefetch thread)
  */
 #include "util.h"
 

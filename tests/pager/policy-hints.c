@@ -12,6 +12,7 @@
  *    pages are all PRIORITY still evicts (nothing else is left);
  *  - NORMAL clears a hint.
  * Data is checked page by page throughout.  Upcall mode.
+ * TEST_LABELS: threads (the prefetch thread)
  */
 #include "util.h"
 

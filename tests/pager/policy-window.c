@@ -8,6 +8,7 @@
  * evicted (mincore after every vertex), the edge stream must be prefetched,
  * and the budget holds.  The same run under "2q" must give the same
  * results (its counters are logged beside).
+ * TEST_LABELS: threads (the prefetch thread)
  */
 #include "util.h"
 
