@@ -169,7 +169,9 @@ bool bp_victim_take(struct bypass_pager *p, uint32_t id)
 {
 	struct pg *pg = pg_of(p, id);
 	uint32_t w = atomic_load(&pg->w);
-	if (!(w & PW_LRU) || pg_state(w) != PS_RESIDENT || (w & PW_LOCK) || !bp_pg_trylock(pg))
+	if (!(w & PW_LRU) || pg_state(w) != PS_RESIDENT || (w & PW_LOCK) ||
+	    (p->evict_noprio && ((w & PW_PRIO) || (w & (PW_PF | PW_PFAGED)) == PW_PF)) ||
+	    !bp_pg_trylock(pg))
 		return false;
 	struct lru_shard *sh = shard_of(p, id);
 	bp_spin_lock(&sh->lock);
@@ -228,11 +230,19 @@ static uint32_t select_shard(struct bypass_pager *p, struct lru_shard *sh, uint3
 		struct pg *pg = pg_of(p, id);
 		uint32_t w = atomic_load(&pg->w);
 		list_unlink(p, in, id);
-		/* PRIORITY: only when nothing else; the prefetcher does not
-		 * evict what it prefetched and nobody used yet */
-		if (((w & PW_PRIO) && !prio) || (p->evict_noprio && (w & PW_PF))) {
+		/* PRIORITY: only when nothing else.  The prefetcher evicts a
+		 * page it prefetched and nobody used yet only on its second
+		 * pass (a full turn of the list later), so that it does not
+		 * evict its own work but stale prefetches do not block it. */
+		if ((w & PW_PRIO) && !prio) {
 			list_push(p, ac, id);
 			pg_set(pg, PW_ACTIVE);
+			continue;
+		}
+		if (p->evict_noprio && (w & PW_PF) && !(w & PW_PFAGED)) {
+			/* once round the inactive list first */
+			list_push(p, in, id);
+			pg_set(pg, PW_PFAGED);
 			continue;
 		}
 		if ((w & PW_REF) && !(w & PW_COLD)) {
@@ -436,7 +446,7 @@ static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *i
 			}
 			uint32_t seq = atomic_fetch_add_explicit(&p->evict_seq, 1,
 								 memory_order_relaxed);
-			pg_clear(pg, PW_DIRTY | PW_WP | PW_REF | PW_REDIRTY | PW_PF);
+			pg_clear(pg, PW_DIRTY | PW_WP | PW_REF | PW_REDIRTY | PW_PF | PW_PFAGED);
 			if (pg->slot) {
 				pg->prev = seq; /* the refault shadow */
 				pg_set_state(pg, PS_SWAPPED);

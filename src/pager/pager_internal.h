@@ -65,6 +65,7 @@ enum pg_state {
 #define PW_NORA 0x2000u  /* RANDOM: no read-ahead, fault-around, prefetch */
 #define PW_SEQ 0x4000u   /* SEQUENTIAL: prefetch ahead of faults */
 #define PW_HINTS (PW_PRIO | PW_COLD | PW_NORA | PW_SEQ)
+#define PW_PFAGED 0x8000u /* PW_PF page the prefetcher's eviction passed once */
 #define PW_PIN_SHIFT 16
 #define PW_PIN_ONE (1u << PW_PIN_SHIFT)
 #define PW_PIN_MAX 0xffffu
@@ -295,8 +296,8 @@ struct bypass_pager {
 	struct bp_hints *hints;      /* the hint ranges (policy.c) */
 	struct bp_pf *_Atomic pf;    /* the prefetcher, once started */
 	bool evict_noprio;           /* the prefetcher evicts: it spares PRIORITY
-					and unused prefetched pages
-					(evict lock) */
+					pages, and unused prefetched ones
+					until their second pass (evict lock) */
 
 	/* counters */
 	_Atomic uint64_t peak;       /* the most pages ever resident */
@@ -399,8 +400,9 @@ int bp_pager_reserve_below_high(struct bypass_pager *p, uint32_t n);
 /* The same for prefetched pages, evicting (never a PRIORITY page) to stay
  * at or below the high watermark if the evict lock is free; -EAGAIN. */
 int bp_pager_reserve_prefetch(struct bypass_pager *p, uint32_t n);
-/* Take page id as a victim if it is resident, on a list and unlocked:
- * locked and off the lists on success. */
+/* Take page id as a victim if it is resident, on a list and unlocked (and,
+ * for the prefetcher, neither PRIORITY nor prefetched and unused): locked
+ * and off the lists on success.  Evict lock held. */
 bool bp_victim_take(struct bypass_pager *p, uint32_t id);
 /* Put a page that just became resident on a list (active or inactive). */
 void bp_lru_add(struct bypass_pager *p, uint32_t id, bool active);

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The clock policy and access samples.  A small set of pages is written,
+ * then read scans of 8x the budget go by; access samples
+ * (bp_policy_access, what the access-heat sampler calls) mark the small set
+ * referenced after every page of the scan.  Under "clock" the hand finds
+ * them referenced every time it comes round, so none is evicted; without
+ * the samples they are evicted like the rest.  The samples reach the
+ * policy's on_access (the test policy counts them) and count prefetched
+ * pages as used; a WILLNEED after a prefetching scan is not blocked by the
+ * scan's prefetched pages that nobody used.  Data is checked throughout.
+ * TEST_LABELS: threads (the prefetch thread)
+ */
+#include "util.h"
+#include "pager/policy.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <time.h>
+
+#define BUDGET 64ul
+#define NHOT 8ul
+#define NSCAN (8 * BUDGET)
+
+static size_t run(bool samples)
+{
+	bypass_pager *p = new_pager(BYPASS_PAGER_UPCALL, BUDGET * PAGE, (NHOT + NSCAN) * PAGE);
+	CHECK_EQ(bypass_pager_set_policy(p, "clock"), 0);
+	char *hot, *scan;
+	CHECK_EQ(bypass_pager_map(p, NHOT * PAGE, 0, (void **)&hot), 0);
+	CHECK_EQ(bypass_pager_map(p, NSCAN * PAGE, 0, (void **)&scan), 0);
+	for (size_t i = 0; i < NHOT; i++)
+		fill_page(hot + i * PAGE, i, 1);
+	for (size_t i = 0; i < NSCAN; i++) {
+		fill_page(scan + i * PAGE, 100 + i, 1);
+		if (samples)
+			bp_policy_access(p, (uintptr_t)hot, NHOT, BYPASS_PAGER_ACCESSED);
+	}
+	if (samples && present_pages(hot, NHOT * PAGE) < NHOT)
+		TEST_LOG("(some hot pages were evicted while the scan was written)");
+	for (size_t i = 0; samples && i < NHOT; i++) /* fault back the evicted ones */
+		if (!page_ok(hot + i * PAGE, i, 1))
+			TEST_FAIL("hot page %zu lost its data", i);
+	/* read passes: the scan's resident pages are clean, so the hand
+	 * always finds one it can take in one turn (dirty pages under
+	 * write-back are off the lists, and with none left it would take
+	 * the hot ones on its second turn, as a clock does) */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < NSCAN; i++) {
+			if (!page_ok(scan + i * PAGE, 100 + i, 1))
+				TEST_FAIL("page %zu lost its data", i);
+			if (samples)
+				bp_policy_access(p, (uintptr_t)hot, NHOT, BYPASS_PAGER_ACCESSED);
+		}
+	size_t present = present_pages(hot, NHOT * PAGE);
+	for (size_t i = 0; i < NHOT; i++)
+		if (!page_ok(hot + i * PAGE, i, 1))
+			TEST_FAIL("hot page %zu lost its data", i);
+	for (size_t i = 0; i < NSCAN; i++)
+		if (!page_ok(scan + i * PAGE, 100 + i, 1))
+			TEST_FAIL("page %zu lost its data", i);
+	CHECK(stats_of(p).resident_peak <= BUDGET);
+	CHECK_EQ(bypass_pager_destroy(p), 0);
+	return present;
+}
+
+int main(void)
+{
+	size_t with = run(true), without = run(false);
+	TEST_LOG("clock: %zu of %zu sampled pages stayed resident, %zu without samples", with,
+		 NHOT, without);
+	CHECK_EQ(with, NHOT);
+	CHECK(without < NHOT);
+
+	/* samples reach the policy and count prefetched pages as used */
+	const char *b = getenv("BYPASS_BUILD");
+	if (!b)
+		SKIP("BYPASS_BUILD is not set (run through ctest)");
+	char so[PATH_MAX];
+	snprintf(so, sizeof(so), "%s/tests/pager/testpolicy.so", b);
+	bypass_pager *p = new_pager(BYPASS_PAGER_UPCALL, BUDGET * PAGE, 512 * PAGE);
+	CHECK_EQ(bypass_pager_set_policy(p, so), 0);
+	char *m;
+	CHECK_EQ(bypass_pager_map(p, 512 * PAGE, 0, (void **)&m), 0);
+	for (size_t i = 0; i < 512; i++)
+		fill_page(m + i * PAGE, i, 1);
+	for (size_t i = 0; i < 512; i++)
+		CHECK(page_ok(m + i * PAGE, i, 1)); /* clean copies; 0.. evicted */
+	CHECK_EQ(bypass_pager_advise(p, m, 16 * PAGE, BYPASS_PAGER_ADV_WILLNEED), 0);
+	for (int n = 0; present_pages(m, 16 * PAGE) < 16; n++) {
+		if (n > 60000) {
+			struct bypass_pager_stats x = stats_of(p);
+			TEST_FAIL("WILLNEED pages did not come in 60 s: %zu present, %llu "
+				  "prefetched, %llu resident", present_pages(m, 16 * PAGE),
+				  (unsigned long long)x.prefetch_pages,
+				  (unsigned long long)x.resident_pages);
+		}
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	struct bypass_pager_stats st = stats_of(p);
+	CHECK(st.prefetch_pages >= 16);
+	void *h = dlopen(so, RTLD_NOW | RTLD_NOLOAD);
+	CHECK(h);
+	_Atomic unsigned long *acc = dlsym(h, "testpol_access");
+	CHECK(acc);
+	unsigned long a0 = *acc;
+	bp_policy_access(p, (uintptr_t)m, 16, BYPASS_PAGER_ACCESSED | BYPASS_PAGER_WRITTEN);
+	CHECK_EQ(*acc, a0 + 1);
+	CHECK_EQ(stats_of(p).prefetch_used, st.prefetch_used + 16);
+	/* a sample outside the pager's regions is ignored */
+	static char elsewhere[PAGE];
+	bp_policy_access(p, (uintptr_t)elsewhere, 1, BYPASS_PAGER_ACCESSED);
+	bp_policy_access(p, (uintptr_t)m, 0, BYPASS_PAGER_ACCESSED);
+	bp_policy_access(NULL, (uintptr_t)m, 1, BYPASS_PAGER_ACCESSED);
+	CHECK_EQ(*acc, a0 + 2);
+	dlclose(h);
+	CHECK_EQ(bypass_pager_destroy(p), 0);
+	tmpdir_cleanup();
+	printf("ok\n");
+	return 0;
+}
