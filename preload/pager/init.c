@@ -281,7 +281,7 @@ static void write_stats(void)
 	F(readahead_pages); F(evictions); F(evictions_clean); F(bytes_read);
 	F(bytes_written); F(write_errors); F(resident_pages); F(resident_peak);
 	F(pinned_pages); F(budget_pages); F(swap_pages); F(swap_used);
-	F(mapped_pages);
+	F(mapped_pages); F(prefetch_pages); F(prefetch_used); F(policy_rejects);
 	PUT(",\"lat_hist\":[");
 	for (int i = 0; i < BYPASS_PAGER_HIST; i++)
 		PUT("%s%llu", i ? "," : "", (unsigned long long)st.lat_hist[i]);
