@@ -7,7 +7,7 @@
  * init fails leaves the old one in place.
  * TEST_LABELS: threads (the prefetch thread)
  */
-#include "util.h"
+#include "policy-util.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -27,10 +27,7 @@ static char so[PATH_MAX];
 
 int main(void)
 {
-	const char *b = getenv("BYPASS_BUILD");
-	if (!b)
-		SKIP("BYPASS_BUILD is not set (run through ctest)");
-	snprintf(so, sizeof(so), "%s/tests/pager/testpolicy.so", b);
+	snprintf(so, sizeof(so), "%s", test_policy_so());
 	if (access(so, R_OK))
 		TEST_FAIL("%s is missing", so);
 

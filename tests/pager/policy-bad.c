@@ -11,9 +11,8 @@
  * Also "good" mode (its own FIFO victims and prefetch), which must work.
  * TEST_LABELS: threads
  */
-#include "util.h"
+#include "policy-util.h"
 
-#include <limits.h>
 #include <pthread.h>
 
 #define BUDGET 64ul
@@ -22,32 +21,6 @@
 
 static char *m;
 static unsigned char ver[NPAGES];
-
-struct half {
-	size_t first, n;
-	uint64_t seed;
-};
-
-static void *worker(void *arg)
-{
-	struct half *h = arg;
-	uint64_t s = h->seed;
-	for (int op = 0; op < OPS; op++) {
-		size_t i = h->first + xorshift(&s) % h->n;
-		char *pg = m + i * PAGE;
-		if (xorshift(&s) % 3 == 0) {
-			ver[i]++;
-			fill_page(pg, i, ver[i]);
-		} else if (!page_ok(pg, i, ver[i])) {
-			TEST_FAIL("page %zu: wrong data (version %u)", i, ver[i]);
-		}
-		if (op % 500 == 0) /* a sequential run now and then */
-			for (size_t k = h->first; k < h->first + 64 && k < h->first + h->n; k++)
-				if (!page_ok(m + k * PAGE, k, ver[k]))
-					TEST_FAIL("page %zu: wrong data", k);
-	}
-	return NULL;
-}
 
 static void run(const char *so, const char *mode)
 {
@@ -62,15 +35,14 @@ static void run(const char *so, const char *mode)
 		ver[i] = 1;
 		fill_page(m + i * PAGE, i, 1);
 	}
-	struct half h[2] = { { 0, NPAGES / 2, 11 }, { NPAGES / 2, NPAGES / 2, 29 } };
+	struct pol_worker w[2] = { { m, ver, 0, NPAGES / 2, 11, OPS, NULL },
+				   { m, ver, NPAGES / 2, NPAGES / 2, 29, OPS, NULL } };
 	pthread_t t[2];
 	for (int i = 0; i < 2; i++)
-		CHECK_EQ(pthread_create(&t[i], NULL, worker, &h[i]), 0);
+		CHECK_EQ(pthread_create(&t[i], NULL, pol_worker_main, &w[i]), 0);
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
-	for (size_t i = 0; i < NPAGES; i++)
-		if (!page_ok(m + i * PAGE, i, ver[i]))
-			TEST_FAIL("%s: page %zu lost its data", mode, i);
+	pol_verify(mode, m, ver, NPAGES);
 	struct bypass_pager_stats st = stats_of(p);
 	TEST_LOG("%-8s rejects %llu, evictions %llu, prefetched %llu, peak %llu/%llu", mode,
 		 (unsigned long long)st.policy_rejects, (unsigned long long)st.evictions,
@@ -86,11 +58,7 @@ static void run(const char *so, const char *mode)
 
 int main(void)
 {
-	const char *b = getenv("BYPASS_BUILD");
-	if (!b)
-		SKIP("BYPASS_BUILD is not set (run through ctest)");
-	char so[PATH_MAX];
-	snprintf(so, sizeof(so), "%s/tests/pager/testpolicy.so", b);
+	const char *so = test_policy_so();
 	const char *modes[] = { "good", "garbage", "outside", "fail", "greedy", "dup" };
 	for (unsigned i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		run(so, modes[i]);

@@ -11,11 +11,10 @@
  * scan's prefetched pages that nobody used.  Data is checked throughout.
  * TEST_LABELS: threads (the prefetch thread)
  */
-#include "util.h"
+#include "policy-util.h"
 #include "pager/policy.h"
 
 #include <dlfcn.h>
-#include <limits.h>
 #include <time.h>
 
 #define BUDGET 64ul
@@ -73,11 +72,7 @@ int main(void)
 	CHECK(without < NHOT);
 
 	/* samples reach the policy and count prefetched pages as used */
-	const char *b = getenv("BYPASS_BUILD");
-	if (!b)
-		SKIP("BYPASS_BUILD is not set (run through ctest)");
-	char so[PATH_MAX];
-	snprintf(so, sizeof(so), "%s/tests/pager/testpolicy.so", b);
+	const char *so = test_policy_so();
 	bypass_pager *p = new_pager(BYPASS_PAGER_UPCALL, BUDGET * PAGE, 512 * PAGE);
 	CHECK_EQ(bypass_pager_set_policy(p, so), 0);
 	char *m;

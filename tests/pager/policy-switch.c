@@ -11,12 +11,10 @@
  * switching every interval (flip).
  * TEST_LABELS: threads
  */
-#include "util.h"
+#include "policy-util.h"
 
 #include <dlfcn.h>
-#include <limits.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <time.h>
 
 #define BUDGET 64ul
@@ -26,34 +24,6 @@
 static char *m;
 static unsigned char ver[NPAGES];
 static _Atomic int running;
-
-struct half {
-	size_t first, n;
-	uint64_t seed;
-};
-
-static void *worker(void *arg)
-{
-	struct half *h = arg;
-	uint64_t s = h->seed;
-	for (int op = 0; op < OPS; op++) {
-		size_t i = h->first + xorshift(&s) % h->n;
-		if (xorshift(&s) % 3 == 0) {
-			ver[i]++;
-			fill_page(m + i * PAGE, i, ver[i]);
-		} else if (!page_ok(m + i * PAGE, i, ver[i])) {
-			TEST_FAIL("page %zu: wrong data (version %u)", i, ver[i]);
-		}
-		if (op % 400 == 0) /* a sequential run, ascending or descending */
-			for (size_t k = 0; k < 48 && k < h->n; k++) {
-				size_t j = op % 800 ? h->first + k : h->first + h->n - 1 - k;
-				if (!page_ok(m + j * PAGE, j, ver[j]))
-					TEST_FAIL("page %zu: wrong data", j);
-			}
-	}
-	atomic_fetch_sub(&running, 1);
-	return NULL;
-}
 
 static int reg_init(bypass_pager *p, const char *args, void **state)
 {
@@ -102,11 +72,12 @@ static void run(const char *so, int mode, const char *what)
 	snprintf(s3, sizeof(s3), "%s,fail", so);
 	const char *specs[] = { "2q", "clock", "prefetch", "window", s1, s2, s3, "switch-test" };
 	const int nspecs = sizeof(specs) / sizeof(specs[0]);
-	struct half h[2] = { { 0, NPAGES / 2, 7 }, { NPAGES / 2, NPAGES / 2, 13 } };
+	struct pol_worker w[2] = { { m, ver, 0, NPAGES / 2, 7, OPS, &running },
+				   { m, ver, NPAGES / 2, NPAGES / 2, 13, OPS, &running } };
 	pthread_t t[2];
 	atomic_store(&running, 2);
 	for (int i = 0; i < 2; i++)
-		CHECK_EQ(pthread_create(&t[i], NULL, worker, &h[i]), 0);
+		CHECK_EQ(pthread_create(&t[i], NULL, pol_worker_main, &w[i]), 0);
 	int switches = 0;
 	while (atomic_load(&running)) {
 		CHECK_EQ(bypass_pager_set_policy(p, specs[switches % nspecs]), 0);
@@ -119,9 +90,7 @@ static void run(const char *so, int mode, const char *what)
 	}
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
-	for (size_t i = 0; i < NPAGES; i++)
-		if (!page_ok(m + i * PAGE, i, ver[i]))
-			TEST_FAIL("%s: page %zu lost its data", what, i);
+	pol_verify(what, m, ver, NPAGES);
 	struct bypass_pager_stats st = stats_of(p);
 	TEST_LOG("%s: %d switches, evictions %llu, prefetched %llu, rejects %llu, peak %llu",
 		 what, switches, (unsigned long long)st.evictions,
@@ -133,11 +102,7 @@ static void run(const char *so, int mode, const char *what)
 
 int main(void)
 {
-	const char *b = getenv("BYPASS_BUILD");
-	if (!b)
-		SKIP("BYPASS_BUILD is not set (run through ctest)");
-	char so[PATH_MAX];
-	snprintf(so, sizeof(so), "%s/tests/pager/testpolicy.so", b);
+	const char *so = test_policy_so();
 	CHECK_EQ(bypass_pager_policy_register(&reg_pol), 0);
 	run(so, BYPASS_PAGER_UPCALL, "upcall");
 	run(so, BYPASS_PAGER_HANDLER, "handler");
