@@ -138,8 +138,8 @@ struct region {
 	 * the current window; a swap-in fault there is sequential */
 	_Atomic uint32_t ra_next, ra_win;
 	/* the prefetch stream of the region (prefetch.c): the last fault,
-	 * the first page not yet asked for, the stride (0: no stream), the
-	 * candidate stride and the window in strides */
+	 * the next page not yet asked for in the stream's direction, the
+	 * stride (0: no stream), the candidate stride and the window */
 	_Atomic uint32_t pf_last, pf_next;
 	_Atomic int32_t pf_stride, pf_cand;
 	_Atomic uint32_t pf_win;

@@ -393,7 +393,7 @@ void bp_pf_stream(struct bypass_pager *p, struct region *r, uint32_t id, uint32_
 	} else if (d == -1) {
 		S = -1;
 		W = PF_WIN0;
-		N = id;
+		N = id - 1;
 	} else if (d && d == cand && d >= -PF_MAX_STRIDE && d <= PF_MAX_STRIDE) {
 		S = d;
 		W = PF_WIN0;
@@ -421,13 +421,14 @@ void bp_pf_stream(struct bypass_pager *p, struct region *r, uint32_t id, uint32_
 		else if (to > from)
 			N = from;
 	} else if (S == -1) {
-		/* N is the lowest page asked for so far */
-		uint32_t to = N < id ? N : id;
+		/* N is the highest page not asked for yet (below the fault;
+		 * UINT32_MAX once page 0 is asked for) */
+		uint32_t to = N + 1 < id ? N + 1 : id;
 		uint32_t from = id - first < W ? first : id - W;
 		if (to > from && bp_pf_push(p, from, to - from))
-			N = from;
-		else
-			N = to;
+			N = from - 1;
+		else if (to > from)
+			N = to - 1;
 	} else {
 		uint32_t steps = W < PF_STRIDE_STEPS ? W : PF_STRIDE_STEPS;
 		int64_t pos = (int64_t)id + S;

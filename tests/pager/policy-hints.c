@@ -10,7 +10,10 @@
  *  - DONTNEED: the first eviction takes exactly those pages;
  *  - PRIORITY: a scan of 8x the budget evicts none of them; a pager whose
  *    pages are all PRIORITY still evicts (nothing else is left);
- *  - NORMAL clears a hint.
+ *  - NORMAL clears a hint;
+ * and the "prefetch" policy's stream detector: an ascending, a descending
+ * and a stride-10 sequence of faults each get the next pages in their
+ * direction read in without further faults.
  * Data is checked page by page throughout.  Upcall mode.
  * TEST_LABELS: threads (the prefetch thread)
  */
@@ -179,8 +182,46 @@ static void priority(void)
 	CHECK_EQ(bypass_pager_destroy(p), 0);
 }
 
+/* The "prefetch" policy's streams: ascending, descending, constant stride. */
+static void streams(void)
+{
+	const size_t N = 512;
+	bypass_pager *p = pager(N);
+	char *m;
+	CHECK_EQ(bypass_pager_map(p, N * PAGE, 0, (void **)&m), 0);
+	fill(m, 0, N);
+	verify(m, 0, N); /* clean copies; pages below ~470 are evicted */
+	/* only now: the scans above queue no prefetch that could still be
+	 * under way below */
+	CHECK_EQ(bypass_pager_set_policy(p, "prefetch"), 0);
+	volatile char c;
+	/* descending: 300, 299 -> 291..298 are read in */
+	CHECK_EQ(present_pages(m + 280 * PAGE, 21 * PAGE), 0);
+	c = m[300 * PAGE];
+	c = m[299 * PAGE];
+	WAIT_FOR(present_pages(m + 291 * PAGE, 8 * PAGE) == 8);
+	/* ascending: 400, 401 (which maps 401-402) -> 403..410 */
+	CHECK_EQ(present_pages(m + 400 * PAGE, 11 * PAGE), 0);
+	c = m[400 * PAGE];
+	c = m[401 * PAGE];
+	WAIT_FOR(present_pages(m + 403 * PAGE, 8 * PAGE) == 8);
+	/* stride 10: 100, 110, 120 -> 130, 140, ..., 200 */
+	CHECK_EQ(present_pages(m + 100 * PAGE, 101 * PAGE), 0);
+	c = m[100 * PAGE];
+	c = m[110 * PAGE];
+	c = m[120 * PAGE];
+	(void)c;
+	for (size_t k = 130; k <= 200; k += 10)
+		WAIT_FOR(present_pages(m + k * PAGE, PAGE) == 1);
+	CHECK_EQ(present_pages(m + 121 * PAGE, 9 * PAGE), 0); /* between strides */
+	verify(m, 0, N);
+	CHECK(stats_of(p).resident_peak <= BUDGET);
+	CHECK_EQ(bypass_pager_destroy(p), 0);
+}
+
 int main(void)
 {
+	streams();
 	sequential_and_willneed();
 	random_hint();
 	dontneed();
