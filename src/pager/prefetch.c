@@ -403,6 +403,8 @@ void bp_pf_stream(struct bypass_pager *p, struct region *r, uint32_t id, uint32_
 	}
 	if (W < PF_WIN0)
 		W = PF_WIN0;
+	if (W > maxw) /* a small budget */
+		W = maxw;
 	atomic_store_explicit(&r->pf_cand, d, memory_order_relaxed);
 	atomic_store_explicit(&r->pf_last, id, memory_order_relaxed);
 	if (!S) {
