@@ -330,6 +330,22 @@ void pb_stats_add(struct bypass_pager_stats *sum, const struct bypass_pager_stat
 	sum->evictions_clean += st->evictions_clean;
 	sum->bytes_read += st->bytes_read;
 	sum->bytes_written += st->bytes_written;
+#ifdef BYPASS_PAGER_ADV_PRIORITY
+	sum->prefetch_pages += st->prefetch_pages;
+	sum->prefetch_used += st->prefetch_used;
+	sum->policy_rejects += st->policy_rejects;
+#endif
+}
+
+void pb_prefetch_counts(const struct bypass_pager_stats *st, uint64_t *pages, uint64_t *used)
+{
+#ifdef BYPASS_PAGER_ADV_PRIORITY
+	*pages = st->prefetch_pages;
+	*used = st->prefetch_used;
+#else
+	(void)st;
+	*pages = *used = 0;
+#endif
 }
 
 void pb_side_fail(struct pb_side_report *rep, const char *what, int e)

@@ -126,8 +126,12 @@ struct pb_sides {
 void pb_note_linux(struct bench_ctx *c, const struct pb_sides *t, int side, int runs,
 		   const char *facts, const char *extra, const char *setup_why,
 		   uint64_t pswpin, uint64_t pswpout);
-/* Add the counters of st (faults, read-ahead, evictions, bytes) to sum. */
+/* Add the counters of st (faults, read-ahead, prefetch, evictions, bytes)
+ * to sum. */
 void pb_stats_add(struct bypass_pager_stats *sum, const struct bypass_pager_stats *st);
+/* The asynchronous prefetcher's counters of st (pages installed, seen
+ * used), where this build's pager has them; else 0 and 0. */
+void pb_prefetch_counts(const struct bypass_pager_stats *st, uint64_t *pages, uint64_t *used);
 /* In a side's child: say what failed (what: -e) in rep and exit 1. */
 __attribute__((noreturn)) void pb_side_fail(struct pb_side_report *rep, const char *what, int e);
 bool pb_side_run(struct pb_sides *t, int s, const struct pb_linux_env *env,

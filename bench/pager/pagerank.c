@@ -415,10 +415,14 @@ int bench_pager_pagerank(struct bench_ctx *c)
 			bench_note(c, "%s: skipped: %s", s_name[s], t.skip_why[s]);
 			continue;
 		}
+		uint64_t pf, pfu;
+		pb_prefetch_counts(&bst[s], &pf, &pfu);
 		bench_note(c, "%s, all rounds (load included): %llu swap-in faults + %llu pages "
-			   "read ahead, %llu evictions, %.0f MiB read, %.0f MiB written",
-			   s_name[s], (unsigned long long)bst[s].faults_swapin,
-			   (unsigned long long)bst[s].readahead_pages,
+			   "read ahead + %llu prefetched (%llu seen used), %llu evictions, %.0f MiB "
+			   "read, %.0f MiB written", s_name[s],
+			   (unsigned long long)bst[s].faults_swapin,
+			   (unsigned long long)bst[s].readahead_pages, (unsigned long long)pf,
+			   (unsigned long long)pfu,
 			   (unsigned long long)bst[s].evictions,
 			   (double)bst[s].bytes_read / 1048576.0,
 			   (double)bst[s].bytes_written / 1048576.0);

@@ -212,6 +212,9 @@ static void rows(struct bench_ctx *c, const char *id, const char *title, int sca
 			.unit = "MiB/s", .higher_is_better = true, .is_base = s == S_LINUX,
 			.params = params,
 		};
+		if (s != S_LINUX && s != S_DEV && have[S_LINUX]) /* per-round figures */
+			bench_ratio_ci(mibs[s], (size_t)cnt[s], mibs[S_LINUX], (size_t)cnt[S_LINUX],
+				       &row.ci_lo, &row.ci_hi);
 		bench_summarize_d(mibs[s], (size_t)cnt[s], &row.s);
 		bench_row(c, &row);
 	}
@@ -372,11 +375,14 @@ int bench_pager_prefetch(struct bench_ctx *c)
 			bench_note(c, "%s: skipped: %s", s_name[s], t.skip_why[s]);
 			continue;
 		}
+		uint64_t pf, pfu;
+		pb_prefetch_counts(&bst[s], &pf, &pfu);
 		bench_note(c, "%s, all rounds: %llu swap-in faults + %llu pages read ahead, %llu "
-			   "faults found served, %.0f MiB read, %.0f MiB written", s_name[s],
+			   "pages prefetched (%llu seen used), %llu faults found the page already "
+			   "served, %.0f MiB read, %.0f MiB written", s_name[s],
 			   (unsigned long long)bst[s].faults_swapin,
-			   (unsigned long long)bst[s].readahead_pages,
-			   (unsigned long long)bst[s].faults_other,
+			   (unsigned long long)bst[s].readahead_pages, (unsigned long long)pf,
+			   (unsigned long long)pfu, (unsigned long long)bst[s].faults_other,
 			   (double)bst[s].bytes_read / 1048576.0,
 			   (double)bst[s].bytes_written / 1048576.0);
 	}
