@@ -231,8 +231,152 @@ struct bypass_pager_stats {
 	uint64_t engine_switches;   /* adaptive: switches between upcalls and
 				       the pool of handler threads */
 	uint64_t engine_pool;       /* adaptive: 1 while the pool serves */
-	uint64_t reserved[5];
+	/* Policies and prefetch (see bypass_pager_set_policy): */
+	uint64_t prefetch_pages;    /* pages installed by the asynchronous
+				       prefetcher (not counted in
+				       readahead_pages) */
+	uint64_t prefetch_used;     /* ... of which seen used before their
+				       eviction: a fault, pin or access sample
+				       on the page, or a later fault of the
+				       sequential stream that fetched it
+				       beyond it (a lower bound: plain reads
+				       of a mapped page are invisible) */
+	uint64_t policy_rejects;    /* answers of a policy refused: victims
+				       or prefetch ranges that are invalid or
+				       too many, callbacks that failed */
+	uint64_t reserved[2];
 };
+
+/* ---------------------------------------------------------- hints */
+
+/* Per-range hints (bypass_pager_advise). */
+#define BYPASS_PAGER_ADV_NORMAL 0     /* no hint: clears the others */
+#define BYPASS_PAGER_ADV_SEQUENTIAL 1 /* accessed in ascending order: prefetch
+					 ahead of the faults (the "window"
+					 policy also evicts behind them) */
+#define BYPASS_PAGER_ADV_RANDOM 2     /* no read-ahead, fault-around or
+					 fault-driven prefetch */
+#define BYPASS_PAGER_ADV_WILLNEED 3   /* bring the swapped pages in now,
+					 asynchronously, within the budget */
+#define BYPASS_PAGER_ADV_DONTNEED 4   /* evict these first (contents kept) */
+#define BYPASS_PAGER_ADV_PRIORITY 5   /* keep resident ahead of everything
+					 else: evicted only when nothing else
+					 can be */
+
+/*
+ * bypass_pager_advise - give a hint for the pages of [addr, addr + len)
+ * (rounded out to pages), which must lie in regions of p.  The hint stays
+ * with the pages until another one replaces it (WILLNEED is an action, not
+ * kept) or they are unmapped; every policy honours it.  Returns 0, -EINVAL
+ * (a null pager, an unknown advice, a range outside the pager's regions),
+ * -ENOSPC (the pager's hint table, 64 ranges, is full), -ENOMEM, -ECHILD.
+ */
+BYPASS_API int bypass_pager_advise(bypass_pager *p, void *addr, size_t len, int advice);
+
+/* ---------------------------------------------------------- policies */
+
+#define BYPASS_PAGER_POLICY_VERSION 1
+
+/* struct bypass_pager_fault.kind */
+#define BYPASS_PAGER_FAULT_ZERO 1   /* first touch */
+#define BYPASS_PAGER_FAULT_SWAPIN 2 /* read back from swap */
+#define BYPASS_PAGER_FAULT_WP 3     /* write to a clean page */
+#define BYPASS_PAGER_FAULT_OTHER 4  /* already resident (served meanwhile,
+				       e.g. by the prefetcher) */
+
+/* A fault just served, as a policy sees it. */
+struct bypass_pager_fault {
+	void *addr;          /* the page */
+	void *region;        /* the region holding it, and its length */
+	size_t region_len;
+	unsigned kind;       /* BYPASS_PAGER_FAULT_* */
+	unsigned write;      /* 1 for a write access */
+	unsigned npages;     /* pages mapped by it (read-ahead included) */
+	int advice;          /* BYPASS_PAGER_ADV_* of the page */
+};
+
+/* A range a policy asks to prefetch. */
+struct bypass_pager_range {
+	void *addr;
+	size_t len;
+};
+
+/* on_access flags */
+#define BYPASS_PAGER_ACCESSED 0x1u
+#define BYPASS_PAGER_WRITTEN 0x2u
+
+/*
+ * A policy: callbacks that the pager calls, any of them may be NULL (then
+ * the pager's 2Q does that part).  The callbacks marked [signal] may run in
+ * a SIGBUS handler that interrupted any code of the program, in several
+ * threads at once, and re-entered on one thread: they must be
+ * async-signal-safe (no malloc, stdio or locks that may sleep; atomics and
+ * their own preallocated memory only), must not touch memory of the
+ * pager's regions, and must return quickly.  [normal] callbacks run in the
+ * thread that called the API function and may do anything but call the
+ * pager back.  Whatever a policy returns is checked: victims that are not
+ * resident evictable pages of the pager's regions, prefetch ranges outside
+ * them or beyond the limit, and failed calls are refused (counted in
+ * stats.policy_rejects) and the 2Q policy supplies what is missing, so a
+ * faulty policy may cost performance but never data.
+ */
+struct bypass_pager_policy {
+	unsigned version;     /* BYPASS_PAGER_POLICY_VERSION */
+	const char *name;     /* 1-31 characters, no ',' ':' '/' */
+	/* [normal] set_policy: allocate the state (*state, may stay NULL)
+	 * from args (the text after ',' in the spec, or NULL); 0 or -errno
+	 * (then set_policy fails and the old policy stays). */
+	int (*init)(bypass_pager *p, const char *args, void **state);
+	/* [normal] the policy is replaced or the pager destroyed; no
+	 * callback of this instance runs any more. */
+	void (*fini)(void *state);
+	/* [signal] a fault was served. */
+	void (*on_fault)(void *state, const struct bypass_pager_fault *f);
+	/* [signal] an access sample: npages pages at addr were accessed
+	 * (BYPASS_PAGER_ACCESSED) or written (BYPASS_PAGER_WRITTEN). */
+	void (*on_access)(void *state, void *addr, size_t npages, unsigned flags);
+	/* [signal] eviction needs up to n pages: write the addresses of the
+	 * victims, most wanted first, into addrs[0..n); returns how many or
+	 * -errno.  Runs under the pager's evict lock (one at a time). */
+	int (*choose_victims)(void *state, void **addrs, unsigned n);
+	/* [signal] after on_fault: ranges to read in asynchronously, up to n
+	 * of them into out[]; returns how many or -errno.  At most a quarter
+	 * of the budget (and 256 pages) per call is prefetched. */
+	int (*prefetch)(void *state, const struct bypass_pager_fault *f,
+			struct bypass_pager_range *out, unsigned n);
+	/* [normal] bypass_pager_advise() was called (after the pager applied
+	 * the hint); 0 or -errno (counted as a rejection). */
+	int (*on_hint)(void *state, void *addr, size_t len, int advice);
+	void *reserved[4];    /* must be NULL */
+};
+
+/*
+ * bypass_pager_policy_register - make pol known by its name to
+ * bypass_pager_set_policy().  pol must stay valid as long as the process
+ * uses it.  Returns 0, -EINVAL (null, a wrong version, a bad name, a
+ * non-null reserved field), -EEXIST (the name is taken), -ENOSPC (32
+ * policies are registered).
+ */
+BYPASS_API int bypass_pager_policy_register(const struct bypass_pager_policy *pol);
+
+/*
+ * bypass_pager_set_policy - choose the pager's policy, also while regions
+ * are mapped and faults are served.  spec is a name: a built-in ("2q", the
+ * default: 2Q eviction and synchronous cluster read-ahead; "clock": the
+ * clock algorithm over the reference bits of faults and access samples;
+ * "prefetch": 2Q eviction plus sequential (ascending, descending) and
+ * constant-stride detection per region, prefetching asynchronously ahead
+ * of the faults with a growing window; "window": the sliding window for
+ * CSR graphs, PRIORITY ranges stay resident while SEQUENTIAL ranges are
+ * streamed, prefetched ahead of the stream and evicted behind it) or a
+ * registered one, or a shared object "path.so" (a spec containing '/' or
+ * ending in ".so"), optionally ":symbol" (default "bypass_pager_policy"),
+ * exporting a struct bypass_pager_policy; either optionally followed by
+ * ",args" for its init.  Returns 0, -EINVAL (null, empty or malformed
+ * spec, a policy struct with a wrong version), -ENOENT (no such policy,
+ * file or symbol), -ECHILD, or the error of the policy's init.
+ */
+BYPASS_API int bypass_pager_set_policy(bypass_pager *p, const char *spec);
 
 /*
  * bypass_pager_stats - a snapshot of the pager's counters (each read

@@ -22,7 +22,7 @@
  * the handler thread (which never touches region memory) writes back
  * asynchronously; other threads write synchronously (pwritev).
  */
-#include "pager/pager_internal.h"
+#include "pager/policy.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -82,6 +82,19 @@ static void list_push(struct bypass_pager *p, struct lru *l, uint32_t id)
 	l->count++;
 }
 
+static void list_push_tail(struct bypass_pager *p, struct lru *l, uint32_t id)
+{
+	struct pg *pg = pg_of(p, id);
+	pg->next = PG_NONE;
+	pg->prev = l->tail;
+	if (l->tail != PG_NONE)
+		pg_of(p, l->tail)->next = id;
+	else
+		l->head = id;
+	l->tail = id;
+	l->count++;
+}
+
 static inline struct lru_shard *shard_of(struct bypass_pager *p, uint32_t id)
 {
 	return &p->lru[(id >> PG_LRU_RUN) % PG_LRU_SHARDS];
@@ -94,6 +107,12 @@ static void lru_add_locked(struct bypass_pager *p, struct lru_shard *sh, uint32_
 	uint32_t w = atomic_load(&pg->w);
 	if ((w & PW_LRU) || (w >> PW_PIN_SHIFT)) /* pinned pages stay off */
 		return;
+	if (w & PW_COLD) { /* DONTNEED: the first to go */
+		list_push_tail(p, &sh->lru[0], id);
+		pg_clear(pg, PW_ACTIVE);
+		pg_set(pg, PW_LRU);
+		return;
+	}
 	list_push(p, &sh->lru[active], id);
 	pg_clear(pg, PW_ACTIVE);
 	pg_set(pg, PW_LRU | (active ? PW_ACTIVE : 0));
@@ -132,6 +151,60 @@ void bp_lru_del(struct bypass_pager *p, uint32_t id)
 	bp_spin_unlock(&sh->lock);
 }
 
+void bp_lru_tail(struct bypass_pager *p, uint32_t id)
+{
+	struct lru_shard *sh = shard_of(p, id);
+	bp_spin_lock(&sh->lock);
+	struct pg *pg = pg_of(p, id);
+	uint32_t w = atomic_load(&pg->w);
+	if (w & PW_LRU) {
+		list_unlink(p, &sh->lru[!!(w & PW_ACTIVE)], id);
+		list_push_tail(p, &sh->lru[0], id);
+		pg_clear(pg, PW_ACTIVE | PW_REF);
+	}
+	bp_spin_unlock(&sh->lock);
+}
+
+bool bp_victim_take(struct bypass_pager *p, uint32_t id)
+{
+	struct pg *pg = pg_of(p, id);
+	uint32_t w = atomic_load(&pg->w);
+	if (!(w & PW_LRU) || pg_state(w) != PS_RESIDENT || (w & PW_LOCK) || !bp_pg_trylock(pg))
+		return false;
+	struct lru_shard *sh = shard_of(p, id);
+	bp_spin_lock(&sh->lock);
+	w = atomic_load(&pg->w);
+	bool ok = (w & PW_LRU) && pg_state(w) == PS_RESIDENT;
+	if (ok) {
+		list_unlink(p, &sh->lru[!!(w & PW_ACTIVE)], id);
+		pg_clear(pg, PW_LRU | PW_ACTIVE);
+	}
+	bp_spin_unlock(&sh->lock);
+	if (!ok)
+		bp_pg_unlock(pg);
+	return ok;
+}
+
+/* DONTNEED pages waiting at the tail of a shard's inactive list. */
+static uint32_t select_cold(struct bypass_pager *p, struct lru_shard *sh, uint32_t want,
+			    uint32_t *out)
+{
+	uint32_t n = 0;
+	bp_spin_lock(&sh->lock);
+	struct lru *in = &sh->lru[0];
+	while (n < want && in->tail != PG_NONE) {
+		uint32_t id = in->tail;
+		struct pg *pg = pg_of(p, id);
+		if (!(atomic_load(&pg->w) & PW_COLD) || !bp_pg_trylock(pg))
+			break;
+		list_unlink(p, in, id);
+		pg_clear(pg, PW_LRU | PW_ACTIVE);
+		out[n++] = id;
+	}
+	bp_spin_unlock(&sh->lock);
+	return n;
+}
+
 /*
  * Take up to want victims from the tail of a shard's inactive list, locked
  * and off the lists.  First refill the inactive list from the active one so
@@ -139,7 +212,7 @@ void bp_lru_del(struct bypass_pager *p, uint32_t id)
  * a referenced page at the inactive tail is activated instead of evicted.
  */
 static uint32_t select_shard(struct bypass_pager *p, struct lru_shard *sh, uint32_t want,
-			     uint32_t *out)
+			     uint32_t *out, bool prio)
 {
 	bp_spin_lock(&sh->lock);
 	struct lru *in = &sh->lru[0], *ac = &sh->lru[1];
@@ -155,7 +228,12 @@ static uint32_t select_shard(struct bypass_pager *p, struct lru_shard *sh, uint3
 		struct pg *pg = pg_of(p, id);
 		uint32_t w = atomic_load(&pg->w);
 		list_unlink(p, in, id);
-		if (w & PW_REF) {
+		if ((w & PW_PRIO) && !prio) { /* PRIORITY: only when nothing else */
+			list_push(p, ac, id);
+			pg_set(pg, PW_ACTIVE);
+			continue;
+		}
+		if ((w & PW_REF) && !(w & PW_COLD)) {
 			pg_clear(pg, PW_REF);
 			pg_set(pg, PW_ACTIVE);
 			list_push(p, ac, id);
@@ -179,7 +257,7 @@ static uint32_t select_shard(struct bypass_pager *p, struct lru_shard *sh, uint3
  * consecutive slots, which readahead needs (a shard per round broke the
  * runs wherever rounds were short).
  */
-static uint32_t select_victims(struct bypass_pager *p, uint32_t want, uint32_t *out)
+static uint32_t select_2q(struct bypass_pager *p, uint32_t want, uint32_t *out, bool prio)
 {
 	const uint32_t run = 1u << PG_LRU_RUN;
 	uint32_t n = 0;
@@ -187,7 +265,7 @@ static uint32_t select_victims(struct bypass_pager *p, uint32_t want, uint32_t *
 		uint32_t ask = want - n;
 		if (ask > run - p->lru_taken)
 			ask = run - p->lru_taken;
-		uint32_t got = select_shard(p, &p->lru[p->lru_cursor], ask, out + n);
+		uint32_t got = select_shard(p, &p->lru[p->lru_cursor], ask, out + n, prio);
 		n += got;
 		p->lru_taken += got;
 		if (got < ask || p->lru_taken >= run) {
@@ -195,6 +273,27 @@ static uint32_t select_victims(struct bypass_pager *p, uint32_t want, uint32_t *
 			p->lru_taken = 0;
 		}
 	}
+	return n;
+}
+
+/*
+ * The victims of a round, in this order: DONTNEED pages, the policy's
+ * choice (checked, policy.c), 2Q; PRIORITY pages only if none of these
+ * gave any while the resident pages not under write-back are at the high
+ * watermark (not to get down to the low one), and never for the prefetcher (p->evict_noprio).
+ */
+static uint32_t select_victims(struct bypass_pager *p, uint32_t want, uint32_t *out)
+{
+	uint32_t n = 0;
+	for (unsigned i = 0; i < PG_LRU_SHARDS && n < want; i++)
+		n += select_cold(p, &p->lru[i], want - n, out + n);
+	if (n < want)
+		n += bp_policy_victims(p, out + n, want - n);
+	if (n < want)
+		n += select_2q(p, want - n, out + n, false);
+	if (!n && !p->evict_noprio &&
+	    atomic_load(&p->resident) - atomic_load(&p->writeback) >= p->high)
+		n = select_2q(p, want, out, true);
 	return n;
 }
 
@@ -335,7 +434,7 @@ static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *i
 			}
 			uint32_t seq = atomic_fetch_add_explicit(&p->evict_seq, 1,
 								 memory_order_relaxed);
-			pg_clear(pg, PW_DIRTY | PW_WP | PW_REF | PW_REDIRTY);
+			pg_clear(pg, PW_DIRTY | PW_WP | PW_REF | PW_REDIRTY | PW_PF);
 			if (pg->slot) {
 				pg->prev = seq; /* the refault shadow */
 				pg_set_state(pg, PS_SWAPPED);
@@ -652,6 +751,23 @@ int bp_pager_reserve_below_high(struct bypass_pager *p, uint32_t n)
 				;
 			return 0;
 		}
+	return -EAGAIN;
+}
+
+int bp_pager_reserve_prefetch(struct bypass_pager *p, uint32_t n)
+{
+	for (int tries = 0; tries < 2; tries++) {
+		if (!bp_pager_reserve_below_high(p, n))
+			return 0;
+		if (n > p->high || !bp_plock_trylock(&p->evict))
+			return -EAGAIN;
+		p->evict_noprio = true;
+		uint32_t done = evict_run(p, false);
+		p->evict_noprio = false;
+		bp_plock_unlock(&p->evict);
+		if (!done)
+			break;
+	}
 	return -EAGAIN;
 }
 

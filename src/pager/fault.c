@@ -4,7 +4,7 @@
  * mode, through core's fault dispatcher) or in a handler thread reading the
  * userfaultfd (handler mode).  Both end in bp_pager_serve().
  */
-#include "pager/pager_internal.h"
+#include "pager/policy.h"
 
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
@@ -34,7 +34,7 @@ static const char zero_pages[PG_MAX_FA * PG_SIZE] __attribute__((aligned(4096)))
 
 /* Each returns 0 or -errno. */
 
-static int uffd_copy(int uffd, uintptr_t dst, const void *src, size_t len, bool wp,
+int bp_uffd_copy(int uffd, uintptr_t dst, const void *src, size_t len, bool wp,
 		     bool wake)
 {
 	uintptr_t s = (uintptr_t)src;
@@ -161,7 +161,7 @@ static int resolve_wp(struct bypass_pager *p, struct region *r, struct pg *pg,
 static int resolve_other(struct bypass_pager *p, struct region *r, struct pg *pg,
 			 uintptr_t pa)
 {
-	int e = uffd_copy(r->uffd, pa, zero_page, PG_SIZE, false, false);
+	int e = bp_uffd_copy(r->uffd, pa, zero_page, PG_SIZE, false, false);
 	if (e == -EEXIST)
 		return 0;
 	if (e)
@@ -190,8 +190,8 @@ static int resolve_other(struct bypass_pager *p, struct region *r, struct pg *pg
 static uint32_t around_lock(struct bypass_pager *p, struct region *r, uint32_t id,
 			    uintptr_t pa)
 {
-	if (p->fa <= 1)
-		return 1;
+	if (p->fa <= 1 || (atomic_load_explicit(&pg_of(p, id)->w, memory_order_relaxed) & PW_NORA))
+		return 1; /* off, or a RANDOM range */
 	uint32_t back = 0, first = r->id0;
 	while (back + 1 < p->fa && id - back > first) {
 		uint32_t w = atomic_load_explicit(&pg_of(p, id - back - 1)->w,
@@ -305,6 +305,8 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 		win = 1;
 	if (win > p->ra)
 		win = p->ra;
+	if (atomic_load_explicit(&pg->w, memory_order_relaxed) & PW_NORA)
+		win = 1; /* a RANDOM range */
 	uint32_t k = 1, maxk = win;
 	uint32_t left = (uint32_t)((r->end - pa) >> PG_SHIFT);
 	if (maxk > left)
@@ -337,7 +339,7 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 	/* All write-protected when there is readahead (one copy), then the
 	 * faulting page of a write fault is unprotected. */
 	if (!e)
-		e = uffd_copy(r->uffd, pa, buf, (size_t)k * PG_SIZE, !write || k > 1, false);
+		e = bp_uffd_copy(r->uffd, pa, buf, (size_t)k * PG_SIZE, !write || k > 1, false);
 	bounce_put(p, bslot);
 	if (!e && write && k > 1 && bp_uffd_wp(r->uffd, pa, PG_SIZE, false, false) != 0)
 		write = false; /* mapped clean: the write faults again (wp) */
@@ -394,6 +396,7 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 	struct pg *pg = pg_of(p, id);
 	int e = 0;
 	uint32_t mapped = 1;
+	unsigned kind;
 
 	bp_pg_lock(pg);
 	uint32_t w = atomic_load(&pg->w);
@@ -403,16 +406,20 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 		if (write && (w & PW_WP)) {
 			e = resolve_wp(p, r, pg, pa);
 			stat_add(&ST(p).wp, 1);
+			kind = BYPASS_PAGER_FAULT_WP;
 		} else {
 			e = resolve_other(p, r, pg, pa);
 			stat_add(&ST(p).other, 1);
+			kind = BYPASS_PAGER_FAULT_OTHER;
 		}
 		break;
 	case PS_ZERO:
 		e = fill_zero(p, r, pg, id, pa, write, &mapped);
+		kind = BYPASS_PAGER_FAULT_ZERO;
 		break;
-	case PS_SWAPPED:
+	default: /* PS_SWAPPED */
 		e = swap_in(p, r, pg, id, pa, write, &mapped);
+		kind = BYPASS_PAGER_FAULT_SWAPIN;
 		break;
 	}
 	bp_pg_unlock(pg);
@@ -430,6 +437,9 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 		e = uffd_wake(r->uffd, pa, (size_t)mapped * PG_SIZE);
 	if (r->adaptive)
 		bp_engine_leave(r);
+	/* the policy and prefetch, once the thread can go on */
+	if (!e)
+		bp_policy_fault(p, r, id, kind, write, mapped);
 	return e;
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The pager's public API: create, map, unmap, pin, stats, destroy. */
-#include "pager/pager_internal.h"
+#include "pager/policy.h"
 
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -79,6 +79,7 @@ static int id_reserve_extent(struct bypass_pager *p)
 
 static void pager_free(struct bypass_pager *p, bool child)
 {
+	bp_policy_destroy(p, child);
 	if (!child) {
 		bp_engine_stop(p);
 		bp_pager_thread_stop(p);
@@ -413,6 +414,7 @@ static int unmap_locked(struct bypass_pager *p, struct region *r, uintptr_t a, s
 	atomic_fetch_sub(&p->resident, res);
 	atomic_fetch_sub(&p->pinned, pins);
 	bp_plock_unlock(&p->evict);
+	bp_policy_unmap(p, hid, hn);
 	bp_pager_progress(p);
 	munmap((void *)a, len);
 	id_free(p, hid, hn);
@@ -465,6 +467,7 @@ int bypass_pager_destroy(bypass_pager *p)
 		return 0;
 	}
 	bp_engine_stop(p); /* no switch from now on */
+	bp_pf_stop(p);     /* no prefetch either */
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		unsigned idx = bp_tab_enter();
@@ -523,6 +526,7 @@ static int pin_page(struct bypass_pager *p, struct region *r, uintptr_t a, bool 
 			}
 			atomic_fetch_add(&pg->w, PW_PIN_ONE);
 			pg_set(pg, PW_REF);
+			bp_pf_mark_used(p, pg);
 			bp_pg_unlock(pg);
 			return 0;
 		}
@@ -660,6 +664,9 @@ int bypass_pager_stats(bypass_pager *p, struct bypass_pager_stats *st)
 	st->faultaround_pages = ST_SUM(p, fa);
 	st->engine_switches = ST_SUM(p, switches);
 	st->engine_pool = atomic_load(&p->pool_now);
+	st->prefetch_pages = ST_SUM(p, pf);
+	st->prefetch_used = ST_SUM(p, pf_used);
+	st->policy_rejects = ST_SUM(p, rejects);
 #undef LD
 	return 0;
 }

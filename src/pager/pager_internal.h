@@ -58,6 +58,13 @@ enum pg_state {
 #define PW_ACTIVE 0x80u  /* on the active list (else inactive) */
 #define PW_LRU 0x100u    /* on a list */
 #define PW_REDIRTY 0x200u /* written during write-back */
+#define PW_PF 0x400u     /* installed by the prefetcher, no use seen yet */
+/* hints (bypass_pager_advise), kept until replaced or unmapped */
+#define PW_PRIO 0x800u   /* PRIORITY: evicted only when nothing else is */
+#define PW_COLD 0x1000u  /* DONTNEED: evicted first */
+#define PW_NORA 0x2000u  /* RANDOM: no read-ahead, fault-around, prefetch */
+#define PW_SEQ 0x4000u   /* SEQUENTIAL: prefetch ahead of faults */
+#define PW_HINTS (PW_PRIO | PW_COLD | PW_NORA | PW_SEQ)
 #define PW_PIN_SHIFT 16
 #define PW_PIN_ONE (1u << PW_PIN_SHIFT)
 #define PW_PIN_MAX 0xffffu
@@ -129,6 +136,12 @@ struct region {
 	/* readahead: the page id where the last swap-in cluster ended and
 	 * the current window; a swap-in fault there is sequential */
 	_Atomic uint32_t ra_next, ra_win;
+	/* the prefetch stream of the region (prefetch.c): the last fault,
+	 * the first page not yet asked for, the stride (0: no stream), the
+	 * candidate stride and the window in strides */
+	_Atomic uint32_t pf_last, pf_next;
+	_Atomic int32_t pf_stride, pf_cand;
+	_Atomic uint32_t pf_win;
 };
 
 /* A snapshot of every region of every pager, sorted by address. */
@@ -179,7 +192,7 @@ struct lru_shard {
 #define PG_STAT_SHARDS 8u
 struct pstats {
 	_Atomic uint64_t zero, swapin, wp, other, ra, evict, evict_clean, rd, wr, wr_err,
-		lat_count, lat_sum_ns, fa, switches;
+		lat_count, lat_sum_ns, fa, switches, pf, pf_used, rejects;
 	_Atomic uint64_t hist[BYPASS_PAGER_HIST];
 } __attribute__((aligned(BP_CACHELINE)));
 
@@ -275,6 +288,15 @@ struct bypass_pager {
 	uint32_t nbounce;
 	_Atomic uint64_t *bounce_map;
 
+	/* policies, hints and prefetch (policy.h) */
+	struct bp_pol *_Atomic pol;  /* NULL: 2Q */
+	_Atomic uint32_t pol_phase;
+	_Atomic uint32_t pol_readers[2];
+	struct bp_hints *hints;      /* the hint ranges (policy.c) */
+	struct bp_pf *_Atomic pf;    /* the prefetcher, once started */
+	bool evict_noprio;           /* this eviction spares PRIORITY pages
+					(evict lock) */
+
 	/* counters */
 	_Atomic uint64_t peak;       /* the most pages ever resident */
 	struct pstats st[PG_STAT_SHARDS];
@@ -316,6 +338,9 @@ bool bp_pager_in_handler_thread(void);
 void bp_pager_thread_stop(struct bypass_pager *p);
 /* UFFDIO_WRITEPROTECT; 0 or -errno */
 int bp_uffd_wp(int uffd, uintptr_t addr, size_t len, bool protect, bool wake);
+/* UFFDIO_COPY of len bytes from src to dst (write-protected with wp); 0 or
+ * -errno */
+int bp_uffd_copy(int uffd, uintptr_t dst, const void *src, size_t len, bool wp, bool wake);
 
 /* ---------------------------------------------------------------- engine.c */
 
@@ -370,6 +395,12 @@ void bp_pager_unreserve(struct bypass_pager *p, uint32_t n);
 /* Reserve n pages only if that keeps the resident pages at or below the
  * high watermark (speculative pages: fault-around). */
 int bp_pager_reserve_below_high(struct bypass_pager *p, uint32_t n);
+/* The same for prefetched pages, evicting (never a PRIORITY page) to stay
+ * at or below the high watermark if the evict lock is free; -EAGAIN. */
+int bp_pager_reserve_prefetch(struct bypass_pager *p, uint32_t n);
+/* Take page id as a victim if it is resident, on a list and unlocked:
+ * locked and off the lists on success. */
+bool bp_victim_take(struct bypass_pager *p, uint32_t id);
 /* Put a page that just became resident on a list (active or inactive). */
 void bp_lru_add(struct bypass_pager *p, uint32_t id, bool active);
 /* The same for a page read back from swap: active if it comes back sooner
@@ -377,6 +408,8 @@ void bp_lru_add(struct bypass_pager *p, uint32_t id, bool active);
  * dist = pages evicted since it was. */
 void bp_lru_add_refault(struct bypass_pager *p, uint32_t id, uint32_t dist);
 void bp_lru_del(struct bypass_pager *p, uint32_t id);
+/* Move a listed page to the tail of its inactive list (DONTNEED). */
+void bp_lru_tail(struct bypass_pager *p, uint32_t id);
 /* Free a page's swap slot (page lock held). */
 void bp_slot_free(struct bypass_pager *p, struct pg *pg);
 /* Wait for every write-back in flight and finish it (evict lock held). */

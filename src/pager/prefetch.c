@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Asynchronous prefetch: a thread per pager (started the first time a
+ * policy or a hint needs it) reads swapped pages ahead of the faulting
+ * threads with io_uring, several reads in flight, and installs them with
+ * UFFDIO_COPY, write-protected (clean: their slot keeps its copy).
+ *
+ * The fault path, in a signal handler, asks for pages through a bounded
+ * lock-free queue (Vyukov's, with a sequence number per cell) and wakes
+ * the thread with a futex only when it sleeps.  The thread takes each page
+ * with a trylock (a page locked by a fault is that fault's), reserves room
+ * for it below the high watermark (evicting, never a PRIORITY page, if
+ * needed), keeps it locked while its read is in flight (a thread faulting
+ * on it waits for the read instead of reading it again), and stays in a
+ * region-table read section for the whole request so that no region it
+ * reads into can be unmapped under it.
+ *
+ * The stream detector (bp_pf_stream) decides what to ask for: per region,
+ * the last fault, the stride of the stream (+1 ascending, -1 descending,
+ * another constant stride) and a window that doubles while faults follow
+ * the stream, up to bp_pf_max() pages.
+ */
+#include "pager/policy.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define PF_QLEN 256u   /* queued requests */
+#define PF_QD 8u       /* reads in flight */
+#define PF_RUN 32u     /* pages per read */
+#define PF_WIN0 8u     /* first window, in strides */
+#define PF_MAX_STRIDE 512 /* pages between two faults of a stride stream */
+#define PF_STRIDE_STEPS 32u /* strided pages asked for at once */
+
+struct pf_cell {
+	_Atomic uint32_t seq;
+	_Atomic uint32_t id, n;
+};
+
+struct pf_read {
+	uint32_t id0, k;
+	char *buf;
+};
+
+struct bp_pf {
+	struct pf_cell q[PF_QLEN];
+	_Atomic uint32_t head __attribute__((aligned(BP_CACHELINE)));
+	uint32_t tail __attribute__((aligned(BP_CACHELINE))); /* the thread's */
+	_Atomic uint32_t wake, sleeping;
+	_Atomic bool stop;
+	pthread_t thread;
+	struct io_uring ring;
+	char *bufs;
+	struct pf_read rd[PF_QD];
+	bool rd_busy[PF_QD];
+};
+
+uint32_t bp_pf_max(const struct bypass_pager *p)
+{
+	uint32_t m = p->budget / 4;
+	return m < PG_MAX_PF ? m : PG_MAX_PF;
+}
+
+/* ------------------------------------------------------------ the queue */
+
+bool bp_pf_push(struct bypass_pager *p, uint32_t id, uint32_t n)
+{
+	struct bp_pf *pf = atomic_load_explicit(&p->pf, memory_order_acquire);
+	if (!pf || !n)
+		return false;
+	uint32_t pos = atomic_load_explicit(&pf->head, memory_order_relaxed);
+	struct pf_cell *c;
+	for (;;) {
+		c = &pf->q[pos % PF_QLEN];
+		uint32_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+		int32_t dif = (int32_t)(seq - pos);
+		if (dif == 0) {
+			if (atomic_compare_exchange_weak_explicit(&pf->head, &pos, pos + 1,
+								  memory_order_relaxed,
+								  memory_order_relaxed))
+				break;
+		} else if (dif < 0) {
+			return false; /* full */
+		} else {
+			pos = atomic_load_explicit(&pf->head, memory_order_relaxed);
+		}
+	}
+	atomic_store_explicit(&c->id, id, memory_order_relaxed);
+	atomic_store_explicit(&c->n, n, memory_order_relaxed);
+	atomic_store(&c->seq, pos + 1); /* seq_cst: against the sleeper's check */
+	if (atomic_load(&pf->sleeping)) {
+		atomic_fetch_add(&pf->wake, 1);
+		bp_futex_wake(&pf->wake, 1, false);
+	}
+	return true;
+}
+
+static bool pf_ready(struct bp_pf *pf)
+{
+	uint32_t seq = atomic_load(&pf->q[pf->tail % PF_QLEN].seq);
+	return (int32_t)(seq - (pf->tail + 1)) >= 0;
+}
+
+static bool pf_pop(struct bp_pf *pf, uint32_t *id, uint32_t *n)
+{
+	struct pf_cell *c = &pf->q[pf->tail % PF_QLEN];
+	if (!pf_ready(pf))
+		return false; /* empty, or a producer is between its two steps */
+	*id = atomic_load_explicit(&c->id, memory_order_relaxed);
+	*n = atomic_load_explicit(&c->n, memory_order_relaxed);
+	atomic_store_explicit(&c->seq, pf->tail + PF_QLEN, memory_order_release);
+	pf->tail++;
+	return true;
+}
+
+/* ------------------------------------------------------------ the thread */
+
+/* Lock page id for a prefetch: swapped, unlocked, in a live region. */
+static bool pf_lock(struct bypass_pager *p, uint32_t id)
+{
+	struct pg *pg = pg_of(p, id);
+	uint32_t w = atomic_load_explicit(&pg->w, memory_order_relaxed);
+	if (pg_state(w) != PS_SWAPPED || (w & PW_LOCK) || !bp_pg_trylock(pg))
+		return false;
+	if (pg_state(atomic_load(&pg->w)) == PS_SWAPPED && pg->slot)
+		return true;
+	bp_pg_unlock(pg);
+	return false;
+}
+
+static void pf_unlock_run(struct bypass_pager *p, uint32_t id0, uint32_t k)
+{
+	for (uint32_t j = 0; j < k; j++)
+		bp_pg_unlock(pg_of(p, id0 + j));
+}
+
+/* A read finished: install its pages, or give them up. */
+static void pf_complete(struct bypass_pager *p, struct regtab *t, struct pf_read *rd, int res)
+{
+	struct region *r = bp_tab_find_id(t, p, rd->id0);
+	bool ok = r && res == (int)(rd->k * PG_SIZE);
+	bool entered = false;
+	if (ok && r->adaptive) {
+		/* bp_engine_enter() without waiting: a switch waits for the
+		 * faults in flight, which may wait for these pages */
+		atomic_fetch_add(&r->active, 1);
+		entered = true;
+		if (atomic_load(&r->switch_seq) & 1)
+			ok = false;
+	}
+	if (ok && bp_uffd_copy(atomic_load(&r->uffd), region_addr(r, rd->id0), rd->buf,
+			       (size_t)rd->k * PG_SIZE, true, true) != 0)
+		ok = false;
+	if (entered)
+		bp_engine_leave(r);
+	if (!ok) {
+		if (res < 0)
+			bp_debug("bypass: pager: prefetch read of %u pages: %s", rd->k,
+				 strerror(-res));
+		pf_unlock_run(p, rd->id0, rd->k);
+		bp_pager_unreserve(p, rd->k);
+		return;
+	}
+	for (uint32_t j = 0; j < rd->k; j++) {
+		struct pg *pg = pg_of(p, rd->id0 + j);
+		pg_set(pg, PW_WP | PW_PF);
+		pg_set_state(pg, PS_RESIDENT);
+		bp_lru_add(p, rd->id0 + j, false);
+		bp_pg_unlock(pg);
+	}
+	stat_add(&ST(p).rd, (uint64_t)rd->k * PG_SIZE);
+	stat_add(&ST(p).pf, rd->k);
+}
+
+static void pf_reap_one(struct bypass_pager *p, struct bp_pf *pf, struct regtab *t,
+			uint32_t *inflight)
+{
+	struct io_uring_cqe *cqe;
+	int e;
+	do
+		e = io_uring_wait_cqe(&pf->ring, &cqe);
+	while (e == -EINTR);
+	if (e)
+		return;
+	uint32_t i = (uint32_t)cqe->user_data;
+	int res = cqe->res;
+	io_uring_cqe_seen(&pf->ring, cqe);
+	pf_complete(p, t, &pf->rd[i], res);
+	pf->rd_busy[i] = false;
+	(*inflight)--;
+}
+
+/* Read in the swapped pages of [id, id + n). */
+static void pf_request(struct bypass_pager *p, struct bp_pf *pf, uint32_t id, uint32_t n)
+{
+	if (n > PG_MAX_PF)
+		n = PG_MAX_PF;
+	unsigned ti = bp_tab_enter();
+	struct regtab *t = bp_tab_get();
+	uint32_t end = id + n < id ? UINT32_MAX : id + n, cur = id, inflight = 0;
+	bool full = false;
+	while (t && ((cur < end && !full) || inflight)) {
+		while (cur < end && !full && inflight < PF_QD) {
+			struct region *r = bp_tab_find_id(t, p, cur);
+			if (!r || !pf_lock(p, cur)) {
+				cur++;
+				continue;
+			}
+			uint32_t slot1 = pg_of(p, cur)->slot, k = 1;
+			while (k < PF_RUN && cur + k < end && region_has_id(r, cur + k) &&
+			       pf_lock(p, cur + k)) {
+				if (pg_of(p, cur + k)->slot != slot1 + k) {
+					bp_pg_unlock(pg_of(p, cur + k));
+					break;
+				}
+				k++;
+			}
+			if (bp_pager_reserve_prefetch(p, k)) {
+				pf_unlock_run(p, cur, k);
+				full = true; /* no room: the rest of the request waits
+						for the next fault to ask again */
+				break;
+			}
+			uint32_t i = 0;
+			while (pf->rd_busy[i])
+				i++;
+			struct pf_read *rd = &pf->rd[i];
+			rd->id0 = cur;
+			rd->k = k;
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&pf->ring);
+			if (!sqe) {
+				io_uring_submit(&pf->ring);
+				sqe = io_uring_get_sqe(&pf->ring);
+			}
+			io_uring_prep_read(sqe, p->swap_fd, rd->buf, k * (unsigned)PG_SIZE,
+					   (uint64_t)(slot1 - 1) * PG_SIZE);
+			io_uring_sqe_set_data64(sqe, i);
+			pf->rd_busy[i] = true;
+			inflight++;
+			cur += k;
+		}
+		if (inflight) {
+			io_uring_submit(&pf->ring);
+			pf_reap_one(p, pf, t, &inflight);
+		}
+	}
+	bp_tab_leave(ti);
+}
+
+static void *pf_main(void *arg)
+{
+	struct bypass_pager *p = arg;
+	struct bp_pf *pf = atomic_load(&p->pf);
+	while (!atomic_load(&pf->stop)) {
+		uint32_t id, n;
+		if (pf_pop(pf, &id, &n)) {
+			pf_request(p, pf, id, n);
+			continue;
+		}
+		uint32_t seen = atomic_load(&pf->wake);
+		atomic_store(&pf->sleeping, 1);
+		if (!pf_ready(pf) && !atomic_load(&pf->stop))
+			bp_futex_wait(&pf->wake, seen, 100000000, false);
+		atomic_store(&pf->sleeping, 0);
+	}
+	return NULL;
+}
+
+int bp_pf_start(struct bypass_pager *p)
+{
+	if (atomic_load(&p->pf))
+		return 0;
+	struct bp_pf *pf = calloc(1, sizeof(*pf));
+	if (!pf)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < PF_QLEN; i++)
+		atomic_init(&pf->q[i].seq, i);
+	size_t blen = (size_t)PF_QD * PF_RUN * PG_SIZE;
+	pf->bufs = mmap(NULL, blen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (pf->bufs == MAP_FAILED) {
+		free(pf);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < PF_QD; i++)
+		pf->rd[i].buf = pf->bufs + (size_t)i * PF_RUN * PG_SIZE;
+	int e = io_uring_queue_init(2 * PF_QD, &pf->ring, 0);
+	if (e < 0) {
+		bp_err("bypass: pager: prefetch io_uring_queue_init: %s", strerror(-e));
+		munmap(pf->bufs, blen);
+		free(pf);
+		return e;
+	}
+	atomic_store(&p->pf, pf);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	e = pthread_create(&pf->thread, NULL, pf_main, p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e) {
+		atomic_store(&p->pf, NULL);
+		io_uring_queue_exit(&pf->ring);
+		munmap(pf->bufs, blen);
+		free(pf);
+		return -e;
+	}
+	bp_debug("bypass: pager: prefetch thread started");
+	return 0;
+}
+
+void bp_pf_stop(struct bypass_pager *p)
+{
+	struct bp_pf *pf = atomic_exchange(&p->pf, NULL);
+	if (!pf)
+		return;
+	atomic_store(&pf->stop, true);
+	atomic_fetch_add(&pf->wake, 1);
+	bp_futex_wake(&pf->wake, 1, false);
+	pthread_join(pf->thread, NULL);
+	io_uring_queue_exit(&pf->ring);
+	munmap(pf->bufs, (size_t)PF_QD * PF_RUN * PG_SIZE);
+	free(pf);
+}
+
+/* ------------------------------------------------------------ streams */
+
+/* The pages the stream passed ([a, b)) that were prefetched: used. */
+static void pf_passed(struct bypass_pager *p, uint32_t a, uint32_t b)
+{
+	if (b - a > PG_MAX_PF)
+		a = b - PG_MAX_PF;
+	for (uint32_t id = a; id < b; id++) {
+		struct pg *pg = pg_of(p, id);
+		if (atomic_load_explicit(&pg->w, memory_order_relaxed) & PW_PF)
+			bp_pf_mark_used(p, pg);
+	}
+}
+
+void bp_pf_stream(struct bypass_pager *p, struct region *r, uint32_t id, uint32_t mapped,
+		  bool seq)
+{
+	uint32_t L = atomic_load_explicit(&r->pf_last, memory_order_relaxed);
+	uint32_t N = atomic_load_explicit(&r->pf_next, memory_order_relaxed);
+	int32_t S = atomic_load_explicit(&r->pf_stride, memory_order_relaxed);
+	int32_t cand = atomic_load_explicit(&r->pf_cand, memory_order_relaxed);
+	uint32_t W = atomic_load_explicit(&r->pf_win, memory_order_relaxed);
+	uint32_t maxw = bp_pf_max(p);
+	uint32_t first = r->id0, last = region_id(r, r->end - PG_SIZE);
+	int32_t d = (int32_t)(id - L);
+	bool cont = false;
+	if (S && d && d % S == 0) {
+		int32_t q = d / S, qn = (int32_t)(N - L) / S;
+		cont = q >= 1 && q <= qn;
+	}
+	if (cont) {
+		W = 2 * W > maxw ? maxw : 2 * W;
+		if (S == 1)
+			pf_passed(p, L, id);
+		else if (S == -1)
+			pf_passed(p, id + 1, L + 1);
+	} else if (seq || (d > 0 && id == N)) {
+		S = 1; /* ascending: right after what the last fault mapped */
+		W = PF_WIN0;
+		N = id;
+	} else if (d == -1) {
+		S = -1;
+		W = PF_WIN0;
+		N = id;
+	} else if (d && d == cand && d >= -PF_MAX_STRIDE && d <= PF_MAX_STRIDE) {
+		S = d;
+		W = PF_WIN0;
+		N = id;
+	} else {
+		S = 0;
+	}
+	if (W < PF_WIN0)
+		W = PF_WIN0;
+	atomic_store_explicit(&r->pf_cand, d, memory_order_relaxed);
+	atomic_store_explicit(&r->pf_last, id, memory_order_relaxed);
+	if (!S) {
+		/* no stream: an ascending one may start right after this */
+		atomic_store_explicit(&r->pf_stride, 0, memory_order_relaxed);
+		atomic_store_explicit(&r->pf_next, id + mapped, memory_order_relaxed);
+		return;
+	}
+	if (S == 1) {
+		/* up to W pages beyond what this fault mapped */
+		uint32_t from = id + mapped > N ? id + mapped : N;
+		uint64_t to64 = (uint64_t)id + mapped + W;
+		uint32_t to = to64 > (uint64_t)last + 1 ? last + 1 : (uint32_t)to64;
+		if (to > from && bp_pf_push(p, from, to - from))
+			N = to;
+		else if (to > from)
+			N = from;
+	} else if (S == -1) {
+		/* N is the lowest page asked for so far */
+		uint32_t to = N < id ? N : id;
+		uint32_t from = id - first < W ? first : id - W;
+		if (to > from && bp_pf_push(p, from, to - from))
+			N = from;
+		else
+			N = to;
+	} else {
+		uint32_t steps = W < PF_STRIDE_STEPS ? W : PF_STRIDE_STEPS;
+		int64_t pos = (int64_t)id + S;
+		int64_t n = (int64_t)N;
+		/* continue beyond what was asked already */
+		if ((S > 0 && n > pos) || (S < 0 && n < pos))
+			pos = n;
+		for (uint32_t k = 0; k < steps; k++, pos += S) {
+			if (pos < first || pos > last || !bp_pf_push(p, (uint32_t)pos, 1))
+				break;
+		}
+		N = (uint32_t)pos;
+	}
+	atomic_store_explicit(&r->pf_stride, S, memory_order_relaxed);
+	atomic_store_explicit(&r->pf_next, N, memory_order_relaxed);
+	atomic_store_explicit(&r->pf_win, W, memory_order_relaxed);
+}
