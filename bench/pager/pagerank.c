@@ -197,7 +197,7 @@ int bench_pager_pagerank(struct bench_ctx *c)
 	int iters = (int)bench_count(c, "iters", 20, 10);
 	if (bench_smoke(c)) {
 		if (!bench_param(c, "scale", NULL))
-			scale = 17;
+			scale = 18;
 		if (!bench_param(c, "iters", NULL))
 			iters = 3;
 	}
@@ -285,12 +285,21 @@ int bench_pager_pagerank(struct bench_ctx *c)
 	struct pr_result *res = bench_shared_alloc(sizeof(*res));
 	double *ranks = bench_shared_alloc((size_t)nv * 8);
 	double *ref = malloc((size_t)nv * 8);
-	memset(ranks, 0, (size_t)nv * 8); /* faulted in here: not charged to a side */
 	double *it_all[S_N], *round_med[S_N], load_s[S_N] = { 0 }, last_err = 0;
+	bool nomem = !res || !ranks || !ref;
 	for (int s = 0; s < S_N; s++) {
 		it_all[s] = calloc((size_t)rounds * (size_t)iters, sizeof(double));
 		round_med[s] = calloc((size_t)rounds, sizeof(double));
+		nomem |= !it_all[s] || !round_med[s];
 	}
+	if (nomem) {
+		pb_linux_teardown(&env);
+		pb_cleanup_on_signal(NULL);
+		scratch_remove(&sc);
+		bench_skip(c, id, "out of memory for the results");
+		goto out;
+	}
+	memset(ranks, 0, (size_t)nv * 8); /* faulted in here: not charged to a side */
 	struct bypass_pager_stats bst[S_N];
 	memset(bst, 0, sizeof(bst));
 	uint64_t ref_hash = 0, pswpin = 0, pswpout = 0;
@@ -298,9 +307,7 @@ int bench_pager_pagerank(struct bench_ctx *c)
 	int n = 0, cnt[S_N] = { 0 }; /* rounds; runs per side */
 	struct pr_run run = { S_RAM, iters, sc.csr, sc.swap, nv, ne, budget, total, res, ranks };
 	/* the reference ranks: in memory, before the rounds */
-		if (!ref) {
-		snprintf(t.fail, sizeof(t.fail), "no memory for the reference ranks");
-	} else if (pb_side_run(&t, S_RAM, NULL, pr_side, &run, limit, &res->rep,
+	if (pb_side_run(&t, S_RAM, NULL, pr_side, &run, limit, &res->rep,
 			       "the reference run (in memory)")) {
 		ref_hash = res->hash;
 		last_err = res->last_err;
@@ -449,7 +456,7 @@ int bench_pager_pagerank(struct bench_ctx *c)
 				"<= 0.5)", sw.median / sl.median, lo, hi, "<=", 0.5);
 	}
 	bench_end(c);
-
+out:
 	for (int s = 0; s < S_N; s++) {
 		free(it_all[s]);
 		free(round_med[s]);

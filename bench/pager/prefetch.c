@@ -279,6 +279,13 @@ int bench_pager_prefetch(struct bench_ctx *c)
 		for (int k = 0; k < 2; k++)
 			mibs[k][s] = calloc((size_t)rounds, sizeof(double));
 	}
+	bool nomem = !res || !exp || !got[0] || !got[1] || !lat;
+	for (int s = 0; s < S_N; s++)
+		nomem |= !lat_all[s] || !mibs[0][s] || !mibs[1][s];
+	if (nomem) {
+		snprintf(t.fail, sizeof(t.fail), "out of memory for the results");
+		rounds = 0;
+	}
 	struct bypass_pager_stats bst[S_N];
 	memset(bst, 0, sizeof(bst));
 	double write_s[S_N] = { 0 };
@@ -388,6 +395,12 @@ int bench_pager_prefetch(struct bench_ctx *c)
 	}
 	if (!t.have[S_DEV])
 		bench_note(c, "device row missing: %s", t.skip_why[S_DEV]);
+	char ws[400] = "";
+	for (int s = 0; s < S_DEV; s++)
+		if (t.have[s])
+			snprintf(ws + strlen(ws), sizeof(ws) - strlen(ws), "%s%s %.2f s",
+				 ws[0] ? ", " : "", s_key[s], write_s[s] / cnt[s]);
+	bench_note(c, "the first write of the region (not in the rows), mean per run: %s", ws);
 	bench_note(c, "data: every page's checksum (all 512 words) checked in both scans and "
 		   "after the rmw scan, on every side: all right%s", t.fail[0] ? " before the failure"
 									: "");
