@@ -8,6 +8,12 @@
  *   pager.throughput  random and sequential accesses over a region 4x the
  *                     budget, bypass against Linux swap in a memory cgroup
  *                     of the same size (ExtMem's same-policy comparison)
+ *   pager.unmodified  unmodified programs under the preload (issue 11, 3)
+ *   pager.prefetch    sequential scans of swapped-out memory: read-ahead
+ *                     off, synchronous, asynchronous prefetch, and Linux's
+ *                     read-ahead (issue 11, experiment 1)
+ *   pager.pagerank    pull PageRank over a Kronecker graph: Linux swap,
+ *                     bypass 2Q, bypass's sliding window (issue 11, 2)
  */
 #include "pager_bench.h"
 
@@ -18,7 +24,8 @@ const char *pb_swapdir(struct bench_ctx *c)
 	return bench_param(c, "swapdir", "/var/tmp");
 }
 
-/* --param only=latency|drop|throughput runs one experiment. */
+/* --param only=latency|drop|throughput|unmodified|prefetch|pagerank runs one
+ * experiment. */
 int bench_pager(struct bench_ctx *c)
 {
 	const char *only = bench_param(c, "only", NULL);
@@ -29,6 +36,11 @@ int bench_pager(struct bench_ctx *c)
 		bench_pager_drop(c);
 	if (!only || !strcmp(only, "throughput"))
 		ret |= bench_pager_throughput(c);
-	if (!only || !strcmp(only, "unmodified")) ret |= bench_pager_unmodified(c);
+	if (!only || !strcmp(only, "unmodified"))
+		ret |= bench_pager_unmodified(c);
+	if (!only || !strcmp(only, "prefetch"))
+		ret |= bench_pager_prefetch(c);
+	if (!only || !strcmp(only, "pagerank"))
+		ret |= bench_pager_pagerank(c);
 	return ret;
 }

@@ -22,6 +22,41 @@ void bench_pager_drop(struct bench_ctx *c);
 /* Issue 11's experiment 3: unmodified programs under the preload vs Linux
  * swap (bench/pager/unmodified.c); 0, or 1 if bypass failed or lost data. */
 int bench_pager_unmodified(struct bench_ctx *c);
+/* Issue 11's experiment 1: sequential scans of swapped-out memory with and
+ * without read-ahead/prefetch vs Linux swap read-ahead (prefetch.c). */
+int bench_pager_prefetch(struct bench_ctx *c);
+/* Issue 11's experiment 2: pull PageRank over a Kronecker graph, Linux
+ * swap vs bypass 2Q vs bypass's sliding-window policy (pagerank.c). */
+int bench_pager_pagerank(struct bench_ctx *c);
+
+/* ------------------------------------------------ the graph (kron.c) */
+struct pb_csr {
+	uint32_t nv;  /* vertices */
+	uint64_t ne;  /* directed edges: every undirected edge twice */
+	uint64_t *off; /* nv + 1 offsets into nb */
+	uint32_t *nb;  /* neighbours, sorted per vertex */
+};
+/* A Kronecker graph (Graph500/GAP: A 0.57, B 0.19, C 0.19; edge_factor <<
+ * scale edges, ids permuted), symmetrized, without self-loops or duplicate
+ * edges, as a CSR.  Deterministic in seed.  0, -EINVAL or -ENOMEM. */
+int pb_kron_csr(unsigned scale, unsigned edge_factor, uint64_t seed, struct pb_csr *g);
+void pb_csr_free(struct pb_csr *g);
+/* The CSR file (see kron.c): 0 or -errno (nothing left behind on error). */
+int pb_csr_write(const char *path, const struct pb_csr *g);
+/* Read the file's offsets and neighbours into off and nb (room for nv + 1
+ * and ne) through a 1 MiB buffer, O_DIRECT where the file system takes it,
+ * so that regions that cannot be read() into directly can be loaded.
+ * 0 or -errno. */
+int pb_csr_load(const char *path, uint64_t *off, uint32_t *nb, uint32_t nv, uint64_t ne);
+
+/*
+ * The pager policy calls of issue 11 (bypass_pager_set_policy and
+ * bypass_pager_advise), where this build's pager has them: -ENOSYS where
+ * it does not, so that a row that needs them is skipped with the reason.
+ */
+int pb_set_policy(bypass_pager *p, const char *spec);
+int pb_advise(bypass_pager *p, void *addr, size_t len, int advice);
+enum { PB_ADV_SEQUENTIAL, PB_ADV_PRIORITY };
 
 /* Where swap files go: --param swapdir=DIR (default /var/tmp). */
 const char *pb_swapdir(struct bench_ctx *c);
@@ -38,6 +73,8 @@ struct pb_linux_env {
 	char procs[320];
 	bool swap_on, cg_made, file_made;
 	const char *bypass_file; /* the bypass side's swap file, if made */
+	const char *extra_file;  /* another scratch file to remove, if set */
+	const char *scratch_dir; /* an (emptied) directory to remove, if set */
 };
 
 /* Returns 0, or -1 with the reason in why; facts gets what the reader must
@@ -50,6 +87,60 @@ void pb_linux_teardown(struct pb_linux_env *env);
 /* Clean env up if the run is interrupted (NULL: stop doing so). */
 void pb_cleanup_on_signal(struct pb_linux_env *env);
 extern volatile pid_t pb_running_child;
+/*
+ * Run fn(arg) in a fresh child process: in env's memory cgroup when env is
+ * not NULL (the Linux side; the child joins it first), else as it is.  The
+ * child exits 0 when fn returns (fn may _exit non-zero itself).  Waits at
+ * most timeout_s seconds, then kills the child: a stall is a failure with
+ * everything still cleaned up by the caller (unlike bench_watchdog, which
+ * exits).  Returns 0 if the child exited 0, else -ETIMEDOUT, -EINTR (killed
+ * by a signal) or -EIO, with the reason in why.
+ */
+int pb_run_side(const struct pb_linux_env *env, void (*fn)(void *), void *arg,
+		unsigned timeout_s, char *why, size_t whylen);
+/*
+ * The rows of an experiment whose sides each run in a fresh child process
+ * (pb_run_side), and what became of them.
+ */
+#define PB_MAX_SIDES 8
+struct pb_side_report { /* the first member of a side's (shared) result */
+	bool skipped;   /* set by the child: the row cannot run here */
+	char msg[256];  /* why, or what failed */
+};
+struct pb_sides {
+	bool have[PB_MAX_SIDES];            /* the row still runs */
+	char skip_why[PB_MAX_SIDES][600];
+	int kills;                          /* Linux side killed (OOM killer) */
+	char kill_why[600];
+	char fail[1400];                    /* the run failed: why */
+};
+/*
+ * Run side s (env not NULL: the Linux side, in the cgroup) and sort out the
+ * outcome: true if it ran; else a skip (the child set rep->skipped: have[s]
+ * becomes false), a kill of the Linux side by a signal (the cgroup's OOM
+ * killer: Linux's failure, counted in kills) or a failure (fail, naming the
+ * side).  rep is cleared first.
+ */
+/* The notes on the Linux side: its facts and swap traffic (extra: more
+ * facts, or ""), its kills, or why it did not run (setup_why). */
+void pb_note_linux(struct bench_ctx *c, const struct pb_sides *t, int side, int runs,
+		   const char *facts, const char *extra, const char *setup_why,
+		   uint64_t pswpin, uint64_t pswpout);
+/* Add the counters of st (faults, read-ahead, prefetch, evictions, bytes)
+ * to sum. */
+void pb_stats_add(struct bypass_pager_stats *sum, const struct bypass_pager_stats *st);
+/* The asynchronous prefetcher's counters of st (pages installed, seen
+ * used), where this build's pager has them; else 0 and 0. */
+void pb_prefetch_counts(const struct bypass_pager_stats *st, uint64_t *pages, uint64_t *used);
+/* In a side's child: say what failed (what: -e) in rep and exit 1. */
+__attribute__((noreturn)) void pb_side_fail(struct pb_side_report *rep, const char *what, int e);
+bool pb_side_run(struct pb_sides *t, int s, const struct pb_linux_env *env,
+		 void (*fn)(void *), void *arg, unsigned timeout_s,
+		 struct pb_side_report *rep, const char *name);
+/* Linux's swap read-ahead settings (vm.page-cluster, VMA-based read-ahead)
+ * as one line for the notes and the provenance. */
+void pb_linux_readahead(char *buf, size_t len);
+
 /* A file of size bytes written in full (no holes); 0 or -errno. */
 int pb_write_file(const char *path, size_t size);
 /* Run cmd arg quietly; 0 if it exited 0. */
