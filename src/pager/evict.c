@@ -778,7 +778,7 @@ int bp_pager_reserve_prefetch(struct bypass_pager *p, uint32_t n)
 	unsigned idx = bp_tab_enter();
 	struct ectx c = { bp_tab_get(), NULL };
 	reap(p, &c, false);
-	int e = -EAGAIN;
+	int e = -EAGAIN, empty = 0;
 	for (int round = 0; round < 8; round++) {
 		if (!bp_pager_reserve_below_high(p, n)) {
 			e = 0;
@@ -789,7 +789,9 @@ int bp_pager_reserve_prefetch(struct bypass_pager *p, uint32_t n)
 			reap(p, &c, true);
 			continue;
 		}
-		if (!evict_round(p, &c, true))
+		/* a round may find only unused prefetched pages, which it
+		 * passes once (PW_PFAGED): the next one can take them */
+		if (!evict_round(p, &c, true) && ++empty == 2)
 			break;
 	}
 	bp_tab_leave(idx);

@@ -290,10 +290,11 @@ struct bypass_pager {
 	_Atomic uint64_t *bounce_map;
 
 	/* policies, hints and prefetch (policy.h) */
-	struct bp_pol *_Atomic pol;  /* NULL: 2Q */
-	_Atomic uint32_t pol_phase;
+	struct bp_pol *_Atomic pol;  /* NULL: 2Q (no read section needed) */
+	_Atomic uint32_t pol_phase __attribute__((aligned(BP_CACHELINE)));
 	_Atomic uint32_t pol_readers[2];
-	struct bp_hints *hints;      /* the hint ranges (policy.c) */
+	struct bp_hints *hints __attribute__((aligned(BP_CACHELINE)));
+					/* the hint ranges (policy.c) */
 	struct bp_pf *_Atomic pf;    /* the prefetcher, once started */
 	bool evict_noprio;           /* the prefetcher evicts: it spares PRIORITY
 					pages, and unused prefetched ones

@@ -226,8 +226,17 @@ int bypass_pager_set_policy(bypass_pager *p, const char *spec)
 	}
 	struct bp_pol *old = NULL;
 	if (!e) {
-		old = atomic_exchange(&p->pol, pol);
+		/* the built-in 2Q is no policy at all: NULL, which the fault
+		 * path reads without a read section */
+		bool plain = pol->bi && !pol->bi->victims && !pol->bi->streams &&
+			     !pol->bi->prefetcher;
+		old = atomic_exchange(&p->pol, plain ? NULL : pol);
 		pol_sync(p); /* nobody uses old any more */
+		if (plain) {
+			bp_info("bypass: pager: policy 2q");
+			pol_free(pol);
+			pol = NULL;
+		}
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (e) {
@@ -235,8 +244,9 @@ int bypass_pager_set_policy(bypass_pager *p, const char *spec)
 		pol_free(pol);
 		bp_err("bypass: pager: policy %s: %s", buf, strerror(-e));
 	} else {
-		bp_info("bypass: pager: policy %s%s%s", pol->name, args ? ", args " : "",
-			args ? args : "");
+		if (pol)
+			bp_info("bypass: pager: policy %s%s%s", pol->name, args ? ", args " : "",
+				args ? args : "");
 		pol_free(old);
 	}
 	free(buf);
@@ -399,9 +409,18 @@ static const uint32_t hint_flag[] = {
 static void advise_ids(struct bypass_pager *p, uint32_t a, uint32_t b, int advice)
 {
 	if (advice == BYPASS_PAGER_ADV_WILLNEED) {
-		for (uint32_t id = a; id < b; id += PG_MAX_PF)
-			if (!bp_pf_push(p, id, b - id < PG_MAX_PF ? b - id : PG_MAX_PF))
-				break; /* the queue is full: the rest is not read */
+		/* a full queue empties as the thread reads: wait for room (up
+		 * to a second per request, then the rest is not read) */
+		for (uint32_t id = a; id < b; id += PG_MAX_PF) {
+			uint32_t n = b - id < PG_MAX_PF ? b - id : PG_MAX_PF;
+			int tries = 0;
+			while (!bp_pf_push(p, id, n) && tries++ < 1000) {
+				struct timespec ts = { 0, 1000000 };
+				nanosleep(&ts, NULL);
+			}
+			if (tries > 1000)
+				return;
+		}
 		return;
 	}
 	for (uint32_t id = a; id < b; id++) {
@@ -529,9 +548,16 @@ void bp_policy_fault(struct bypass_pager *p, struct region *r, uint32_t id, unsi
 		if (w & PW_PF)
 			bp_pf_mark_used(p, pg);
 	}
+	bool nora = (w & PW_NORA) != 0;
+	if (!atomic_load_explicit(&p->pol, memory_order_acquire)) {
+		/* 2Q: no policy to keep alive, no read section (two atomic
+		 * operations on a shared line less per fault) */
+		if (!nora && kind != BYPASS_PAGER_FAULT_ZERO && (w & PW_SEQ))
+			bp_pf_stream(p, r, id, mapped, true);
+		return;
+	}
 	unsigned idx = bp_pol_enter(p);
 	struct bp_pol *pol = atomic_load(&p->pol);
-	bool nora = (w & PW_NORA) != 0;
 	if (!nora && kind != BYPASS_PAGER_FAULT_ZERO) {
 		if (w & PW_SEQ)
 			bp_pf_stream(p, r, id, mapped, true);
@@ -572,6 +598,8 @@ void bp_policy_access(struct bypass_pager *p, uintptr_t addr, size_t npages, uns
 		bp_pf_mark_used(p, pg);
 	}
 	bp_tab_leave(ti);
+	if (!atomic_load_explicit(&p->pol, memory_order_acquire))
+		return;
 	unsigned idx = bp_pol_enter(p);
 	struct bp_pol *pol = atomic_load(&p->pol);
 	if (pol && pol->ops && pol->ops->on_access)
@@ -583,6 +611,8 @@ void bp_policy_access(struct bypass_pager *p, uintptr_t addr, size_t npages, uns
 
 uint32_t bp_policy_victims(struct bypass_pager *p, uint32_t *ids, uint32_t n)
 {
+	if (!atomic_load_explicit(&p->pol, memory_order_acquire))
+		return 0; /* 2Q */
 	unsigned idx = bp_pol_enter(p);
 	struct bp_pol *pol = atomic_load(&p->pol);
 	uint32_t got = 0;
