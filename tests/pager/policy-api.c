@@ -4,7 +4,7 @@
  * registry (names, duplicates, versions), set_policy's spec forms (built-in
  * names, a registered name, a shared object with :symbol and ,args) and
  * their errors, advise's errors and its hint table limit.  A policy whose
- * init fails leaves the old one in place.
+ * init fails leaves the old one in place; a forked child gets -ECHILD.
  * TEST_LABELS: threads (the prefetch thread)
  */
 #include "policy-util.h"
@@ -152,6 +152,17 @@ int main(void)
 		m[i * PAGE] = (char)i;
 	for (int i = 0; i < 40; i++)
 		CHECK_EQ(m[i * PAGE], (char)i);
+	/* a forked child may not use the parent's pager */
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		int ok = bypass_pager_set_policy(p, "clock") == -ECHILD &&
+			 bypass_pager_advise(p, m, PAGE, BYPASS_PAGER_ADV_RANDOM) == -ECHILD;
+		_exit(ok ? 0 : 1);
+	}
+	int wst;
+	CHECK_EQ(waitpid(pid, &wst, 0), pid);
+	CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
 	struct bypass_pager_stats st = stats_of(p);
 	CHECK_EQ(st.reserved[0], 0);
 	CHECK_EQ(st.reserved[1], 0);
