@@ -234,11 +234,10 @@ static int start_locked(struct bp_heat *h, unsigned interval_ms, char *why, size
 			char ops[64] = "";
 			snprintf(path, sizeof(path), KDS "/%lld/contexts/0/avail_operations", i);
 			bool no_va = sys_read(path, ops, sizeof(ops)) == 0 && !strstr(ops, "vaddr");
-			snprintf(why, wl, "kdamond %lld (pid %lld) runs and is not bypass's: DAMON's "
-				 "sysfs adds none while one runs%s%s%s", i, kpid,
-				 no_va ? "; this kernel has no virtual address monitoring "
-					 "either (avail_operations: " : "",
-				 no_va ? ops : "", no_va ? ")" : "");
+			snprintf(why, wl, "kdamond %lld (pid %lld) runs, not ours (sysfs adds no "
+				 "kdamond while one runs)%s%s%s", i, kpid,
+				 no_va ? "; no vaddr monitoring either (" : "", no_va ? ops : "",
+				 no_va ? " only)" : "");
 			close(fd);
 			return -EBUSY;
 		}
