@@ -28,8 +28,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#define DAMON_ADMIN "/sys/kernel/mm/damon/admin"
-#define KDS DAMON_ADMIN "/kdamonds"
+/* paths below are relative to bp_damon_root */
+#define KDS "kdamonds"
 #define KD0 KDS "/0"
 #define CTX KD0 "/contexts/0"
 #define SCHEME CTX "/schemes/0"
@@ -51,9 +51,19 @@ static struct {
 
 /* ------------------------------------------------------------ sysfs */
 
-static int sys_write(const char *path, const char *val)
+const char *bp_damon_root = "/sys/kernel/mm/damon/admin";
+
+static const char *full(char *buf, size_t len, const char *rel)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	snprintf(buf, len, "%s/%s", bp_damon_root, rel);
+	return buf;
+}
+
+static int sys_write(const char *rel, const char *val)
+{
+	char path[PATH_MAX];
+	/* O_TRUNC: ignored by sysfs, needed by the tests' fake tree */
+	int fd = open(full(path, sizeof(path), rel), O_WRONLY | O_TRUNC | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	size_t len = strlen(val);
@@ -66,16 +76,17 @@ static int sys_write(const char *path, const char *val)
 	return e;
 }
 
-static int sys_writeu(const char *path, unsigned long long v)
+static int sys_writeu(const char *rel, unsigned long long v)
 {
 	char b[32];
 	snprintf(b, sizeof(b), "%llu", v);
-	return sys_write(path, b);
+	return sys_write(rel, b);
 }
 
-static int sys_read(const char *path, char *buf, size_t len)
+static int sys_read(const char *rel, char *buf, size_t len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char path[PATH_MAX];
+	int fd = open(full(path, sizeof(path), rel), O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	ssize_t n;
@@ -92,10 +103,10 @@ static int sys_read(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-static long long sys_readll(const char *path)
+static long long sys_readll(const char *rel)
 {
 	char b[32];
-	if (sys_read(path, b, sizeof(b)))
+	if (sys_read(rel, b, sizeof(b)))
 		return -1;
 	return strtoll(b, NULL, 10);
 }
@@ -212,10 +223,11 @@ static bool leftover(void)
 
 static int start_locked(struct bp_heat *h, unsigned interval_ms, char *why, size_t wl)
 {
-	int fd = open(KDS "/nr_kdamonds", O_RDWR | O_CLOEXEC);
+	char nrpath[PATH_MAX];
+	int fd = open(full(nrpath, sizeof(nrpath), KDS "/nr_kdamonds"), O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
-		snprintf(why, wl, "%s/nr_kdamonds: %s (DAMON's sysfs needs root)", KDS, strerror(e));
+		snprintf(why, wl, "%s: %s (DAMON's sysfs needs root)", nrpath, strerror(e));
 		return e == EACCES ? -EPERM : -e;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -327,8 +339,8 @@ undo:
 
 int bp_damon_start(struct bp_heat *h, unsigned interval_ms, char *why, size_t whylen)
 {
-	if (access(DAMON_ADMIN, F_OK) < 0) {
-		snprintf(why, whylen, "no %s (a kernel without CONFIG_DAMON_SYSFS)", DAMON_ADMIN);
+	if (access(bp_damon_root, F_OK) < 0) {
+		snprintf(why, whylen, "no %s (a kernel without CONFIG_DAMON_SYSFS)", bp_damon_root);
 		return -ENOENT;
 	}
 	pthread_mutex_lock(&g.lock);

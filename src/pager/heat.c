@@ -376,14 +376,16 @@ static void *sampler_main(void *arg)
 		unsigned maxacc = 0;
 		int wait_ms = (int)h->interval_ms;
 		if (d) {
-			/* waits for DAMON's next aggregation (one interval) */
+			/* waits for DAMON's next aggregation (one interval);
+			 * whatever it took, a round per interval at most */
+			uint64_t t0 = bypass_now_ns();
 			nd = bp_damon_read(h, d, HEAT_DAMON_MAX, &maxacc);
 			if (nd < 0) {
 				bp_warn("bypass: pager: heat: reading DAMON: %s", strerror(-nd));
 				nd = 0;
-			} else {
-				wait_ms = 0;
 			}
+			uint64_t took_ms = (bypass_now_ns() - t0) / 1000000u;
+			wait_ms = took_ms >= h->interval_ms ? 0 : (int)(h->interval_ms - took_ms);
 		}
 		struct pollfd pf = { .fd = h->stop_fd, .events = POLLIN };
 		int r = poll(&pf, 1, wait_ms);

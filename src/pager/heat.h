@@ -101,5 +101,7 @@ int bp_damon_read(struct bp_heat *h, struct bp_damon_range *out, size_t max,
 		  unsigned *max_accesses);
 /* Turn our kdamond off and remove it. */
 void bp_damon_stop(struct bp_heat *h);
+/* DAMON's sysfs directory (tests point it at a fake tree). */
+extern const char *bp_damon_root;
 
 #endif
