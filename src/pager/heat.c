@@ -720,6 +720,17 @@ void bp_heat_env(struct bypass_pager *p)
 		bp_err("bypass: pager: BYPASS_PAGER_HEAT=%s: %s; heat stays off", v, strerror(-e));
 }
 
+void bp_heat_forget(struct bypass_pager *p, uint32_t id0, uint32_t n)
+{
+	struct bp_heat *h = heat_get(p);
+	if (!h)
+		return;
+	for (uint32_t id = id0; id < id0 + n; id++) {
+		atomic_store_explicit(&h->score[id], 0, memory_order_relaxed);
+		atomic_store_explicit(&h->hit[id], 0, memory_order_relaxed);
+	}
+}
+
 void bp_heat_stop(struct bypass_pager *p)
 {
 	struct bp_heat *h = heat_get(p);

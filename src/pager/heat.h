@@ -71,9 +71,12 @@ static inline void bp_heat_fault(struct bypass_pager *p, uint32_t id, bool write
 					 memory_order_relaxed);
 }
 
-/* pager.c hooks: BYPASS_PAGER_HEAT* at create; stop at destroy; free. */
+/* pager.c hooks: BYPASS_PAGER_HEAT* at create; stop at destroy; free; unmap. */
 void bp_heat_env(struct bypass_pager *p);
 void bp_heat_stop(struct bypass_pager *p);
+/* Page ids [id0, id0 + n) were unmapped (no reader can reach them): a
+ * region that gets them next starts cold. */
+void bp_heat_forget(struct bypass_pager *p, uint32_t id0, uint32_t n);
 void bp_heat_free(struct bypass_pager *p);
 
 /* ---------------------------------------------------------------- damon.c */

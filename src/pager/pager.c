@@ -415,6 +415,7 @@ static int unmap_locked(struct bypass_pager *p, struct region *r, uintptr_t a, s
 	}
 	atomic_fetch_sub(&p->resident, res);
 	atomic_fetch_sub(&p->pinned, pins);
+	bp_heat_forget(p, hid, hn); /* access heat (heat.h) */
 	bp_plock_unlock(&p->evict);
 	bp_pager_progress(p);
 	munmap((void *)a, len);

@@ -158,6 +158,17 @@ static void faults_source(void)
 		CHECK_EQ(m[i * PAGE], 1);
 		CHECK_EQ(m[i * PAGE + 8], i < HOT ? (char)i : 1);
 	}
+	/* a region mapped over the page ids of an unmapped hot one starts cold */
+	CHECK_EQ(bypass_pager_heat_enable(p, &c), 0);
+	sweep_hot(p, m, 3, false);
+	CHECK(bypass_pager_heat_ranges(p, BYPASS_PAGER_HEAT_HOT, r, 4) >= 1);
+	CHECK_EQ(bypass_pager_unmap(p, m, NPAGES * PAGE), 0);
+	char *m2;
+	CHECK_EQ(bypass_pager_map(p, NPAGES * PAGE, 0, (void **)&m2), 0);
+	uint64_t s0 = hstats(p).samples;
+	while (hstats(p).samples < s0 + 2)
+		usleep(1000);
+	CHECK_EQ(bypass_pager_heat_ranges(p, BYPASS_PAGER_HEAT_HOT, r, 4), 0);
 	CHECK_EQ(bypass_pager_destroy(p), 0);
 }
 
