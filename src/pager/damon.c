@@ -199,6 +199,17 @@ static void teardown_locked(void)
 	g.d = NULL;
 }
 
+/* A forked child must not keep the parent's flock alive after it exits. */
+static void at_fork_child(void)
+{
+	pthread_mutex_init(&g.lock, NULL);
+	if (g.lockfd >= 0)
+		close(g.lockfd);
+	g.lockfd = -1;
+	free(g.d); /* the child's copy of the parent's */
+	g.d = NULL;
+}
+
 static void at_exit(void)
 {
 	pthread_mutex_lock(&g.lock);
@@ -327,8 +338,10 @@ static int start_locked(struct bp_heat *h, unsigned interval_ms, char *why, size
 	g.owner = getpid();
 	g.d = d;
 	h->damon = d;
-	if (!g.atexit_set)
+	if (!g.atexit_set) {
 		g.atexit_set = atexit(at_exit) == 0;
+		pthread_atfork(NULL, NULL, at_fork_child);
+	}
 	return 0;
 undo:
 	sys_write(KD0 "/state", "off");
@@ -349,12 +362,6 @@ int bp_damon_start(struct bp_heat *h, unsigned interval_ms, char *why, size_t wh
 		snprintf(why, whylen, "DAMON serves another pager of this process");
 		e = -EBUSY;
 	} else {
-		if (g.d) { /* a forked child's copy of the parent's */
-			g.d = NULL;
-			if (g.lockfd >= 0)
-				close(g.lockfd);
-			g.lockfd = -1;
-		}
 		e = start_locked(h, interval_ms, why, whylen);
 	}
 	pthread_mutex_unlock(&g.lock);
