@@ -11,7 +11,7 @@
  * without virtual address monitoring gives -EOPNOTSUPP and nothing stays.
  * What the real kernel does with that input: tests/pager/heat-damon.
  */
-#include "util.h"
+#include "heat-util.h"
 #include "pager/heat.h"
 
 #include <sys/stat.h>
@@ -100,20 +100,7 @@ static void fresh(const char *ops)
 
 static bypass_pager *make(void)
 {
-	struct bypass_pager_config c = {
-		.budget = 2 * NPAGES * PAGE, .swap_path = tmpdir(), .swap_size = 4 * NPAGES * PAGE,
-		.mode = BYPASS_PAGER_UPCALL, .flags = BYPASS_PAGER_SWAP_TEMP,
-	};
-	bypass_pager *p;
-	CHECK_EQ(bypass_pager_create(&c, &p), 0);
-	return p;
-}
-
-static struct bypass_pager_heat_stats hstats(bypass_pager *p)
-{
-	struct bypass_pager_heat_stats st;
-	CHECK_EQ(bypass_pager_heat_stats(p, &st), 0);
-	return st;
+	return heat_pager(2 * NPAGES, 4 * NPAGES, false);
 }
 
 static int enable_damon(bypass_pager *p)

@@ -9,7 +9,7 @@
  * runs with the fault source.
  * TEST_LABELS: root
  */
-#include "util.h"
+#include "heat-util.h"
 
 #include <grp.h>
 #include <signal.h>
@@ -61,20 +61,7 @@ static void running(char *out, size_t len)
 
 static bypass_pager *make(size_t budget)
 {
-	struct bypass_pager_config c = {
-		.budget = budget * PAGE, .swap_path = tmpdir(), .swap_size = 2 * NPAGES * PAGE,
-		.mode = BYPASS_PAGER_UPCALL, .flags = BYPASS_PAGER_SWAP_TEMP,
-	};
-	bypass_pager *p;
-	CHECK_EQ(bypass_pager_create(&c, &p), 0);
-	return p;
-}
-
-static struct bypass_pager_heat_stats hstats(bypass_pager *p)
-{
-	struct bypass_pager_heat_stats st;
-	CHECK_EQ(bypass_pager_heat_stats(p, &st), 0);
-	return st;
+	return heat_pager(budget, 2 * NPAGES, false);
 }
 
 /* As nobody: DAMON refused with -EPERM, the fault source runs. */

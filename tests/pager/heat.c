@@ -6,7 +6,7 @@
  * BYPASS_PAGER_HEAT / _INTERVAL / _FILE (and a bad value) at create; the
  * live view file.  The DAMON source: tests/pager/heat-damon.c.
  */
-#include "util.h"
+#include "heat-util.h"
 
 #include <sys/stat.h>
 
@@ -16,22 +16,7 @@
 
 static bypass_pager *make(size_t budget)
 {
-	struct bypass_pager_config c = {
-		.budget = budget * PAGE, .swap_path = tmpdir(), .swap_size = 2 * NPAGES * PAGE,
-		.mode = BYPASS_PAGER_UPCALL, .flags = BYPASS_PAGER_SWAP_TEMP,
-		.readahead = 1, .fault_around = 1, /* one page per fault */
-		.batch = 4,
-	};
-	bypass_pager *p;
-	CHECK_EQ(bypass_pager_create(&c, &p), 0);
-	return p;
-}
-
-static struct bypass_pager_heat_stats hstats(bypass_pager *p)
-{
-	struct bypass_pager_heat_stats st;
-	CHECK_EQ(bypass_pager_heat_stats(p, &st), 0);
-	return st;
+	return heat_pager(budget, 2 * NPAGES, true);
 }
 
 static void bad_args(void)
