@@ -127,13 +127,14 @@ static void damon_apply(struct bp_heat *h, struct regtab *t, const struct bp_dam
 			lvl = HEAT_FULL;
 		if (!lvl)
 			continue;
-		/* the pager's regions that overlap it */
-		for (uintptr_t a = d[i].start & ~(uintptr_t)(PG_SIZE - 1); a < d[i].end;) {
-			struct region *r = bp_tab_find(t, a);
-			if (!r || r->pager != p) {
-				a += PG_SIZE;
+		/* the pager's regions that overlap it (a DAMON region may
+		 * span gaps of terabytes: walk the regions, not the gaps) */
+		for (size_t k = 0; k < t->n; k++) {
+			const struct region *r = t->r[k];
+			if (r->pager != p || r->end <= d[i].start || r->start >= d[i].end)
 				continue;
-			}
+			uintptr_t a = d[i].start > r->start ? d[i].start & ~(uintptr_t)(PG_SIZE - 1)
+							     : r->start;
 			uintptr_t end = d[i].end < r->end ? d[i].end : r->end;
 			size_t np = 0;
 			uintptr_t first = a;
