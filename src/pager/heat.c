@@ -111,6 +111,8 @@ static void heat_sample(struct bypass_pager *p, uintptr_t addr, size_t npages,
 {
 	(void)p, (void)addr, (void)npages, (void)flags;
 	/* MERGE: call bp_policy_access() here */
+	/* (with flags BYPASS_PAGER_HEAT_DAMON as an access, _WRITTEN as a
+	 * write; no page lock is held here, a region-table read section is) */
 }
 
 /* Apply DAMON's accessed regions to tmp[] (levels 1..64). */
