@@ -311,7 +311,8 @@ struct bypass_pager_heat_stats {
 	uint64_t written_pages;   /* page-intervals newly PAGE_IS_WRITTEN */
 	uint64_t damon_accessed;  /* page-intervals in regions DAMON saw accessed */
 	uint64_t damon_regions;   /* accessed regions DAMON reported */
-	uint64_t refs_set;        /* resident pages marked referenced for 2Q */
+	uint64_t refs_set;        /* page-intervals a resident page was marked
+				     referenced for 2Q */
 	uint64_t sample_ns;       /* time the sampler spent in its rounds */
 	unsigned sources;         /* the sources in use (0 while disabled) */
 	unsigned interval_ms;

@@ -195,8 +195,9 @@ static void fold_region(struct bp_heat *h, const struct region *r, uint64_t *cnt
 		if (lvl || s >= HEAT_REF_SCORE) {
 			struct pg *pg = pg_of(p, id);
 			uint32_t w = atomic_load_explicit(&pg->w, memory_order_relaxed);
-			if ((w & PW_LRU) && !(w & PW_REF) && pg_state(w) == PS_RESIDENT) {
-				pg_set(pg, PW_REF);
+			if ((w & PW_LRU) && pg_state(w) == PS_RESIDENT) {
+				if (!(w & PW_REF))
+					pg_set(pg, PW_REF);
 				cnt[4]++;
 			}
 		}
