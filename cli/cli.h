@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The `bypass` command: doctor (what this kernel and CPU offer), run (a
- * program under the preloads), bench (the benchmark driver).  Not part of
+ * program under the preloads), bench (the benchmark driver), heat (a
+ * pager's access-heat view).  Not part of
  * the library: it links the internal static archive so that doctor asks the
  * library's own detection functions.
  */
@@ -22,6 +23,7 @@ extern const char *cli_prog; /* argv[0] as given, for messages */
 int cli_doctor(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_heat(int argc, char **argv); /* heat.c: a pager's access-heat view */
 
 /*
  * cli_find - the path of a file that ships with bypass: a preload

@@ -270,15 +270,33 @@ static void check_memory(void)
 		munmap(pg, (size_t)ps);
 	if (r >= 0)
 		add("pagemap_scan", 1, "ioctl(PAGEMAP_SCAN) on /proc/self/pagemap works; "
-		    "not used by bypass yet");
+		    "the pager's access heat reads written bits with it");
 	else
 		add("pagemap_scan", 0, "ioctl(PAGEMAP_SCAN): %s%s", strerror(err),
 		    err == ENOTTY ? " (kernel before 6.7)" : "");
 
-	if (access("/sys/kernel/mm/damon/admin", F_OK) == 0)
-		add("damon", 1, "/sys/kernel/mm/damon/admin present (%s); not used by bypass",
-		    access("/sys/kernel/mm/damon/admin", W_OK) == 0 ? "writable" : "needs root");
-	else
+	if (access("/sys/kernel/mm/damon/admin", F_OK) == 0) {
+		/* what the pager's access heat needs: no kdamond running (sysfs
+		 * adds none while one runs) and virtual address monitoring */
+		char nr[16] = "0", st[16], dops[64] = "?", running[64] = "";
+		sysctl("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds", nr, sizeof(nr));
+		for (int i = 0; i < atoi(nr) && i < 16; i++) {
+			char path[96];
+			snprintf(path, sizeof(path), "/sys/kernel/mm/damon/admin/kdamonds/%d/state", i);
+			if (sysctl(path, st, sizeof(st)) && !strcmp(st, "on")) {
+				size_t o = strlen(running);
+				snprintf(running + o, sizeof(running) - o, " %d", i);
+			}
+		}
+		if (atoi(nr) > 0)
+			sysctl("/sys/kernel/mm/damon/admin/kdamonds/0/contexts/0/avail_operations",
+			       dops, sizeof(dops));
+		add("damon", 1, "/sys/kernel/mm/damon/admin present (%s); operations: %s; "
+		    "kdamonds running:%s; the pager's access heat uses it as root when none "
+		    "runs and vaddr is offered",
+		    access("/sys/kernel/mm/damon/admin", W_OK) == 0 ? "writable" : "needs root",
+		    dops, running[0] ? running : " none");
+	} else
 		add("damon", 0, "no /sys/kernel/mm/damon/admin (kernel without CONFIG_DAMON_SYSFS)");
 
 	/* cgroup and swap: what the pager benchmark's Linux baseline needs */

@@ -27,6 +27,8 @@ static void usage(FILE *f)
 		"                       libbypass-pager.so; --stats prints their counters at the end\n"
 		"  bench [MODULE|all] [ARGS...]\n"
 		"                       the benchmark driver (bypass-bench; --help lists its options)\n"
+		"  heat [--watch] [--count N] FILE\n"
+		"                       print a pager's access-heat view (BYPASS_PAGER_HEAT_FILE)\n"
 		"  --help, -h           this text\n"
 		"  --version            the library's version\n"
 		"\n"
@@ -99,7 +101,9 @@ int main(int argc, char **argv)
 		return cli_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "bench"))
 		return cli_bench(argc - 1, argv + 1);
-	fprintf(stderr, "bypass: unknown command '%s' (doctor, run, bench; see bypass --help)\n",
+	if (!strcmp(cmd, "heat"))
+		return cli_heat(argc - 1, argv + 1);
+	fprintf(stderr, "bypass: unknown command '%s' (doctor, run, bench, heat; see bypass --help)\n",
 		cmd);
 	return CLI_EXIT_USAGE;
 }

@@ -384,6 +384,119 @@ BYPASS_API int bypass_pager_set_policy(bypass_pager *p, const char *spec);
  */
 BYPASS_API int bypass_pager_stats(bypass_pager *p, struct bypass_pager_stats *st);
 
+/* ------------------------------------------------------------ access heat */
+
+/*
+ * Access heat: which parts of a pager's regions are used, from sources that
+ * need no kernel patch, each detected when heat is enabled (docs/pager.md,
+ * "Access heat").  A sampler thread of the pager's folds what the sources
+ * saw in each interval into a score per page (it halves in about 2.4
+ * intervals without an access); pages of high score are marked referenced
+ * for the 2Q lists, so that reads of resident pages (visible to DAMON only)
+ * keep them resident.  Nothing runs and nothing is allocated until heat is
+ * enabled.
+ */
+#define BYPASS_PAGER_HEAT_FAULTS 0x1u  /* every fault served is an access, a
+					  write fault a write (always available) */
+#define BYPASS_PAGER_HEAT_WRITTEN 0x2u /* PAGEMAP_SCAN on /proc/self/pagemap:
+					  pages written since they were last
+					  cleaned (Linux 6.7) */
+#define BYPASS_PAGER_HEAT_DAMON 0x4u   /* a kdamond of this process's own
+					  (DAMON sysfs, root, virtual address
+					  monitoring): accesses of resident
+					  pages, reads included */
+#define BYPASS_PAGER_HEAT_ALL 0x7u
+
+/* bypass_pager_heat_config.flags */
+#define BYPASS_PAGER_HEAT_OPTIONAL 0x1u /* skip requested sources that are
+					   unavailable (stats say why) instead
+					   of failing */
+
+struct bypass_pager_heat_config {
+	unsigned sources;       /* BYPASS_PAGER_HEAT_*; 0 = every available one
+				   (as with BYPASS_PAGER_HEAT_OPTIONAL) */
+	unsigned interval_ms;   /* sampling interval: 0 = 100, 10 .. 60000 */
+	unsigned flags;         /* BYPASS_PAGER_HEAT_OPTIONAL */
+	const char *stats_path; /* if set: the live view, rewritten (atomic
+				   rename) every stats_ms; `bypass heat FILE`
+				   prints it */
+	unsigned stats_ms;      /* 0 = 1000, at least the interval */
+	unsigned reserved_u;    /* must be zero */
+	uint64_t reserved[4];   /* must be zero */
+};
+
+/*
+ * bypass_pager_heat_enable - start sampling access heat.  Returns 0, or
+ *   -EINVAL  a null pager, unknown sources or flags, an interval out of
+ *            range, a stats_path too long, a non-zero reserved field;
+ *   -EBUSY   heat is enabled already (disable it first);
+ *   -ECHILD  in a forked child;
+ *   the reason a requested source is unavailable, unless
+ *   BYPASS_PAGER_HEAT_OPTIONAL: -EOPNOTSUPP (no PAGEMAP_SCAN, or no DAMON
+ *   virtual address monitoring), -ENOENT (no DAMON sysfs), -EPERM (DAMON
+ *   needs root), -EBUSY (a kdamond that is not this pager's runs);
+ *   -ENOMEM, or another -errno from pthread_create.
+ * Counters and scores start from zero only the first time (see reset).
+ */
+BYPASS_API int bypass_pager_heat_enable(bypass_pager *p,
+					const struct bypass_pager_heat_config *cfg);
+
+/*
+ * bypass_pager_heat_disable - stop sampling (the thread is joined, DAMON's
+ * kdamond removed); scores and counters stay readable.  Returns 0 (also if
+ * heat was not enabled), -EINVAL, -ECHILD.
+ */
+BYPASS_API int bypass_pager_heat_disable(bypass_pager *p);
+
+struct bypass_pager_heat_stats {
+	uint64_t samples;         /* sampling rounds */
+	uint64_t fault_accessed;  /* page-intervals with a fault */
+	uint64_t fault_written;   /* ... with a write fault */
+	uint64_t written_pages;   /* page-intervals newly PAGE_IS_WRITTEN */
+	uint64_t damon_accessed;  /* page-intervals in regions DAMON saw accessed */
+	uint64_t damon_regions;   /* accessed regions DAMON reported */
+	uint64_t refs_set;        /* page-intervals a resident page was marked
+				     referenced for 2Q */
+	uint64_t sample_ns;       /* time the sampler spent in its rounds */
+	unsigned sources;         /* the sources in use (0 while disabled) */
+	unsigned interval_ms;
+	int written_status;       /* 0 in use, else -errno: why not */
+	int damon_status;
+	char written_why[128];    /* the reason in words ("" if in use) */
+	char damon_why[128];
+	uint64_t reserved[4];
+};
+
+/* bypass_pager_heat_stats - the counters.  Returns 0, -EINVAL. */
+BYPASS_API int bypass_pager_heat_stats(bypass_pager *p, struct bypass_pager_heat_stats *st);
+
+struct bypass_pager_heat_range {
+	void *addr;
+	size_t length;
+	unsigned heat;  /* the mean score of its pages: 0 (cold) .. 256 */
+	unsigned flags; /* reserved, 0 */
+};
+
+/* bypass_pager_heat_ranges which */
+#define BYPASS_PAGER_HEAT_HOT 0  /* hottest first (only heat > 0) */
+#define BYPASS_PAGER_HEAT_COLD 1 /* coldest first, the longer of equal heat first */
+
+/*
+ * bypass_pager_heat_ranges - the hottest or coldest ranges of the pager's
+ * regions: runs of neighbouring pages of one region at a similar heat
+ * level, with their mean score.  Fills up to n entries of out and returns
+ * how many, or -EINVAL (null pager, null out with n > 0, unknown which),
+ * -ENODATA (heat never enabled), -ECHILD.
+ */
+BYPASS_API int bypass_pager_heat_ranges(bypass_pager *p, int which,
+					struct bypass_pager_heat_range *out, size_t n);
+
+/*
+ * bypass_pager_heat_reset - forget every score and zero the counters.
+ * Returns 0, -EINVAL, -ENODATA (heat never enabled), -ECHILD.
+ */
+BYPASS_API int bypass_pager_heat_reset(bypass_pager *p);
+
 #ifdef __cplusplus
 }
 #endif

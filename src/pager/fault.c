@@ -5,6 +5,7 @@
  * userfaultfd (handler mode).  Both end in bp_pager_serve().
  */
 #include "pager/policy.h"
+#include "pager/heat.h" /* access heat: bp_heat_fault() */
 
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
@@ -422,6 +423,8 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 		kind = BYPASS_PAGER_FAULT_SWAPIN;
 		break;
 	}
+	if (!e)
+		bp_heat_fault(p, id, write); /* access heat (heat.h) */
 	bp_pg_unlock(pg);
 
 	uint64_t ns = ((rdtsc() - t0) << 16) / p->cyc_per_ns_q16;

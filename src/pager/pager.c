@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The pager's public API: create, map, unmap, pin, stats, destroy. */
 #include "pager/policy.h"
+#include "pager/heat.h" /* access heat: the hooks below */
 
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -84,6 +85,7 @@ static void pager_free(struct bypass_pager *p, bool child)
 		bp_engine_stop(p);
 		bp_pager_thread_stop(p);
 	}
+	bp_heat_free(p); /* access heat (heat.h) */
 	bp_evict_fini(p);
 	if (p->uffd_sigbus >= 0)
 		close(p->uffd_sigbus);
@@ -235,6 +237,7 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 		p->budget, p->high,
 		p->low, p->batch, cfg->swap_path, p->swap_pages,
 		p->direct ? " O_DIRECT" : "", p->ra);
+	bp_heat_env(p); /* access heat: BYPASS_PAGER_HEAT (heat.h) */
 	*out = p;
 	return 0;
 fail:
@@ -413,6 +416,7 @@ static int unmap_locked(struct bypass_pager *p, struct region *r, uintptr_t a, s
 	}
 	atomic_fetch_sub(&p->resident, res);
 	atomic_fetch_sub(&p->pinned, pins);
+	bp_heat_forget(p, hid, hn); /* access heat (heat.h) */
 	bp_plock_unlock(&p->evict);
 	bp_policy_unmap(p, hid, hn);
 	bp_pager_progress(p);
@@ -466,6 +470,7 @@ int bypass_pager_destroy(bypass_pager *p)
 		pager_free(p, true);
 		return 0;
 	}
+	bp_heat_stop(p); /* access heat: the sampler and DAMON (heat.h) */
 	bp_engine_stop(p); /* no switch from now on */
 	bp_pf_stop(p);     /* no prefetch either */
 	pthread_mutex_lock(&p->lock);

@@ -198,6 +198,7 @@ struct pstats {
 } __attribute__((aligned(BP_CACHELINE)));
 
 struct iovec;
+struct bp_heat; /* heat.h */
 struct wb {           /* one write-back request in flight */
 	uint32_t n;
 	uint32_t used;
@@ -221,6 +222,7 @@ struct bypass_pager {
 	int pidfd_owned;    /* the descriptor to close */
 	uint64_t uffd_avail; /* userfaultfd features of this kernel */
 	uint64_t cyc_per_ns_q16; /* TSC cycles per ns, 16.16 fixed point */
+	_Atomic(struct bp_heat *) heat; /* access heat (heat.h), NULL until enabled */
 
 	/* page metadata, indexed by page id; ids are handed out per region */
 	struct pg *pages;
