@@ -160,6 +160,8 @@ struct bypass_batch_stats {
 	uint64_t merged_waits; /* preload: epoll waits that went into the
 				  kernel in the same io_uring_enter as the
 				  flush (IORING_OP_EPOLL_WAIT) */
+	uint64_t spliced;    /* preload: sendfile calls deferred as linked
+				splices through a pipe (no copy) */
 };
 
 /* bypass_batch_stats - fill *out.  Returns 0 or -EINVAL (NULL). */

@@ -124,6 +124,7 @@ EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	if (!ACTIVE())
 		return REAL(poll)(fds, n, timeout);
+	bp_bt_unmerged_wait();
 	bp_bt_segment_end();
 	int r = REAL(poll)(fds, n, timeout);
 	int e = errno;
@@ -137,6 +138,7 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 {
 	if (!ACTIVE())
 		return REAL(ppoll)(fds, n, ts, ss);
+	bp_bt_unmerged_wait();
 	bp_bt_segment_end();
 	int r = REAL(ppoll)(fds, n, ts, ss);
 	int e = errno;
@@ -149,6 +151,7 @@ EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 {
 	if (!ACTIVE())
 		return REAL(select)(n, r, w, x, tv);
+	bp_bt_unmerged_wait();
 	bp_bt_segment_end();
 	int ret = REAL(select)(n, r, w, x, tv);
 	int e = errno;
@@ -162,6 +165,7 @@ EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *x, const struct timespec
 {
 	if (!ACTIVE())
 		return REAL(pselect)(n, r, w, x, ts, ss);
+	bp_bt_unmerged_wait();
 	bp_bt_segment_end();
 	int ret = REAL(pselect)(n, r, w, x, ts, ss);
 	int e = errno;

@@ -32,6 +32,8 @@
 struct io_uring;
 struct io_uring_getevents_arg;
 struct io_uring_cqe;
+struct bp_link;
+struct bt_thread;
 
 /* ---------------------------------------------------------- configuration */
 
@@ -61,10 +63,18 @@ struct bt_config {
 	const char *stats_file;  /* BYPASS_STATS_FILE: the same, for bypass run
 				    --stats (every module appends its line) */
 	bool uring_sockopt;      /* the kernel has socket uring_cmd setsockopt */
+	bool splice;             /* BYPASS_BATCH_SPLICE: larger sendfile calls
+				    deferred as linked splices (splice.c) */
+	size_t pipe_size;        /* BYPASS_BATCH_PIPE_SIZE: F_SETPIPE_SZ of the
+				    pipes splices go through */
 };
 extern struct bt_config bp_bt_cfg;
 /* Read the environment once (idempotent; safe from a constructor). */
 void bp_bt_config_init(void);
+/* Probe th's ring for opcode op (and op2 unless < 0): the answer goes to
+ * *cache (1 yes, -1 no) and, once, to the log at info (name, yes, no). */
+bool bp_bt_have_ops(struct bt_thread *th, _Atomic int *cache, int op, int op2,
+		    const char *name, const char *yes, const char *no);
 
 /* ---------------------------------------------------------- descriptors */
 
@@ -78,9 +88,36 @@ void bp_bt_config_init(void);
 #define BT_FD_SIZE 0x80u     /* size holds st_size seen by fstat */
 #define BT_FD_OPEN 0x100u    /* seen being opened (type may be unknown) */
 #define BT_FD_BROKEN 0x200u  /* a deferred call failed: later ones go direct */
+#define BT_FD_CLOSE_LAST 0x400u /* the program closed it while splices read
+				   it: the last one to finish closes it */
 
 struct bt_thread;
 struct bt_op;
+
+/*
+ * A sendfile deferred as splices: file -> pipe -> socket, in rounds of
+ * linked pairs (splice.c).  op->len is the count promised to the program,
+ * op->done what reached the socket; rd - done bytes wait in the pipe.
+ */
+struct bt_sreq {             /* one request of a round: its user_data */
+	struct bt_op *op;
+	uint32_t want;               /* bytes asked for */
+	uint8_t kind;                /* splice.c: in, out, poll */
+};
+struct bt_splice {
+	struct bt_sreq *req;  /* the round's requests (in the op's data[]) */
+	int in_fd;
+	off_t off;            /* the file offset of the first byte */
+	size_t rd;            /* bytes moved from the file into the pipe */
+	int pipe_r, pipe_w;   /* -1: none yet */
+	unsigned cap;         /* the pipe's capacity in bytes */
+	unsigned pending;     /* requests of this round not completed yet */
+	unsigned ran;         /* of those, completed other than -ECANCELED */
+	bool full;            /* the socket took less than asked (or EAGAIN) */
+	size_t round_out;     /* bytes the round moved to the socket */
+	int err;              /* first error of the round (not -ECANCELED) */
+	bool eof;             /* the file ended before len */
+};
 
 struct bt_fdent {
 	_Atomic uint32_t flags;
@@ -92,6 +129,7 @@ struct bt_fdent {
 	_Atomic int ep[2];                  /* epoll fds it was added to, +1 */
 	_Atomic int readers;                /* queued sendfile calls reading it */
 	_Atomic(struct bt_thread *) reader; /* their thread (BT_READERS_MANY) */
+	_Atomic int splicers;               /* deferred splices reading it */
 	/* The stream: protected by the owner's lock. */
 	struct bt_op *head, *tail;
 	unsigned nqueued, ninflight, nexplicit;
@@ -123,7 +161,7 @@ void bp_bt_fd_each(void (*fn)(struct bt_fdent *fe, void *arg), void *arg);
 /* ---------------------------------------------------------- operations */
 
 enum bt_kind { BT_SEND, BT_SENDMSG, BT_WRITE, BT_WRITEV, BT_SENDFILE,
-	       BT_SHUTDOWN, BT_CLOSE, BT_SOCKOPT };
+	       BT_SHUTDOWN, BT_CLOSE, BT_SOCKOPT, BT_SPLICE };
 enum bt_state { BT_QUEUED, BT_INFLIGHT };
 
 #define BT_OP_TRANSPARENT 0x01u /* preload: already returned; finish it */
@@ -131,6 +169,10 @@ enum bt_state { BT_QUEUED, BT_INFLIGHT };
 #define BT_OP_READ_DONE 0x04u   /* sendfile: the data is in buf */
 #define BT_OP_REQUEUE 0x08u     /* cancelled on purpose: requeue the rest */
 #define BT_OP_FIXED 0x10u       /* use the registered file */
+#define BT_OP_NEEDPOLL 0x40u    /* splice: the socket was full; the next
+				   round waits for room first */
+#define BT_OP_PARKED 0x80u      /* cancelled behind a splice round still in
+				   flight: its fate waits for the round */
 
 struct bt_op {
 	struct bt_op *next;       /* in the descriptor's FIFO */
@@ -146,6 +188,8 @@ struct bt_op {
 	union {
 		struct { int in_fd; off_t off; size_t at, len; } sf; /* read len
 					bytes of in_fd at off into buf + at */
+		struct bt_splice sp;  /* BT_SPLICE: len bytes of in_fd at off,
+					 through a pipe (splice.c) */
 		int how;
 		struct { uint32_t gen; } cl;
 		struct { int level, name; socklen_t len; } so;
@@ -176,7 +220,7 @@ void bp_bt_op_free(struct bt_op *op);
 /* Every counter, named as in struct bypass_batch_stats. */
 #define BT_COUNTERS(X)                                                        \
 	X(segments) X(deferred) X(direct) X(enters) X(submitted) X(bytes)     \
-	X(partial) X(eagain) X(errors) X(reported) X(merged_waits)
+	X(partial) X(eagain) X(errors) X(reported) X(merged_waits) X(spliced)
 
 struct bt_counters {
 #define BT_COUNTER_FIELD(n) uint64_t n;
@@ -203,6 +247,13 @@ struct bt_thread {
 	bool epw_armed, epw_done;
 	int epw_res;
 	uint64_t *fixed_map;       /* which fds are registered (bit per fd) */
+	/* Splices (splice.c): ops of this thread's streams, and free pipes. */
+	unsigned nsplice;
+	unsigned nparked;          /* ops waiting for those before them (engine.c) */
+	bool merged_ok;            /* the thread's last epoll wait could merge:
+				      its waits will resubmit splice rounds */
+	unsigned npipes;
+	struct { int r, w; unsigned cap; } pipes[16];
 };
 
 /* Ring options set by bypass_batch_configure (0 / -1 = from bp_bt_cfg). */
@@ -289,6 +340,51 @@ void bp_bt_stats_dump(const char *why);
 
 /* fork: prepare / parent / child handlers (installed by bp_bt_engine_init). */
 void bp_bt_engine_init(void);
+
+/* ---------------------------------------------------------- splices (splice.c) */
+
+/* Completions: user_data is the op's address | the request's tag (a
+ * splice request: its struct bt_sreq's address | BT_TAG_SPLICE). */
+#define BT_TAG_MASK 7u
+enum { BT_TAG_MAIN = 0, BT_TAG_READ = 1, BT_TAG_SPLICE = 2 };
+/* Room a splice op needs after it for its requests (bp_bt_op_new). */
+size_t bp_bt_splice_extra(void);
+
+/* io_uring splices can serve sendfile here (opcode probed once, config). */
+bool bp_bt_splice_available(struct bt_thread *th);
+/* Under th's lock: give op a pipe (the thread's pool, or a new one).
+ * false when none can be had. */
+bool bp_bt_splice_pipe(struct bt_thread *th, struct bt_op *op);
+/*
+ * Under th's lock: prepare op's next round as entries linked into chain
+ * (the caller checked room).  Returns the entries prepared (0: none fit);
+ * *whole says whether the round finishes the op (else nothing may be
+ * linked behind it).
+ */
+unsigned bp_bt_splice_prep(struct bt_thread *th, struct bt_op *op, struct bp_link *chain,
+			   bool *whole);
+/* The entries the next round of op wants (at most; for room checks). */
+unsigned bp_bt_splice_want(const struct bt_op *op);
+/*
+ * The completion of a round's request (user_data without its tag).
+ * Returns NULL while the round has requests outstanding; its op when it
+ * ended, with *out as for a send: the bytes the round sent, or -errno (the
+ * first error).
+ */
+struct bt_op *bp_bt_splice_cqe(struct bt_thread *th, void *req, int res, int *out);
+/* op is finished or dropped: its pipe back to th's pool (th NULL or the
+ * pipe not empty: closed), its file released (closed if the program did). */
+void bp_bt_splice_free(struct bt_thread *th, struct bt_op *op);
+/* The program closes fd while splices read it: 0 (closed when the last
+ * one ends) or BT_PASS-like 1 (none left: close it now). */
+int bp_bt_splice_close(struct bt_fdent *fe);
+/* Under th's lock: wait until no splice reads fe's file. */
+void bp_bt_splice_wait_file(struct bt_thread *th, struct bt_fdent *fe);
+/* Under th's lock: wait until th's splices have all ended (a wait that
+ * cannot resubmit their rounds is coming). */
+void bp_bt_splice_finish_all(struct bt_thread *th);
+/* Close the thread's free pipes (exit, fork child). */
+void bp_bt_splice_pool_drop(struct bt_thread *th);
 
 /* Raw system calls that no preload wrapper intercepts. */
 long bp_bt_sys_close(int fd);

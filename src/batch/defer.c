@@ -11,6 +11,7 @@
 #include <liburing.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
@@ -116,6 +117,37 @@ static bool inflight_all_sends(struct bt_fdent *fe)
 }
 
 /*
+ * Is the socket full now?  Only then may the program be told EAGAIN for
+ * data still in flight: the kernel then owes it an EPOLLOUT edge (the poll
+ * marks the socket as waited for).  Sends in flight are not proof of it:
+ * one linked behind a splice round runs on the kernel's workers after the
+ * round, whether or not the socket has room, and a program told EAGAIN
+ * while the socket has room may wait for an edge that never comes.
+ */
+static bool socket_full(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	struct timespec zero = { 0, 0 };
+	long r = syscall(SYS_ppoll, &p, 1, &zero, NULL, 0);
+	return r == 0 || (r == 1 && !(p.revents & (POLLOUT | POLLERR | POLLHUP)));
+}
+
+/*
+ * A stream with a splice: what comes next is queued behind it without
+ * waiting for it (submitted once the splice is done, by the next submit;
+ * the merged wait submits as completions come).  Waiting, or telling the
+ * program EAGAIN, would tie it to a round on the kernel's workers whose
+ * end no EPOLLOUT edge announces.
+ */
+static bool has_splice(struct bt_fdent *fe)
+{
+	for (struct bt_op *op = fe->head; op; op = op->next)
+		if (op->kind == BT_SPLICE)
+			return true;
+	return false;
+}
+
+/*
  * Under th's lock, th owns fe: the stream must have nothing in flight before
  * a new call goes behind it.  Returns 0, or -EAGAIN for a non-blocking
  * descriptor whose earlier data still waits for room in the socket (the
@@ -124,21 +156,26 @@ static bool inflight_all_sends(struct bt_fdent *fe)
  */
 static long settle(struct bt_thread *th, struct bt_fdent *fe)
 {
-	bp_bt_reap(th);
-	if (fe->nqueued) {
-		bp_bt_submit(th);
+	/* A splice that ended a round short is queued again: it goes in
+	 * again (and the socket, found full, is then waited for). */
+	for (int round = 0;; round++) {
+		bp_bt_reap(th);
+		if (fe->nqueued) {
+			bp_bt_submit(th);
+			bp_bt_acquire(th, fe);
+		}
+		if (!fe->ninflight)
+			return 0;
+		uint32_t f = atomic_load(&fe->flags);
+		if ((f & BT_FD_NONBLOCK) && inflight_all_sends(fe) && socket_full(fe->fd)) {
+			th->c.eagain++;
+			return -EAGAIN;
+		}
+		bp_bt_wait_fd_idle(th, fe, false);
 		bp_bt_acquire(th, fe);
+		if (!fe->nqueued || !has_splice(fe) || round > 1000)
+			return 0;
 	}
-	if (!fe->ninflight)
-		return 0;
-	uint32_t f = atomic_load(&fe->flags);
-	if ((f & BT_FD_NONBLOCK) && inflight_all_sends(fe)) {
-		th->c.eagain++;
-		return -EAGAIN;
-	}
-	bp_bt_wait_fd_idle(th, fe, false);
-	bp_bt_acquire(th, fe);
-	return 0;
 }
 
 /* Under th's lock: is the segment too old to keep queueing? Then submit. */
@@ -164,7 +201,7 @@ static bool make_room(struct bt_thread *th, struct bt_fdent *fe, size_t len)
 		return true;
 	bp_bt_submit(th);
 	bp_bt_acquire(th, fe);
-	return room(th, fe, len) && !fe->ninflight;
+	return room(th, fe, len) && (!fe->ninflight || has_splice(fe));
 }
 
 static __attribute__((noinline)) void copy_iov(char *p, const struct iovec *iov,
@@ -286,7 +323,7 @@ static long tx_room(struct bt_thread *th, struct bt_fdent *fe, size_t len)
 {
 	check_age(th);
 	bp_bt_acquire(th, fe);
-	long r = fe->ninflight ? settle(th, fe) : 0;
+	long r = fe->ninflight && !has_splice(fe) ? settle(th, fe) : 0;
 	if (r < 0)
 		return r;
 	return make_room(th, fe, len) ? 1 : 0;
@@ -307,7 +344,7 @@ long bp_bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
 	long r = tx_enter(fd, &th, &fe, true, sigpipe);
 	if (r)
 		return r;
-	if (fe->ninflight && (r = settle(th, fe)) < 0)
+	if (fe->ninflight && !has_splice(fe) && (r = settle(th, fe)) < 0)
 		return tx_leave(th, r);
 	size_t total = 0;
 	if (!(th->segment & BT_SEG_PRELOAD) || iovcnt < 0 || iovcnt > IOV_MAX ||
@@ -386,26 +423,17 @@ long bp_bt_tx_write_direct(int fd, bool more, bool *sigpipe)
 	return run_behind_queue(th, fe, more);
 }
 
-long bp_bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
+/*
+ * Copy mode: the file's bytes are read into the queue by the flush (a read
+ * per call, before the chains), behind the header queued before them.
+ * BT_PASS when it cannot be queued (the real call runs).
+ */
+static long queue_copy(struct bt_thread *th, struct bt_fdent *fe, struct bt_fdent *in,
+		       int in_fd, off_t pos, size_t n)
 {
-	struct bt_thread *th;
-	struct bt_fdent *fe;
-	long r = tx_enter(out_fd, &th, &fe, true, NULL);
-	if (r)
-		return r;
-	if (fe->ninflight && (r = settle(th, fe)) < 0)
-		return tx_leave(th, r);
-	struct bt_fdent *in = bp_bt_fd(in_fd);
-	size_t n = count;
-	if (!(th->segment & BT_SEG_PRELOAD) || bp_bt_cfg.sendfile_mode != BT_SENDFILE_COPY ||
-	    !in || !offset || !count || !sendfile_whole(in, *offset, count) ||
-	    n > bp_bt_cfg.sendfile_max || !is_stream(fe)) {
-		/* The real sendfile runs: what is queued on the socket goes just
-		 * before it, by system call, so that it rides in its packets. */
-		return run_behind_queue(th, fe, count != 0);
-	}
-	if ((r = tx_room(th, fe, n)) <= 0)
-		return r < 0 ? tx_leave(th, r) : tx_direct(th, fe);
+	long r = tx_room(th, fe, n);
+	if (r <= 0)
+		return r < 0 ? r : BT_PASS;
 	struct bt_thread *rd = NULL;
 	if (!atomic_compare_exchange_strong(&in->reader, &rd, th) && rd != th)
 		atomic_store(&in->reader, BT_READERS_MANY);
@@ -420,7 +448,7 @@ long bp_bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 		op = bp_bt_op_new(n);
 		if (!op) {
 			atomic_fetch_sub(&in->readers, 1);
-			return tx_direct(th, fe);
+			return BT_PASS;
 		}
 		op->kind = BT_SENDFILE;
 		op->buf = op->data;
@@ -428,7 +456,7 @@ long bp_bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 		op->u.sf.at = 0;
 	}
 	op->u.sf.in_fd = in_fd;
-	op->u.sf.off = *offset;
+	op->u.sf.off = pos;
 	op->u.sf.len = n;
 	op->msg_flags = MSG_WAITALL | MSG_NOSIGNAL;
 	op->flags |= BT_OP_SIGPIPE;
@@ -438,8 +466,97 @@ long bp_bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 		op->len = n;
 		bp_bt_enqueue(th, fe, op);
 	}
-	*offset += (off_t)n;
-	return tx_leave(th, (long)n);
+	return (long)n;
+}
+
+/*
+ * Splice mode (splice.c): nothing is copied; the op holds a pipe and keeps
+ * the file open.  A non-blocking socket needs the thread's epoll waits to
+ * resubmit rounds that end short (merged_ok); a blocking one is spliced
+ * only if one round carries it all (the kernel waits for room there).
+ */
+static long queue_splice(struct bt_thread *th, struct bt_fdent *fe, struct bt_fdent *in,
+			 int in_fd, off_t pos, size_t n)
+{
+	bool nonblock = atomic_load(&fe->flags) & BT_FD_NONBLOCK;
+	if (!bp_bt_splice_available(th) || (nonblock && !th->merged_ok))
+		return BT_PASS;
+	long r = tx_room(th, fe, 0);
+	if (r <= 0)
+		return r < 0 ? r : BT_PASS;
+	struct bt_op *op = bp_bt_op_new(bp_bt_splice_extra());
+	if (!op)
+		return BT_PASS;
+	op->kind = BT_SPLICE;
+	op->u.sp.req = (struct bt_sreq *)(void *)op->data;
+	op->u.sp.in_fd = -1;
+	op->u.sp.off = pos;
+	op->len = n;
+	if (!bp_bt_splice_pipe(th, op)) {
+		bp_bt_op_free(op);
+		return BT_PASS;
+	}
+	if (!nonblock && bp_bt_splice_want(op) > 2 * 32) {
+		bp_bt_splice_free(th, op);
+		bp_bt_op_free(op);
+		return BT_PASS;
+	}
+	op->u.sp.in_fd = in_fd;
+	atomic_fetch_add(&in->splicers, 1);
+	op->msg_flags = 0;
+	op->flags = BT_OP_TRANSPARENT | BT_OP_SIGPIPE;
+	bp_bt_enqueue(th, fe, op);
+	th->c.spliced++;
+	return (long)n;
+}
+
+/* Without an offset pointer sendfile reads at the file position and moves
+ * it: move it now (one lseek), as the call would have.  -1: cannot. */
+static off_t take_position(int in_fd, size_t count)
+{
+	if (count > (size_t)INT64_MAX)
+		return -1;
+	long r = syscall(SYS_lseek, in_fd, (off_t)count, SEEK_CUR);
+	if (r < 0 || (uint64_t)r < count)
+		return -1;
+	return (off_t)((uint64_t)r - count);
+}
+
+long bp_bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
+{
+	struct bt_thread *th;
+	struct bt_fdent *fe;
+	long r = tx_enter(out_fd, &th, &fe, true, NULL);
+	if (r)
+		return r;
+	if (fe->ninflight && !has_splice(fe) && (r = settle(th, fe)) < 0)
+		return tx_leave(th, r);
+	struct bt_fdent *in = bp_bt_fd(in_fd);
+	if (in && (atomic_load(&in->flags) & BT_FD_CLOSING) && still_closing(in))
+		return tx_leave(th, -EBADF); /* closed by the program */
+	uint32_t fi = in ? atomic_load(&in->flags) : 0;
+	if (!(th->segment & BT_SEG_PRELOAD) || bp_bt_cfg.sendfile_mode != BT_SENDFILE_COPY ||
+	    !count || (fi & (BT_FD_SIZE | BT_FD_REG)) != (BT_FD_SIZE | BT_FD_REG) ||
+	    (count > bp_bt_cfg.sendfile_max && !bp_bt_cfg.splice) || !is_stream(fe)) {
+		/* The real sendfile runs: what is queued on the socket goes just
+		 * before it, by system call, so that it rides in its packets. */
+		return run_behind_queue(th, fe, count != 0);
+	}
+	off_t pos = offset ? *offset : take_position(in_fd, count);
+	if (pos < 0 || !sendfile_whole(in, pos, count))
+		r = BT_PASS;
+	else if (count <= bp_bt_cfg.sendfile_max)
+		r = queue_copy(th, fe, in, in_fd, pos, count);
+	else
+		r = queue_splice(th, fe, in, in_fd, pos, count);
+	if (r == BT_PASS || r < 0) {
+		if (!offset && pos >= 0) /* the position back where it was */
+			syscall(SYS_lseek, in_fd, pos, SEEK_SET);
+		return r < 0 && r != BT_PASS ? tx_leave(th, r) : run_behind_queue(th, fe, true);
+	}
+	if (offset)
+		*offset = pos + (off_t)count;
+	return tx_leave(th, (long)count);
 }
 
 /*
@@ -526,6 +643,10 @@ long bp_bt_tx_close(int fd)
 	uint32_t f = atomic_load(&fe->flags);
 	if ((f & BT_FD_CLOSING) && still_closing(fe))
 		return -EBADF;
+	/* A file deferred splices read: closed when the last one has ended
+	 * (its number must not name another file before). */
+	if (atomic_load(&fe->splicers) && !bp_bt_splice_close(fe))
+		return 0;
 	bool pending = atomic_load(&fe->owner) || atomic_load(&fe->readers);
 	bool want = th && (bp_bt_cfg.defer_close == 2 ? (f & (BT_FD_KNOWN | BT_FD_OPEN))
 						   : bp_bt_cfg.defer_close == 1 && (f & BT_FD_SOCK));
@@ -639,7 +760,8 @@ long bp_bt_report_err(int fd)
 void bp_bt_flush_fd_wait(int fd)
 {
 	struct bt_fdent *fe = bp_bt_fd_peek(fd);
-	if (!fe || (!atomic_load(&fe->owner) && !atomic_load(&fe->readers)))
+	if (!fe || (!atomic_load(&fe->owner) && !atomic_load(&fe->readers) &&
+		    !atomic_load(&fe->splicers)))
 		return;
 	struct bt_thread *th = self_any();
 	if (!th)
@@ -647,10 +769,26 @@ void bp_bt_flush_fd_wait(int fd)
 	bp_bt_guard++;
 	bp_bt_lock(th);
 	bp_bt_submit(th);
+	bp_bt_splice_wait_file(th, fe);
 	if (atomic_load(&fe->owner)) {
 		bp_bt_acquire(th, fe);
 		bp_bt_wait_fd_idle(th, fe, false);
 	}
+	bp_bt_unlock(th);
+	bp_bt_guard--;
+}
+
+void bp_bt_unmerged_wait(void)
+{
+	struct bt_thread *th = bp_bt_self();
+	if (!th || !th->ring || th->gen != bp_fork_gen_fast())
+		return;
+	th->merged_ok = false;
+	if (!th->nsplice)
+		return;
+	bp_bt_guard++;
+	bp_bt_lock(th);
+	bp_bt_splice_finish_all(th);
 	bp_bt_unlock(th);
 	bp_bt_guard--;
 }

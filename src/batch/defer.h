@@ -56,6 +56,10 @@ long bp_bt_report_err(int fd);
 /* dup2/dup3 onto fd, dup of fd, close_range: fd's work must be complete. */
 void bp_bt_flush_fd_wait(int fd);
 
+/* A wait that cannot merge (poll, select): splices of the thread are
+ * finished first, and no new one is deferred on a non-blocking socket
+ * until an epoll wait that can merge comes. */
+void bp_bt_unmerged_wait(void);
 /* The event loop's wait: end the segment before it, begin one after it. */
 void bp_bt_segment_end(void);
 void bp_bt_segment_begin(void);

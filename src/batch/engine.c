@@ -76,7 +76,9 @@ void bp_bt_grown(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op, si
 /* A queued sendfile of the preload holds its source descriptor open. */
 static void release_reader(struct bt_op *op)
 {
-	if (op->kind == BT_SENDFILE && (op->flags & BT_OP_TRANSPARENT) &&
+	if (op->kind == BT_SPLICE)
+		bp_bt_splice_free(NULL, op);
+	else if (op->kind == BT_SENDFILE && (op->flags & BT_OP_TRANSPARENT) &&
 	    !(op->flags & BT_OP_READ_DONE)) {
 		struct bt_fdent *in = bp_bt_fd_peek(op->u.sf.in_fd);
 		if (in && atomic_fetch_sub(&in->readers, 1) == 1)
@@ -132,6 +134,13 @@ static void maybe_release(struct bt_thread *th, struct bt_fdent *fe)
 	}
 }
 
+/* The payload an op holds in memory (a splice holds none: the bounds on
+ * queued bytes are about memory and copies). */
+static size_t op_mem(const struct bt_op *op)
+{
+	return op->kind == BT_SPLICE ? 0 : op->len;
+}
+
 void bp_bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op)
 {
 	bp_bt_acquire(th, fe);
@@ -145,11 +154,13 @@ void bp_bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op)
 		fe->head = op;
 	fe->tail = op;
 	fe->nqueued++;
-	fe->bytes += op->len;
+	fe->bytes += op_mem(op);
 	if (!th->nqueued)
 		th->seg_ns = bypass_now_ns();
 	th->nqueued++;
-	th->bytes += op->len;
+	th->bytes += op_mem(op);
+	if (op->kind == BT_SPLICE)
+		th->nsplice++;
 	if (!(op->flags & BT_OP_TRANSPARENT)) {
 		fe->nexplicit++;
 		th->nexplicit++;
@@ -175,11 +186,15 @@ static void finish(struct bt_thread *th, struct bt_op *op)
 		if (fe->tail == op)
 			fe->tail = prev;
 	}
-	fe->bytes -= op->len;
-	th->bytes -= op->len;
+	fe->bytes -= op_mem(op);
+	th->bytes -= op_mem(op);
 	if (!(op->flags & BT_OP_TRANSPARENT)) {
 		fe->nexplicit--;
 		th->nexplicit--;
+	}
+	if (op->kind == BT_SPLICE) {
+		th->nsplice--;
+		bp_bt_splice_free(th, op); /* its pipe back to th's pool */
 	}
 	bp_bt_op_free(op);
 	maybe_release(th, fe);
@@ -317,6 +332,43 @@ static void read_done(struct bt_thread *th, struct bt_op *op, int res)
 	}
 }
 
+/*
+ * An op cancelled (-ECANCELED) while an op before it on its stream is still
+ * in flight: with splices the completions of a chain may come out of order
+ * (their requests run on the kernel's workers), so the cancellation may be
+ * seen before the short or failed request that caused it.  Whether the op
+ * is requeued (something before it came up short: mark_rest_requeue) or
+ * dropped (something before it failed) is known only when every op before
+ * it has completed.  Parked until then (still in flight).
+ */
+static bool park(struct bt_thread *th, struct bt_op *op)
+{
+	for (struct bt_op *o = op->fe->head; o && o != op; o = o->next)
+		if (o->state == BT_INFLIGHT) {
+			op->flags |= BT_OP_PARKED;
+			th->nparked++;
+			return true;
+		}
+	return false;
+}
+
+static void complete_op(struct bt_thread *th, struct bt_op *op, int res);
+
+/* Parked ops of fe whose predecessors have all completed: their turn. */
+static void unpark(struct bt_thread *th, struct bt_fdent *fe)
+{
+	for (struct bt_op *o = fe->head, *n; o && th->nparked; o = n) {
+		n = o->next;
+		if (o->state != BT_INFLIGHT)
+			continue;
+		if (!(o->flags & BT_OP_PARKED))
+			return; /* in flight: those behind it wait for it */
+		o->flags &= (uint16_t)~BT_OP_PARKED;
+		th->nparked--;
+		complete_op(th, o, -ECANCELED);
+	}
+}
+
 static void complete(struct bt_thread *th, const struct io_uring_cqe *cqe)
 {
 	uintptr_t ud = (uintptr_t)cqe->user_data;
@@ -328,11 +380,26 @@ static void complete(struct bt_thread *th, const struct io_uring_cqe *cqe)
 		th->epw_res = res;
 		return;
 	}
-	struct bt_op *op = (struct bt_op *)(ud & ~(uintptr_t)1);
-	if (ud & 1) {
+	struct bt_op *op = (struct bt_op *)(ud & ~(uintptr_t)BT_TAG_MASK);
+	unsigned tag = (unsigned)(ud & BT_TAG_MASK);
+	if (tag == BT_TAG_READ) {
 		read_done(th, op, res);
 		return;
 	}
+	/* A splice round completes with its last request. */
+	if (tag == BT_TAG_SPLICE && !(op = bp_bt_splice_cqe(th, (void *)op, res, &res)))
+		return;
+	if (res == -ECANCELED && (op->flags & BT_OP_TRANSPARENT) &&
+	    !(op->flags & BT_OP_REQUEUE) && th->nsplice && park(th, op))
+		return;
+	struct bt_fdent *fe = op->fe;
+	complete_op(th, op, res);
+	if (th->nparked)
+		unpark(th, fe);
+}
+
+static void complete_op(struct bt_thread *th, struct bt_op *op, int res)
+{
 	struct bt_fdent *fe = op->fe;
 	fe->ninflight--;
 	th->ninflight--;
@@ -392,8 +459,9 @@ static void complete(struct bt_thread *th, const struct io_uring_cqe *cqe)
 		break;
 	}
 
-	/* Data, on behalf of a call that has returned already. */
-	if (res > 0)
+	/* Data, on behalf of a call that has returned already (a splice
+	 * round counted its own). */
+	if (res > 0 && op->kind != BT_SPLICE)
 		op->done += (size_t)res;
 	if (op->done >= op->len) {
 		finish(th, op);
@@ -404,8 +472,11 @@ static void complete(struct bt_thread *th, const struct io_uring_cqe *cqe)
 		return;
 	}
 	if (res >= 0) {
-		/* Short: finish it; what was linked behind it comes back too. */
-		th->c.partial++;
+		/* Short: finish it; what was linked behind it comes back too.
+		 * (A splice round that ended before the op did is no short
+		 * write unless the socket was full.) */
+		if (op->kind != BT_SPLICE || (op->flags & BT_OP_NEEDPOLL))
+			th->c.partial++;
 		mark_rest_requeue(op);
 		requeue(th, op);
 		return;
@@ -564,7 +635,7 @@ static void read_phase(struct bt_thread *th)
 			}
 			io_uring_prep_read(sqe, op->u.sf.in_fd, op->buf + op->u.sf.at,
 					   (unsigned)op->u.sf.len, (uint64_t)op->u.sf.off);
-			io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | 1);
+			io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | BT_TAG_READ);
 		}
 	}
 	do_submit(th);
@@ -670,6 +741,16 @@ static int enter_wait(struct bt_thread *th, const void *ga, bool wait_all, bool 
 
 static int submit_common(struct bt_thread *th, const struct bt_epw_req *req);
 
+/* The entries fe's queued chain takes. */
+static unsigned chain_entries(struct bt_fdent *fe)
+{
+	unsigned n = 0;
+	for (struct bt_op *op = fe->head; op; op = op->next)
+		if (op->state == BT_QUEUED)
+			n += op->kind == BT_SPLICE ? bp_bt_splice_want(op) : 1;
+	return n;
+}
+
 int bp_bt_submit(struct bt_thread *th)
 {
 	return submit_common(th, NULL);
@@ -687,7 +768,7 @@ static int submit_common(struct bt_thread *th, const struct bt_epw_req *req)
 	if (!th->ring)
 		return 0;
 	bp_bt_reap(th);
-	if (!th->nqueued)
+	if (!th->nqueued && !req)
 		return 0;
 	struct io_uring *ring = th->ring;
 	if (th->nreads)
@@ -717,7 +798,7 @@ static int submit_common(struct bt_thread *th, const struct bt_epw_req *req)
 		}
 		/* A chain must go in whole: submit what is queued if it does
 		 * not fit (core's linked-chain helper, shared with syslet). */
-		if (bp_link_room(ring, fe->nqueued) != 1) {
+		if (bp_link_room(ring, chain_entries(fe)) != 1) {
 			int r = do_submit(th);
 			if (r > 0)
 				total += r;
@@ -731,10 +812,17 @@ static int submit_common(struct bt_thread *th, const struct bt_epw_req *req)
 			 * of the chain waits for a later submit. */
 			if (op->kind == BT_SENDFILE && !(op->flags & BT_OP_READ_DONE))
 				break;
-			struct io_uring_sqe *sqe = bp_link_next(&chain, IOSQE_IO_LINK);
-			if (!sqe)
-				break; /* only if a chain exceeds the ring: see MAX_OPS */
-			prep(op, sqe);
+			bool whole = true;
+			if (op->kind == BT_SPLICE) {
+				/* Its round: several linked requests. */
+				if (!bp_bt_splice_prep(th, op, &chain, &whole))
+					break;
+			} else {
+				struct io_uring_sqe *sqe = bp_link_next(&chain, IOSQE_IO_LINK);
+				if (!sqe)
+					break; /* only if a chain exceeds the ring: see MAX_OPS */
+				prep(op, sqe);
+			}
 			if (op->kind == BT_CLOSE && chain.count > 1 &&
 			    (op->flags & BT_OP_TRANSPARENT)) {
 				if (nclosing < BP_ARRAY_SIZE(closing))
@@ -747,6 +835,10 @@ static int submit_common(struct bt_thread *th, const struct bt_epw_req *req)
 			fe->ninflight++;
 			th->nqueued--;
 			th->ninflight++;
+			/* A splice that needs more rounds: nothing may run
+			 * behind it before it has ended. */
+			if (!whole)
+				break;
 		}
 		fe->active = false;
 		if (fe->nqueued)

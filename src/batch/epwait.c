@@ -23,6 +23,21 @@
 #define OP_EPOLL_WAIT 59
 #define EP_MAX_EVENTS ((int)(INT_MAX / sizeof(struct epoll_event)))
 
+bool bp_bt_have_ops(struct bt_thread *th, _Atomic int *cache, int op, int op2,
+		    const char *name, const char *yes, const char *no)
+{
+	struct io_uring_probe *p = io_uring_get_probe_ring(th->ring);
+	int h = p && io_uring_opcode_supported(p, op) &&
+			(op2 < 0 || io_uring_opcode_supported(p, op2))
+		? 1
+		: -1;
+	if (p)
+		io_uring_free_probe(p);
+	bp_info("bypass batch: %s %s: %s", name, h > 0 ? "found" : "missing", h > 0 ? yes : no);
+	atomic_store(cache, h);
+	return h > 0;
+}
+
 static _Atomic int have_op; /* 0 unknown, 1 the kernel has it, -1 not */
 
 bool bp_bt_merged_wait_available(void)
@@ -33,15 +48,9 @@ bool bp_bt_merged_wait_available(void)
 	struct bt_thread *th;
 	if (bp_bt_self_make(&th))
 		return false;
-	struct io_uring_probe *p = io_uring_get_probe_ring(th->ring);
-	h = p && io_uring_opcode_supported(p, OP_EPOLL_WAIT) ? 1 : -1;
-	if (p)
-		io_uring_free_probe(p);
-	bp_info("bypass batch: IORING_OP_EPOLL_WAIT %s: %s", h > 0 ? "found" : "missing",
-		h > 0 ? "the flush and the event-loop wait share one io_uring_enter"
-		      : "the flush and the wait stay two system calls");
-	atomic_store(&have_op, h);
-	return h > 0;
+	return bp_bt_have_ops(th, &have_op, OP_EPOLL_WAIT, -1, "IORING_OP_EPOLL_WAIT",
+			      "the flush and the event-loop wait share one io_uring_enter",
+			      "the flush and the wait stay two system calls");
 }
 
 /* Under th's lock: end the armed wait (cancel it, reap its completion). */
@@ -77,9 +86,23 @@ long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 		      const sigset_t *ss)
 {
 	struct bt_thread *th = bp_bt_self();
-	if (!th || !th->ring || th->gen != bp_fork_gen_fast() || !th->nqueued ||
-	    !bp_bt_cfg.merged_wait || timeout_ns == 0 || max <= 0 || max > EP_MAX_EVENTS ||
-	    (th->ring->flags & IORING_SETUP_SQPOLL) || !bp_bt_merged_wait_available())
+	/* The thread's ring, made now if need be (the segment after the wait
+	 * would make it): merged_ok must be known before the first sendfile. */
+	if ((!th || !th->ring || th->gen != bp_fork_gen_fast()) && bp_bt_self_make(&th))
+		return BT_PASS;
+	/* Whether this thread's waits resubmit splice rounds (splice.c). */
+	bool can = bp_bt_cfg.merged_wait && max > 0 && max <= EP_MAX_EVENTS &&
+		   !(th->ring->flags & IORING_SETUP_SQPOLL) && bp_bt_merged_wait_available();
+	th->merged_ok = can;
+	if (!can && th->nsplice && timeout_ns != 0) {
+		/* Nothing would resubmit their rounds while the program waits. */
+		bp_bt_guard++;
+		bp_bt_lock(th);
+		bp_bt_splice_finish_all(th);
+		bp_bt_unlock(th);
+		bp_bt_guard--;
+	}
+	if (!can || timeout_ns == 0 || (!th->nqueued && !th->nsplice))
 		return BT_PASS;
 	uint64_t deadline = timeout_ns > 0 ? bypass_now_ns() + (uint64_t)timeout_ns : 0;
 	unsigned seen = bp_bt_sig_seen;
@@ -113,7 +136,7 @@ long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 		th->c.segments++;
 	}
 	long res = BT_PASS;
-	if (!th->nqueued)
+	if (!th->nqueued && !th->nsplice)
 		goto out;
 	struct bt_epw_req req = { epfd, events, max, &ga, linger };
 	bp_bt_submit_epw(th, &req);
@@ -146,6 +169,11 @@ long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 			failed = true;
 			break;
 		}
+		/* A splice round that ended short (the socket was full, or
+		 * the op needs more rounds) goes in again at once: the
+		 * program waits for its peer, which waits for these bytes. */
+		if (th->nqueued && !th->epw_done)
+			bp_bt_submit(th);
 	}
 	cancel_wait(th);
 	th->epw_armed = false;

@@ -90,6 +90,10 @@ static void cfg_load(void)
 	c.uring_sockopt = kernel_at_least(6, 7);
 	c.merged_wait = env_bool("BYPASS_BATCH_MERGED_WAIT", true);
 	c.merged_linger_ns = bp_env_u64("BYPASS_BATCH_MERGED_LINGER_US", 50) * 1000;
+	c.splice = env_bool("BYPASS_BATCH_SPLICE", false);
+	c.pipe_size = bp_env_u64("BYPASS_BATCH_PIPE_SIZE", 256 * 1024);
+	if (c.pipe_size < 8192 || c.pipe_size > (1u << 30))
+		c.pipe_size = 256 * 1024;
 	bp_bt_cfg = c;
 }
 

@@ -14,6 +14,14 @@
 
 /* ------------------------------------------------------------- streams */
 
+static unsigned stream_splices(struct bt_fdent *fe)
+{
+	unsigned n = 0;
+	for (struct bt_op *op = fe->head; op; op = op->next)
+		n += op->kind == BT_SPLICE;
+	return n;
+}
+
 static unsigned stream_reads(struct bt_fdent *fe)
 {
 	unsigned n = 0;
@@ -42,6 +50,7 @@ static void adopt(struct bt_thread *th, struct bt_fdent *fe)
 	th->nexplicit += fe->nexplicit;
 	th->bytes += fe->bytes;
 	th->nreads += stream_reads(fe);
+	th->nsplice += stream_splices(fe);
 	if (fe->nqueued) {
 		bp_bt_activate(th, fe);
 		if (th->nqueued == fe->nqueued)
@@ -57,6 +66,7 @@ static void detach(struct bt_thread *th, struct bt_fdent *fe)
 	th->nexplicit -= fe->nexplicit;
 	th->bytes -= fe->bytes;
 	th->nreads -= stream_reads(fe);
+	th->nsplice -= stream_splices(fe);
 }
 
 /* ------------------------------------------------------------- waiting */

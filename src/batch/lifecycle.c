@@ -182,6 +182,10 @@ void bp_bt_thread_retire(struct bt_thread *th)
 		       (unsigned long long)bp_bt_cfg.exit_wait_ms);
 	th->act_head = th->act_tail = NULL;
 	th->nqueued = th->ninflight = th->nexplicit = th->nreads = 0;
+	th->nsplice = 0;
+	th->nparked = 0;
+	th->merged_ok = false;
+	bp_bt_splice_pool_drop(th);
 	th->bytes = 0;
 	th->segment = 0;
 	bp_bt_unlock(th);
@@ -254,6 +258,11 @@ static void fork_child(void)
 		pthread_mutex_init(&th->lock, NULL);
 		th->act_head = th->act_tail = NULL;
 		th->nqueued = th->ninflight = th->nexplicit = th->nreads = 0;
+		th->nsplice = 0;
+		th->nparked = 0;
+		th->merged_ok = false;
+		/* The child's copies of the pipes of the pool. */
+		bp_bt_splice_pool_drop(th);
 		th->bytes = 0;
 		th->segment = 0;
 		th->ring = NULL;

@@ -43,7 +43,7 @@ CONF
 	fi
 	local d; d=$(stat_sum deferred)
 	echo "ok: $label: deferred $d, segments $(stat_sum segments), enters $(stat_sum enters)," \
-		"errors $(stat_sum errors), reported $(stat_sum reported)"
+		"errors $(stat_sum errors), reported $(stat_sum reported), spliced $(stat_sum spliced)"
 	if [ "${BYPASS_BATCH:-1}" != 0 ] && [ "$d" -le 0 ]; then
 		echo "FAIL: $label: nothing was deferred"; exit 1
 	fi

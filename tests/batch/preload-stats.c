@@ -14,7 +14,7 @@
 
 static const char *const counters[] = { "segments", "deferred", "direct", "enters",
 					 "submitted", "bytes", "partial", "eagain",
-					 "errors", "reported", "merged_waits" };
+					 "errors", "reported", "merged_waits", "spliced" };
 
 static void work(int ep, int fd, int peer)
 {

@@ -99,6 +99,7 @@ client() {
 	local label=$1; shift
 	if ! "$CLIENT" --port "$PORT" --root "$T/www" --files "$FILES" "$@"; then
 		echo "FAIL: $label: $*"
+		cat "$T/error.log"
 		exit 1
 	fi
 }
