@@ -10,6 +10,9 @@
 
 /* Per-call cost of small sends, alone and batched (sends.c). */
 int bench_batch_sends(struct bench_ctx *c);
+/* Per-call cost of a 20 KB sendfile: direct, deferred by copy, by splice
+ * (sendfile.c). */
+int bench_batch_sendfile(struct bench_ctx *c);
 /* nginx and lighttpd with and without the preload, under wrk (servers.c),
  * then Redis (redis.c). */
 int bench_batch_servers(struct bench_ctx *c);
