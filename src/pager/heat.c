@@ -101,6 +101,29 @@ static void written_scan(struct bp_heat *h, const struct region *r)
 	}
 }
 
+/*
+ * The written source of region r for this round.  An engine switch
+ * (engine.c, region_switch) unprotects the whole region for a moment and
+ * write-protects again the pages whose flags say so: a scan inside that
+ * window sees every present page as written.  So a scan that overlapped a
+ * switch (switch_seq odd, or changed meanwhile) is thrown away and every
+ * page keeps what the previous scan saw (no evidence either way).
+ */
+static void written_region(struct bp_heat *h, struct region *r)
+{
+	uint32_t s0 = atomic_load(&r->switch_seq);
+	if (!(s0 & 1)) {
+		written_scan(h, r);
+		if (atomic_load(&r->switch_seq) == s0)
+			return;
+	}
+	uint32_t n = (uint32_t)((r->end - r->start) >> PG_SHIFT);
+	for (uint32_t id = r->id0; id < r->id0 + n; id++) {
+		bool was = atomic_load_explicit(&h->hit[id], memory_order_relaxed) & HEAT_WAS_DIRTY;
+		h->tmp[id] = (uint8_t)((h->tmp[id] & 0x7f) | (was ? 0x80 : 0));
+	}
+}
+
 /* ------------------------------------------------------------ one round */
 
 /*
@@ -223,7 +246,7 @@ static void heat_round(struct bp_heat *h, const struct bp_damon_range *d, int nd
 	if (t && (h->sources & BYPASS_PAGER_HEAT_WRITTEN))
 		for (size_t i = 0; i < t->n; i++)
 			if (t->r[i]->pager == p)
-				written_scan(h, t->r[i]);
+				written_region(h, t->r[i]);
 	if (t && nd > 0)
 		damon_apply(h, t, d, nd, maxacc);
 	for (size_t i = 0; t && i < t->n; i++)
