@@ -461,11 +461,12 @@ void bsrv_report(struct bench_ctx *c, struct bsrv *s, int nv, const double *rate
 		if (!first || !s[v].preload || req <= 0 || isnan(bsrv_stats_sum(&s[v], "deferred")))
 			continue;
 		bench_note(c, "%s: per request (whole run) %.2f calls deferred, %.2f ran "
-			   "directly, %.3f io_uring_enter, %.3f merged waits", s[v].label,
-			   bsrv_stats_sum(&s[v], "deferred") / req,
+			   "directly, %.3f io_uring_enter, %.3f merged waits, %.3f spliced",
+			   s[v].label, bsrv_stats_sum(&s[v], "deferred") / req,
 			   bsrv_stats_sum(&s[v], "direct") / req,
 			   bsrv_stats_sum(&s[v], "enters") / req,
-			   bsrv_stats_sum(&s[v], "merged_waits") / req);
+			   bsrv_stats_sum(&s[v], "merged_waits") / req,
+			   bsrv_stats_sum(&s[v], "spliced") / req);
 	}
 	/* Why: what a crossing costs here, against what a request costs. */
 	double null_ns = bsrv_null_call_ns();
@@ -498,6 +499,9 @@ static const char *const merged_off[] = { "BYPASS_BATCH_MERGED_WAIT=0", NULL };
  * than a sendfile system call that takes the queued header with it. */
 static const char *const sf_copy[] = { "BYPASS_BATCH_SENDFILE_MAX=65536", NULL };
 static const char *const no_env[] = { NULL };
+/* Bodies above 4 KiB deferred without copying: linked splices through a
+ * pipe (off by default). */
+static const char *const sf_splice[] = { "BYPASS_BATCH_SPLICE=1", NULL };
 
 static int web_table(struct bench_ctx *c, const char *id, const char *title,
 		     struct bsrv *s, int nv, const char *path, double goal, const char *what)
@@ -613,7 +617,7 @@ int bench_batch_servers(struct bench_ctx *c)
 	}
 	if (web && (!which || !strcmp(which, "nginx"))) {
 		if (bsrv_have(NGINX, "nginx-light") && !access("/etc/nginx/nginx.conf", R_OK)) {
-			struct bsrv s[6] = {
+			struct bsrv s[7] = {
 				{ .kind = BSRV_NGINX_DEBIAN, .label = "Debian's nginx.conf",
 				  .env = no_env },
 				{ .kind = BSRV_NGINX_DEBIAN, .preload = true,
@@ -630,8 +634,11 @@ int bench_batch_servers(struct bench_ctx *c)
 				{ .kind = BSRV_NGINX_PART1, .preload = true,
 				  .label = "part 1's configuration, bypass preload (vs the row above)",
 				  .env = no_env, .base = 4 },
+				{ .kind = BSRV_NGINX_DEBIAN, .preload = true,
+				  .label = "Debian's nginx.conf, preload, sendfile by splice",
+				  .env = sf_splice },
 			};
-			int nv = bench_smoke(c) ? 2 : 6;
+			int nv = bench_smoke(c) ? 2 : 7;
 			rc |= web_table(c, "batch.nginx",
 					"nginx, Debian's configuration: requests/s under wrk, 20 KB",
 					s, nv, "a20.html", 1.11,
@@ -644,7 +651,7 @@ int bench_batch_servers(struct bench_ctx *c)
 	}
 	if (web && (!which || !strcmp(which, "lighttpd"))) {
 		if (bsrv_have(LIGHTTPD, "lighttpd") && !access("/etc/lighttpd/lighttpd.conf", R_OK)) {
-			struct bsrv s[3] = {
+			struct bsrv s[4] = {
 				{ .kind = BSRV_LIGHTTPD_DEBIAN, .label = "Debian's lighttpd.conf",
 				  .env = no_env },
 				{ .kind = BSRV_LIGHTTPD_DEBIAN, .preload = true,
@@ -653,10 +660,13 @@ int bench_batch_servers(struct bench_ctx *c)
 				{ .kind = BSRV_LIGHTTPD_DEBIAN, .preload = true,
 				  .label = "Debian's lighttpd.conf, preload without the merged wait",
 				  .env = merged_off },
+				{ .kind = BSRV_LIGHTTPD_DEBIAN, .preload = true,
+				  .label = "Debian's lighttpd.conf, preload, sendfile by splice",
+				  .env = sf_splice },
 			};
 			rc |= web_table(c, "batch.lighttpd",
 					"lighttpd, Debian's configuration: requests/s under wrk, 20 KB",
-					s, bench_smoke(c) ? 2 : 3, "a20.html", 1.13,
+					s, bench_smoke(c) ? 2 : 4, "a20.html", 1.13,
 					"lighttpd (Debian's configuration) 20 KB req/s, preload / "
 					"without (ESCA +13%)");
 		} else {
