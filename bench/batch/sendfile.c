@@ -143,6 +143,18 @@ static void direct_one(int fd, int file)
 	}
 }
 
+/* Until the thread's deferred work is done (not a crossing per call: the
+ * sample's last wait). */
+static void settle_all(void)
+{
+	struct bt_thread *th = bp_bt_self();
+	if (!th)
+		return;
+	bp_bt_lock(th);
+	bp_bt_drain(th, -1);
+	bp_bt_unlock(th);
+}
+
 /* One loop iteration: NCONN calls, then the wait. */
 static void iteration(struct sf *s, int v)
 {
@@ -158,6 +170,12 @@ static void iteration(struct sf *s, int v)
 	for (int k = 0; k < NCONN; k++) {
 		off_t off = 0;
 		long r = bp_bt_tx_sendfile(s->tx[k], s->file, &off, FILE_SIZE);
+		for (int t = 0; r == -EAGAIN && t < 1000; t++) {
+			/* The socket is full behind earlier deferred data: a
+			 * server waits for EPOLLOUT; here, for the data to go. */
+			settle_all();
+			r = bp_bt_tx_sendfile(s->tx[k], s->file, &off, FILE_SIZE);
+		}
 		if (r == BT_PASS)
 			direct_one(s->tx[k], s->file);
 		else if (r != FILE_SIZE)
@@ -170,18 +188,6 @@ static void iteration(struct sf *s, int v)
 	}
 	if (r != 1)
 		abort();
-}
-
-/* Until the thread's deferred work is done (not a crossing per call: the
- * sample's last wait). */
-static void settle_all(void)
-{
-	struct bt_thread *th = bp_bt_self();
-	if (!th)
-		return;
-	bp_bt_lock(th);
-	bp_bt_drain(th, -1);
-	bp_bt_unlock(th);
 }
 
 static void mode(int v)
