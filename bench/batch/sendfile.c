@@ -33,7 +33,8 @@
 
 #include "batch/defer.h"
 
-#define FILE_SIZE 20480
+#define FILE_SIZE fsize
+static size_t fsize = 20480; /* --param sendfile_size=N */
 #define NCONN 16
 #define ITERS 8 /* loop iterations per sample */
 #define CALLS (NCONN * ITERS)
@@ -112,9 +113,13 @@ static bool setup(struct sf *s)
 	if (s->file < 0)
 		return false;
 	unlink(path);
-	static char data[FILE_SIZE];
-	memset(data, 'f', sizeof(data));
-	if (write(s->file, data, sizeof(data)) != (ssize_t)sizeof(data))
+	char *data = malloc(FILE_SIZE);
+	if (!data)
+		return false;
+	memset(data, 'f', FILE_SIZE);
+	bool ok = write(s->file, data, FILE_SIZE) == (ssize_t)FILE_SIZE;
+	free(data);
+	if (!ok)
 		return false;
 	struct stat st;
 	if (fstat(s->file, &st))
@@ -132,7 +137,7 @@ static bool setup(struct sf *s)
 static void direct_one(int fd, int file)
 {
 	off_t off = 0;
-	while (off < FILE_SIZE) {
+	while ((size_t)off < FILE_SIZE) {
 		ssize_t n = sendfile(fd, file, &off, FILE_SIZE - (size_t)off);
 		if (n < 0 && errno == EAGAIN) {
 			struct pollfd p = { fd, POLLOUT, 0 };
@@ -178,7 +183,7 @@ static void iteration(struct sf *s, int v)
 		}
 		if (r == BT_PASS)
 			direct_one(s->tx[k], s->file);
-		else if (r != FILE_SIZE)
+		else if (r != (long)FILE_SIZE)
 			abort();
 	}
 	long r = bp_bt_epoll_wait(s->ep, ev, 8, -1, NULL);
@@ -194,7 +199,7 @@ static void mode(int v)
 {
 	bp_bt_cfg.sendfile_mode = BT_SENDFILE_COPY;
 	bp_bt_cfg.splice = v == SF_SPLICE;
-	bp_bt_cfg.sendfile_max = v == SF_COPY ? FILE_SIZE : 4096;
+	bp_bt_cfg.sendfile_max = v == SF_COPY ? FILE_SIZE : FILE_SIZE - 1;
 }
 
 struct sf_sample {
@@ -230,6 +235,9 @@ int bench_batch_sendfile(struct bench_ctx *c)
 {
 	static struct sf s;
 	memset(&s, 0, sizeof(s));
+	const char *sz = bench_param(c, "sendfile_size", NULL);
+	if (sz && atol(sz) > 0 && atol(sz) <= (1L << 30))
+		fsize = (size_t)atol(sz);
 	int r = bypass_batch_start();
 	if (r) {
 		bench_skip(c, "batch.sendfile", "io_uring unavailable: %s", strerror(-r));
@@ -270,10 +278,13 @@ int bench_batch_sendfile(struct bench_ctx *c)
 	bp_bt_cfg = saved;
 
 	for (int table = 0; table < 2; table++) {
-		bench_begin(c, table ? "batch.sendfile_cpu" : "batch.sendfile",
-			    table ? "CPU time of one 20 KB sendfile (the whole process, "
-				    "io_uring's workers included), per call"
-				  : "one 20 KB sendfile to a TCP socket, per call, until sent",
+		char title[160];
+		snprintf(title, sizeof(title),
+			 table ? "CPU time of one %zu-byte sendfile (the whole process, "
+				 "io_uring's workers included), per call"
+			       : "one %zu-byte sendfile to a TCP socket, per call, until sent",
+			 FILE_SIZE);
+		bench_begin(c, table ? "batch.sendfile_cpu" : "batch.sendfile", title,
 			    names[SF_DIRECT]);
 		double med[SF_N] = { 0 };
 		for (int v = 0; v < SF_N; v++) {
