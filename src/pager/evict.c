@@ -214,7 +214,7 @@ static uint32_t select_cold(struct bypass_pager *p, struct lru_shard *sh, uint32
  * a referenced page at the inactive tail is activated instead of evicted.
  */
 static uint32_t select_shard(struct bypass_pager *p, struct lru_shard *sh, uint32_t want,
-			     uint32_t *out, bool prio)
+			     uint32_t *out, bool prio, uint32_t *passed)
 {
 	bp_spin_lock(&sh->lock);
 	struct lru *in = &sh->lru[0], *ac = &sh->lru[1];
@@ -249,10 +249,12 @@ static uint32_t select_shard(struct bypass_pager *p, struct lru_shard *sh, uint3
 			pg_clear(pg, PW_REF);
 			pg_set(pg, PW_ACTIVE);
 			list_push(p, ac, id);
+			(*passed)++;
 			continue;
 		}
 		if (!bp_pg_trylock(pg)) {
 			list_push(p, in, id);
+			(*passed)++;
 			continue;
 		}
 		pg_clear(pg, PW_LRU | PW_ACTIVE);
@@ -269,7 +271,8 @@ static uint32_t select_shard(struct bypass_pager *p, struct lru_shard *sh, uint3
  * consecutive slots, which readahead needs (a shard per round broke the
  * runs wherever rounds were short).
  */
-static uint32_t select_2q(struct bypass_pager *p, uint32_t want, uint32_t *out, bool prio)
+static uint32_t select_2q(struct bypass_pager *p, uint32_t want, uint32_t *out, bool prio,
+			  uint32_t *passed)
 {
 	const uint32_t run = 1u << PG_LRU_RUN;
 	uint32_t n = 0;
@@ -277,7 +280,7 @@ static uint32_t select_2q(struct bypass_pager *p, uint32_t want, uint32_t *out, 
 		uint32_t ask = want - n;
 		if (ask > run - p->lru_taken)
 			ask = run - p->lru_taken;
-		uint32_t got = select_shard(p, &p->lru[p->lru_cursor], ask, out + n, prio);
+		uint32_t got = select_shard(p, &p->lru[p->lru_cursor], ask, out + n, prio, passed);
 		n += got;
 		p->lru_taken += got;
 		if (got < ask || p->lru_taken >= run) {
@@ -293,7 +296,13 @@ static uint32_t select_2q(struct bypass_pager *p, uint32_t want, uint32_t *out, 
  * choice (checked, policy.c), 2Q; PRIORITY pages only if none of these
  * gave any while the resident pages not under write-back are at the high
  * watermark (not to get down to the low one), and never for the prefetcher (p->evict_noprio).
+ * A 2Q pass that found nothing but passed other pages (referenced ones
+ * lose their bit and are activated, locked ones are left) is followed by
+ * another (up to PG_PRIO_PASSES): those pages are not PRIORITY and can be
+ * evicted once their second chance is used (a single empty pass took
+ * PRIORITY pages while every other page was merely referenced).
  */
+#define PG_PRIO_PASSES 16
 static uint32_t select_victims(struct bypass_pager *p, uint32_t want, uint32_t *out)
 {
 	uint32_t n = 0;
@@ -301,11 +310,17 @@ static uint32_t select_victims(struct bypass_pager *p, uint32_t want, uint32_t *
 		n += select_cold(p, &p->lru[i], want - n, out + n);
 	if (n < want)
 		n += bp_policy_victims(p, out + n, want - n);
-	if (n < want)
-		n += select_2q(p, want - n, out + n, false);
+	for (int pass = 0; n < want && pass < PG_PRIO_PASSES; pass++) {
+		uint32_t passed = 0;
+		n += select_2q(p, want - n, out + n, false, &passed);
+		if (n || !passed)
+			break;
+	}
 	if (!n && !p->evict_noprio &&
-	    atomic_load(&p->resident) - atomic_load(&p->writeback) >= p->high)
-		n = select_2q(p, want, out, true);
+	    atomic_load(&p->resident) - atomic_load(&p->writeback) >= p->high) {
+		uint32_t passed = 0;
+		n = select_2q(p, want, out, true, &passed);
+	}
 	return n;
 }
 
