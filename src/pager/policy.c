@@ -258,8 +258,7 @@ void bp_policy_destroy(struct bypass_pager *p, bool child)
 	if (!child)
 		bp_pf_stop(p);
 	else
-		free(atomic_load(&p->pf)); /* the thread is the parent's */
-	atomic_store(&p->pf, NULL);
+		bp_pf_forget(p); /* the thread is the parent's */
 	struct bp_pol *pol = atomic_exchange(&p->pol, NULL);
 	if (!child)
 		pol_free(pol);

@@ -70,6 +70,8 @@ int bp_hint_of(uint32_t w);
 /* Start the prefetch thread if none runs (normal context, p->lock). */
 int bp_pf_start(struct bypass_pager *p);
 void bp_pf_stop(struct bypass_pager *p);
+/* A forked child's copy: release the ring and buffers, no thread to stop. */
+void bp_pf_forget(struct bypass_pager *p);
 /* Queue [id, id + n) for prefetch; false if there is no prefetcher or its
  * queue is full.  Signal-safe. */
 bool bp_pf_push(struct bypass_pager *p, uint32_t id, uint32_t n);

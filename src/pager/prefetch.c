@@ -350,6 +350,18 @@ void bp_pf_stop(struct bypass_pager *p)
 	free(pf);
 }
 
+void bp_pf_forget(struct bypass_pager *p)
+{
+	struct bp_pf *pf = atomic_exchange(&p->pf, NULL);
+	if (!pf)
+		return;
+	/* the child's copies: the ring's descriptor and mappings, the read
+	 * buffers (the thread and its reads are the parent's) */
+	io_uring_queue_exit(&pf->ring);
+	munmap(pf->bufs, (size_t)PF_QD * PF_RUN * PG_SIZE);
+	free(pf);
+}
+
 /* ------------------------------------------------------------ streams */
 
 /* The pages the stream passed ([a, b)) that were prefetched: used. */
