@@ -319,19 +319,21 @@ int bp_pf_start(struct bypass_pager *p)
 		return e;
 	}
 	pf->p = p;
-	atomic_store(&p->pf, pf);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	e = pthread_create(&pf->thread, NULL, pf_main, pf);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e) {
-		atomic_store(&p->pf, NULL);
+		/* never published: no fault can be pushing into it */
 		io_uring_queue_exit(&pf->ring);
 		munmap(pf->bufs, blen);
 		free(pf);
 		return -e;
 	}
+	/* published only now: a fault that pushes into it (bp_pf_push, no
+	 * lock) must never see one that a failed start frees */
+	atomic_store(&p->pf, pf);
 	bp_debug("bypass: pager: prefetch thread started");
 	return 0;
 }
