@@ -11,6 +11,7 @@
  * PRIORITY pages.  Here the reference bits come from write-protect faults:
  * pages read (clean) and then written are all referenced.  Upcall mode, the
  * default 2Q and the prefetch policy.
+ * TEST_LABELS: threads (the prefetch thread)
  */
 #include "util.h"
 
