@@ -211,6 +211,14 @@ struct bt_op *bp_bt_tail_grow(struct bt_thread *th, struct bt_fdent *fe, size_t 
 			   int msg_flags);
 void bp_bt_grown(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op, size_t extra);
 void bp_bt_op_free(struct bt_op *op);
+/* Under th's lock (engine.c): remove a finished op from its stream and free
+ * it; put an op back in the queue in its place; an explicit call's result. */
+void bp_bt_finish(struct bt_thread *th, struct bt_op *op);
+void bp_bt_requeue(struct bt_thread *th, struct bt_op *op);
+void bp_bt_store_result(struct bt_op *op, long res);
+/* A queued sendfile's hold on its source file ends (its read is done, or
+ * it is dropped; a splice: its pipe and file, splice.c). */
+void bp_bt_release_reader(struct bt_op *op);
 
 /* ---------------------------------------------------------- threads */
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The batch engine: per-thread queues over per-thread io_uring rings,
- * per-descriptor streams, submission as linked chains, completion handling
- * (partial writes finished, errors recorded), cancellation and hand-over of
- * a stream between threads.  See batch_internal.h for the invariants.
+ * per-descriptor streams, submission as linked chains (completions are in
+ * complete.c, cancellation and hand-over of a stream between threads in
+ * handover.c).  See batch_internal.h for the invariants.
  */
 #include "batch/batch_internal.h"
 #include "core/uring_link.h"
@@ -74,7 +74,7 @@ void bp_bt_grown(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op, si
 }
 
 /* A queued sendfile of the preload holds its source descriptor open. */
-static void release_reader(struct bt_op *op)
+void bp_bt_release_reader(struct bt_op *op)
 {
 	if (op->kind == BT_SPLICE)
 		bp_bt_splice_free(NULL, op);
@@ -88,7 +88,7 @@ static void release_reader(struct bt_op *op)
 
 void bp_bt_op_free(struct bt_op *op)
 {
-	release_reader(op);
+	bp_bt_release_reader(op);
 	free(op);
 }
 
@@ -173,7 +173,7 @@ void bp_bt_enqueue(struct bt_thread *th, struct bt_fdent *fe, struct bt_op *op)
 }
 
 /* Remove a finished op from its stream and free it. */
-static void finish(struct bt_thread *th, struct bt_op *op)
+void bp_bt_finish(struct bt_thread *th, struct bt_op *op)
 {
 	struct bt_fdent *fe = op->fe;
 	struct bt_op **pp = &fe->head, *prev = NULL;
@@ -200,7 +200,7 @@ static void finish(struct bt_thread *th, struct bt_op *op)
 	maybe_release(th, fe);
 }
 
-static void requeue(struct bt_thread *th, struct bt_op *op)
+void bp_bt_requeue(struct bt_thread *th, struct bt_op *op)
 {
 	struct bt_fdent *fe = op->fe;
 	op->state = BT_QUEUED;
@@ -212,297 +212,10 @@ static void requeue(struct bt_thread *th, struct bt_op *op)
 	bp_bt_activate(th, fe);
 }
 
-static void store_result(struct bt_op *op, long res)
+void bp_bt_store_result(struct bt_op *op, long res)
 {
 	if (op->res)
 		*op->res = res;
-}
-
-/* ------------------------------------------------------------- completions */
-
-static void record_error(struct bt_thread *th, struct bt_op *op, int err)
-{
-	struct bt_fdent *fe = op->fe;
-	th->c.errors++;
-	uint32_t f = atomic_load_explicit(&fe->flags, memory_order_relaxed);
-	if (f & BT_FD_CLOSING) {
-		bp_warn("bypass batch: deferred call on fd %d failed after the "
-			"program closed it: %s (%zu bytes not sent)", op->fd,
-			strerror(err), op->len - op->done);
-		return;
-	}
-	bp_warn("bypass batch: deferred call on fd %d failed: %s; reported by "
-		"the next call on it", op->fd, strerror(err));
-	bp_bt_fd_set_err(fe, err, err == EPIPE && (op->flags & BT_OP_SIGPIPE));
-}
-
-/*
- * Under th's lock, th owns fe, nothing in flight: run fe's queued sends and
- * socket options now as system calls, in order (a direct call is about to
- * follow them; MSG_MORE lets the kernel put the last bytes in the same
- * packet as what follows, as TCP_CORK would).  Returns 0 when all ran, 1 when
- * the socket is full (the rest stays queued), -errno when one failed (what
- * is left of the stream is dropped, the error is the caller's to report).
- */
-int bp_bt_run_queued(struct bt_thread *th, struct bt_fdent *fe, bool more)
-{
-	for (struct bt_op *op = fe->head; op; op = op->next)
-		if (op->state != BT_QUEUED || !(op->flags & BT_OP_TRANSPARENT) ||
-		    (op->kind != BT_SEND && op->kind != BT_SOCKOPT))
-			return 1;
-	while (fe->head) {
-		struct bt_op *op = fe->head;
-		if (op->kind == BT_SOCKOPT) {
-			if (syscall(SYS_setsockopt, op->fd, op->u.so.level, op->u.so.name,
-				    op->buf, op->u.so.len) < 0) {
-				th->c.errors++;
-				bp_warn("bypass batch: deferred setsockopt(%d, %d, %d): %s",
-					op->fd, op->u.so.level, op->u.so.name, strerror(errno));
-			}
-		} else {
-			int fl = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0);
-			while (op->done < op->len) {
-				long n = syscall(SYS_sendto, op->fd, op->buf + op->done,
-						 op->len - op->done, fl, NULL, 0);
-				if (n > 0) {
-					op->done += (size_t)n;
-					continue;
-				}
-				if (n < 0 && errno == EINTR)
-					continue;
-				if (n < 0 && errno == EAGAIN)
-					return 1;
-				int e = n < 0 ? errno : EPIPE;
-				th->c.errors++;
-				while (fe->head) {
-					struct bt_op *o = fe->head;
-					fe->nqueued--;
-					th->nqueued--;
-					finish(th, o);
-				}
-				return -e;
-			}
-		}
-		fe->nqueued--;
-		th->nqueued--;
-		finish(th, op);
-	}
-	return 0;
-}
-
-/* The op's successors on its descriptor were cut off with it: requeue them. */
-static void mark_rest_requeue(struct bt_op *op)
-{
-	for (struct bt_op *o = op->next; o; o = o->next)
-		if (o->state == BT_INFLIGHT)
-			o->flags |= BT_OP_REQUEUE;
-}
-
-static void read_done(struct bt_thread *th, struct bt_op *op, int res)
-{
-	th->nreads--;
-	release_reader(op);
-	op->flags |= BT_OP_READ_DONE;
-	bool transparent = op->flags & BT_OP_TRANSPARENT;
-	if (res < 0) {
-		if (transparent)
-			record_error(th, op, -res);
-		else
-			store_result(op, res);
-		op->fe->nqueued--;
-		th->nqueued--;
-		finish(th, op);
-		return;
-	}
-	if ((size_t)res < op->u.sf.len) {
-		/* The file is shorter than when the program looked at it. */
-		if (transparent)
-			record_error(th, op, EIO);
-		size_t miss = op->u.sf.len - (size_t)res;
-		op->fe->bytes -= miss;
-		th->bytes -= miss;
-		op->len -= miss;
-		op->u.sf.len = (size_t)res;
-	}
-	if (op->len == 0) {
-		store_result(op, 0);
-		op->fe->nqueued--;
-		th->nqueued--;
-		finish(th, op);
-	}
-}
-
-/*
- * An op cancelled (-ECANCELED) while an op before it on its stream is still
- * in flight: with splices the completions of a chain may come out of order
- * (their requests run on the kernel's workers), so the cancellation may be
- * seen before the short or failed request that caused it.  Whether the op
- * is requeued (something before it came up short: mark_rest_requeue) or
- * dropped (something before it failed) is known only when every op before
- * it has completed.  Parked until then (still in flight).
- */
-static bool park(struct bt_thread *th, struct bt_op *op)
-{
-	for (struct bt_op *o = op->fe->head; o && o != op; o = o->next)
-		if (o->state == BT_INFLIGHT) {
-			op->flags |= BT_OP_PARKED;
-			th->nparked++;
-			return true;
-		}
-	return false;
-}
-
-static void complete_op(struct bt_thread *th, struct bt_op *op, int res);
-
-/* Parked ops of fe whose predecessors have all completed: their turn. */
-static void unpark(struct bt_thread *th, struct bt_fdent *fe)
-{
-	for (struct bt_op *o = fe->head, *n; o && th->nparked; o = n) {
-		n = o->next;
-		if (o->state != BT_INFLIGHT)
-			continue;
-		if (!(o->flags & BT_OP_PARKED))
-			return; /* in flight: those behind it wait for it */
-		o->flags &= (uint16_t)~BT_OP_PARKED;
-		th->nparked--;
-		complete_op(th, o, -ECANCELED);
-	}
-}
-
-static void complete(struct bt_thread *th, const struct io_uring_cqe *cqe)
-{
-	uintptr_t ud = (uintptr_t)cqe->user_data;
-	if (!ud)
-		return;
-	int res = cqe->res;
-	if (ud == BT_UD_EPWAIT) {
-		th->epw_done = true;
-		th->epw_res = res;
-		return;
-	}
-	struct bt_op *op = (struct bt_op *)(ud & ~(uintptr_t)BT_TAG_MASK);
-	unsigned tag = (unsigned)(ud & BT_TAG_MASK);
-	if (tag == BT_TAG_READ) {
-		read_done(th, op, res);
-		return;
-	}
-	/* A splice round completes with its last request. */
-	if (tag == BT_TAG_SPLICE && !(op = bp_bt_splice_cqe(th, (void *)op, res, &res)))
-		return;
-	if (res == -ECANCELED && (op->flags & BT_OP_TRANSPARENT) &&
-	    !(op->flags & BT_OP_REQUEUE) && th->nsplice && park(th, op))
-		return;
-	struct bt_fdent *fe = op->fe;
-	complete_op(th, op, res);
-	if (th->nparked)
-		unpark(th, fe);
-}
-
-static void complete_op(struct bt_thread *th, struct bt_op *op, int res)
-{
-	struct bt_fdent *fe = op->fe;
-	fe->ninflight--;
-	th->ninflight--;
-	bool transparent = op->flags & BT_OP_TRANSPARENT;
-	bool requeue_me = op->flags & BT_OP_REQUEUE;
-
-	if (!transparent) {
-		/* Explicit calls: the result is what the system call returned. */
-		if (op->kind == BT_CLOSE && res == -ECANCELED) {
-			res = (int)bp_bt_sys_close(op->fd);
-			if (res < 0)
-				res = -errno;
-		}
-		if (res < 0 && res != -ECANCELED)
-			th->c.errors++;
-		store_result(op, res);
-		finish(th, op);
-		return;
-	}
-
-	switch (op->kind) {
-	case BT_CLOSE:
-		if (res == -ECANCELED && requeue_me) {
-			requeue(th, op);
-			return;
-		}
-		if (res == -ECANCELED)
-			bp_bt_sys_close(op->fd); /* the chain broke: close anyway */
-		else if (res < 0)
-			bp_warn("bypass batch: deferred close(%d): %s", op->fd,
-				strerror(-res));
-		{
-			uint32_t f = atomic_load_explicit(&fe->flags, memory_order_relaxed);
-			/* Unless the number was taken again meanwhile. */
-			if ((f & BT_FD_CLOSING) && op->u.cl.gen == atomic_load(&fe->gen))
-				bp_bt_fd_forget(fe);
-		}
-		finish(th, op);
-		return;
-	case BT_SHUTDOWN:
-	case BT_SOCKOPT:
-		if (res == -ECANCELED && requeue_me) {
-			requeue(th, op);
-			return;
-		}
-		if (res == -ECANCELED) {
-			/* The data before it failed (already recorded); still
-			 * do what the program asked. */
-			if (op->kind == BT_SHUTDOWN)
-				syscall(SYS_shutdown, op->fd, op->u.how);
-		} else if (res < 0) {
-			record_error(th, op, -res);
-		}
-		finish(th, op);
-		return;
-	default:
-		break;
-	}
-
-	/* Data, on behalf of a call that has returned already (a splice
-	 * round counted its own). */
-	if (res > 0 && op->kind != BT_SPLICE)
-		op->done += (size_t)res;
-	if (op->done >= op->len) {
-		finish(th, op);
-		return;
-	}
-	if (requeue_me && (res >= 0 || res == -ECANCELED)) {
-		requeue(th, op);
-		return;
-	}
-	if (res >= 0) {
-		/* Short: finish it; what was linked behind it comes back too.
-		 * (A splice round that ended before the op did is no short
-		 * write unless the socket was full.) */
-		if (op->kind != BT_SPLICE || (op->flags & BT_OP_NEEDPOLL))
-			th->c.partial++;
-		mark_rest_requeue(op);
-		requeue(th, op);
-		return;
-	}
-	if (res != -ECANCELED)
-		record_error(th, op, -res);
-	finish(th, op);
-}
-
-void bp_bt_reap(struct bt_thread *th)
-{
-	struct io_uring *ring = th->ring;
-	if (!ring)
-		return;
-	for (;;) {
-		struct io_uring_cqe *cqe;
-		unsigned head, n = 0;
-		io_uring_for_each_cqe(ring, head, cqe)
-		{
-			complete(th, cqe);
-			n++;
-		}
-		if (!n)
-			return;
-		io_uring_cq_advance(ring, n);
-	}
 }
 
 /* ------------------------------------------------------------- submission */
