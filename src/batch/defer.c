@@ -47,7 +47,7 @@ static struct bt_thread *self_any(void)
  * reaped yet (another thread's ring, or task work that ran in a system call
  * of ours): reap the owner's ring and look again.  true if still closing.
  */
-static bool still_closing(struct bt_fdent *fe)
+bool bp_bt_still_closing(struct bt_fdent *fe)
 {
 	for (int i = 0; i < 2; i++) {
 		if (!(atomic_load(&fe->flags) & BT_FD_CLOSING))
@@ -139,7 +139,7 @@ static bool socket_full(int fd)
  * program EAGAIN, would tie it to a round on the kernel's workers whose
  * end no EPOLLOUT edge announces.
  */
-static bool has_splice(struct bt_fdent *fe)
+bool bp_bt_has_splice(struct bt_fdent *fe)
 {
 	for (struct bt_op *op = fe->head; op; op = op->next)
 		if (op->kind == BT_SPLICE)
@@ -154,7 +154,7 @@ static bool has_splice(struct bt_fdent *fe)
  * socket was found full by the last attempt, so the program will be told
  * when it drains: an EPOLLOUT edge comes).  A blocking one waits.
  */
-static long settle(struct bt_thread *th, struct bt_fdent *fe)
+long bp_bt_settle(struct bt_thread *th, struct bt_fdent *fe)
 {
 	/* A splice that ended a round short is queued again: it goes in
 	 * again (and the socket, found full, is then waited for). */
@@ -173,7 +173,7 @@ static long settle(struct bt_thread *th, struct bt_fdent *fe)
 		}
 		bp_bt_wait_fd_idle(th, fe, false);
 		bp_bt_acquire(th, fe);
-		if (!fe->nqueued || !has_splice(fe) || round > 1000)
+		if (!fe->nqueued || !bp_bt_has_splice(fe) || round > 1000)
 			return 0;
 	}
 }
@@ -201,7 +201,7 @@ static bool make_room(struct bt_thread *th, struct bt_fdent *fe, size_t len)
 		return true;
 	bp_bt_submit(th);
 	bp_bt_acquire(th, fe);
-	return room(th, fe, len) && (!fe->ninflight || has_splice(fe));
+	return room(th, fe, len) && (!fe->ninflight || bp_bt_has_splice(fe));
 }
 
 static __attribute__((noinline)) void copy_iov(char *p, const struct iovec *iov,
@@ -265,7 +265,7 @@ static bool total_in(const struct iovec *iov, int iovcnt, size_t *total)
  * -errno to return now (the program closed fd; a deferred error, reported
  * once if report), or 0 with *thp locked (bp_bt_guard raised) owning *fep.
  */
-static long tx_enter(int fd, struct bt_thread **thp, struct bt_fdent **fep,
+long bp_bt_tx_enter(int fd, struct bt_thread **thp, struct bt_fdent **fep,
 		     bool report, bool *sigpipe)
 {
 	struct bt_thread *th = seg_self();
@@ -273,7 +273,7 @@ static long tx_enter(int fd, struct bt_thread **thp, struct bt_fdent **fep,
 	if (!fe)
 		return BT_PASS;
 	uint32_t f = atomic_load_explicit(&fe->flags, memory_order_acquire);
-	if (bp_unlikely(f & BT_FD_CLOSING) && still_closing(fe))
+	if (bp_unlikely(f & BT_FD_CLOSING) && bp_bt_still_closing(fe))
 		return -EBADF;
 	if (report) {
 		reap_owner(fe);
@@ -297,7 +297,7 @@ static long tx_enter(int fd, struct bt_thread **thp, struct bt_fdent **fep,
 	return 0;
 }
 
-static long tx_leave(struct bt_thread *th, long r)
+long bp_bt_tx_leave(struct bt_thread *th, long r)
 {
 	bp_bt_unlock(th);
 	bp_bt_guard--;
@@ -309,27 +309,27 @@ static long tx_direct(struct bt_thread *th, struct bt_fdent *fe)
 {
 	long r = 0;
 	if (fe->nqueued || fe->ninflight)
-		r = settle(th, fe);
+		r = bp_bt_settle(th, fe);
 	if (r == 0) {
 		if (th->segment & BT_SEG_PRELOAD)
 			th->c.direct++;
 		r = BT_PASS;
 	}
-	return tx_leave(th, r);
+	return bp_bt_tx_leave(th, r);
 }
 
 /* Under th's lock, inside a segment: ready to queue len more bytes on fe? */
-static long tx_room(struct bt_thread *th, struct bt_fdent *fe, size_t len)
+long bp_bt_tx_room(struct bt_thread *th, struct bt_fdent *fe, size_t len)
 {
 	check_age(th);
 	bp_bt_acquire(th, fe);
-	long r = fe->ninflight && !has_splice(fe) ? settle(th, fe) : 0;
+	long r = fe->ninflight && !bp_bt_has_splice(fe) ? bp_bt_settle(th, fe) : 0;
 	if (r < 0)
 		return r;
 	return make_room(th, fe, len) ? 1 : 0;
 }
 
-static bool is_stream(struct bt_fdent *fe)
+bool bp_bt_is_stream(struct bt_fdent *fe)
 {
 	return bp_bt_fd_probe(fe) == 0 &&
 	       (atomic_load(&fe->flags) & (BT_FD_SOCK | BT_FD_STREAM)) ==
@@ -341,35 +341,35 @@ long bp_bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
 {
 	struct bt_thread *th;
 	struct bt_fdent *fe;
-	long r = tx_enter(fd, &th, &fe, true, sigpipe);
+	long r = bp_bt_tx_enter(fd, &th, &fe, true, sigpipe);
 	if (r)
 		return r;
-	if (fe->ninflight && !has_splice(fe) && (r = settle(th, fe)) < 0)
-		return tx_leave(th, r);
+	if (fe->ninflight && !bp_bt_has_splice(fe) && (r = bp_bt_settle(th, fe)) < 0)
+		return bp_bt_tx_leave(th, r);
 	size_t total = 0;
 	if (!(th->segment & BT_SEG_PRELOAD) || iovcnt < 0 || iovcnt > IOV_MAX ||
 	    (msg_flags & ~TX_FLAGS) || !total_in(iov, iovcnt, &total) || !total ||
-	    total > (size_t)SSIZE_MAX || total > bp_bt_cfg.max_copy || !is_stream(fe))
+	    total > (size_t)SSIZE_MAX || total > bp_bt_cfg.max_copy || !bp_bt_is_stream(fe))
 		return tx_direct(th, fe);
-	if ((r = tx_room(th, fe, total)) <= 0)
-		return r < 0 ? tx_leave(th, r) : tx_direct(th, fe);
+	if ((r = bp_bt_tx_room(th, fe, total)) <= 0)
+		return r < 0 ? bp_bt_tx_leave(th, r) : tx_direct(th, fe);
 	/* Bytes for the same socket in the same segment go out in one send. */
 	struct bt_op *op = bp_bt_tail_grow(th, fe, total, msg_flags);
 	if (op) {
 		if (!copy_in(op->buf + op->len, iov, iovcnt))
-			return tx_leave(th, -EFAULT);
+			return bp_bt_tx_leave(th, -EFAULT);
 		op->msg_flags = (msg_flags & (MSG_MORE | MSG_EOR)) | MSG_WAITALL | MSG_NOSIGNAL;
 		if (!(msg_flags & MSG_NOSIGNAL))
 			op->flags |= BT_OP_SIGPIPE;
 		bp_bt_grown(th, fe, op, total);
-		return tx_leave(th, (long)total);
+		return bp_bt_tx_leave(th, (long)total);
 	}
 	op = bp_bt_op_new(total < MIN_CAP ? MIN_CAP : total);
 	if (!op)
 		return tx_direct(th, fe);
 	if (!copy_in(op->data, iov, iovcnt)) {
 		bp_bt_op_free(op);
-		return tx_leave(th, -EFAULT);
+		return bp_bt_tx_leave(th, -EFAULT);
 	}
 	op->kind = BT_SEND;
 	op->buf = op->data;
@@ -377,24 +377,7 @@ long bp_bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
 	op->msg_flags = (msg_flags & (MSG_MORE | MSG_EOR)) | MSG_WAITALL | MSG_NOSIGNAL;
 	op->flags = BT_OP_TRANSPARENT | (msg_flags & MSG_NOSIGNAL ? 0 : BT_OP_SIGPIPE);
 	bp_bt_enqueue(th, fe, op);
-	return tx_leave(th, (long)total);
-}
-
-/*
- * Can a sendfile in copy mode be deferred: does the file, as the program saw
- * it with fstat, hold all count bytes at off?  Only then is count what
- * sendfile(2) returns.  A request past that size runs as the system call:
- * the size may be stale (the file grew since the fstat), and answering a
- * short count, or 0 (end of file), from it would be a lie.
- */
-static bool sendfile_whole(struct bt_fdent *in, off_t off, size_t count)
-{
-	uint32_t fi = atomic_load(&in->flags);
-	if ((fi & (BT_FD_SIZE | BT_FD_REG)) != (BT_FD_SIZE | BT_FD_REG) ||
-	    (fi & BT_FD_CLOSING) || off < 0)
-		return false;
-	int64_t size = atomic_load(&in->size);
-	return off < size && count <= (uint64_t)(size - off);
+	return bp_bt_tx_leave(th, (long)total);
 }
 
 /*
@@ -402,13 +385,13 @@ static bool sendfile_whole(struct bt_fdent *in, off_t off, size_t count)
  * which goes just before it by system call (with MSG_MORE on TCP when data
  * follows, so that it rides in the same packets).
  */
-static long run_behind_queue(struct bt_thread *th, struct bt_fdent *fe, bool more)
+long bp_bt_run_behind_queue(struct bt_thread *th, struct bt_fdent *fe, bool more)
 {
 	if (fe->nqueued && !fe->ninflight) {
 		more = more && (atomic_load(&fe->flags) & BT_FD_INET);
 		int q = bp_bt_run_queued(th, fe, more);
 		if (q < 0)
-			return tx_leave(th, q);
+			return bp_bt_tx_leave(th, q);
 	}
 	return tx_direct(th, fe);
 }
@@ -417,146 +400,10 @@ long bp_bt_tx_write_direct(int fd, bool more, bool *sigpipe)
 {
 	struct bt_thread *th;
 	struct bt_fdent *fe;
-	long r = tx_enter(fd, &th, &fe, true, sigpipe);
+	long r = bp_bt_tx_enter(fd, &th, &fe, true, sigpipe);
 	if (r)
 		return r;
-	return run_behind_queue(th, fe, more);
-}
-
-/*
- * Copy mode: the file's bytes are read into the queue by the flush (a read
- * per call, before the chains), behind the header queued before them.
- * BT_PASS when it cannot be queued (the real call runs).
- */
-static long queue_copy(struct bt_thread *th, struct bt_fdent *fe, struct bt_fdent *in,
-		       int in_fd, off_t pos, size_t n)
-{
-	long r = tx_room(th, fe, n);
-	if (r <= 0)
-		return r < 0 ? r : BT_PASS;
-	struct bt_thread *rd = NULL;
-	if (!atomic_compare_exchange_strong(&in->reader, &rd, th) && rd != th)
-		atomic_store(&in->reader, BT_READERS_MANY);
-	atomic_fetch_add(&in->readers, 1);
-	/* The file's bytes follow the header queued before them, in one send:
-	 * the flush reads them into place. */
-	struct bt_op *op = bp_bt_tail_grow(th, fe, n, 0);
-	if (op) {
-		op->kind = BT_SENDFILE;
-		op->u.sf.at = op->len;
-	} else {
-		op = bp_bt_op_new(n);
-		if (!op) {
-			atomic_fetch_sub(&in->readers, 1);
-			return BT_PASS;
-		}
-		op->kind = BT_SENDFILE;
-		op->buf = op->data;
-		op->flags = BT_OP_TRANSPARENT;
-		op->u.sf.at = 0;
-	}
-	op->u.sf.in_fd = in_fd;
-	op->u.sf.off = pos;
-	op->u.sf.len = n;
-	op->msg_flags = MSG_WAITALL | MSG_NOSIGNAL;
-	op->flags |= BT_OP_SIGPIPE;
-	if (op->u.sf.at)
-		bp_bt_grown(th, fe, op, n);
-	else {
-		op->len = n;
-		bp_bt_enqueue(th, fe, op);
-	}
-	return (long)n;
-}
-
-/*
- * Splice mode (splice.c): nothing is copied; the op holds a pipe and keeps
- * the file open.  A non-blocking socket needs the thread's epoll waits to
- * resubmit rounds that end short (merged_ok); a blocking one is spliced
- * only if one round carries it all (the kernel waits for room there).
- */
-static long queue_splice(struct bt_thread *th, struct bt_fdent *fe, struct bt_fdent *in,
-			 int in_fd, off_t pos, size_t n)
-{
-	bool nonblock = atomic_load(&fe->flags) & BT_FD_NONBLOCK;
-	if (!bp_bt_splice_available(th) || (nonblock && !th->merged_ok))
-		return BT_PASS;
-	long r = tx_room(th, fe, 0);
-	if (r <= 0)
-		return r < 0 ? r : BT_PASS;
-	struct bt_op *op = bp_bt_op_new(bp_bt_splice_extra());
-	if (!op)
-		return BT_PASS;
-	op->kind = BT_SPLICE;
-	op->u.sp.req = (struct bt_sreq *)(void *)op->data;
-	op->u.sp.in_fd = -1;
-	op->u.sp.off = pos;
-	op->len = n;
-	if (!bp_bt_splice_pipe(th, op)) {
-		bp_bt_op_free(op);
-		return BT_PASS;
-	}
-	if (!nonblock && bp_bt_splice_want(op) > 2 * 32) {
-		bp_bt_splice_free(th, op);
-		bp_bt_op_free(op);
-		return BT_PASS;
-	}
-	op->u.sp.in_fd = in_fd;
-	atomic_fetch_add(&in->splicers, 1);
-	op->msg_flags = 0;
-	op->flags = BT_OP_TRANSPARENT | BT_OP_SIGPIPE;
-	bp_bt_enqueue(th, fe, op);
-	th->c.spliced++;
-	return (long)n;
-}
-
-/* Without an offset pointer sendfile reads at the file position and moves
- * it: move it now (one lseek), as the call would have.  -1: cannot. */
-static off_t take_position(int in_fd, size_t count)
-{
-	if (count > (size_t)INT64_MAX)
-		return -1;
-	long r = syscall(SYS_lseek, in_fd, (off_t)count, SEEK_CUR);
-	if (r < 0 || (uint64_t)r < count)
-		return -1;
-	return (off_t)((uint64_t)r - count);
-}
-
-long bp_bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
-{
-	struct bt_thread *th;
-	struct bt_fdent *fe;
-	long r = tx_enter(out_fd, &th, &fe, true, NULL);
-	if (r)
-		return r;
-	if (fe->ninflight && !has_splice(fe) && (r = settle(th, fe)) < 0)
-		return tx_leave(th, r);
-	struct bt_fdent *in = bp_bt_fd(in_fd);
-	if (in && (atomic_load(&in->flags) & BT_FD_CLOSING) && still_closing(in))
-		return tx_leave(th, -EBADF); /* closed by the program */
-	uint32_t fi = in ? atomic_load(&in->flags) : 0;
-	if (!(th->segment & BT_SEG_PRELOAD) || bp_bt_cfg.sendfile_mode != BT_SENDFILE_COPY ||
-	    !count || (fi & (BT_FD_SIZE | BT_FD_REG)) != (BT_FD_SIZE | BT_FD_REG) ||
-	    (count > bp_bt_cfg.sendfile_max && !bp_bt_cfg.splice) || !is_stream(fe)) {
-		/* The real sendfile runs: what is queued on the socket goes just
-		 * before it, by system call, so that it rides in its packets. */
-		return run_behind_queue(th, fe, count != 0);
-	}
-	off_t pos = offset ? *offset : take_position(in_fd, count);
-	if (pos < 0 || !sendfile_whole(in, pos, count))
-		r = BT_PASS;
-	else if (count <= bp_bt_cfg.sendfile_max)
-		r = queue_copy(th, fe, in, in_fd, pos, count);
-	else
-		r = queue_splice(th, fe, in, in_fd, pos, count);
-	if (r == BT_PASS || r < 0) {
-		if (!offset && pos >= 0) /* the position back where it was */
-			syscall(SYS_lseek, in_fd, pos, SEEK_SET);
-		return r < 0 && r != BT_PASS ? tx_leave(th, r) : run_behind_queue(th, fe, true);
-	}
-	if (offset)
-		*offset = pos + (off_t)count;
-	return tx_leave(th, (long)count);
+	return bp_bt_run_behind_queue(th, fe, more);
 }
 
 /*
@@ -568,14 +415,14 @@ static long tx_control(int fd, struct bt_op *proto, bool queueable)
 {
 	struct bt_thread *th;
 	struct bt_fdent *fe;
-	long r = tx_enter(fd, &th, &fe, true, NULL);
+	long r = bp_bt_tx_enter(fd, &th, &fe, true, NULL);
 	if (r)
 		return r;
 	bool seg = th->segment & BT_SEG_PRELOAD;
 	bool pending = fe->nqueued || fe->ninflight;
 	if (!pending && !seg)
 		return tx_direct(th, fe);
-	struct bt_op *op = queueable && is_stream(fe) ? bp_bt_op_new(sizeof(int)) : NULL;
+	struct bt_op *op = queueable && bp_bt_is_stream(fe) ? bp_bt_op_new(sizeof(int)) : NULL;
 	if (!op) {
 		/*
 		 * Not queueable here: it runs now, after what is queued has
@@ -589,7 +436,7 @@ static long tx_control(int fd, struct bt_op *proto, bool queueable)
 			bp_bt_submit(th);
 		if (seg)
 			th->c.direct++;
-		return tx_leave(th, BT_PASS);
+		return bp_bt_tx_leave(th, BT_PASS);
 	}
 	if (fe->ninflight)
 		bp_bt_quiesce(th, fe);
@@ -602,7 +449,7 @@ static long tx_control(int fd, struct bt_op *proto, bool queueable)
 	bp_bt_enqueue(th, fe, op);
 	if (!seg)
 		bp_bt_submit(th);
-	return tx_leave(th, 0);
+	return bp_bt_tx_leave(th, 0);
 }
 
 long bp_bt_tx_shutdown(int fd, int how)
@@ -641,7 +488,7 @@ long bp_bt_tx_close(int fd)
 	if (!fe)
 		return BT_PASS;
 	uint32_t f = atomic_load(&fe->flags);
-	if ((f & BT_FD_CLOSING) && still_closing(fe))
+	if ((f & BT_FD_CLOSING) && bp_bt_still_closing(fe))
 		return -EBADF;
 	/* A file deferred splices read: closed when the last one has ended
 	 * (its number must not name another file before). */
@@ -709,7 +556,7 @@ long bp_bt_before_fd(int fd, int kind)
 {
 	struct bt_fdent *fe = bp_bt_fd_peek(fd);
 	if (fe && bp_unlikely(atomic_load_explicit(&fe->flags, memory_order_relaxed) &
-			      BT_FD_CLOSING) && still_closing(fe))
+			      BT_FD_CLOSING) && bp_bt_still_closing(fe))
 		return -EBADF;
 	struct bt_thread *th = bp_bt_self();
 	if (!th || !th->ring || th->gen != bp_fork_gen_fast())
@@ -864,7 +711,7 @@ void bp_bt_fd_created(int fd, uint32_t flags)
 		return;
 	if (atomic_load(&fe->flags) & BT_FD_CLOSING)
 		/* Our close of this number completed: the kernel reused it. */
-		still_closing(fe);
+		bp_bt_still_closing(fe);
 	bp_bt_fd_forget(fe);
 	if (flags)
 		atomic_store(&fe->flags, flags);

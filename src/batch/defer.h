@@ -80,6 +80,31 @@ void bp_bt_flush_own(void);
 /* The thread has requests in flight (an EINTR may come from their task work). */
 bool bp_bt_has_inflight(void);
 
+/* ------------------------------------------------ defer.c for sendfile.c */
+
+/* What every call that writes or controls a stream starts with: BT_PASS
+ * (nothing to do), -errno to return now, or 0 with *thp locked (the guard
+ * raised) owning *fep. */
+long bp_bt_tx_enter(int fd, struct bt_thread **thp, struct bt_fdent **fep, bool report,
+		    bool *sigpipe);
+/* Unlock th (lower the guard) and return r. */
+long bp_bt_tx_leave(struct bt_thread *th, long r);
+/* Under th's lock, th owns fe: nothing in flight before a new call goes
+ * behind it; 0 or -EAGAIN (non-blocking, the socket full). */
+long bp_bt_settle(struct bt_thread *th, struct bt_fdent *fe);
+/* fe's stream holds a splice (what follows queues behind it). */
+bool bp_bt_has_splice(struct bt_fdent *fe);
+/* Under th's lock, in a segment: 1 ready to queue len more bytes on fe, 0
+ * not (run it directly), -errno. */
+long bp_bt_tx_room(struct bt_thread *th, struct bt_fdent *fe, size_t len);
+/* fe is closed by the program and its close still pending. */
+bool bp_bt_still_closing(struct bt_fdent *fe);
+/* fe is a stream socket. */
+bool bp_bt_is_stream(struct bt_fdent *fe);
+/* The real call runs now on fe, behind its queued data (sent first by
+ * system calls, MSG_MORE when more follows); unlocks th. */
+long bp_bt_run_behind_queue(struct bt_thread *th, struct bt_fdent *fe, bool more);
+
 /* Descriptor life: created (with what is known), flags changed, fstat seen,
  * epoll registration. */
 void bp_bt_fd_created(int fd, uint32_t flags);
