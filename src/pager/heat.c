@@ -602,6 +602,11 @@ int bypass_pager_heat_stats(bypass_pager *p, struct bypass_pager_heat_stats *st)
 {
 	if (!p || !st)
 		return -EINVAL;
+	/* a forked child: the configuration is read under p->lock, which a
+	 * thread of the parent may have held at the fork */
+	int e = check_owner(p);
+	if (e)
+		return e;
 	memset(st, 0, sizeof(*st));
 	struct bp_heat *h = heat_get(p);
 	if (!h) {

@@ -6,7 +6,7 @@
  * the descriptors the process had before the pager was made, none of them
  * an io_uring (the prefetcher's ring and its 4 MiB of read buffers were
  * left behind in the child before).  The parent's pager goes on, its data
- * intact.  Upcall mode.
+ * intact.  The heat API refuses the inherited pager (-ECHILD).  Upcall mode.
  * TEST_LABELS: threads (the prefetch thread)
  */
 #include "util.h"
@@ -49,6 +49,10 @@ int main(void)
 	int rings0, fds0 = count_fds(&rings0);
 	bypass_pager *p = new_pager(BYPASS_PAGER_UPCALL, BUDGET * PAGE, NPAGES * PAGE);
 	CHECK_EQ(bypass_pager_set_policy(p, "prefetch"), 0);
+	/* access heat too: its sampler, eventfd and pagemap descriptor */
+	struct bypass_pager_heat_config hc = { .flags = BYPASS_PAGER_HEAT_OPTIONAL,
+					       .interval_ms = 10 };
+	CHECK_EQ(bypass_pager_heat_enable(p, &hc), 0);
 	char *m;
 	CHECK_EQ(bypass_pager_map(p, NPAGES * PAGE, 0, (void **)&m), 0);
 	for (size_t i = 0; i < NPAGES; i++)
@@ -64,6 +68,12 @@ int main(void)
 		pid_t pid = fork();
 		CHECK(pid >= 0);
 		if (pid == 0) {
+			/* the parent's pager: its heat API answers -ECHILD (the
+			 * stats took the parent's p->lock, which a thread of
+			 * the parent may have held at the fork: a hang) */
+			struct bypass_pager_heat_stats hst;
+			CHECK_ERR(bypass_pager_heat_stats(p, &hst), -ECHILD);
+			CHECK_ERR(bypass_pager_heat_disable(p), -ECHILD);
 			CHECK_EQ(bypass_pager_destroy(p), 0);
 			int rings, fds = count_fds(&rings);
 			if (fds != fds0 || rings != rings0)
