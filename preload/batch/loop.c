@@ -20,6 +20,8 @@ static int left_ms(int timeout, uint64_t deadline)
 	return (int)((deadline - now + 999999) / 1000000);
 }
 
+#define SPLICE_SLICE_MS 2
+
 /*
  * io_uring completes our deferred writes with task work, which interrupts
  * an epoll wait (EINTR) although no signal arrived, also after the requests
@@ -58,8 +60,20 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout,
 	int r, t = timeout;
 	for (;;) {
 		unsigned seen = bp_bt_sig_seen;
-		r = pwait ? real_epoll_pwait(epfd, ev, max, t, ss)
-			  : real_epoll_wait(epfd, ev, max, t);
+		/* Splice rounds cut short while the program sleeps here must go
+		 * in again (the merged wait does it as completions come): wait
+		 * in slices of SPLICE_SLICE_MS meanwhile. */
+		int tt = t;
+		bool sliced = bp_bt_splice_tick() && (t < 0 || t > SPLICE_SLICE_MS);
+		if (sliced)
+			tt = SPLICE_SLICE_MS;
+		r = pwait ? real_epoll_pwait(epfd, ev, max, tt, ss)
+			  : real_epoll_wait(epfd, ev, max, tt);
+		if (r == 0 && sliced) {
+			if ((t = left_ms(timeout, dl)) == -2)
+				break;
+			continue;
+		}
 		if (!spurious_eintr(r, seen))
 			break;
 		if ((t = left_ms(timeout, dl)) == -2) {
@@ -104,6 +118,7 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 	    merged(epfd, ev, max,
 		   ts ? (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec : -1, ss, &mr))
 		return mr;
+	bp_bt_unmerged_wait(); /* splices first: this wait is not sliced */
 	bp_bt_segment_end();
 	int r = real_epoll_pwait2(epfd, ev, max, ts, ss);
 	int e = errno;

@@ -640,6 +640,22 @@ void bp_bt_unmerged_wait(void)
 	bp_bt_guard--;
 }
 
+bool bp_bt_splice_tick(void)
+{
+	struct bt_thread *th = bp_bt_self();
+	if (!th || !th->ring || th->gen != bp_fork_gen_fast() || !th->nsplice)
+		return false;
+	bp_bt_guard++;
+	bp_bt_lock(th);
+	bp_bt_reap(th);
+	for (int i = 0; i < 8 && th->nqueued; i++)
+		bp_bt_submit(th);
+	bool more = th->nsplice;
+	bp_bt_unlock(th);
+	bp_bt_guard--;
+	return more;
+}
+
 void bp_bt_segment_end(void)
 {
 	struct bt_thread *th = bp_bt_self();

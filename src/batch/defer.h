@@ -60,6 +60,13 @@ void bp_bt_flush_fd_wait(int fd);
  * finished first, and no new one is deferred on a non-blocking socket
  * until an epoll wait that can merge comes. */
 void bp_bt_unmerged_wait(void);
+/*
+ * The thread has splices under way: reap their completions and submit the
+ * rounds that came back short (a wait that is not merged calls it between
+ * short slices, for nothing else would while the program sleeps).  Returns
+ * whether splices are still under way.
+ */
+bool bp_bt_splice_tick(void);
 /* The event loop's wait: end the segment before it, begin one after it. */
 void bp_bt_segment_end(void);
 void bp_bt_segment_begin(void);

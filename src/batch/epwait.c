@@ -149,6 +149,14 @@ long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 	th->c.merged_waits++;
 	bool intr = false, failed = false;
 	while (!th->epw_done) {
+		/* A splice round that ended short (the socket was full, or
+		 * the op needs more rounds) goes in again before the wait: the
+		 * program waits for its peer, which waits for these bytes.  (It
+		 * may have ended in the enter that submitted it.) */
+		if (th->nqueued)
+			bp_bt_submit(th);
+		if (th->epw_done)
+			break;
 		/* A handler of the program ran: epoll_wait would give EINTR.
 		 * (io_uring's own task work never shows here.) */
 		if (bp_bt_sig_seen != seen) {
@@ -169,11 +177,6 @@ long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 			failed = true;
 			break;
 		}
-		/* A splice round that ended short (the socket was full, or
-		 * the op needs more rounds) goes in again at once: the
-		 * program waits for its peer, which waits for these bytes. */
-		if (th->nqueued && !th->epw_done)
-			bp_bt_submit(th);
 	}
 	cancel_wait(th);
 	th->epw_armed = false;

@@ -27,6 +27,12 @@ CONF
 	clients_all
 	kill -TERM "$SERVER_PID"
 	wait "$SERVER_PID"
+	# Its workers may outlive it by a moment (a loaded machine, ASan):
+	# their counters are appended as they exit.
+	for _ in $(seq 100); do
+		pgrep -g "$SERVER_PID" > /dev/null || break
+		sleep 0.1
+	done
 	SERVER_PID=
 	local d; d=$(stat_sum deferred)
 	echo "ok: $label: deferred $d, segments $(stat_sum segments), enters $(stat_sum enters)," \

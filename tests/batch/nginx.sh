@@ -3,8 +3,9 @@
 # nginx (Debian's, unmodified) under libbypass-batch.so: many concurrent
 # clients fetch files of 0 B to 3 MB with keep-alive and without, pipelined,
 # slowly (partial writes), and resetting connections; every byte is checked.
-# Two workers (forked after the preload is loaded), sendfile run directly
-# and deferred by copy, sendfile off (writev), tcp_nopush (TCP_CORK).
+# Two workers (forked after the preload is loaded), sendfile run directly,
+# deferred by copy and by splice (BYPASS_BATCH_SPLICE=1), sendfile off
+# (writev), tcp_nopush (TCP_CORK).
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$NGINX" ] || { echo "SKIP: nginx is not installed"; exit 77; }
 . "$(dirname "$0")/server-lib.bash"
@@ -54,4 +55,6 @@ run "sendfile (direct)" on off BYPASS_BATCH_SENDFILE=sync
 run "sendfile (copy)" on off BYPASS_BATCH_SENDFILE=copy BYPASS_BATCH_SENDFILE_MAX=65536
 run "sendfile off (writev), close=all" off off BYPASS_BATCH_CLOSE=all
 run "tcp_nopush (cork), copy" on on BYPASS_BATCH_SENDFILE=copy BYPASS_BATCH_SENDFILE_MAX=65536
+run "sendfile (splice)" on off BYPASS_BATCH_SPLICE=1
+run "tcp_nopush (cork), splice" on on BYPASS_BATCH_SPLICE=1
 echo "PASS: batch/nginx"
