@@ -220,7 +220,11 @@ static bool pf_start_read(struct bypass_pager *p, struct bp_pf *pf)
 			continue;
 		}
 		uint32_t slot1 = pg_of(p, cur)->slot, k = 1;
-		while (k < PF_RUN && cur + k < pf->end && region_has_id(r, cur + k) &&
+		/* no longer than bp_pager_reserve_prefetch() makes room for at
+		 * the high watermark (high - low): a longer run was refused
+		 * there and the rest of the request dropped */
+		uint32_t maxrun = p->high - p->low < PF_RUN ? p->high - p->low : PF_RUN;
+		while (k < maxrun && cur + k < pf->end && region_has_id(r, cur + k) &&
 		       pf_lock(p, cur + k)) {
 			if (pg_of(p, cur + k)->slot != slot1 + k) {
 				bp_pg_unlock(pg_of(p, cur + k));
