@@ -98,7 +98,7 @@ static const char *sysctl(const char *path, char *buf, size_t len)
 /* Each opcode bypass submits, and a few it could use (what for: from the
  * modules' io_uring_prep_* calls). */
 static const struct { const char *name; int op; const char *use; } ops[] = {
-	{ "READ", IORING_OP_READ, "batch sendfile's file read, syslet read" },
+	{ "READ", IORING_OP_READ, "batch sendfile's file read, syslet read, pager prefetch" },
 	{ "WRITE", IORING_OP_WRITE, "batch write, syslet write" },
 	{ "WRITEV", IORING_OP_WRITEV, "batch writev, pager write-back" },
 	{ "SEND", IORING_OP_SEND, "batch send and sendfile" },
@@ -106,11 +106,12 @@ static const struct { const char *name; int op; const char *use; } ops[] = {
 	{ "SHUTDOWN", IORING_OP_SHUTDOWN, "batch shutdown" },
 	{ "CLOSE", IORING_OP_CLOSE, "batch and syslet close" },
 	{ "EPOLL_CTL", IORING_OP_EPOLL_CTL, "batch" },
+	{ "SPLICE", IORING_OP_SPLICE, "batch sendfile by splice (BYPASS_BATCH_SPLICE=1)" },
+	{ "POLL_ADD", IORING_OP_POLL_ADD, "batch: a splice round waits for room in the socket" },
 	{ "OPENAT", IORING_OP_OPENAT, "syslet open" },
 	{ "FSYNC", IORING_OP_FSYNC, "syslet fsync" },
 	{ "URING_CMD", IORING_OP_URING_CMD, "batch setsockopt (socket commands: Linux 6.7)" },
 	{ "EPOLL_WAIT", 59, "batch merges its flush and the event-loop wait (Linux 6.15)" },
-	{ "SPLICE", IORING_OP_SPLICE, "not used" },
 	{ "OPENAT2", IORING_OP_OPENAT2, "not used" },
 	{ "SEND_ZC", IORING_OP_SEND_ZC, "not used" },
 	{ "WAITID", 50, "not used" },
