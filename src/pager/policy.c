@@ -358,7 +358,9 @@ uint32_t bp_hints_seq(struct bypass_pager *p, uint32_t *pairs, uint32_t max)
 			pairs[2 * got + 1] = atomic_load_explicit(&h->r[i].b, memory_order_relaxed);
 			got++;
 		}
-		if (atomic_load(&h->seq) == s)
+		/* the relaxed reads above may not move below the re-check */
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&h->seq, memory_order_relaxed) == s)
 			return got;
 	}
 	return 0;
