@@ -416,6 +416,10 @@ void bp_lru_add_refault(struct bypass_pager *p, uint32_t id, uint32_t dist);
 void bp_lru_del(struct bypass_pager *p, uint32_t id);
 /* Move a listed page to the tail of its inactive list (DONTNEED). */
 void bp_lru_tail(struct bypass_pager *p, uint32_t id);
+/* lru.c: up to want victims for an eviction round (DONTNEED pages, the
+ * policy's, 2Q's, PRIORITY pages last), locked and off the lists; evict
+ * lock held. */
+uint32_t bp_select_victims(struct bypass_pager *p, uint32_t want, uint32_t *out);
 /* Free a page's swap slot (page lock held). */
 void bp_slot_free(struct bypass_pager *p, struct pg *pg);
 /* Wait for every write-back in flight and finish it (evict lock held). */
