@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The ABI: libbypass.so exports exactly the functions declared in
-# include/bypass/*.h (libbypass.map), and libbypass.a defines no global
+# The ABI: libbypass.map lists every BYPASS_API function of
+# include/bypass/*.h by name, once, in a version node, and nothing else;
+# libbypass.so exports exactly those, each with its node's version, and
+# libbypass.a defines no global
 # symbol outside the two prefixes: bypass_ (declared in a public header) and
 # bp_ (internals); the preloads export none of either.  A program that
 # defines names bypass used to export (spin_lock, check_config, open_swap,
@@ -17,6 +19,63 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
+# 0. The version script, read as source (whatever MODULES built): every
+#    function a public header declares BYPASS_API is listed in libbypass.map,
+#    once; every name listed there is such a function.  A function that a
+#    header adds without its line here would not be exported (and one listed
+#    but declared nowhere is a typo or a leftover).
+#    map_check <include dir> <map> <out prefix>: prints a FAIL line for each
+#    fault, writes <out>.decl (declared names) and <out>.pairs ("node name").
+map_check() {
+	local inc=$1 map=$2 out=$3
+	# Comments and "#define BYPASS_API" out; then each BYPASS_API
+	# declaration's function name (a declaration may span lines).
+	perl -0777 -ne 's{/\*.*?\*/}{}gs; s{^[ \t]*#[ \t]*define[ \t]+BYPASS_API\b.*$}{}mg;
+		while (/\bBYPASS_API\b[^;{}]*?\b(bypass_\w+)\s*\(/g) { print "$1\n" }' \
+		"$inc"/*.h | sort -u >"$out.decl"
+	[ -s "$out.decl" ] || echo "FAIL: no BYPASS_API declarations found in $inc"
+	# "<node> <name>" for every name in a node's global: list.
+	perl -0777 -ne 's{/\*.*?\*/}{}gs; s{#[^\n]*}{}g;
+		while (/([A-Za-z_][\w.]*)\s*\{(.*?)\}\s*[\w.]*\s*;/gs) {
+			my ($node, $body) = ($1, $2);
+			$body =~ s/\blocal\s*:.*//s;
+			$body =~ s/\bglobal\s*:\s*//;
+			for my $n (split /\s*;\s*/, $body) {
+				$n =~ s/^\s+|\s+$//g;
+				print "$node $n\n" if length $n;
+			}
+		}' "$map" >"$out.pairs"
+	awk '{print $2}' "$out.pairs" | sort >"$out.names"
+	[ -s "$out.names" ] || echo "FAIL: $map lists no function"
+	grep '[*?]' "$out.names" | while read -r n; do
+		echo "FAIL: $map exports by pattern ($n): list each function by name"
+	done
+	uniq -d "$out.names" | while read -r n; do
+		echo "FAIL: $map lists $n twice"
+	done
+	comm -23 "$out.decl" <(sort -u "$out.names") | while read -r n; do
+		echo "FAIL: $n is declared BYPASS_API in include/bypass/ but $map does not list it (add it to the last version node)"
+	done
+	comm -13 "$out.decl" <(sort -u "$out.names") | grep -v '[*?]' | while read -r n; do
+		echo "FAIL: $map lists $n, which no public header declares BYPASS_API"
+	done
+}
+map=$src/libbypass.map
+[ -f "$map" ] || { echo "FAIL: $map missing"; exit 1; }
+map_check "$src/include/bypass" "$map" "$tmp/map" >"$tmp/map.fail"
+[ -s "$tmp/map.fail" ] && { cat "$tmp/map.fail"; fail=1; }
+# The check itself catches both faults: a planted declaration without its
+# line in the map, and a planted line without its declaration.
+mkdir "$tmp/inc"
+cp "$src"/include/bypass/*.h "$tmp/inc/"
+printf '%s\n' 'BYPASS_API int' 'bypass_planted_decl(int x);' >>"$tmp/inc/core.h"
+sed 's/^\([[:space:]]*\)bypass_version;/&\n\1bypass_planted_line;/' "$map" >"$tmp/planted.map"
+map_check "$tmp/inc" "$tmp/planted.map" "$tmp/planted" >"$tmp/planted.fail"
+grep -q 'bypass_planted_decl is declared BYPASS_API .* does not list it' "$tmp/planted.fail" ||
+	bad "symbols.sh's map check misses a BYPASS_API function the map lacks"
+grep -q 'lists bypass_planted_line, which no public header declares' "$tmp/planted.fail" ||
+	bad "symbols.sh's map check misses a map line no header declares"
+
 # Every bypass_ name a public header declares as a function.
 grep -hoE '\bbypass_[a-z0-9_]+[[:space:]]*\(' "$src"/include/bypass/*.h |
 	tr -d '( \t' | sort -u >"$tmp/declared"
@@ -31,9 +90,16 @@ nm -D --defined-only "$so" | awk '$2 != "A" {print $3}' | sed 's/@.*//' |
 while read -r s; do
 	grep -qxF "$s" "$tmp/declared" || bad "libbypass.so exports $s, not declared in include/bypass/*.h"
 done <"$tmp/so"
-# ... and every public function it builds is exported with the version node.
+# ... and every public function it builds is exported with the version node
+# the map gives it.
 nm -D --defined-only "$so" | grep -q ' A BYPASS_0' ||
 	bad "libbypass.so has no BYPASS_ version node (libbypass.map not applied)"
+nm -D --defined-only "$so" | awk '$2 != "A" && $3 ~ /^bypass_/ {print $3}' |
+	sed -n 's/^\([^@]*\)@@*\(.*\)$/\2 \1/p' | while read -r ver name; do
+	want=$(awk -v n="$name" '$2 == n {print $1; exit}' "$tmp/map.pairs")
+	[ -z "$want" ] || [ "$ver" = "$want" ] ||
+		echo "FAIL: libbypass.so exports $name@$ver, libbypass.map puts it in $want"
+done | grep . && fail=1
 if grep -q '^BYPASS_MODULES:STRING=all$' "$build/CMakeCache.txt" 2>/dev/null; then
 	grep -hE 'BYPASS_API' "$src"/include/bypass/*.h |
 		grep -oE '\bbypass_[a-z0-9_]+[[:space:]]*\(' | tr -d '( \t' |
@@ -105,5 +171,5 @@ else
 	echo "note: link check skipped (no cc, or a sanitizer build)"
 fi
 
-[ $fail -eq 0 ] && echo "PASS: libbypass.so exports $(wc -l <"$tmp/so") public functions and nothing else; libbypass.a defines $(wc -l <"$tmp/a") globals, all bypass_ (public) or bp_"
+[ $fail -eq 0 ] && echo "PASS: libbypass.map lists the $(wc -l <"$tmp/map.decl") BYPASS_API functions by name in version nodes; libbypass.so exports $(wc -l <"$tmp/so") public functions and nothing else; libbypass.a defines $(wc -l <"$tmp/a") globals, all bypass_ (public) or bp_"
 exit $fail
