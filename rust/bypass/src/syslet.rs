@@ -1,0 +1,812 @@
+// SPDX-License-Identifier: MIT
+//! Syslets (`<bypass/syslet.h>`): small programs of system calls
+//! ("atoms") submitted with one call, with stop conditions, branches,
+//! loops and results fed from one atom to the next, run inline while
+//! nothing blocks and asynchronously from the first atom that would.
+//!
+//! A [`ProgramBuilder`] makes a [`Program`]: typed atoms (`openat`,
+//! `read`, `write`, `close`, `fsync`, `umem_add`) over memory the program
+//! owns (buffers, paths, 64-bit variables), or raw atoms (`unsafe`: any
+//! system call with any arguments), and [`ProgramBuilder::build`] checks it
+//! with the library's validator.  A [`Syslet`] context
+//! [runs](Syslet::run) or [submits](Syslet::submit) programs by value: it
+//! keeps each one (and the memory its atoms point into) until its
+//! [`Completion`] hands it back, with its buffers, variables and every
+//! atom's result.
+//!
+//! ```no_run
+//! use bypass::syslet::{Fd, ProgramBuilder, Ran, Syslet};
+//! let s = Syslet::new()?;
+//! let mut b = ProgramBuilder::new();
+//! let path = b.path("/etc/hostname")?;
+//! let buf = b.buffer(4096);
+//! let open = b.openat(Fd::Cwd, path, libc::O_RDONLY, 0).stop_on_negative().id();
+//! let read = b.read(Fd::Result(open), buf, 4096).id();
+//! b.close(open);
+//! let prog = b.build()?;
+//! let done = match s.run(prog)? {
+//!     Ran::Done(c) => c,
+//!     Ran::Async(_) => s.wait_one(None)?,
+//! };
+//! let n = done.program.result(read).unwrap_or(0).max(0) as usize;
+//! println!("{}", String::from_utf8_lossy(&done.program.buffer(buf)[..n]));
+//! # Ok::<(), std::io::Error>(())
+//! ```
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::fmt;
+use std::io;
+use std::os::fd::RawFd;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::sys;
+use crate::util::{cvt, einval, timeout_ns};
+
+/// An atom of a program, by index (`AtomId::at(3)` names one not built yet,
+/// for a forward jump).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AtomId(u16);
+
+impl AtomId {
+    /// The atom at index `i`.
+    pub const fn at(i: u16) -> AtomId {
+        AtomId(i)
+    }
+    /// Its index.
+    pub const fn index(self) -> u16 {
+        self.0
+    }
+}
+
+/// A buffer owned by a program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufId(usize);
+/// A NUL-terminated path owned by a program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathId(usize);
+/// A 64-bit variable owned by a program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VarId(usize);
+
+/// A descriptor argument of a typed atom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fd {
+    /// `AT_FDCWD` (for openat).
+    Cwd,
+    /// A descriptor number of this process.  It is used by number when
+    /// the atom runs: keep it open until the program completes.
+    Raw(RawFd),
+    /// The result of an earlier atom (the descriptor an openat returned).
+    Result(AtomId),
+}
+
+/// A raw atom's argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Arg {
+    /// 0.
+    #[default]
+    None,
+    /// A constant.
+    Int(i64),
+    /// The result of an earlier atom (earlier on every path).
+    Result(AtomId),
+    /// The address of one of the program's buffers.
+    Buf(BufId),
+    /// The address of one of the program's paths.
+    Path(PathId),
+    /// The address of one of the program's variables.
+    Var(VarId),
+    /// The value of one of the program's variables, read when the atom runs.
+    Load(VarId),
+}
+
+impl From<Fd> for Arg {
+    fn from(f: Fd) -> Arg {
+        match f {
+            Fd::Cwd => Arg::Int(libc::AT_FDCWD as i64),
+            Fd::Raw(fd) => Arg::Int(fd as i64),
+            Fd::Result(a) => Arg::Result(a),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Kind {
+    Raw,
+    /// A read into this buffer of at most its length: its result may be a
+    /// later write's length on the same buffer.
+    Read(BufId),
+    Typed,
+}
+
+#[derive(Clone, Debug)]
+struct AtomSpec {
+    nr: i32,
+    flags: u32,
+    next: u16,
+    on_stop: u16,
+    args: [Arg; 6],
+    kind: Kind,
+}
+
+/// Builds a [`Program`].
+#[derive(Debug, Default)]
+pub struct ProgramBuilder {
+    atoms: Vec<AtomSpec>,
+    bufs: Vec<Vec<u8>>,
+    paths: Vec<CString>,
+    vars: Vec<i64>,
+    max_steps: u32,
+    tag: u64,
+    error: Option<&'static str>,
+}
+
+/// One atom being built: stop conditions, jumps and flags.
+#[derive(Debug)]
+pub struct AtomMut<'b> {
+    b: &'b mut ProgramBuilder,
+    i: usize,
+}
+
+impl AtomMut<'_> {
+    fn flag(self, f: u32) -> Self {
+        self.b.atoms[self.i].flags |= f;
+        self
+    }
+    /// Stop when the result is negative (an error).
+    pub fn stop_on_negative(self) -> Self {
+        self.flag(sys::BYPASS_SYSLET_STOP_ON_NEGATIVE)
+    }
+    /// Stop when the result is zero or negative (end of file or error).
+    pub fn stop_on_non_positive(self) -> Self {
+        self.flag(sys::BYPASS_SYSLET_STOP_ON_NON_POSITIVE)
+    }
+    /// Stop when the result is zero.
+    pub fn stop_on_zero(self) -> Self {
+        self.flag(sys::BYPASS_SYSLET_STOP_ON_ZERO)
+    }
+    /// Stop when the result is not zero.
+    pub fn stop_on_nonzero(self) -> Self {
+        self.flag(sys::BYPASS_SYSLET_STOP_ON_NONZERO)
+    }
+    /// When a stop condition triggers, go on at `target` (a branch)
+    /// instead of ending the program.
+    pub fn on_stop(self, target: AtomId) -> Self {
+        self.b.atoms[self.i].on_stop = sys::BYPASS_SYSLET_GOTO(target.0);
+        self
+    }
+    /// When no stop condition triggers, go on at `target` (a loop, or a
+    /// jump) instead of the following atom.
+    pub fn next(self, target: AtomId) -> Self {
+        self.b.atoms[self.i].next = sys::BYPASS_SYSLET_GOTO(target.0);
+        self
+    }
+    /// When no stop condition triggers, end the program here.
+    pub fn then_end(self) -> Self {
+        self.b.atoms[self.i].next = sys::BYPASS_SYSLET_END;
+        self
+    }
+    /// Go asynchronous at this atom (it and the rest run on a worker).
+    pub fn asynchronous(self) -> Self {
+        self.flag(sys::BYPASS_SYSLET_ASYNC)
+    }
+    /// Run in the caller even if it blocks.
+    pub fn synchronous(self) -> Self {
+        self.flag(sys::BYPASS_SYSLET_SYNC)
+    }
+    /// No completion if the program ends at this atom (when it ends
+    /// asynchronously there, the context keeps the program until it is
+    /// dropped).
+    pub fn no_complete(self) -> Self {
+        self.flag(sys::BYPASS_SYSLET_NO_COMPLETE)
+    }
+    /// The atom's id.
+    pub fn id(self) -> AtomId {
+        AtomId(self.i as u16)
+    }
+}
+
+impl ProgramBuilder {
+    /// An empty program.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A zeroed buffer of `len` bytes owned by the program.
+    pub fn buffer(&mut self, len: usize) -> BufId {
+        self.bufs.push(vec![0; len]);
+        BufId(self.bufs.len() - 1)
+    }
+
+    /// A buffer owned by the program, holding `data`.
+    pub fn buffer_from(&mut self, data: impl Into<Vec<u8>>) -> BufId {
+        self.bufs.push(data.into());
+        BufId(self.bufs.len() - 1)
+    }
+
+    /// A path owned by the program; `EINVAL` if it holds a NUL byte.
+    pub fn path(&mut self, p: impl AsRef<std::path::Path>) -> io::Result<PathId> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = CString::new(p.as_ref().as_os_str().as_bytes()).map_err(|_| einval())?;
+        self.paths.push(c);
+        Ok(PathId(self.paths.len() - 1))
+    }
+
+    /// A 64-bit variable owned by the program (for `umem_add` and loads).
+    pub fn var(&mut self, init: i64) -> VarId {
+        self.vars.push(init);
+        VarId(self.vars.len() - 1)
+    }
+
+    /// The most atoms executed (required when the program can loop; 0:
+    /// the number of atoms).  A program that runs out ends with `ELOOP`.
+    pub fn max_steps(&mut self, n: u32) -> &mut Self {
+        self.max_steps = n;
+        self
+    }
+
+    /// The tag returned in the completion.
+    pub fn tag(&mut self, tag: u64) -> &mut Self {
+        self.tag = tag;
+        self
+    }
+
+    fn push(&mut self, nr: i64, args: &[Arg], kind: Kind) -> AtomMut<'_> {
+        let mut a = [Arg::None; 6];
+        if args.len() > 6 {
+            self.error = Some("more than 6 arguments");
+        }
+        for (d, s) in a.iter_mut().zip(args) {
+            *d = *s;
+        }
+        let nr = i32::try_from(nr).unwrap_or_else(|_| {
+            self.error = Some("system call number out of range");
+            0
+        });
+        self.atoms.push(AtomSpec { nr, flags: 0, next: 0, on_stop: 0, args: a, kind });
+        let i = self.atoms.len() - 1;
+        AtomMut { b: self, i }
+    }
+
+    fn buf_len(&mut self, b: BufId) -> usize {
+        match self.bufs.get(b.0) {
+            Some(v) => v.len(),
+            None => {
+                self.error = Some("unknown buffer");
+                0
+            }
+        }
+    }
+
+    /// `openat(dir, path, flags, mode)`.
+    pub fn openat(&mut self, dir: Fd, path: PathId, flags: i32, mode: u32) -> AtomMut<'_> {
+        if path.0 >= self.paths.len() {
+            self.error = Some("unknown path");
+        }
+        self.push(
+            libc::SYS_openat,
+            &[dir.into(), Arg::Path(path), Arg::Int(flags as i64), Arg::Int(mode as i64)],
+            Kind::Typed,
+        )
+    }
+
+    /// `read(fd, buf, len)`, `len` at most the buffer's length.
+    pub fn read(&mut self, fd: Fd, buf: BufId, len: usize) -> AtomMut<'_> {
+        if len > self.buf_len(buf) {
+            self.error = Some("read longer than its buffer");
+        }
+        self.push(libc::SYS_read, &[fd.into(), Arg::Buf(buf), Arg::Int(len as i64)], Kind::Read(buf))
+    }
+
+    /// `write(fd, buf, len)` of `len` bytes (at most the buffer's length).
+    pub fn write(&mut self, fd: Fd, buf: BufId, len: usize) -> AtomMut<'_> {
+        if len > self.buf_len(buf) {
+            self.error = Some("write longer than its buffer");
+        }
+        self.push(libc::SYS_write, &[fd.into(), Arg::Buf(buf), Arg::Int(len as i64)], Kind::Typed)
+    }
+
+    /// `write(fd, buf, n)` where `n` is the result of `read`, an earlier
+    /// [`read`](ProgramBuilder::read) into the same buffer (so it never
+    /// exceeds it): the classic copy loop.
+    pub fn write_read(&mut self, fd: Fd, buf: BufId, read: AtomId) -> AtomMut<'_> {
+        match self.atoms.get(read.0 as usize).map(|a| &a.kind) {
+            Some(Kind::Read(b)) if *b == buf => {}
+            _ => self.error = Some("write_read: not a read into the same buffer"),
+        }
+        self.push(libc::SYS_write, &[fd.into(), Arg::Buf(buf), Arg::Result(read)], Kind::Typed)
+    }
+
+    /// `close(fd)` of a descriptor an earlier atom opened.
+    pub fn close(&mut self, opened: AtomId) -> AtomMut<'_> {
+        self.push(libc::SYS_close, &[Arg::Result(opened)], Kind::Typed)
+    }
+
+    /// `fsync(fd)`.
+    pub fn fsync(&mut self, fd: Fd) -> AtomMut<'_> {
+        self.push(libc::SYS_fsync, &[fd.into()], Kind::Typed)
+    }
+
+    /// Add `delta` to the variable `var` atomically; the result is the new
+    /// value (Syslets' `sys_umem_add`).
+    pub fn umem_add(&mut self, var: VarId, delta: i64) -> AtomMut<'_> {
+        if var.0 >= self.vars.len() {
+            self.error = Some("unknown variable");
+        }
+        self.push(sys::BYPASS_SYSLET_UMEM_ADD as i64, &[Arg::Var(var), Arg::Int(delta)], Kind::Typed)
+    }
+
+    /// Any system call with any arguments.
+    ///
+    /// # Safety
+    /// The call runs with these arguments, in this thread or a worker, at
+    /// any time until the program completes: it must not break memory
+    /// safety (write where Rust does not expect it, unmap or close what
+    /// others own, change the thread's state) whatever the results fed to
+    /// it.  The library refuses fork, exec, exit and similar calls.
+    pub unsafe fn raw(&mut self, nr: i64, args: &[Arg]) -> AtomMut<'_> {
+        self.push(nr, args, Kind::Raw)
+    }
+
+    /// Check the program with the library's validator (`EINVAL`: a bad
+    /// jump or argument, a result used before it exists on some path, a
+    /// loop without [`max_steps`](ProgramBuilder::max_steps), a forbidden
+    /// call, more than 64 atoms) and make it.
+    pub fn build(self) -> io::Result<Program> {
+        if let Some(why) = self.error {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, why));
+        }
+        for a in &self.atoms {
+            for g in &a.args {
+                let ok = match *g {
+                    Arg::Buf(b) => b.0 < self.bufs.len(),
+                    Arg::Path(p) => p.0 < self.paths.len(),
+                    Arg::Var(v) | Arg::Load(v) => v.0 < self.vars.len(),
+                    _ => true,
+                };
+                if !ok {
+                    return Err(io::Error::new(io::ErrorKind::InvalidInput, "unknown buffer, path or variable"));
+                }
+            }
+        }
+        let n = self.atoms.len();
+        let mut p = Program {
+            atoms: self.atoms,
+            bufs: self.bufs,
+            paths: self.paths,
+            vars: self.vars,
+            results: vec![NOT_RUN; n],
+            c_atoms: Vec::with_capacity(n),
+            max_steps: self.max_steps,
+            tag: self.tag,
+        };
+        let prog = p.materialize(0);
+        // SAFETY: prog points into p, alive for the call.
+        cvt(unsafe { sys::bypass_syslet_validate(&prog) })?;
+        Ok(p)
+    }
+}
+
+const NOT_RUN: i64 = i64::MIN;
+
+/// A checked program, owning the memory its atoms point into.
+pub struct Program {
+    atoms: Vec<AtomSpec>,
+    bufs: Vec<Vec<u8>>,
+    paths: Vec<CString>,
+    vars: Vec<i64>,
+    results: Vec<i64>,
+    c_atoms: Vec<sys::bypass_syslet_atom>,
+    max_steps: u32,
+    tag: u64,
+}
+
+impl fmt::Debug for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Program")
+            .field("atoms", &self.atoms.len())
+            .field("tag", &self.tag)
+            .field("results", &self.results)
+            .finish()
+    }
+}
+
+impl Program {
+    /// The C program, with every pointer taken afresh from the owned
+    /// memory, the results reset, and `id` as the C tag.
+    fn materialize(&mut self, id: u64) -> sys::bypass_syslet_prog {
+        self.c_atoms.clear();
+        let results = self.results.as_mut_ptr();
+        for (i, a) in self.atoms.iter().enumerate() {
+            let mut c = sys::bypass_syslet_atom {
+                nr: a.nr,
+                flags: a.flags,
+                next: a.next,
+                on_stop: a.on_stop,
+                // SAFETY: i < results.len().
+                ret: unsafe { results.add(i) },
+                ..Default::default()
+            };
+            for (d, g) in c.arg.iter_mut().zip(a.args.iter()) {
+                *d = match *g {
+                    Arg::None => sys::bypass_syslet_arg::default(),
+                    Arg::Int(v) => sys::BYPASS_SYSLET_C(v as u64),
+                    Arg::Result(r) => sys::BYPASS_SYSLET_R(r.0 as u64),
+                    Arg::Buf(b) => sys::BYPASS_SYSLET_P(self.bufs[b.0].as_mut_ptr()),
+                    Arg::Path(p) => sys::BYPASS_SYSLET_P(self.paths[p.0].as_ptr()),
+                    Arg::Var(v) => sys::BYPASS_SYSLET_P(self.vars.as_mut_ptr().wrapping_add(v.0)),
+                    Arg::Load(v) => sys::BYPASS_SYSLET_LOAD(self.vars.as_ptr().wrapping_add(v.0)),
+                };
+            }
+            self.c_atoms.push(c);
+        }
+        self.results.iter_mut().for_each(|r| *r = NOT_RUN);
+        sys::bypass_syslet_prog {
+            atoms: self.c_atoms.as_ptr(),
+            natoms: self.atoms.len() as u32,
+            max_steps: self.max_steps,
+            tag: id,
+            ..Default::default()
+        }
+    }
+
+    /// A buffer's bytes (what reads put there, after completion).
+    pub fn buffer(&self, b: BufId) -> &[u8] {
+        &self.bufs[b.0]
+    }
+
+    /// A buffer's bytes, to fill before running the program.
+    pub fn buffer_mut(&mut self, b: BufId) -> &mut [u8] {
+        &mut self.bufs[b.0]
+    }
+
+    /// A variable's value.
+    pub fn var(&self, v: VarId) -> i64 {
+        self.vars[v.0]
+    }
+
+    /// Set a variable before running the program.
+    pub fn set_var(&mut self, v: VarId, value: i64) {
+        self.vars[v.0] = value;
+    }
+
+    /// The result of atom `a` in the last run, `None` if it did not run.
+    /// (An atom run several times, in a loop, keeps its last result.)
+    pub fn result(&self, a: AtomId) -> Option<i64> {
+        self.results.get(a.0 as usize).copied().filter(|&r| r != NOT_RUN)
+    }
+
+    /// The program's tag.
+    pub fn tag(&self) -> u64 {
+        self.tag
+    }
+
+    /// Change the tag.
+    pub fn set_tag(&mut self, tag: u64) {
+        self.tag = tag;
+    }
+
+    /// The number of atoms.
+    pub fn len(&self) -> usize {
+        self.atoms.len()
+    }
+
+    /// Whether it has no atom (never true of a built program).
+    pub fn is_empty(&self) -> bool {
+        self.atoms.is_empty()
+    }
+}
+
+/// Which engine ended a program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// The calling thread.
+    Inline,
+    /// A worker thread.
+    Workers,
+    /// io_uring.
+    Uring,
+    /// A value this wrapper does not know.
+    Other(u16),
+}
+
+impl Engine {
+    fn from_raw(v: u32) -> Engine {
+        match v {
+            sys::BYPASS_SYSLET_ENGINE_INLINE => Engine::Inline,
+            sys::BYPASS_SYSLET_ENGINE_WORKERS => Engine::Workers,
+            sys::BYPASS_SYSLET_ENGINE_URING => Engine::Uring,
+            v => Engine::Other(v as u16),
+        }
+    }
+}
+
+/// A program that ended, handed back.
+#[derive(Debug)]
+pub struct Completion {
+    /// The program's tag.
+    pub tag: u64,
+    /// The result of the atom that ended it (`-ELOOP` when the step
+    /// budget ran out).
+    pub result: i64,
+    /// That atom.
+    pub atom: AtomId,
+    /// The engine that ended it.
+    pub engine: Engine,
+    /// Atoms executed.
+    pub steps: u32,
+    /// The program, with its buffers, variables and results.
+    pub program: Program,
+}
+
+impl Completion {
+    /// The final result as `io::Result`: a negative one is the error.
+    pub fn status(&self) -> io::Result<i64> {
+        if self.result < 0 {
+            Err(io::Error::from_raw_os_error((-self.result) as i32))
+        } else {
+            Ok(self.result)
+        }
+    }
+}
+
+/// What [`Syslet::run`] did.
+#[derive(Debug)]
+pub enum Ran {
+    /// The program ended in the calling thread.
+    Done(Completion),
+    /// It went asynchronous: its completion comes from
+    /// [`Syslet::reap`] / [`Syslet::wait`], with this tag.
+    Async(u64),
+}
+
+/// Programs the library refused (nothing of them ran), handed back.
+#[derive(Debug)]
+pub struct Rejected {
+    /// Why: `EINVAL` (bad program), `EBUSY` (the completion ring holds as
+    /// many programs as it has entries: reap first).
+    pub error: io::Error,
+    /// The programs.
+    pub programs: Vec<Program>,
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} program(s) refused: {}", self.programs.len(), self.error)
+    }
+}
+
+impl std::error::Error for Rejected {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl From<Rejected> for io::Error {
+    fn from(r: Rejected) -> io::Error {
+        r.error
+    }
+}
+
+/// Options of a [`Syslet`] context.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SysletOptions {
+    entries: u32,
+    workers: u32,
+    engine: u32,
+}
+
+impl SysletOptions {
+    /// The defaults: 256 programs in flight, 8 workers, io_uring where it
+    /// works.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Completion ring size: programs in flight at most (a power of two up
+    /// to 65536).
+    pub fn entries(mut self, n: u32) -> Self {
+        self.entries = n;
+        self
+    }
+    /// Worker threads at most.
+    pub fn workers(mut self, n: u32) -> Self {
+        self.workers = n;
+        self
+    }
+    /// Use only the worker threads, never io_uring.
+    pub fn workers_only(mut self) -> Self {
+        self.engine = sys::BYPASS_SYSLET_ENGINE_WORKERS;
+        self
+    }
+    /// Require the io_uring engine (`EOPNOTSUPP` where it is refused).
+    pub fn uring(mut self) -> Self {
+        self.engine = sys::BYPASS_SYSLET_ENGINE_URING;
+        self
+    }
+    /// Create the context.
+    pub fn create(&self) -> io::Result<Syslet> {
+        let o = sys::bypass_syslet_opts {
+            entries: self.entries,
+            workers: self.workers,
+            engine: self.engine,
+            ..Default::default()
+        };
+        let mut out = ptr::null_mut();
+        // SAFETY: o and out are valid for the call.
+        cvt(unsafe { sys::bypass_syslet_create(&o, &mut out) })?;
+        Ok(Syslet {
+            raw: NonNull::new(out).ok_or_else(einval)?,
+            inflight: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+        })
+    }
+}
+
+/// The counters of a context (the C struct, documented in the header).
+pub type SysletStats = sys::bypass_syslet_stats;
+
+/// A syslet context: a completion ring, a pool of worker threads and an
+/// io_uring.  It owns the programs in flight.
+pub struct Syslet {
+    raw: NonNull<sys::bypass_syslet>,
+    /// Programs in flight, by their C tag.
+    inflight: Mutex<HashMap<u64, Program>>,
+    next: AtomicU64,
+}
+
+impl fmt::Debug for Syslet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Syslet").field("raw", &self.raw).finish()
+    }
+}
+
+// SAFETY: syslet.h / docs/syslet.md: "Any number of threads may run,
+// submit, reap and wait on one context"; the completion ring is a
+// multi-producer multi-consumer queue.  Our own table of programs in
+// flight is behind a Mutex.
+unsafe impl Send for Syslet {}
+// SAFETY: see Send.
+unsafe impl Sync for Syslet {}
+
+impl Syslet {
+    /// A context with the default options.
+    pub fn new() -> io::Result<Syslet> {
+        SysletOptions::new().create()
+    }
+
+    fn id(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn complete(raw: &sys::bypass_syslet_completion, program: Program) -> Completion {
+        Completion {
+            tag: program.tag,
+            result: raw.result,
+            atom: AtomId(raw.atom),
+            engine: Engine::from_raw(raw.engine as u32),
+            steps: raw.steps,
+            program,
+        }
+    }
+
+    /// Run one program: in this thread while nothing blocks ([`Ran::Done`]),
+    /// else the rest goes on asynchronously ([`Ran::Async`]) and the
+    /// context keeps the program until its completion is reaped.
+    pub fn run(&self, mut prog: Program) -> Result<Ran, Rejected> {
+        let id = self.id();
+        let tag = prog.tag;
+        let c = prog.materialize(id);
+        // Into the table first: a worker may finish it, and another thread
+        // reap it, before run returns.  Moving the Program does not move
+        // the memory its atoms point into.
+        self.inflight.lock().unwrap().insert(id, prog);
+        let mut done = sys::bypass_syslet_completion::default();
+        // SAFETY: c and the memory it points into stay alive in the table
+        // until the completion is reaped (or for ever, see Drop).
+        let r = unsafe { sys::bypass_syslet_run(self.raw.as_ptr(), &c, &mut done) };
+        match r {
+            0 => Ok(Ran::Async(tag)),
+            1 => {
+                let p = self.inflight.lock().unwrap().remove(&id).expect("program in flight");
+                Ok(Ran::Done(Self::complete(&done, p)))
+            }
+            e => {
+                let p = self.inflight.lock().unwrap().remove(&id).expect("program in flight");
+                Err(Rejected { error: io::Error::from_raw_os_error(-e), programs: vec![p] })
+            }
+        }
+    }
+
+    /// Submit programs; each one's completion goes to the ring.  All are
+    /// validated first: if one is invalid, none runs.  Linear programs
+    /// io_uring can express go as linked chains in one system call.
+    pub fn submit(&self, progs: Vec<Program>) -> Result<(), Rejected> {
+        let n = u32::try_from(progs.len()).map_err(|_| Rejected { error: einval(), programs: Vec::new() })?;
+        let mut cs = Vec::with_capacity(progs.len());
+        let mut ids = Vec::with_capacity(progs.len());
+        {
+            let mut t = self.inflight.lock().unwrap();
+            for mut p in progs {
+                let id = self.id();
+                cs.push(p.materialize(id));
+                ids.push(id);
+                t.insert(id, p);
+            }
+        }
+        // SAFETY: as in run; cs points into the programs in the table.
+        let r = unsafe { sys::bypass_syslet_submit(self.raw.as_ptr(), cs.as_ptr(), n) };
+        if r < 0 {
+            let mut t = self.inflight.lock().unwrap();
+            let programs = ids.iter().filter_map(|id| t.remove(id)).collect();
+            return Err(Rejected { error: io::Error::from_raw_os_error(-r), programs });
+        }
+        Ok(())
+    }
+
+    /// Take up to `max` completions from the ring, without a system call
+    /// when they are there.
+    pub fn reap(&self, max: usize) -> Vec<Completion> {
+        let max = max.min(u32::MAX as usize);
+        let mut raw = vec![sys::bypass_syslet_completion::default(); max];
+        // SAFETY: raw has room for max completions.
+        let n = unsafe { sys::bypass_syslet_reap(self.raw.as_ptr(), raw.as_mut_ptr(), max as u32) };
+        let n = n.max(0) as usize;
+        let mut t = self.inflight.lock().unwrap();
+        raw[..n]
+            .iter()
+            .filter_map(|c| t.remove(&c.tag).map(|p| Self::complete(c, p)))
+            .collect()
+    }
+
+    /// Wait until at least `min` completions are in the ring, at most
+    /// `timeout`: how many are there.  `ETIMEDOUT`; `EINVAL` (min is 0 or
+    /// larger than the ring).
+    pub fn wait(&self, min: u32, timeout: Option<Duration>) -> io::Result<usize> {
+        // SAFETY: a live context.
+        Ok(cvt(unsafe { sys::bypass_syslet_wait(self.raw.as_ptr(), min, timeout_ns(timeout)) })? as usize)
+    }
+
+    /// Wait for one completion and reap it.
+    pub fn wait_one(&self, timeout: Option<Duration>) -> io::Result<Completion> {
+        loop {
+            self.wait(1, timeout)?;
+            if let Some(c) = self.reap(1).pop() {
+                return Ok(c);
+            }
+            // Another thread took it: wait again.
+        }
+    }
+
+    /// How many programs are in flight (run asynchronously or submitted,
+    /// not yet reaped).
+    pub fn in_flight(&self) -> usize {
+        self.inflight.lock().unwrap().len()
+    }
+
+    /// The context's counters.
+    pub fn stats(&self) -> io::Result<SysletStats> {
+        let mut s = SysletStats::default();
+        // SAFETY: s is valid for the call.
+        cvt(unsafe { sys::bypass_syslet_stats(self.raw.as_ptr(), &mut s) })?;
+        Ok(s)
+    }
+}
+
+impl Drop for Syslet {
+    fn drop(&mut self) {
+        // SAFETY: live, and not used again.  destroy waits for the workers'
+        // programs and cancels io_uring chains; it does not wait until the
+        // kernel has let go of a cancelled chain's buffers.
+        unsafe { sys::bypass_syslet_destroy(self.raw.as_ptr()) };
+        // Programs never reaped may still be named by a cancelled io_uring
+        // request (or ended at a NO_COMPLETE atom): their memory is leaked
+        // rather than freed under the kernel.
+        let t = std::mem::take(&mut *self.inflight.lock().unwrap_or_else(|e| e.into_inner()));
+        for (_, p) in t {
+            std::mem::forget(p);
+        }
+    }
+}
