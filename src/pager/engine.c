@@ -176,21 +176,6 @@ void bp_engine_note_thread(struct bypass_pager *p, uint32_t tid)
 
 /* ------------------------------------------------------------ switching */
 
-static int uffd_register(int uffd, uintptr_t start, size_t len)
-{
-	struct uffdio_register reg = {
-		.range = { .start = start, .len = len },
-		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
-	};
-	return ioctl(uffd, UFFDIO_REGISTER, &reg) == 0 ? 0 : -errno;
-}
-
-static int uffd_unregister(int uffd, uintptr_t start, size_t len)
-{
-	struct uffdio_range rg = { .start = start, .len = len };
-	return ioctl(uffd, UFFDIO_UNREGISTER, &rg) == 0 ? 0 : -errno;
-}
-
 /* Make the page table's write-protection of r match the pages' PW_WP. */
 static int fix_wp(struct bypass_pager *p, struct region *r, int uffd)
 {
@@ -247,11 +232,11 @@ static int region_switch(struct bypass_pager *p, struct region *r, bool to_pool)
 	bp_evict_drain(p);
 	int e = mprotect((void *)r->start, len, PROT_NONE) == 0 ? 0 : -errno;
 	if (!e) {
-		e = uffd_unregister(from, r->start, len);
+		e = bp_uffd_unregister(from, r->start, len);
 		if (!e) {
-			e = uffd_register(to, r->start, len);
+			e = bp_uffd_register(to, r->start, len);
 			if (e) { /* back where it was */
-				if (uffd_register(from, r->start, len) != 0)
+				if (bp_uffd_register(from, r->start, len) != 0)
 					bp_err("bypass: pager: cannot register region %#lx "
 					       "again: it is no longer paged",
 					       (unsigned long)r->start);

@@ -13,77 +13,13 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <ucontext.h>
 #include <unistd.h>
 
-#ifndef UFFDIO_POISON /* Linux 6.6; the headers here may be older */
-struct uffdio_poison {
-	struct uffdio_range range;
-	__u64 mode;
-	__s64 updated;
-};
-#define _UFFDIO_POISON (0x08)
-#define UFFDIO_POISON _IOWR(UFFDIO, _UFFDIO_POISON, struct uffdio_poison)
-#endif
 
 /* Zeros for first-touch fills: one page, or a fault-around range. */
 static const char zero_pages[PG_MAX_FA * PG_SIZE] __attribute__((aligned(4096)));
 #define zero_page zero_pages
-
-/* ------------------------------------------------------------ ioctls */
-
-/* Each returns 0 or -errno. */
-
-int bp_uffd_copy(int uffd, uintptr_t dst, const void *src, size_t len, bool wp,
-		     bool wake)
-{
-	uintptr_t s = (uintptr_t)src;
-	for (;;) {
-		struct uffdio_copy c = {
-			.dst = dst, .src = s, .len = len,
-			.mode = (wp ? UFFDIO_COPY_MODE_WP : 0) |
-				(wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE),
-		};
-		if (ioctl(uffd, UFFDIO_COPY, &c) == 0)
-			return 0;
-		int e = errno;
-		if (c.copy > 0) { /* partial: -EAGAIN with progress */
-			dst += (uintptr_t)c.copy;
-			s += (uintptr_t)c.copy;
-			len -= (size_t)c.copy;
-			if (!len)
-				return 0;
-			continue;
-		}
-		if (e == EAGAIN) /* the address space is changing: retry */
-			continue;
-		return -e;
-	}
-}
-
-int bp_uffd_wp(int uffd, uintptr_t addr, size_t len, bool protect, bool wake)
-{
-	/* The kernel refuses WP together with DONTWAKE (protecting wakes
-	 * nobody anyway). */
-	struct uffdio_writeprotect w = {
-		.range = { .start = addr, .len = len },
-		.mode = protect ? UFFDIO_WRITEPROTECT_MODE_WP
-				: (wake ? 0 : UFFDIO_WRITEPROTECT_MODE_DONTWAKE),
-	};
-	for (;;) {
-		if (ioctl(uffd, UFFDIO_WRITEPROTECT, &w) == 0)
-			return 0;
-		if (errno != EAGAIN)
-			return -errno;
-	}
-}
-
-static int uffd_wake(int uffd, uintptr_t addr, size_t len)
-{
-	struct uffdio_range r = { .start = addr, .len = len };
-	return ioctl(uffd, UFFDIO_WAKE, &r) == 0 ? 0 : -errno;
-}
 
 /* ------------------------------------------------------------ bounce */
 
@@ -233,34 +169,15 @@ static int fill_zero(struct bypass_pager *p, struct region *r, struct pg *pg,
 	if (e)
 		goto unlock;
 	/* A page first read stays write-protected: clean, and dropped
-	 * without a write if it is never written. */
-	struct uffdio_copy c = {
-		.dst = pa, .src = (uintptr_t)zero_pages, .len = (size_t)k * PG_SIZE,
-		.mode = (write ? 0 : UFFDIO_COPY_MODE_WP) | UFFDIO_COPY_MODE_DONTWAKE,
-	};
-	uint32_t done = 0; /* pages mapped */
-	while (done < k) {
-		c.dst = pa + (uintptr_t)done * PG_SIZE;
-		c.len = (size_t)(k - done) * PG_SIZE;
-		c.copy = 0;
-		if (ioctl(r->uffd, UFFDIO_COPY, &c) == 0) {
-			done = k;
-			break;
-		}
-		int err = errno;
-		if (c.copy > 0) { /* partial: go on after the pages it mapped */
-			done += (uint32_t)((uint64_t)c.copy >> PG_SHIFT);
-			continue;
-		}
-		if (err == EAGAIN) /* the address space is changing: retry */
-			continue;
-		/* A page of the range that is mapped already (EEXIST) or
-		 * anything else: keep what was mapped; the faulting page
-		 * itself must have been. */
-		if (!done)
-			e = -err;
-		break;
-	}
+	 * without a write if it is never written.  A page of the range that
+	 * is mapped already (EEXIST) or any other error stops the copy: keep
+	 * what was mapped; the faulting page itself must have been. */
+	size_t bytes = 0;
+	int ce = bp_uffd_copy_prefix(r->uffd, pa, zero_pages, (size_t)k * PG_SIZE, !write,
+				     false, &bytes);
+	uint32_t done = (uint32_t)(bytes >> PG_SHIFT); /* pages mapped */
+	if (ce && !done)
+		e = ce;
 	if (e) {
 		bp_pager_unreserve(p, k);
 		goto unlock;
@@ -437,7 +354,7 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 	/* Handler mode: wake the faulting thread(s) only now, with the page
 	 * unlocked and counted. */
 	if (!e && handler)
-		e = uffd_wake(r->uffd, pa, (size_t)mapped * PG_SIZE);
+		e = bp_uffd_wake(r->uffd, pa, (size_t)mapped * PG_SIZE);
 	if (r->adaptive)
 		bp_engine_leave(r);
 	/* the policy and prefetch, once the thread can go on */
@@ -518,18 +435,17 @@ static void handle_msg(struct bypass_pager *p, int uffd, const struct uffd_msg *
 		int e = bp_pager_serve(r, a, write, true);
 		bp_serving_tid = 0;
 		if (e == -EAGAIN) { /* switched meanwhile: the thread faults again */
-			uffd_wake(uffd, pa, PG_SIZE);
+			bp_uffd_wake(uffd, pa, PG_SIZE);
 		} else if (e) {
 			/* The thread cannot be given its data: make its
 			 * access fail (SIGBUS) rather than hang. */
 			bp_err("bypass: pager: cannot serve the fault at %#lx: %s",
 			       (unsigned long)a, strerror(-e));
-			struct uffdio_poison po = { .range = { pa, PG_SIZE } };
-			if (ioctl(uffd, UFFDIO_POISON, &po) < 0)
-				uffd_wake(uffd, pa, PG_SIZE);
+			if (bp_uffd_poison(uffd, pa, PG_SIZE) != 0)
+				bp_uffd_wake(uffd, pa, PG_SIZE);
 		}
 	} else {
-		uffd_wake(uffd, pa, PG_SIZE);
+		bp_uffd_wake(uffd, pa, PG_SIZE);
 	}
 	bp_tab_leave(idx);
 }

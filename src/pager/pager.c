@@ -154,10 +154,9 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	if (p->mode != BYPASS_PAGER_HANDLER) {
 		/* Kernel-mode faults fail with EFAULT in SIGBUS mode anyway, so
 		 * user-mode-only costs nothing and needs no privilege. */
-		p->uffd_sigbus = (int)syscall(SYS_userfaultfd,
-					      O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+		p->uffd_sigbus = bp_uffd_open(true);
 		if (p->uffd_sigbus < 0) {
-			e = -errno;
+			e = p->uffd_sigbus;
 			bp_err("bypass: pager: userfaultfd: %s", strerror(-e));
 			goto fail;
 		}
@@ -323,12 +322,8 @@ int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr
 	bool adaptive = !handler && p->mode == BYPASS_PAGER_ADAPTIVE;
 	bool pooled = adaptive && atomic_load(&p->pool_now);
 	int uffd = handler ? p->uffd_thread : pooled ? atomic_load(&p->uffd_pool) : p->uffd_sigbus;
-	struct uffdio_register reg = {
-		.range = { .start = (uintptr_t)m, .len = length },
-		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
-	};
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg) < 0) {
-		e = -errno;
+	e = bp_uffd_register(uffd, (uintptr_t)m, length);
+	if (e) {
 		bp_err("bypass: pager: UFFDIO_REGISTER: %s", strerror(-e));
 		goto out;
 	}

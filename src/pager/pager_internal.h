@@ -18,6 +18,7 @@
 #define BYPASS_PAGER_INTERNAL_H
 
 #include "core/internal.h"
+#include "pager/uffd.h" /* the userfaultfd wrappers */
 #include <bypass/pager.h>
 
 #include <liburing.h>
@@ -341,11 +342,6 @@ int bp_pager_thread_start(struct bypass_pager *p);
 /* The calling thread is a pager's handler thread. */
 bool bp_pager_in_handler_thread(void);
 void bp_pager_thread_stop(struct bypass_pager *p);
-/* UFFDIO_WRITEPROTECT; 0 or -errno */
-int bp_uffd_wp(int uffd, uintptr_t addr, size_t len, bool protect, bool wake);
-/* UFFDIO_COPY of len bytes from src to dst (write-protected with wp); 0 or
- * -errno */
-int bp_uffd_copy(int uffd, uintptr_t dst, const void *src, size_t len, bool wp, bool wake);
 
 /* ---------------------------------------------------------------- engine.c */
 
@@ -378,10 +374,6 @@ void bp_engine_wait(struct region *r);
 
 /* ---------------------------------------------------------------- setup.c */
 
-/* The userfaultfd features this kernel offers. */
-int bp_uffd_features_available(uint64_t *out);
-/* UFFDIO_API on fd with these features; -EOPNOTSUPP if refused. */
-int bp_uffd_setup(int fd, uint64_t features);
 /* The handler thread's userfaultfd (kernel faults too), or -EPERM. */
 int bp_open_thread_uffd(struct bypass_pager *p);
 /* The adaptive engine's pool userfaultfd (user-mode-only, no SIGBUS). */

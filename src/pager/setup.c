@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Setting a pager up: its userfaultfds, its swap file, its configuration. */
+/* Setting a pager up: its userfaultfds (through uffd.c), its swap file, its configuration. */
 #include "pager/pager_internal.h"
 
 #include <fcntl.h>
@@ -24,55 +24,9 @@
 
 /* ------------------------------------------------------------ userfaultfd */
 
-int bp_uffd_features_available(uint64_t *out)
-{
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
-	if (fd < 0)
-		return -errno;
-	struct uffdio_api a = { .api = UFFD_API };
-	int e = ioctl(fd, UFFDIO_API, &a) == 0 ? 0 : -errno;
-	close(fd);
-	*out = a.features;
-	return e;
-}
-
-/*
- * A userfaultfd for the handler thread: it must handle faults the kernel
- * takes inside system calls, which UFFD_USER_MODE_ONLY would refuse.
- */
-static int uffd_open_kernel(void)
-{
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (fd >= 0 || errno != EPERM)
-		return fd >= 0 ? fd : -errno;
-	int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
-	if (dev >= 0) {
-		fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
-		close(dev);
-		if (fd >= 0)
-			return fd;
-	}
-	bp_err("bypass: pager: handler mode needs userfaultfd for kernel-mode faults, "
-	       "which needs CAP_SYS_PTRACE, vm.unprivileged_userfaultfd = 1 or access "
-	       "to /dev/userfaultfd; none is available (upcall mode works unprivileged)");
-	return -EPERM;
-}
-
-int bp_uffd_setup(int fd, uint64_t features)
-{
-	struct uffdio_api a = { .api = UFFD_API, .features = features };
-	if (ioctl(fd, UFFDIO_API, &a) < 0) {
-		int e = errno;
-		bp_err("bypass: pager: UFFDIO_API(features %#llx): %s",
-		       (unsigned long long)features, strerror(e));
-		return e == EINVAL ? -EOPNOTSUPP : -e;
-	}
-	return 0;
-}
-
 int bp_open_thread_uffd(struct bypass_pager *p)
 {
-	int fd = uffd_open_kernel();
+	int fd = bp_uffd_open(false);
 	if (fd < 0)
 		return fd;
 	int e = bp_uffd_setup(fd, UFFD_FEATURE_PAGEFAULT_FLAG_WP |
@@ -99,11 +53,10 @@ int bp_open_pool_uffd(struct bypass_pager *p)
 {
 	/* User-mode-only: any user may create it; kernel-mode faults fail
 	 * with EFAULT, as in SIGBUS mode, so switching changes nothing there. */
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	int fd = bp_uffd_open(true);
 	if (fd < 0) {
-		int e = -errno;
-		bp_err("bypass: pager: userfaultfd for the handler pool: %s", strerror(-e));
-		return e;
+		bp_err("bypass: pager: userfaultfd for the handler pool: %s", strerror(-fd));
+		return fd;
 	}
 	/* THREAD_ID: the monitor counts the threads that fault, not the pool
 	 * threads that serve them */
