@@ -120,7 +120,8 @@ void bp_lru_tail(struct bypass_pager *p, uint32_t id)
 	bp_spin_unlock(&sh->lock);
 }
 
-bool bp_victim_take(struct bypass_pager *p, uint32_t id)
+/* The take() given to the policy (bp_take_fn, policy.h). */
+static bool victim_take(struct bypass_pager *p, uint32_t id)
 {
 	struct pg *pg = pg_of(p, id);
 	uint32_t w = atomic_load(&pg->w);
@@ -264,7 +265,7 @@ uint32_t bp_select_victims(struct bypass_pager *p, uint32_t want, uint32_t *out)
 	for (unsigned i = 0; i < PG_LRU_SHARDS && n < want; i++)
 		n += select_cold(p, &p->lru[i], want - n, out + n);
 	if (n < want)
-		n += bp_policy_victims(p, out + n, want - n);
+		n += bp_policy_victims(p, out + n, want - n, victim_take);
 	for (int pass = 0; n < want && pass < PG_PRIO_PASSES; pass++) {
 		uint32_t passed = 0;
 		n += select_2q(p, want - n, out + n, false, &passed);

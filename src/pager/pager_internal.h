@@ -395,10 +395,6 @@ int bp_pager_reserve_below_high(struct bypass_pager *p, uint32_t n);
 /* The same for prefetched pages, evicting (never a PRIORITY page) to stay
  * at or below the high watermark if the evict lock is free; -EAGAIN. */
 int bp_pager_reserve_prefetch(struct bypass_pager *p, uint32_t n);
-/* Take page id as a victim if it is resident, on a list and unlocked (and,
- * for the prefetcher, neither PRIORITY nor prefetched and unused): locked
- * and off the lists on success.  Evict lock held. */
-bool bp_victim_take(struct bypass_pager *p, uint32_t id);
 /* Put a page that just became resident on a list (active or inactive). */
 void bp_lru_add(struct bypass_pager *p, uint32_t id, bool active);
 /* The same for a page read back from swap: active if it comes back sooner

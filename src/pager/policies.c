@@ -5,7 +5,7 @@
  * prefetch) and "window" (ExtMem's sliding window for CSR graphs).  They
  * are struct bypass_pager_policy like any other, plus hooks into the
  * pager's internals (struct bp_builtin) that let them pick victims by page
- * id; what they pick still goes through bp_victim_take().
+ * id; what they pick still goes through the evictor's take().
  */
 #include "pager/policy.h"
 
@@ -73,7 +73,8 @@ static void clock_fini(void *state)
 	free(state);
 }
 
-static uint32_t clock_victims(struct bypass_pager *p, void *state, uint32_t *ids, uint32_t n)
+static uint32_t clock_victims(struct bypass_pager *p, void *state, uint32_t *ids, uint32_t n,
+			      bp_take_fn take)
 {
 	struct clock_st *c = state;
 	uint32_t end = ids_end(p), got = 0;
@@ -93,7 +94,7 @@ static uint32_t clock_victims(struct bypass_pager *p, void *state, uint32_t *ids
 			pg_clear(pg, PW_REF); /* a second chance */
 			continue;
 		}
-		if (bp_victim_take(p, id))
+		if (take(p, id))
 			ids[got++] = id;
 	}
 	return got;
@@ -129,7 +130,8 @@ static const struct bypass_pager_policy pol_prefetch = {
  */
 #define WIN_RANGES 16u
 
-static uint32_t window_victims(struct bypass_pager *p, void *state, uint32_t *ids, uint32_t n)
+static uint32_t window_victims(struct bypass_pager *p, void *state, uint32_t *ids, uint32_t n,
+			       bp_take_fn take)
 {
 	(void)state;
 	uint32_t pairs[2 * WIN_RANGES];
@@ -162,7 +164,7 @@ static uint32_t window_victims(struct bypass_pager *p, void *state, uint32_t *id
 			uint32_t w = atomic_load_explicit(&pg_of(p, id)->w, memory_order_relaxed);
 			if (!(w & PW_LRU) || (w & PW_PRIO))
 				continue;
-			if (bp_victim_take(p, id))
+			if (take(p, id))
 				ids[got++] = id;
 		}
 	}

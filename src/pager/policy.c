@@ -495,12 +495,6 @@ int bypass_pager_advise(bypass_pager *p, void *addr, size_t len, int advice)
 
 /* ------------------------------------------------------------ the fault path */
 
-void bp_pf_mark_used(struct bypass_pager *p, struct pg *pg)
-{
-	if (atomic_fetch_and_explicit(&pg->w, ~PW_PF, memory_order_relaxed) & PW_PF)
-		stat_add(&ST(p).pf_used, 1);
-}
-
 /*
  * A policy's prefetch ranges: each must lie inside one region of p; the
  * pages of one fault's ranges together are capped at bp_pf_max().
@@ -610,7 +604,7 @@ void bp_policy_access(struct bypass_pager *p, uintptr_t addr, size_t npages, uns
 
 /* ------------------------------------------------------------ victims */
 
-uint32_t bp_policy_victims(struct bypass_pager *p, uint32_t *ids, uint32_t n)
+uint32_t bp_policy_victims(struct bypass_pager *p, uint32_t *ids, uint32_t n, bp_take_fn take)
 {
 	if (!atomic_load_explicit(&p->pol, memory_order_acquire))
 		return 0; /* 2Q */
@@ -620,7 +614,7 @@ uint32_t bp_policy_victims(struct bypass_pager *p, uint32_t *ids, uint32_t n)
 	if (!pol || !n) {
 		/* 2Q */
 	} else if (pol->bi && pol->bi->victims) {
-		got = pol->bi->victims(p, pol->state, ids, n);
+		got = pol->bi->victims(p, pol->state, ids, n, take);
 	} else if (pol->ops && pol->ops->choose_victims) {
 		if (n > p->batch)
 			n = p->batch; /* the size of pol->addrs */
@@ -639,10 +633,10 @@ uint32_t bp_policy_victims(struct bypass_pager *p, uint32_t *ids, uint32_t n)
 			struct region *r = t && !(a & (PG_SIZE - 1)) ? bp_tab_find(t, a) : NULL;
 			uint32_t id = r ? region_id(r, a) : 0;
 			/* a resident, evictable page of ours, not PRIORITY, not
-			 * taken already (bp_victim_take refuses duplicates: a
-			 * taken page is off the lists) */
+			 * taken already (take() refuses duplicates: a taken
+			 * page is off the lists) */
 			if (!r || r->pager != p || (atomic_load(&pg_of(p, id)->w) & PW_PRIO) ||
-			    !bp_victim_take(p, id)) {
+			    !take(p, id)) {
 				stat_add(&ST(p).rejects, 1);
 				continue;
 			}

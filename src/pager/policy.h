@@ -17,10 +17,20 @@
 
 #define PG_MAX_PF 1024u /* pages one prefetch request or window may span */
 
+/*
+ * Taking a victim: the evictor's callback (lru.c), handed to the policy
+ * with each request for victims, so that policies never call the lists by
+ * name.  Takes page id if it is resident, on a list and unlocked (and, for
+ * the prefetcher, neither PRIORITY nor prefetched and unused): locked and
+ * off the lists on success.  Evict lock held.
+ */
+typedef bool (*bp_take_fn)(struct bypass_pager *p, uint32_t id);
+
 /* A built-in policy's hooks into the pager's internals (trusted code). */
 struct bp_builtin {
-	/* victims: up to n ids taken with bp_victim_take(); returns how many */
-	uint32_t (*victims)(struct bypass_pager *p, void *state, uint32_t *ids, uint32_t n);
+	/* victims: up to n ids taken with take(); returns how many */
+	uint32_t (*victims)(struct bypass_pager *p, void *state, uint32_t *ids, uint32_t n,
+			    bp_take_fn take);
 	bool streams;    /* detect sequential and stride streams in every region */
 	bool prefetcher; /* needs the prefetch thread */
 };
@@ -52,10 +62,9 @@ void bp_policy_fault(struct bypass_pager *p, struct region *r, uint32_t id, unsi
  */
 void bp_policy_access(struct bypass_pager *p, uintptr_t addr, size_t npages, unsigned flags);
 /* Victims for the evictor beyond the DONTNEED ones, from the policy
- * (checked); returns how many ids (locked, off the lists). */
-uint32_t bp_policy_victims(struct bypass_pager *p, uint32_t *ids, uint32_t n);
-/* A prefetched page is seen used (clears PW_PF, counts it). */
-void bp_pf_mark_used(struct bypass_pager *p, struct pg *pg);
+ * (checked), each taken with take; returns how many ids (locked, off the
+ * lists). */
+uint32_t bp_policy_victims(struct bypass_pager *p, uint32_t *ids, uint32_t n, bp_take_fn take);
 /* Forget hints and streams of the ids [id, id + n) (unmap, p->lock). */
 void bp_policy_unmap(struct bypass_pager *p, uint32_t id, uint32_t n);
 /* Stop the prefetcher and release the policy (destroy; in a forked child,
@@ -67,6 +76,8 @@ int bp_hint_of(uint32_t w);
 
 /* -------------------------------------------------------------- prefetch.c */
 
+/* A prefetched page is seen used (clears PW_PF, counts it). */
+void bp_pf_mark_used(struct bypass_pager *p, struct pg *pg);
 /* Start the prefetch thread if none runs (normal context, p->lock). */
 int bp_pf_start(struct bypass_pager *p);
 void bp_pf_stop(struct bypass_pager *p);

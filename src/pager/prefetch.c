@@ -62,6 +62,12 @@ struct bp_pf {
 	uint32_t cur, end; /* the request being read: [cur, end) */
 };
 
+void bp_pf_mark_used(struct bypass_pager *p, struct pg *pg)
+{
+	if (atomic_fetch_and_explicit(&pg->w, ~PW_PF, memory_order_relaxed) & PW_PF)
+		stat_add(&ST(p).pf_used, 1);
+}
+
 uint32_t bp_pf_max(const struct bypass_pager *p)
 {
 	uint32_t m = p->budget / 4;
