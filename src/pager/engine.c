@@ -66,22 +66,22 @@ static uint64_t now_ns(void)
 
 void bp_engine_config(struct bypass_pager *p)
 {
-	p->force = BP_ENGINE_ADAPTIVE;
-	if (p->mode == BYPASS_PAGER_HANDLER)
+	p->eng.force = BP_ENGINE_ADAPTIVE;
+	if (p->cfg.mode == BYPASS_PAGER_HANDLER)
 		return;
 	const char *v = getenv("BYPASS_PAGER_ENGINE");
 	if (!v || !*v)
 		return;
 	if (!strcmp(v, "upcall")) {
-		p->mode = BYPASS_PAGER_UPCALL;
+		p->cfg.mode = BYPASS_PAGER_UPCALL;
 	} else if (!strcmp(v, "adaptive")) {
-		p->mode = BYPASS_PAGER_ADAPTIVE;
+		p->cfg.mode = BYPASS_PAGER_ADAPTIVE;
 	} else if (!strcmp(v, "pool")) {
-		p->mode = BYPASS_PAGER_ADAPTIVE;
-		p->force = BP_ENGINE_POOL;
+		p->cfg.mode = BYPASS_PAGER_ADAPTIVE;
+		p->eng.force = BP_ENGINE_POOL;
 	} else if (!strcmp(v, "flip")) {
-		p->mode = BYPASS_PAGER_ADAPTIVE;
-		p->force = BP_ENGINE_FLIP;
+		p->cfg.mode = BYPASS_PAGER_ADAPTIVE;
+		p->eng.force = BP_ENGINE_FLIP;
 	} else {
 		bp_warn("bypass: pager: BYPASS_PAGER_ENGINE=%s is not one of upcall, pool, "
 			"adaptive, flip; ignored", v);
@@ -155,23 +155,23 @@ void bp_engine_note_thread(struct bypass_pager *p, uint32_t tid)
 			tls.tid = (uint32_t)syscall(SYS_gettid);
 		tid = tls.tid;
 	}
-	uint64_t e = atomic_load_explicit(&p->epoch, memory_order_relaxed);
+	uint64_t e = atomic_load_explicit(&p->eng.epoch, memory_order_relaxed);
 	uint64_t key = e << 32 | tid;
 	for (unsigned i = 0; i < 4; i++) {
-		_Atomic uint64_t *slot = &p->seen[(tid + i) % 64];
+		_Atomic uint64_t *slot = &p->eng.seen[(tid + i) % 64];
 		uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
 		if (v == key)
 			return;
 		if ((v >> 32) != e) {
 			if (atomic_compare_exchange_strong(slot, &v, key)) {
-				atomic_fetch_add_explicit(&p->epoch_threads, 1, memory_order_relaxed);
+				atomic_fetch_add_explicit(&p->eng.epoch_threads, 1, memory_order_relaxed);
 				return;
 			}
 			if (v == key)
 				return;
 		}
 	}
-	atomic_fetch_add_explicit(&p->epoch_threads, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&p->eng.epoch_threads, 1, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------------ switching */
@@ -209,7 +209,7 @@ static void switch_end(struct region *r)
 static int region_switch(struct bypass_pager *p, struct region *r, bool to_pool)
 {
 	int from = atomic_load(&r->uffd);
-	int to = to_pool ? atomic_load(&p->uffd_pool) : p->uffd_sigbus;
+	int to = to_pool ? atomic_load(&p->eng.uffd_pool) : p->srv.uffd_sigbus;
 	if (from == to)
 		return 0;
 	atomic_fetch_add(&r->switch_seq, 1); /* odd: new serves wait */
@@ -223,12 +223,12 @@ static int region_switch(struct bypass_pager *p, struct region *r, bool to_pool)
 	}
 	/* A pin that raced with us sees the odd switch_seq and waits for its
 	 * end before it returns (see bypass_pager_pin). */
-	if (atomic_load(&p->pinned) || atomic_load(&p->pinning)) {
+	if (atomic_load(&p->bud.pinned) || atomic_load(&p->eng.pinning)) {
 		switch_end(r);
 		return -EBUSY;
 	}
 	size_t len = r->end - r->start;
-	bp_plock_lock(&p->evict);
+	bp_plock_lock(&p->ev.lock);
 	bp_evict_drain(p);
 	int e = mprotect((void *)r->start, len, PROT_NONE) == 0 ? 0 : -errno;
 	if (!e) {
@@ -247,12 +247,12 @@ static int region_switch(struct bypass_pager *p, struct region *r, bool to_pool)
 				bp_err("bypass: pager: write-protecting region %#lx after a "
 				       "switch: %s", (unsigned long)r->start, strerror(-e2));
 			atomic_store(&r->uffd, to);
-			atomic_store(&r->handler, to != p->uffd_sigbus);
+			atomic_store(&r->handler, to != p->srv.uffd_sigbus);
 		}
 		if (mprotect((void *)r->start, len, PROT_READ | PROT_WRITE) < 0)
 			bp_err("bypass: pager: mprotect after a switch: %s", strerror(errno));
 	}
-	bp_plock_unlock(&p->evict);
+	bp_plock_unlock(&p->ev.lock);
 	switch_end(r);
 	if (e)
 		bp_err("bypass: pager: moving region %#lx to the %s: %s",
@@ -266,12 +266,12 @@ static int pager_switch(struct bypass_pager *p, bool to_pool)
 {
 	pthread_mutex_lock(&p->lock);
 	int e = 0;
-	if (to_pool && !p->nthreads_live)
+	if (to_pool && !p->srv.nlive)
 		e = bp_pager_thread_start(p);
 	/* write-backs from application threads are synchronous while a
 	 * thread may be blocked in a fault (see evict.c) */
 	if (!e && to_pool)
-		atomic_store(&p->sync_wb, true);
+		atomic_store(&p->ev.sync_wb, true);
 	unsigned idx = bp_tab_enter();
 	struct regtab *t = bp_tab_get();
 	for (size_t i = 0; !e && t && i < t->n; i++) {
@@ -281,18 +281,18 @@ static int pager_switch(struct bypass_pager *p, bool to_pool)
 	}
 	bp_tab_leave(idx);
 	if (!e) {
-		atomic_store(&p->pool_now, to_pool);
+		atomic_store(&p->eng.pool_now, to_pool);
 		stat_add(&ST(p).switches, 1);
 	}
 	if (!to_pool) { /* back to upcalls: unless regions are still on a pool */
-		bool any = p->uffd_thread >= 0;
+		bool any = p->srv.uffd_thread >= 0;
 		idx = bp_tab_enter();
 		t = bp_tab_get();
 		for (size_t i = 0; t && i < t->n; i++)
 			if (t->r[i]->pager == p && atomic_load(&t->r[i]->handler))
 				any = true;
 		bp_tab_leave(idx);
-		atomic_store(&p->sync_wb, any);
+		atomic_store(&p->ev.sync_wb, any);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return e;
@@ -320,21 +320,21 @@ static void *monitor_main(void *arg)
 	unsigned streak = 0, last_b = NBUCKETS;
 	bool skip = true;     /* the first interval, and one with a switch */
 	bool probing = false; /* the current engine is on trial */
-	while (!atomic_load(&p->mon_stop)) {
+	while (!atomic_load(&p->eng.mon_stop)) {
 		struct timespec ts = { 0, (long)INTERVAL_NS };
 		nanosleep(&ts, NULL);
 		tick++;
 		uint64_t now = now_ns(), count = ST_SUM(p, lat_count);
-		uint32_t threads = atomic_exchange(&p->epoch_threads, 0);
-		atomic_fetch_add(&p->epoch, 1);
+		uint32_t threads = atomic_exchange(&p->eng.epoch_threads, 0);
+		atomic_fetch_add(&p->eng.epoch, 1);
 		uint64_t n = count - last;
 		double secs = (double)(now - t_last) * 1e-9;
 		last = count;
 		t_last = now;
-		bool pool = atomic_load(&p->pool_now), want = pool;
-		if (p->force == BP_ENGINE_FLIP) {
+		bool pool = atomic_load(&p->eng.pool_now), want = pool;
+		if (p->eng.force == BP_ENGINE_FLIP) {
 			want = !pool;
-		} else if (p->force == BP_ENGINE_ADAPTIVE && !skip && n >= MIN_FAULTS) {
+		} else if (p->eng.force == BP_ENGINE_ADAPTIVE && !skip && n >= MIN_FAULTS) {
 			unsigned b = bucket(threads ? threads : 1);
 			double r = (double)n / secs;
 			rate[pool][b] = rate[pool][b] > 0 ? 0.5 * rate[pool][b] + 0.5 * r : r;
@@ -385,30 +385,30 @@ int bp_engine_start(struct bypass_pager *p)
 	int e = bp_open_pool_uffd(p);
 	if (e)
 		return e;
-	if (p->force == BP_ENGINE_POOL) {
+	if (p->eng.force == BP_ENGINE_POOL) {
 		e = bp_pager_thread_start(p);
 		if (e)
 			return e;
-		atomic_store(&p->pool_now, true);
+		atomic_store(&p->eng.pool_now, true);
 		return 0;
 	}
-	if (p->force == BP_ENGINE_UPCALL)
+	if (p->eng.force == BP_ENGINE_UPCALL)
 		return 0;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = -pthread_create(&p->monitor, NULL, monitor_main, p);
+	e = -pthread_create(&p->eng.monitor, NULL, monitor_main, p);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!e)
-		p->mon_live = true;
+		p->eng.mon_live = true;
 	return e;
 }
 
 void bp_engine_stop(struct bypass_pager *p)
 {
-	if (p->mon_live) {
-		atomic_store(&p->mon_stop, true);
-		pthread_join(p->monitor, NULL);
-		p->mon_live = false;
+	if (p->eng.mon_live) {
+		atomic_store(&p->eng.mon_stop, true);
+		pthread_join(p->eng.monitor, NULL);
+		p->eng.mon_live = false;
 	}
 }

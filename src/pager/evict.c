@@ -58,28 +58,28 @@ static struct region *ectx_region(struct bypass_pager *p, struct ectx *c, uint32
 static bool slot_take(struct bypass_pager *p, uint32_t s)
 {
 	uint64_t bit = 1ull << (s % 64);
-	if (atomic_load_explicit(&p->slotmap[s / 64], memory_order_relaxed) & bit)
+	if (atomic_load_explicit(&p->swap.slotmap[s / 64], memory_order_relaxed) & bit)
 		return false;
 	/* Only the evictor sets bits, so nobody else can take it now. */
-	atomic_fetch_or_explicit(&p->slotmap[s / 64], bit, memory_order_relaxed);
-	atomic_fetch_add_explicit(&p->swap_used, 1, memory_order_relaxed);
+	atomic_fetch_or_explicit(&p->swap.slotmap[s / 64], bit, memory_order_relaxed);
+	atomic_fetch_add_explicit(&p->swap.used, 1, memory_order_relaxed);
 	return true;
 }
 
 /* Next fit from the cursor: successive victims get successive slots. */
 static uint32_t slot_alloc(struct bypass_pager *p)
 {
-	uint32_t words = (p->swap_pages + 63) / 64;
-	uint32_t w = p->slot_cursor / 64;
-	uint64_t low = ~0ull << (p->slot_cursor % 64);
+	uint32_t words = (p->swap.pages + 63) / 64;
+	uint32_t w = p->swap.cursor / 64;
+	uint64_t low = ~0ull << (p->swap.cursor % 64);
 	for (uint32_t i = 0; i <= words; i++) {
-		uint64_t m = ~atomic_load_explicit(&p->slotmap[w], memory_order_relaxed);
+		uint64_t m = ~atomic_load_explicit(&p->swap.slotmap[w], memory_order_relaxed);
 		if (i == 0)
 			m &= low;
 		if (m) {
 			uint32_t s = w * 64 + (uint32_t)__builtin_ctzll(m);
 			slot_take(p, s);
-			p->slot_cursor = s + 1 < p->swap_pages ? s + 1 : 0;
+			p->swap.cursor = s + 1 < p->swap.pages ? s + 1 : 0;
 			return s;
 		}
 		w = w + 1 == words ? 0 : w + 1;
@@ -93,9 +93,9 @@ void bp_slot_free(struct bypass_pager *p, struct pg *pg)
 	if (!s)
 		return;
 	s--;
-	atomic_fetch_and_explicit(&p->slotmap[s / 64], ~(1ull << (s % 64)),
+	atomic_fetch_and_explicit(&p->swap.slotmap[s / 64], ~(1ull << (s % 64)),
 				  memory_order_relaxed);
-	atomic_fetch_sub_explicit(&p->swap_used, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&p->swap.used, 1, memory_order_relaxed);
 	pg->slot = 0;
 }
 
@@ -103,14 +103,14 @@ void bp_slot_free(struct bypass_pager *p, struct pg *pg)
 
 void bp_pager_progress(struct bypass_pager *p)
 {
-	atomic_fetch_add(&p->progress, 1);
-	if (atomic_load(&p->waiters))
-		bp_futex_wake(&p->progress, INT_MAX, false);
+	atomic_fetch_add(&p->bud.progress, 1);
+	if (atomic_load(&p->bud.waiters))
+		bp_futex_wake(&p->bud.progress, INT_MAX, false);
 }
 
 void bp_pager_unreserve(struct bypass_pager *p, uint32_t n)
 {
-	atomic_fetch_sub(&p->resident, n);
+	atomic_fetch_sub(&p->bud.resident, n);
 	bp_pager_progress(p);
 }
 
@@ -138,7 +138,7 @@ static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *i
 {
 	if (!n)
 		return;
-	struct iovec *iov = p->dropv;
+	struct iovec *iov = p->ev.dropv;
 	uint32_t niov = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct region *r = ectx_region(p, c, ids[i]);
@@ -154,13 +154,13 @@ static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *i
 	}
 	size_t total = (size_t)n * PG_SIZE;
 	long done = -1;
-	if (p->pidfd >= 0) {
-		done = syscall(SYS_process_madvise, p->pidfd, iov, (size_t)niov,
+	if (p->ev.pidfd >= 0) {
+		done = syscall(SYS_process_madvise, p->ev.pidfd, iov, (size_t)niov,
 			       MADV_DONTNEED, 0u);
 		if (done < 0 && (errno == ENOSYS || errno == EINVAL || errno == EPERM)) {
 			bp_info("bypass: pager: process_madvise(MADV_DONTNEED): %s; "
 				"using madvise per range", strerror(errno));
-			p->pidfd = -1; /* not closed: another thread may be in it */
+			p->ev.pidfd = -1; /* not closed: another thread may be in it */
 		}
 	}
 	/*
@@ -188,7 +188,7 @@ static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *i
 				bp_lru_add(p, ids[i], false);
 				continue;
 			}
-			uint32_t seq = atomic_fetch_add_explicit(&p->evict_seq, 1,
+			uint32_t seq = atomic_fetch_add_explicit(&p->ev.seq, 1,
 								 memory_order_relaxed);
 			pg_clear(pg, PW_DIRTY | PW_WP | PW_REF | PW_REDIRTY | PW_PF | PW_PFAGED);
 			if (pg->slot) {
@@ -203,7 +203,7 @@ static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *i
 	}
 	if (!dropped)
 		return;
-	atomic_fetch_sub(&p->resident, dropped);
+	atomic_fetch_sub(&p->bud.resident, dropped);
 	stat_add(&ST(p).evict, dropped);
 	if (clean)
 		stat_add(&ST(p).evict_clean, dropped);
@@ -223,12 +223,12 @@ static uint32_t finish_wb(struct bypass_pager *p, struct ectx *c, struct wb *b, 
 		bp_err("bypass: pager: writing %u pages to swap: %s", b->n,
 		       res < 0 ? strerror(-res) : "short write");
 	}
-	uint32_t *drop = p->reap_ids, ndrop = 0;
+	uint32_t *drop = p->ev.reap_ids, ndrop = 0;
 	for (uint32_t i = 0; i < b->n; i++) {
 		uint32_t id = b->ids[i];
 		struct pg *pg = pg_of(p, id);
 		bp_pg_lock(pg);
-		atomic_fetch_sub(&p->writeback, 1);
+		atomic_fetch_sub(&p->bud.writeback, 1);
 		uint32_t w = atomic_load(&pg->w);
 		pg_set_state(pg, PS_RESIDENT);
 		if (!ectx_region(p, c, id)) { /* being unmapped: it cleans up */
@@ -252,7 +252,7 @@ static uint32_t finish_wb(struct bypass_pager *p, struct ectx *c, struct wb *b, 
 	}
 	drop_pages(p, c, drop, ndrop, false);
 	b->used = 0;
-	p->wb_inflight--;
+	p->ev.wb_inflight--;
 	return ndrop;
 }
 
@@ -267,19 +267,19 @@ static uint32_t reap(struct bypass_pager *p, struct ectx *c, bool wait)
 {
 	uint32_t freed = 0;
 	bool got = false;
-	while (p->wb_inflight) {
+	while (p->ev.wb_inflight) {
 		struct io_uring_cqe *cqe;
 		struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = 1000000 };
-		int e = wait && !got ? io_uring_wait_cqe_timeout(&p->ring, &cqe, &ts)
-				     : io_uring_peek_cqe(&p->ring, &cqe);
+		int e = wait && !got ? io_uring_wait_cqe_timeout(&p->ev.ring, &cqe, &ts)
+				     : io_uring_peek_cqe(&p->ev.ring, &cqe);
 		if (e == -EINTR)
 			continue;
 		if (e) /* -EAGAIN: none yet; -ETIME: timed out */
 			break;
 		uint32_t ri = (uint32_t)cqe->user_data;
 		int res = cqe->res;
-		io_uring_cqe_seen(&p->ring, cqe);
-		freed += finish_wb(p, c, &p->wbs[ri], res);
+		io_uring_cqe_seen(&p->ev.ring, cqe);
+		freed += finish_wb(p, c, &p->ev.wbs[ri], res);
 		got = true;
 	}
 	return freed;
@@ -288,13 +288,13 @@ static uint32_t reap(struct bypass_pager *p, struct ectx *c, bool wait)
 static struct wb *wb_get(struct bypass_pager *p, struct ectx *c, uint32_t *idx)
 {
 	for (;;) {
-		for (uint32_t i = 0; i < p->nwb; i++)
-			if (!p->wbs[i].used) {
-				p->wbs[i].used = 1;
+		for (uint32_t i = 0; i < p->ev.nwb; i++)
+			if (!p->ev.wbs[i].used) {
+				p->ev.wbs[i].used = 1;
 				*idx = i;
-				return &p->wbs[i];
+				return &p->ev.wbs[i];
 			}
-		io_uring_submit(&p->ring);
+		io_uring_submit(&p->ev.ring);
 		reap(p, c, true);
 	}
 }
@@ -310,7 +310,7 @@ static int write_sync(struct bypass_pager *p, const struct iovec *iov, uint32_t 
 {
 	long n;
 	do /* x86-64 and other 64-bit ABIs: the offset, and 0 for its high half */
-		n = syscall(SYS_pwritev, p->swap_fd, iov, (unsigned long)niov,
+		n = syscall(SYS_pwritev, p->swap.fd, iov, (unsigned long)niov,
 			    (unsigned long)slot * PG_SIZE, 0ul);
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : (int)n;
@@ -327,7 +327,7 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 {
 	uint32_t i = 0;
 	bool queued = false;
-	bool sync = atomic_load_explicit(&p->sync_wb, memory_order_relaxed) &&
+	bool sync = atomic_load_explicit(&p->ev.sync_wb, memory_order_relaxed) &&
 		    !bp_pager_in_handler_thread();
 	while (i < n) {
 		uint32_t s = slot_alloc(p);
@@ -344,7 +344,7 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 		struct wb *b = wb_get(p, c, &ri);
 		uint32_t cnt = 0, niov = 0;
 		for (; i < n && cnt < WB_MAX_PAGES; i++, cnt++) {
-			if (cnt && (s + cnt >= p->swap_pages || !slot_take(p, s + cnt)))
+			if (cnt && (s + cnt >= p->swap.pages || !slot_take(p, s + cnt)))
 				break;
 			struct region *r = ectx_region(p, c, v[i]);
 			uintptr_t a = region_addr(r, v[i]);
@@ -359,9 +359,9 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 				niov++;
 			}
 		}
-		p->slot_cursor = s + cnt < p->swap_pages ? s + cnt : 0;
+		p->swap.cursor = s + cnt < p->swap.pages ? s + cnt : 0;
 		b->n = cnt;
-		atomic_fetch_add(&p->writeback, cnt);
+		atomic_fetch_add(&p->bud.writeback, cnt);
 		for (uint32_t k = 0; k < cnt; k++) {
 			struct pg *pg = pg_of(p, b->ids[k]);
 			pg_clear(pg, PW_REDIRTY);
@@ -369,22 +369,22 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 			bp_pg_unlock(pg);
 		}
 		if (sync) {
-			p->wb_inflight++;
+			p->ev.wb_inflight++;
 			finish_wb(p, c, b, write_sync(p, b->iov, niov, s));
 			continue;
 		}
-		struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ev.ring);
 		if (!sqe) {
-			io_uring_submit(&p->ring);
-			sqe = io_uring_get_sqe(&p->ring);
+			io_uring_submit(&p->ev.ring);
+			sqe = io_uring_get_sqe(&p->ev.ring);
 		}
-		io_uring_prep_writev(sqe, p->swap_fd, b->iov, niov, (uint64_t)s * PG_SIZE);
+		io_uring_prep_writev(sqe, p->swap.fd, b->iov, niov, (uint64_t)s * PG_SIZE);
 		io_uring_sqe_set_data64(sqe, ri);
-		p->wb_inflight++;
+		p->ev.wb_inflight++;
 		queued = true;
 	}
 	if (queued)
-		io_uring_submit(&p->ring);
+		io_uring_submit(&p->ev.ring);
 }
 
 /* ------------------------------------------------------------ eviction */
@@ -396,13 +396,13 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
  */
 static uint32_t evict_round(struct bypass_pager *p, struct ectx *c, bool force)
 {
-	uint32_t res = atomic_load(&p->resident), wb = atomic_load(&p->writeback);
-	if (res <= wb + (force ? 0 : p->low))
+	uint32_t res = atomic_load(&p->bud.resident), wb = atomic_load(&p->bud.writeback);
+	if (res <= wb + (force ? 0 : p->cfg.low))
 		return 0;
-	uint32_t want = res - wb - (force ? 0 : p->low);
-	if (want > p->batch)
-		want = p->batch;
-	uint32_t *v = p->victims, *clean = p->clean_ids;
+	uint32_t want = res - wb - (force ? 0 : p->cfg.low);
+	if (want > p->cfg.batch)
+		want = p->cfg.batch;
+	uint32_t *v = p->ev.victims, *clean = p->ev.clean_ids;
 	uint32_t n = bp_select_victims(p, want, v);
 	if (!n)
 		return 0;
@@ -466,14 +466,14 @@ static uint32_t evict_run(struct bypass_pager *p, bool need)
 	}
 	/* The budget is full of pages under write-back: wait for some, and
 	 * put more under way meanwhile (see reap()). */
-	for (int tries = 0; need && atomic_load(&p->resident) >= p->budget && tries < 100;
+	for (int tries = 0; need && atomic_load(&p->bud.resident) >= p->cfg.budget && tries < 100;
 	     tries++) {
 		uint32_t got = reap(p, &c, true);
-		if (atomic_load(&p->resident) < p->budget)
+		if (atomic_load(&p->bud.resident) < p->cfg.budget)
 			break;
 		uint32_t n = evict_round(p, &c, true);
 		done += got + n;
-		if (!got && !n && !p->wb_inflight)
+		if (!got && !n && !p->ev.wb_inflight)
 			break;
 	}
 	bp_tab_leave(idx);
@@ -484,26 +484,26 @@ void bp_evict_drain(struct bypass_pager *p)
 {
 	unsigned idx = bp_tab_enter();
 	struct ectx c = { bp_tab_get(), NULL };
-	while (p->wb_inflight)
+	while (p->ev.wb_inflight)
 		reap(p, &c, true);
 	bp_tab_leave(idx);
 }
 
 static void wait_progress(struct bypass_pager *p, uint32_t seen)
 {
-	atomic_fetch_add(&p->waiters, 1);
-	if (atomic_load(&p->progress) == seen)
-		bp_futex_wait(&p->progress, seen, 1000000, false);
-	atomic_fetch_sub(&p->waiters, 1);
+	atomic_fetch_add(&p->bud.waiters, 1);
+	if (atomic_load(&p->bud.progress) == seen)
+		bp_futex_wait(&p->bud.progress, seen, 1000000, false);
+	atomic_fetch_sub(&p->bud.waiters, 1);
 }
 
 int bp_pager_reserve_below_high(struct bypass_pager *p, uint32_t n)
 {
-	uint32_t r = atomic_load(&p->resident);
-	while (r + n <= p->high)
-		if (atomic_compare_exchange_weak(&p->resident, &r, r + n)) {
-			uint64_t peak = atomic_load_explicit(&p->peak, memory_order_relaxed);
-			while (r + n > peak && !atomic_compare_exchange_weak(&p->peak, &peak, r + n))
+	uint32_t r = atomic_load(&p->bud.resident);
+	while (r + n <= p->cfg.high)
+		if (atomic_compare_exchange_weak(&p->bud.resident, &r, r + n)) {
+			uint64_t peak = atomic_load_explicit(&p->bud.peak, memory_order_relaxed);
+			while (r + n > peak && !atomic_compare_exchange_weak(&p->bud.peak, &peak, r + n))
 				;
 			return 0;
 		}
@@ -514,11 +514,11 @@ int bp_pager_reserve_prefetch(struct bypass_pager *p, uint32_t n)
 {
 	if (!bp_pager_reserve_below_high(p, n))
 		return 0;
-	if (n > p->high - p->low || !bp_plock_trylock(&p->evict))
+	if (n > p->cfg.high - p->cfg.low || !bp_plock_trylock(&p->ev.lock))
 		return -EAGAIN;
 	/* Rounds of a batch (whatever the watermarks) until n more pages
 	 * fit below the high watermark, sparing PRIORITY pages. */
-	p->evict_noprio = true;
+	p->ev.noprio = true;
 	unsigned idx = bp_tab_enter();
 	struct ectx c = { bp_tab_get(), NULL };
 	reap(p, &c, false);
@@ -528,8 +528,8 @@ int bp_pager_reserve_prefetch(struct bypass_pager *p, uint32_t n)
 			e = 0;
 			break;
 		}
-		uint32_t res = atomic_load(&p->resident), wb = atomic_load(&p->writeback);
-		if (res - wb + n <= p->high) { /* room once write-backs end */
+		uint32_t res = atomic_load(&p->bud.resident), wb = atomic_load(&p->bud.writeback);
+		if (res - wb + n <= p->cfg.high) { /* room once write-backs end */
 			reap(p, &c, true);
 			continue;
 		}
@@ -539,8 +539,8 @@ int bp_pager_reserve_prefetch(struct bypass_pager *p, uint32_t n)
 			break;
 	}
 	bp_tab_leave(idx);
-	p->evict_noprio = false;
-	bp_plock_unlock(&p->evict);
+	p->ev.noprio = false;
+	bp_plock_unlock(&p->ev.lock);
 	return e;
 }
 
@@ -549,18 +549,18 @@ int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 	bool evicted = false;
 	uint64_t stuck = 0;
 	for (;;) {
-		uint32_t r = atomic_load(&p->resident);
-		if (r + n <= p->budget) {
-			if (must && r + n > p->high && !evicted && bp_plock_trylock(&p->evict)) {
+		uint32_t r = atomic_load(&p->bud.resident);
+		if (r + n <= p->cfg.budget) {
+			if (must && r + n > p->cfg.high && !evicted && bp_plock_trylock(&p->ev.lock)) {
 				evict_run(p, false);
-				bp_plock_unlock(&p->evict);
+				bp_plock_unlock(&p->ev.lock);
 				evicted = true;
 				continue;
 			}
-			if (atomic_compare_exchange_weak(&p->resident, &r, r + n)) {
-				uint64_t peak = atomic_load_explicit(&p->peak, memory_order_relaxed);
+			if (atomic_compare_exchange_weak(&p->bud.resident, &r, r + n)) {
+				uint64_t peak = atomic_load_explicit(&p->bud.peak, memory_order_relaxed);
 				while (r + n > peak &&
-				       !atomic_compare_exchange_weak(&p->peak, &peak, r + n))
+				       !atomic_compare_exchange_weak(&p->bud.peak, &peak, r + n))
 					;
 				return 0;
 			}
@@ -568,17 +568,17 @@ int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 		}
 		if (!must)
 			return -EAGAIN;
-		uint32_t seen = atomic_load(&p->progress);
-		if (!bp_plock_trylock(&p->evict)) {
+		uint32_t seen = atomic_load(&p->bud.progress);
+		if (!bp_plock_trylock(&p->ev.lock)) {
 			wait_progress(p, seen);
 			continue;
 		}
 		uint32_t done = evict_run(p, true);
-		bool busy = p->wb_inflight != 0;
-		bp_plock_unlock(&p->evict);
+		bool busy = p->ev.wb_inflight != 0;
+		bp_plock_unlock(&p->ev.lock);
 		/* Progress is pages freed, not write-backs started: a write
 		 * that fails keeps its page, which the next round picks again. */
-		if (atomic_load(&p->progress) != seen) {
+		if (atomic_load(&p->bud.progress) != seen) {
 			stuck = 0;
 			continue;
 		}
@@ -591,8 +591,8 @@ int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 		} else if (now - stuck > STUCK_NS) {
 			bp_err("bypass: pager: no page can be evicted (%u resident, %u "
 			       "pinned, %u under write-back, budget %u)",
-			       atomic_load(&p->resident), atomic_load(&p->pinned),
-			       atomic_load(&p->writeback), p->budget);
+			       atomic_load(&p->bud.resident), atomic_load(&p->bud.pinned),
+			       atomic_load(&p->bud.writeback), p->cfg.budget);
 			return -ENOMEM;
 		}
 		if (done || busy)
@@ -608,42 +608,42 @@ int bp_evict_init(struct bypass_pager *p)
 {
 	for (unsigned i = 0; i < PG_LRU_SHARDS; i++)
 		for (int k = 0; k < 2; k++)
-			p->lru[i].lru[k].head = p->lru[i].lru[k].tail = PG_NONE;
-	p->nwb = WB_RECORDS;
-	uint32_t scratch = p->batch > WB_MAX_PAGES ? p->batch : WB_MAX_PAGES;
-	p->wbs = calloc(p->nwb, sizeof(*p->wbs));
-	p->wb_ids = calloc((size_t)p->nwb * WB_MAX_PAGES, sizeof(uint32_t));
-	p->wb_iov = calloc((size_t)p->nwb * WB_MAX_PAGES, sizeof(struct iovec));
-	p->victims = calloc(p->batch, sizeof(uint32_t));
-	p->clean_ids = calloc(p->batch, sizeof(uint32_t));
-	p->reap_ids = calloc(WB_MAX_PAGES, sizeof(uint32_t));
-	p->dropv = calloc(scratch, sizeof(struct iovec));
-	if (!p->wbs || !p->wb_ids || !p->wb_iov || !p->victims || !p->clean_ids ||
-	    !p->reap_ids || !p->dropv)
+			p->lists.shard[i].lru[k].head = p->lists.shard[i].lru[k].tail = PG_NONE;
+	p->ev.nwb = WB_RECORDS;
+	uint32_t scratch = p->cfg.batch > WB_MAX_PAGES ? p->cfg.batch : WB_MAX_PAGES;
+	p->ev.wbs = calloc(p->ev.nwb, sizeof(*p->ev.wbs));
+	p->ev.wb_ids = calloc((size_t)p->ev.nwb * WB_MAX_PAGES, sizeof(uint32_t));
+	p->ev.wb_iov = calloc((size_t)p->ev.nwb * WB_MAX_PAGES, sizeof(struct iovec));
+	p->ev.victims = calloc(p->cfg.batch, sizeof(uint32_t));
+	p->ev.clean_ids = calloc(p->cfg.batch, sizeof(uint32_t));
+	p->ev.reap_ids = calloc(WB_MAX_PAGES, sizeof(uint32_t));
+	p->ev.dropv = calloc(scratch, sizeof(struct iovec));
+	if (!p->ev.wbs || !p->ev.wb_ids || !p->ev.wb_iov || !p->ev.victims || !p->ev.clean_ids ||
+	    !p->ev.reap_ids || !p->ev.dropv)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < p->nwb; i++) {
-		p->wbs[i].ids = p->wb_ids + (size_t)i * WB_MAX_PAGES;
-		p->wbs[i].iov = p->wb_iov + (size_t)i * WB_MAX_PAGES;
+	for (uint32_t i = 0; i < p->ev.nwb; i++) {
+		p->ev.wbs[i].ids = p->ev.wb_ids + (size_t)i * WB_MAX_PAGES;
+		p->ev.wbs[i].iov = p->ev.wb_iov + (size_t)i * WB_MAX_PAGES;
 	}
-	int e = io_uring_queue_init(RING_ENTRIES, &p->ring, 0);
+	int e = io_uring_queue_init(RING_ENTRIES, &p->ev.ring, 0);
 	if (e < 0) {
 		bp_err("bypass: pager: io_uring_queue_init: %s", strerror(-e));
 		return e;
 	}
-	p->ring_live = true;
+	p->ev.ring_live = true;
 	return 0;
 }
 
 void bp_evict_fini(struct bypass_pager *p)
 {
-	if (p->ring_live)
-		io_uring_queue_exit(&p->ring);
-	p->ring_live = false;
-	free(p->wbs);
-	free(p->wb_ids);
-	free(p->wb_iov);
-	free(p->victims);
-	free(p->clean_ids);
-	free(p->reap_ids);
-	free(p->dropv);
+	if (p->ev.ring_live)
+		io_uring_queue_exit(&p->ev.ring);
+	p->ev.ring_live = false;
+	free(p->ev.wbs);
+	free(p->ev.wb_ids);
+	free(p->ev.wb_iov);
+	free(p->ev.victims);
+	free(p->ev.clean_ids);
+	free(p->ev.reap_ids);
+	free(p->ev.dropv);
 }

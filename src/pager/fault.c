@@ -25,19 +25,19 @@ static const char zero_pages[PG_MAX_FA * PG_SIZE] __attribute__((aligned(4096)))
 
 static char *bounce_get(struct bypass_pager *p, unsigned *slot)
 {
-	unsigned words = (p->nbounce + 63) / 64;
+	unsigned words = (p->srv.nbounce + 63) / 64;
 	for (unsigned spins = 0;; spins++) {
 		for (unsigned i = 0; i < words; i++) {
-			uint64_t m = atomic_load_explicit(&p->bounce_map[i], memory_order_relaxed);
+			uint64_t m = atomic_load_explicit(&p->srv.bounce_map[i], memory_order_relaxed);
 			while (~m) {
 				unsigned b = (unsigned)__builtin_ctzll(~m);
-				if (i * 64 + b >= p->nbounce)
+				if (i * 64 + b >= p->srv.nbounce)
 					break;
 				if (atomic_compare_exchange_weak_explicit(
-					    &p->bounce_map[i], &m, m | (1ull << b),
+					    &p->srv.bounce_map[i], &m, m | (1ull << b),
 					    memory_order_acquire, memory_order_relaxed)) {
 					*slot = i * 64 + b;
-					return p->bounce + (size_t)*slot * p->ra * PG_SIZE;
+					return p->srv.bounce + (size_t)*slot * p->cfg.ra * PG_SIZE;
 				}
 			}
 		}
@@ -51,7 +51,7 @@ static char *bounce_get(struct bypass_pager *p, unsigned *slot)
 
 static void bounce_put(struct bypass_pager *p, unsigned slot)
 {
-	atomic_fetch_and_explicit(&p->bounce_map[slot / 64], ~(1ull << (slot % 64)),
+	atomic_fetch_and_explicit(&p->srv.bounce_map[slot / 64], ~(1ull << (slot % 64)),
 				  memory_order_release);
 }
 
@@ -119,7 +119,7 @@ static int resolve_other(struct bypass_pager *p, struct region *r, struct pg *pg
  * the pages just before it were touched already (an ascending stream, as
  * the kernel's fault-around assumes for file pages), the window is one
  * more than the run of touched pages behind it, so it ramps up 2, 4, 8 ...
- * up to p->fa; a fault with an untouched page before it installs only its
+ * up to p->cfg.fa; a fault with an untouched page before it installs only its
  * own page.  The window takes the following pages of the region that were
  * never touched (state ZERO) and that it can lock at once; they are locked
  * on return.
@@ -127,10 +127,10 @@ static int resolve_other(struct bypass_pager *p, struct region *r, struct pg *pg
 static uint32_t around_lock(struct bypass_pager *p, struct region *r, uint32_t id,
 			    uintptr_t pa)
 {
-	if (p->fa <= 1 || (atomic_load_explicit(&pg_of(p, id)->w, memory_order_relaxed) & PW_NORA))
+	if (p->cfg.fa <= 1 || (atomic_load_explicit(&pg_of(p, id)->w, memory_order_relaxed) & PW_NORA))
 		return 1; /* off, or a RANDOM range */
 	uint32_t back = 0, first = r->id0;
-	while (back + 1 < p->fa && id - back > first) {
+	while (back + 1 < p->cfg.fa && id - back > first) {
 		uint32_t w = atomic_load_explicit(&pg_of(p, id - back - 1)->w,
 						  memory_order_relaxed);
 		if (pg_state(w) == PS_ZERO)
@@ -203,7 +203,7 @@ unlock:
 /*
  * Read a page back.  Readahead, as Linux's: when the fault is where the
  * previous swap-in of the region ended (a sequential stream), the window
- * doubles, up to p->ra pages; any other fault resets it to one page.  The
+ * doubles, up to p->cfg.ra pages; any other fault resets it to one page.  The
  * window takes the following pages of the region that were evicted into
  * the following slots (evicted together, in order), in one read.  Only the
  * faulting page of a write fault is mapped writable (dirty); every other
@@ -221,8 +221,8 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 		win = win < 1 ? 2 : 2 * win;
 	else
 		win = 1;
-	if (win > p->ra)
-		win = p->ra;
+	if (win > p->cfg.ra)
+		win = p->cfg.ra;
 	if (atomic_load_explicit(&pg->w, memory_order_relaxed) & PW_NORA)
 		win = 1; /* a RANDOM range */
 	uint32_t k = 1, maxk = win;
@@ -252,7 +252,7 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 
 	unsigned bslot;
 	char *buf = bounce_get(p, &bslot);
-	e = pread_full(p->swap_fd, buf, (size_t)k * PG_SIZE,
+	e = pread_full(p->swap.fd, buf, (size_t)k * PG_SIZE,
 		       (off_t)(slot1 - 1) * (off_t)PG_SIZE);
 	/* All write-protected when there is readahead (one copy), then the
 	 * faulting page of a write fault is unprotected. */
@@ -273,7 +273,7 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 	stat_add(&ST(p).rd, (uint64_t)k * PG_SIZE);
 	stat_add(&ST(p).swapin, 1);
 	stat_add(&ST(p).ra, k - 1);
-	uint32_t seq = atomic_load_explicit(&p->evict_seq, memory_order_relaxed);
+	uint32_t seq = atomic_load_explicit(&p->ev.seq, memory_order_relaxed);
 	for (uint32_t j = 0; j < k; j++) {
 		struct pg *q = pg_of(p, id + j);
 		uint32_t shadow = q->prev;
@@ -344,7 +344,7 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 		bp_heat_fault(p, id, write); /* access heat (heat.h) */
 	bp_pg_unlock(pg);
 
-	uint64_t ns = ((rdtsc() - t0) << 16) / p->cyc_per_ns_q16;
+	uint64_t ns = ((rdtsc() - t0) << 16) / p->cfg.cyc_per_ns_q16;
 	unsigned b = ns ? 63 - (unsigned)__builtin_clzll(ns) : 0;
 	if (b >= BYPASS_PAGER_HIST)
 		b = BYPASS_PAGER_HIST - 1;
@@ -489,10 +489,10 @@ static void *handler_main(void *arg)
 {
 	struct bypass_pager *p = arg;
 	in_handler = true;
-	uint64_t spin_cyc = (uint64_t)(p->cyc_per_ns_q16 * 20000) >> 16; /* 20 us */
+	uint64_t spin_cyc = (uint64_t)(p->cfg.cyc_per_ns_q16 * 20000) >> 16; /* 20 us */
 	unsigned no_spin = 0; /* batches to serve without spinning after */
 	for (;;) {
-		int fds[2] = { p->uffd_thread, atomic_load(&p->uffd_pool) };
+		int fds[2] = { p->srv.uffd_thread, atomic_load(&p->eng.uffd_pool) };
 		bool broken = false;
 		size_t got = 0;
 		for (int i = 0; i < 2; i++)
@@ -522,7 +522,7 @@ static void *handler_main(void *arg)
 		}
 		struct pollfd pf[3];
 		nfds_t n = 0;
-		pf[n++] = (struct pollfd){ .fd = p->stop_fd, .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = p->srv.stop_fd, .events = POLLIN };
 		for (int i = 0; i < 2; i++)
 			if (fds[i] >= 0)
 				pf[n++] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
@@ -536,21 +536,21 @@ static void *handler_main(void *arg)
 
 int bp_pager_thread_start(struct bypass_pager *p)
 {
-	if (p->nthreads_live)
+	if (p->srv.nlive)
 		return 0;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int e = 0;
-	unsigned want = p->nthreads ? p->nthreads : 1;
-	while (p->nthreads_live < want) {
-		e = pthread_create(&p->threads[p->nthreads_live], NULL, handler_main, p);
+	unsigned want = p->cfg.nthreads ? p->cfg.nthreads : 1;
+	while (p->srv.nlive < want) {
+		e = pthread_create(&p->srv.threads[p->srv.nlive], NULL, handler_main, p);
 		if (e)
 			break;
-		p->nthreads_live++;
+		p->srv.nlive++;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (e && !p->nthreads_live)
+	if (e && !p->srv.nlive)
 		return -e;
 	/*
 	 * From now on a thread may block in a fault until a handler thread
@@ -559,24 +559,24 @@ int bp_pager_thread_start(struct bypass_pager *p)
 	 * already under way finish now, while no handler-served region of
 	 * this pager exists that their threads could be blocked on.
 	 */
-	atomic_store(&p->sync_wb, true);
-	if (p->ring_live) {
-		bp_plock_lock(&p->evict);
+	atomic_store(&p->ev.sync_wb, true);
+	if (p->ev.ring_live) {
+		bp_plock_lock(&p->ev.lock);
 		bp_evict_drain(p);
-		bp_plock_unlock(&p->evict);
+		bp_plock_unlock(&p->ev.lock);
 	}
 	return 0;
 }
 
 void bp_pager_thread_stop(struct bypass_pager *p)
 {
-	if (!p->nthreads_live)
+	if (!p->srv.nlive)
 		return;
 	uint64_t one = 1;
-	ssize_t n = write(p->stop_fd, &one, sizeof(one));
+	ssize_t n = write(p->srv.stop_fd, &one, sizeof(one));
 	(void)n;
-	for (unsigned i = 0; i < p->nthreads_live; i++)
-		pthread_join(p->threads[i], NULL);
-	p->nthreads_live = 0;
-	n = read(p->stop_fd, &one, sizeof(one)); /* reset, for a restart */
+	for (unsigned i = 0; i < p->srv.nlive; i++)
+		pthread_join(p->srv.threads[i], NULL);
+	p->srv.nlive = 0;
+	n = read(p->srv.stop_fd, &one, sizeof(one)); /* reset, for a restart */
 }

@@ -37,7 +37,7 @@ static int check_owner(struct bypass_pager *p)
 {
 	if (!p)
 		return -EINVAL;
-	return p->gen != bp_fork_gen() ? -ECHILD : 0;
+	return p->cfg.gen != bp_fork_gen() ? -ECHILD : 0;
 }
 
 /* ------------------------------------------------------------ the written source */
@@ -459,7 +459,7 @@ static int heat_alloc(struct bypass_pager *p, struct bp_heat **out)
 	if (!h)
 		return -ENOMEM;
 	h->p = p;
-	h->npages = p->swap_pages;
+	h->npages = p->swap.pages;
 	h->maplen = ((size_t)h->npages * 4 + PG_SIZE - 1) & ~(PG_SIZE - 1);
 	void *m = mmap(NULL, h->maplen, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -786,7 +786,7 @@ void bp_heat_free(struct bypass_pager *p)
 	if (!h)
 		return;
 	atomic_store(&p->heat, NULL);
-	if (p->gen == bp_fork_gen()) {
+	if (p->cfg.gen == bp_fork_gen()) {
 		heat_stop_locked(h); /* create failed after enabling, or destroy did it */
 		pthread_mutex_destroy(&h->lock);
 	}

@@ -36,7 +36,7 @@ struct bp_damon;
 
 struct bp_heat {
 	struct bypass_pager *p;
-	uint32_t npages;           /* page ids: p->swap_pages */
+	uint32_t npages;           /* page ids: p->swap.pages */
 	_Atomic uint8_t *hit;      /* per page id, HEAT_HIT_* */
 	_Atomic uint16_t *score;   /* per page id, decayed heat */
 	uint8_t *tmp;              /* per page id, this round (sampler only):

@@ -52,7 +52,7 @@ static void list_push_tail(struct bypass_pager *p, struct lru *l, uint32_t id)
 
 static inline struct lru_shard *shard_of(struct bypass_pager *p, uint32_t id)
 {
-	return &p->lru[(id >> PG_LRU_RUN) % PG_LRU_SHARDS];
+	return &p->lists.shard[(id >> PG_LRU_RUN) % PG_LRU_SHARDS];
 }
 
 static void lru_add_locked(struct bypass_pager *p, struct lru_shard *sh, uint32_t id,
@@ -86,7 +86,7 @@ void bp_lru_add_refault(struct bypass_pager *p, uint32_t id, uint32_t dist)
 	/* the active lists' length, all shards (read without their locks) */
 	uint32_t active = 0;
 	for (unsigned i = 0; i < PG_LRU_SHARDS; i++)
-		active += atomic_load_explicit(&p->lru[i].lru[1].count, memory_order_relaxed);
+		active += atomic_load_explicit(&p->lists.shard[i].lru[1].count, memory_order_relaxed);
 	struct lru_shard *sh = shard_of(p, id);
 	bp_spin_lock(&sh->lock);
 	lru_add_locked(p, sh, id, dist <= active);
@@ -126,7 +126,7 @@ static bool victim_take(struct bypass_pager *p, uint32_t id)
 	struct pg *pg = pg_of(p, id);
 	uint32_t w = atomic_load(&pg->w);
 	if (!(w & PW_LRU) || pg_state(w) != PS_RESIDENT || (w & PW_LOCK) ||
-	    (p->evict_noprio && ((w & PW_PRIO) || (w & (PW_PF | PW_PFAGED)) == PW_PF)) ||
+	    (p->ev.noprio && ((w & PW_PRIO) || (w & (PW_PF | PW_PFAGED)) == PW_PF)) ||
 	    !bp_pg_trylock(pg))
 		return false;
 	struct lru_shard *sh = shard_of(p, id);
@@ -195,7 +195,7 @@ static uint32_t select_shard(struct bypass_pager *p, struct lru_shard *sh, uint3
 			pg_set(pg, PW_ACTIVE);
 			continue;
 		}
-		if (p->evict_noprio && (w & PW_PF) && !(w & PW_PFAGED)) {
+		if (p->ev.noprio && (w & PW_PF) && !(w & PW_PFAGED)) {
 			/* once round the inactive list first */
 			list_push(p, in, id);
 			pg_set(pg, PW_PFAGED);
@@ -234,14 +234,14 @@ static uint32_t select_2q(struct bypass_pager *p, uint32_t want, uint32_t *out, 
 	uint32_t n = 0;
 	for (unsigned i = 0; i <= PG_LRU_SHARDS && n < want; i++) {
 		uint32_t ask = want - n;
-		if (ask > run - p->lru_taken)
-			ask = run - p->lru_taken;
-		uint32_t got = select_shard(p, &p->lru[p->lru_cursor], ask, out + n, prio, passed);
+		if (ask > run - p->lists.taken)
+			ask = run - p->lists.taken;
+		uint32_t got = select_shard(p, &p->lists.shard[p->lists.cursor], ask, out + n, prio, passed);
 		n += got;
-		p->lru_taken += got;
-		if (got < ask || p->lru_taken >= run) {
-			p->lru_cursor = (p->lru_cursor + 1) % PG_LRU_SHARDS;
-			p->lru_taken = 0;
+		p->lists.taken += got;
+		if (got < ask || p->lists.taken >= run) {
+			p->lists.cursor = (p->lists.cursor + 1) % PG_LRU_SHARDS;
+			p->lists.taken = 0;
 		}
 	}
 	return n;
@@ -251,7 +251,7 @@ static uint32_t select_2q(struct bypass_pager *p, uint32_t want, uint32_t *out, 
  * The victims of a round, in this order: DONTNEED pages, the policy's
  * choice (checked, policy.c), 2Q; PRIORITY pages only if none of these
  * gave any while the resident pages not under write-back are at the high
- * watermark (not to get down to the low one), and never for the prefetcher (p->evict_noprio).
+ * watermark (not to get down to the low one), and never for the prefetcher (p->ev.noprio).
  * A 2Q pass that found nothing but passed other pages (referenced ones
  * lose their bit and are activated, locked ones are left) is followed by
  * another (up to PG_PRIO_PASSES): those pages are not PRIORITY and can be
@@ -263,7 +263,7 @@ uint32_t bp_select_victims(struct bypass_pager *p, uint32_t want, uint32_t *out)
 {
 	uint32_t n = 0;
 	for (unsigned i = 0; i < PG_LRU_SHARDS && n < want; i++)
-		n += select_cold(p, &p->lru[i], want - n, out + n);
+		n += select_cold(p, &p->lists.shard[i], want - n, out + n);
 	if (n < want)
 		n += bp_policy_victims(p, out + n, want - n, victim_take);
 	for (int pass = 0; n < want && pass < PG_PRIO_PASSES; pass++) {
@@ -272,8 +272,8 @@ uint32_t bp_select_victims(struct bypass_pager *p, uint32_t want, uint32_t *out)
 		if (n || !passed)
 			break;
 	}
-	if (!n && !p->evict_noprio &&
-	    atomic_load(&p->resident) - atomic_load(&p->writeback) >= p->high) {
+	if (!n && !p->ev.noprio &&
+	    atomic_load(&p->bud.resident) - atomic_load(&p->bud.writeback) >= p->cfg.high) {
 		uint32_t passed = 0;
 		n = select_2q(p, want, out, true, &passed);
 	}

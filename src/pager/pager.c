@@ -20,16 +20,16 @@
 
 static int id_alloc(struct bypass_pager *p, uint32_t n, uint32_t *out)
 {
-	for (size_t i = 0; i < p->nidfree; i++) {
-		if (p->idfree[i].len < n)
+	for (size_t i = 0; i < p->ids.n; i++) {
+		if (p->ids.ext[i].len < n)
 			continue;
-		*out = p->idfree[i].start;
-		p->idfree[i].start += n;
-		p->idfree[i].len -= n;
-		if (!p->idfree[i].len) {
-			memmove(&p->idfree[i], &p->idfree[i + 1],
-				(p->nidfree - i - 1) * sizeof(p->idfree[0]));
-			p->nidfree--;
+		*out = p->ids.ext[i].start;
+		p->ids.ext[i].start += n;
+		p->ids.ext[i].len -= n;
+		if (!p->ids.ext[i].len) {
+			memmove(&p->ids.ext[i], &p->ids.ext[i + 1],
+				(p->ids.n - i - 1) * sizeof(p->ids.ext[0]));
+			p->ids.n--;
 		}
 		return 0;
 	}
@@ -39,40 +39,40 @@ static int id_alloc(struct bypass_pager *p, uint32_t n, uint32_t *out)
 static void id_free(struct bypass_pager *p, uint32_t start, uint32_t n)
 {
 	size_t i = 0;
-	while (i < p->nidfree && p->idfree[i].start < start)
+	while (i < p->ids.n && p->ids.ext[i].start < start)
 		i++;
-	bool left = i > 0 && p->idfree[i - 1].start + p->idfree[i - 1].len == start;
-	bool right = i < p->nidfree && start + n == p->idfree[i].start;
+	bool left = i > 0 && p->ids.ext[i - 1].start + p->ids.ext[i - 1].len == start;
+	bool right = i < p->ids.n && start + n == p->ids.ext[i].start;
 	if (left && right) {
-		p->idfree[i - 1].len += n + p->idfree[i].len;
-		memmove(&p->idfree[i], &p->idfree[i + 1],
-			(p->nidfree - i - 1) * sizeof(p->idfree[0]));
-		p->nidfree--;
+		p->ids.ext[i - 1].len += n + p->ids.ext[i].len;
+		memmove(&p->ids.ext[i], &p->ids.ext[i + 1],
+			(p->ids.n - i - 1) * sizeof(p->ids.ext[0]));
+		p->ids.n--;
 	} else if (left) {
-		p->idfree[i - 1].len += n;
+		p->ids.ext[i - 1].len += n;
 	} else if (right) {
-		p->idfree[i].start = start;
-		p->idfree[i].len += n;
+		p->ids.ext[i].start = start;
+		p->ids.ext[i].len += n;
 	} else {
 		/* Room for one more extent was kept free in advance. */
-		memmove(&p->idfree[i + 1], &p->idfree[i],
-			(p->nidfree - i) * sizeof(p->idfree[0]));
-		p->idfree[i].start = start;
-		p->idfree[i].len = n;
-		p->nidfree++;
+		memmove(&p->ids.ext[i + 1], &p->ids.ext[i],
+			(p->ids.n - i) * sizeof(p->ids.ext[0]));
+		p->ids.ext[i].start = start;
+		p->ids.ext[i].len = n;
+		p->ids.n++;
 	}
 }
 
 static int id_reserve_extent(struct bypass_pager *p)
 {
-	if (p->nidfree + 1 < p->capidfree)
+	if (p->ids.n + 1 < p->ids.cap)
 		return 0;
-	size_t cap = p->capidfree ? p->capidfree * 2 : 16;
-	void *n = realloc(p->idfree, cap * sizeof(p->idfree[0]));
+	size_t cap = p->ids.cap ? p->ids.cap * 2 : 16;
+	void *n = realloc(p->ids.ext, cap * sizeof(p->ids.ext[0]));
 	if (!n)
 		return -ENOMEM;
-	p->idfree = n;
-	p->capidfree = cap;
+	p->ids.ext = n;
+	p->ids.cap = cap;
 	return 0;
 }
 
@@ -87,25 +87,25 @@ static void pager_free(struct bypass_pager *p, bool child)
 	}
 	bp_heat_free(p); /* access heat (heat.h) */
 	bp_evict_fini(p);
-	if (p->uffd_sigbus >= 0)
-		close(p->uffd_sigbus);
-	if (p->uffd_thread >= 0)
-		close(p->uffd_thread);
-	if (atomic_load(&p->uffd_pool) >= 0)
-		close(atomic_load(&p->uffd_pool));
-	if (p->stop_fd >= 0)
-		close(p->stop_fd);
-	if (p->swap_fd >= 0)
-		close(p->swap_fd);
-	if (p->pidfd_owned >= 0)
-		close(p->pidfd_owned);
+	if (p->srv.uffd_sigbus >= 0)
+		close(p->srv.uffd_sigbus);
+	if (p->srv.uffd_thread >= 0)
+		close(p->srv.uffd_thread);
+	if (atomic_load(&p->eng.uffd_pool) >= 0)
+		close(atomic_load(&p->eng.uffd_pool));
+	if (p->srv.stop_fd >= 0)
+		close(p->srv.stop_fd);
+	if (p->swap.fd >= 0)
+		close(p->swap.fd);
+	if (p->ev.pidfd_owned >= 0)
+		close(p->ev.pidfd_owned);
 	if (p->pages)
 		munmap(p->pages, p->pages_len);
-	if (p->bounce)
-		munmap(p->bounce, (size_t)p->nbounce * p->ra * PG_SIZE);
-	free(p->bounce_map);
-	free((void *)p->slotmap);
-	free(p->idfree);
+	if (p->srv.bounce)
+		munmap(p->srv.bounce, (size_t)p->srv.nbounce * p->cfg.ra * PG_SIZE);
+	free(p->srv.bounce_map);
+	free((void *)p->swap.slotmap);
+	free(p->ids.ext);
 	if (!child)
 		pthread_mutex_destroy(&p->lock);
 	free(p);
@@ -118,21 +118,21 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	struct bypass_pager *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->swap_fd = p->uffd_sigbus = p->uffd_thread = p->stop_fd = -1;
-	atomic_init(&p->uffd_pool, -1);
-	p->pidfd = p->pidfd_owned = -1;
+	p->swap.fd = p->srv.uffd_sigbus = p->srv.uffd_thread = p->srv.stop_fd = -1;
+	atomic_init(&p->eng.uffd_pool, -1);
+	p->ev.pidfd = p->ev.pidfd_owned = -1;
 	pthread_mutex_init(&p->lock, NULL);
 	bp_pid();
-	p->gen = bp_fork_gen();
+	p->cfg.gen = bp_fork_gen();
 	int e = bp_check_config(cfg, p);
 	if (e)
 		goto fail;
 	bp_engine_config(p);
 	/* before any handler thread starts: they read it */
 	uint64_t hz = bypass_tsc_hz();
-	p->cyc_per_ns_q16 = hz ? (hz << 16) / 1000000000ull : 1ull << 16;
-	if (!p->cyc_per_ns_q16)
-		p->cyc_per_ns_q16 = 1;
+	p->cfg.cyc_per_ns_q16 = hz ? (hz << 16) / 1000000000ull : 1ull << 16;
+	if (!p->cfg.cyc_per_ns_q16)
+		p->cfg.cyc_per_ns_q16 = 1;
 
 	uint64_t avail = 0;
 	e = bp_uffd_features_available(&avail);
@@ -144,23 +144,23 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 		goto fail;
 	}
 	if (!(avail & UFFD_FEATURE_PAGEFAULT_FLAG_WP) ||
-	    (p->mode != BYPASS_PAGER_HANDLER && !(avail & UFFD_FEATURE_SIGBUS))) {
+	    (p->cfg.mode != BYPASS_PAGER_HANDLER && !(avail & UFFD_FEATURE_SIGBUS))) {
 		bp_err("bypass: pager: userfaultfd lacks write-protect or SIGBUS mode "
 		       "(features %#llx)", (unsigned long long)avail);
 		e = -EOPNOTSUPP;
 		goto fail;
 	}
-	p->uffd_avail = avail;
-	if (p->mode != BYPASS_PAGER_HANDLER) {
+	p->cfg.uffd_avail = avail;
+	if (p->cfg.mode != BYPASS_PAGER_HANDLER) {
 		/* Kernel-mode faults fail with EFAULT in SIGBUS mode anyway, so
 		 * user-mode-only costs nothing and needs no privilege. */
-		p->uffd_sigbus = bp_uffd_open(true);
-		if (p->uffd_sigbus < 0) {
-			e = p->uffd_sigbus;
+		p->srv.uffd_sigbus = bp_uffd_open(true);
+		if (p->srv.uffd_sigbus < 0) {
+			e = p->srv.uffd_sigbus;
 			bp_err("bypass: pager: userfaultfd: %s", strerror(-e));
 			goto fail;
 		}
-		e = bp_uffd_setup(p->uffd_sigbus,
+		e = bp_uffd_setup(p->srv.uffd_sigbus,
 			       UFFD_FEATURE_SIGBUS | UFFD_FEATURE_PAGEFAULT_FLAG_WP);
 		if (!e)
 			e = bp_pager_hook_install();
@@ -176,7 +176,7 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	if (e)
 		goto fail;
 
-	p->pages_len = ((size_t)p->swap_pages * sizeof(struct pg) + PG_SIZE - 1) &
+	p->pages_len = ((size_t)p->swap.pages * sizeof(struct pg) + PG_SIZE - 1) &
 		       ~(PG_SIZE - 1);
 	p->pages = mmap(NULL, p->pages_len, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -185,33 +185,33 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 		e = -ENOMEM;
 		goto fail;
 	}
-	uint32_t words = (p->swap_pages + 63) / 64;
-	p->slotmap = calloc(words, sizeof(uint64_t));
-	if (!p->slotmap) {
+	uint32_t words = (p->swap.pages + 63) / 64;
+	p->swap.slotmap = calloc(words, sizeof(uint64_t));
+	if (!p->swap.slotmap) {
 		e = -ENOMEM;
 		goto fail;
 	}
-	if (p->swap_pages % 64) /* slots past the end are never free */
-		atomic_store(&p->slotmap[words - 1], ~0ull << (p->swap_pages % 64));
+	if (p->swap.pages % 64) /* slots past the end are never free */
+		atomic_store(&p->swap.slotmap[words - 1], ~0ull << (p->swap.pages % 64));
 	e = id_reserve_extent(p);
 	if (e)
 		goto fail;
-	p->idfree[0].start = 0;
-	p->idfree[0].len = p->swap_pages;
-	p->nidfree = 1;
+	p->ids.ext[0].start = 0;
+	p->ids.ext[0].len = p->swap.pages;
+	p->ids.n = 1;
 
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	p->nbounce = (uint32_t)(ncpu > 0 ? 4 * ncpu : 16);
-	if (p->nbounce < 16)
-		p->nbounce = 16;
-	if (p->nbounce > 128)
-		p->nbounce = 128;
-	p->bounce = mmap(NULL, (size_t)p->nbounce * p->ra * PG_SIZE, PROT_READ | PROT_WRITE,
+	p->srv.nbounce = (uint32_t)(ncpu > 0 ? 4 * ncpu : 16);
+	if (p->srv.nbounce < 16)
+		p->srv.nbounce = 16;
+	if (p->srv.nbounce > 128)
+		p->srv.nbounce = 128;
+	p->srv.bounce = mmap(NULL, (size_t)p->srv.nbounce * p->cfg.ra * PG_SIZE, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	p->bounce_map = calloc((p->nbounce + 63) / 64, sizeof(uint64_t));
-	if (p->bounce == MAP_FAILED || !p->bounce_map) {
-		if (p->bounce == MAP_FAILED)
-			p->bounce = NULL;
+	p->srv.bounce_map = calloc((p->srv.nbounce + 63) / 64, sizeof(uint64_t));
+	if (p->srv.bounce == MAP_FAILED || !p->srv.bounce_map) {
+		if (p->srv.bounce == MAP_FAILED)
+			p->srv.bounce = NULL;
 		e = -ENOMEM;
 		goto fail;
 	}
@@ -219,28 +219,28 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	e = bp_evict_init(p);
 	if (e)
 		goto fail;
-	p->pidfd_owned = (int)syscall(SYS_pidfd_open, bp_pid(), 0);
-	p->pidfd = p->pidfd_owned;
+	p->ev.pidfd_owned = (int)syscall(SYS_pidfd_open, bp_pid(), 0);
+	p->ev.pidfd = p->ev.pidfd_owned;
 
 
-	if (p->mode == BYPASS_PAGER_ADAPTIVE) {
+	if (p->cfg.mode == BYPASS_PAGER_ADAPTIVE) {
 		e = bp_engine_start(p);
 		if (e)
 			goto fail;
 	}
 	bp_info("bypass: pager: %s mode, budget %u pages (high %u, low %u, batch %u), "
 		"swap %s: %u pages%s, readahead %u",
-		p->mode == BYPASS_PAGER_UPCALL ? "upcall" : p->mode == BYPASS_PAGER_HANDLER ? "handler"
-		: p->force == BP_ENGINE_POOL ? "adaptive (forced: pool)"
-		: p->force == BP_ENGINE_FLIP ? "adaptive (switching every interval)" : "adaptive",
-		p->budget, p->high,
-		p->low, p->batch, cfg->swap_path, p->swap_pages,
-		p->direct ? " O_DIRECT" : "", p->ra);
+		p->cfg.mode == BYPASS_PAGER_UPCALL ? "upcall" : p->cfg.mode == BYPASS_PAGER_HANDLER ? "handler"
+		: p->eng.force == BP_ENGINE_POOL ? "adaptive (forced: pool)"
+		: p->eng.force == BP_ENGINE_FLIP ? "adaptive (switching every interval)" : "adaptive",
+		p->cfg.budget, p->cfg.high,
+		p->cfg.low, p->cfg.batch, cfg->swap_path, p->swap.pages,
+		p->swap.direct ? " O_DIRECT" : "", p->cfg.ra);
 	bp_heat_env(p); /* access heat: BYPASS_PAGER_HEAT (heat.h) */
 	*out = p;
 	return 0;
 fail:
-	if (p->swap_created) /* not the caller's file: ours, half made */
+	if (p->swap.created) /* not the caller's file: ours, half made */
 		unlink(cfg->swap_path);
 	pager_free(p, false);
 	return e;
@@ -252,7 +252,7 @@ static int check_owner(struct bypass_pager *p)
 {
 	if (!p)
 		return -EINVAL;
-	if (p->gen != bp_fork_gen())
+	if (p->cfg.gen != bp_fork_gen())
 		return -ECHILD;
 	return 0;
 }
@@ -266,24 +266,24 @@ int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr
 	    (flags & ~BYPASS_PAGER_MAP_HANDLER))
 		return -EINVAL;
 	size_t np = length >> PG_SHIFT;
-	bool handler = p->mode == BYPASS_PAGER_HANDLER || (flags & BYPASS_PAGER_MAP_HANDLER);
+	bool handler = p->cfg.mode == BYPASS_PAGER_HANDLER || (flags & BYPASS_PAGER_MAP_HANDLER);
 	void *m = MAP_FAILED;
 	uint32_t id0 = 0;
 	bool have_id = false;
 	struct region *r = NULL;
 
 	pthread_mutex_lock(&p->lock);
-	if (np > p->swap_pages - p->mapped) {
+	if (np > p->swap.pages - p->ids.mapped) {
 		bp_err("bypass: pager: mapping %zu bytes would exceed the swap file "
-		       "(%u of %u pages mapped already)", length, p->mapped, p->swap_pages);
+		       "(%u of %u pages mapped already)", length, p->ids.mapped, p->swap.pages);
 		e = -ENOSPC;
 		goto out;
 	}
-	if (handler && p->uffd_thread < 0) {
+	if (handler && p->srv.uffd_thread < 0) {
 		/* Handler threads already serving the adaptive engine's pool
 		 * poll the descriptors they found when they started: stop them
 		 * and start them again (below) to read this one too. */
-		bool restart = p->nthreads_live != 0;
+		bool restart = p->srv.nlive != 0;
 		if (restart)
 			bp_pager_thread_stop(p);
 		e = bp_open_thread_uffd(p);
@@ -319,9 +319,9 @@ int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr
 		e = -errno;
 		goto out;
 	}
-	bool adaptive = !handler && p->mode == BYPASS_PAGER_ADAPTIVE;
-	bool pooled = adaptive && atomic_load(&p->pool_now);
-	int uffd = handler ? p->uffd_thread : pooled ? atomic_load(&p->uffd_pool) : p->uffd_sigbus;
+	bool adaptive = !handler && p->cfg.mode == BYPASS_PAGER_ADAPTIVE;
+	bool pooled = adaptive && atomic_load(&p->eng.pool_now);
+	int uffd = handler ? p->srv.uffd_thread : pooled ? atomic_load(&p->eng.uffd_pool) : p->srv.uffd_sigbus;
 	e = bp_uffd_register(uffd, (uintptr_t)m, length);
 	if (e) {
 		bp_err("bypass: pager: UFFDIO_REGISTER: %s", strerror(-e));
@@ -339,11 +339,11 @@ int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr
 	atomic_init(&r->uffd, uffd);
 	atomic_init(&r->handler, handler || pooled);
 	r->adaptive = adaptive;
-	r->gen = p->gen;
+	r->gen = p->cfg.gen;
 	e = bp_tab_replace(NULL, 0, &r, 1);
 	if (e)
 		goto out;
-	p->mapped += (uint32_t)np;
+	p->ids.mapped += (uint32_t)np;
 	*addr = m;
 	bp_debug("bypass: pager: mapped %p, %zu pages, ids %u.., %s", m, np, id0,
 		 handler ? "handler thread" : "upcall");
@@ -393,7 +393,7 @@ static int unmap_locked(struct bypass_pager *p, struct region *r, uintptr_t a, s
 	/* No fault handler can reach the hole now; finish the write-backs
 	 * in flight, then forget its pages. */
 	uint32_t hid = region_id(r, a), hn = (uint32_t)(len >> PG_SHIFT);
-	bp_plock_lock(&p->evict);
+	bp_plock_lock(&p->ev.lock);
 	bp_evict_drain(p);
 	uint32_t res = 0, pins = 0;
 	for (uint32_t id = hid; id < hid + hn; id++) {
@@ -404,20 +404,20 @@ static int unmap_locked(struct bypass_pager *p, struct region *r, uintptr_t a, s
 		unsigned st = pg_state(w);
 		if (st == PS_RESIDENT || st == PS_WRITEBACK)
 			res++;
-		pins += (w >> PW_PIN_SHIFT) != 0; /* p->pinned counts pages, not pins */
+		pins += (w >> PW_PIN_SHIFT) != 0; /* p->bud.pinned counts pages, not pins */
 		bp_slot_free(p, pg);
 		atomic_store(&pg->w, 0);
 		pg->prev = pg->next = 0;
 	}
-	atomic_fetch_sub(&p->resident, res);
-	atomic_fetch_sub(&p->pinned, pins);
+	atomic_fetch_sub(&p->bud.resident, res);
+	atomic_fetch_sub(&p->bud.pinned, pins);
 	bp_heat_forget(p, hid, hn); /* access heat (heat.h) */
-	bp_plock_unlock(&p->evict);
+	bp_plock_unlock(&p->ev.lock);
 	bp_policy_unmap(p, hid, hn);
 	bp_pager_progress(p);
 	munmap((void *)a, len);
 	id_free(p, hid, hn);
-	p->mapped -= hn;
+	p->ids.mapped -= hn;
 	free(r);
 	return 0;
 nomem:
@@ -456,7 +456,7 @@ int bypass_pager_destroy(bypass_pager *p)
 {
 	if (!p)
 		return -EINVAL;
-	if (p->gen != bp_fork_gen()) {
+	if (p->cfg.gen != bp_fork_gen()) {
 		/*
 		 * A forked child: the regions are not mapped here (the table
 		 * forgot them at fork) and the parent's threads and locks do
@@ -513,15 +513,15 @@ static int pin_page(struct bypass_pager *p, struct region *r, uintptr_t a, bool 
 				return -ENOMEM;
 			}
 			if (!pins) {
-				uint32_t n = atomic_load(&p->pinned);
+				uint32_t n = atomic_load(&p->bud.pinned);
 				do {
-					if (n + 1 > p->budget / 2) {
+					if (n + 1 > p->cfg.budget / 2) {
 						bp_pg_unlock(pg);
 						bp_err("bypass: pager: pinning more than half the "
-						       "budget (%u pages)", p->budget / 2);
+						       "budget (%u pages)", p->cfg.budget / 2);
 						return -ENOMEM;
 					}
-				} while (!atomic_compare_exchange_weak(&p->pinned, &n, n + 1));
+				} while (!atomic_compare_exchange_weak(&p->bud.pinned, &n, n + 1));
 				bp_lru_del(p, id);
 			}
 			atomic_fetch_add(&pg->w, PW_PIN_ONE);
@@ -546,7 +546,7 @@ static void unpin_page(struct bypass_pager *p, struct region *r, uintptr_t a)
 	if (w >> PW_PIN_SHIFT) {
 		w = atomic_fetch_sub(&pg->w, PW_PIN_ONE) - PW_PIN_ONE;
 		if (!(w >> PW_PIN_SHIFT)) {
-			atomic_fetch_sub(&p->pinned, 1);
+			atomic_fetch_sub(&p->bud.pinned, 1);
 			if (pg_state(w) == PS_RESIDENT)
 				bp_lru_add(p, id, false);
 		}
@@ -591,7 +591,7 @@ int bypass_pager_pin(bypass_pager *p, void *addr, size_t length, unsigned flags)
 		return e < 0 ? e : 0;
 	/* An engine switch never starts while a pin is under way or pages
 	 * are pinned; one that started before is waited for below. */
-	atomic_fetch_add(&p->pinning, 1);
+	atomic_fetch_add(&p->eng.pinning, 1);
 	unsigned idx = bp_tab_enter();
 	struct regtab *t = bp_tab_get();
 	e = range_check(p, t, start, end);
@@ -608,7 +608,7 @@ int bypass_pager_pin(bypass_pager *p, void *addr, size_t length, unsigned flags)
 		a = r->end;
 	}
 	bp_tab_leave(idx);
-	atomic_fetch_sub(&p->pinning, 1);
+	atomic_fetch_sub(&p->eng.pinning, 1);
 	return e;
 }
 
@@ -650,20 +650,20 @@ int bypass_pager_stats(bypass_pager *p, struct bypass_pager_stats *st)
 	st->bytes_read = ST_SUM(p, rd);
 	st->bytes_written = ST_SUM(p, wr);
 	st->write_errors = ST_SUM(p, wr_err);
-	st->resident_pages = LD(p->resident);
-	st->resident_peak = LD(p->peak);
-	st->pinned_pages = LD(p->pinned);
-	st->budget_pages = p->budget;
-	st->swap_pages = p->swap_pages;
-	st->swap_used = LD(p->swap_used);
-	st->mapped_pages = LD(p->mapped);
+	st->resident_pages = LD(p->bud.resident);
+	st->resident_peak = LD(p->bud.peak);
+	st->pinned_pages = LD(p->bud.pinned);
+	st->budget_pages = p->cfg.budget;
+	st->swap_pages = p->swap.pages;
+	st->swap_used = LD(p->swap.used);
+	st->mapped_pages = LD(p->ids.mapped);
 	for (int i = 0; i < BYPASS_PAGER_HIST; i++)
 		st->lat_hist[i] = ST_SUM(p, hist[i]);
 	st->lat_count = ST_SUM(p, lat_count);
 	st->lat_sum_ns = ST_SUM(p, lat_sum_ns);
 	st->faultaround_pages = ST_SUM(p, fa);
 	st->engine_switches = ST_SUM(p, switches);
-	st->engine_pool = atomic_load(&p->pool_now);
+	st->engine_pool = atomic_load(&p->eng.pool_now);
 	st->prefetch_pages = ST_SUM(p, pf);
 	st->prefetch_used = ST_SUM(p, pf_used);
 	st->policy_rejects = ST_SUM(p, rejects);

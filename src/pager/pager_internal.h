@@ -207,42 +207,56 @@ struct wb {           /* one write-back request in flight */
 	struct iovec *iov;
 };
 
-struct bypass_pager {
-	/* configuration */
-	uint32_t budget, high, low, batch, ra;
-	uint32_t fa;        /* fault-around pages (1 = off) */
-	uint32_t swap_pages;
-	int mode;
-	unsigned gen;       /* fork generation at creation */
-	int swap_fd;
-	bool direct;        /* swap file opened O_DIRECT */
-	bool swap_created;  /* SWAP_CREATE made the file (removed if create fails) */
-	int uffd_sigbus;    /* upcall userfaultfd, or -1 */
-	int uffd_thread;    /* handler-thread userfaultfd, or -1 */
-	int pidfd;          /* for process_madvise, or -1 if unusable */
-	int pidfd_owned;    /* the descriptor to close */
+/*
+ * A pager is composed of the parts below, each owned by one file: only the
+ * owner changes it (others read, where its comment allows), and its locking
+ * rule is stated once, here.  pager.c composes them (create, destroy).
+ */
+
+/* Configuration (setup.c: bp_check_config, and pager.c at create).
+ * Written before the pager is returned (and before any of its threads
+ * starts), read-only afterwards: read anywhere without a lock. */
+struct pg_config {
+	uint32_t budget, high, low, batch, ra; /* pages */
+	uint32_t fa;         /* fault-around pages (1 = off) */
+	int mode;            /* enum bypass_pager_mode, after the engine option */
+	unsigned gen;        /* fork generation at creation */
+	unsigned nthreads;   /* handler threads to start */
 	uint64_t uffd_avail; /* userfaultfd features of this kernel */
 	uint64_t cyc_per_ns_q16; /* TSC cycles per ns, 16.16 fixed point */
-	_Atomic(struct bp_heat *) heat; /* access heat (heat.h), NULL until enabled */
+};
 
-	/* page metadata, indexed by page id; ids are handed out per region */
-	struct pg *pages;
-	size_t pages_len;   /* bytes mapped for pages[] */
+/* Page ids and the size mapped (pager.c: map, unmap).  Under p->lock,
+ * except mapped, which anyone may read (atomically). */
+struct pg_ids {
+	struct { uint32_t start, len; } *ext; /* free id extents, sorted */
+	size_t n, cap;
+	_Atomic uint32_t mapped; /* pages in regions */
+};
 
-	/* map/unmap, id allocator, handler thread (never in a fault) */
-	pthread_mutex_t lock;
-	struct { uint32_t start, len; } *idfree; /* free id extents, sorted */
-	size_t nidfree, capidfree;
-	_Atomic uint32_t mapped; /* pages in regions (changed under lock) */
+/* Serving faults (fault.c): the userfaultfds, the handler threads and the
+ * bounce buffers.  The descriptors are set at create (uffd_thread also by
+ * the first BYPASS_PAGER_MAP_HANDLER map, under p->lock) and closed at
+ * destroy; the threads start and stop under p->lock; the bounce buffers
+ * are taken and given back with atomics (bounce_map), from any context. */
+struct pg_serve {
+	int uffd_sigbus;     /* upcall userfaultfd, or -1 */
+	int uffd_thread;     /* handler-thread userfaultfd, or -1 */
 	pthread_t threads[PG_MAX_THREADS]; /* handler threads */
-	unsigned nthreads;  /* how many to start */
-	unsigned nthreads_live;
-	int stop_fd;        /* eventfd that stops the handler threads */
+	unsigned nlive;      /* handler threads running */
+	int stop_fd;         /* eventfd that stops the handler threads */
+	char *bounce;        /* swap-in buffers (fault path: no malloc) */
+	uint32_t nbounce;
+	_Atomic uint64_t *bounce_map;
+};
 
-	/* the engine (engine.c): adaptive pagers serve their regions by
-	 * upcalls or by the handler threads reading uffd_pool, switching
-	 * between the two from what they measure */
-	int force;          /* enum bp_engine_force */
+/* The engine (engine.c): adaptive pagers serve their regions by upcalls or
+ * by the handler threads reading uffd_pool, switching between the two from
+ * what they measure.  force and uffd_pool are set at create; the monitor
+ * thread alone switches (under p->lock); the rest are atomics any thread
+ * updates on the fault path. */
+struct pg_engine {
+	int force;           /* enum bp_engine_force */
 	_Atomic int uffd_pool; /* user-mode-only, no SIGBUS; -1 if none */
 	_Atomic bool pool_now; /* adaptive regions are on the pool */
 	_Atomic bool mon_stop;
@@ -252,22 +266,38 @@ struct bypass_pager {
 	_Atomic uint32_t epoch;   /* measuring interval (distinct faulting threads) */
 	_Atomic uint32_t epoch_threads;
 	_Atomic uint64_t seen[64]; /* epoch << 32 | thread id: counted this interval */
+};
 
-	/* swap slots: bit set = in use.  Allocated under the evict lock,
-	 * freed with atomics from anywhere. */
+/* The swap file (setup.c opens it; evict.c hands out its slots).  fd,
+ * direct, created and pages are set at create.  Slots: bit set = in use;
+ * allocated under the evict lock, freed with atomics from anywhere. */
+struct pg_swap {
+	int fd;
+	bool direct;         /* opened O_DIRECT */
+	bool created;        /* SWAP_CREATE made the file (removed if create fails) */
+	uint32_t pages;      /* slots, and so page ids */
 	_Atomic uint64_t *slotmap;
-	uint32_t slot_cursor;
-	_Atomic uint32_t swap_used;
+	uint32_t cursor;     /* where the next search starts (evict lock) */
+	_Atomic uint32_t used;
+};
 
-	/* the budget */
-	_Atomic uint32_t resident __attribute__((aligned(BP_CACHELINE)));
+/* The budget (evict.c): what is resident, pinned, under write-back.
+ * Atomics only, changed from any context (faults, pins, eviction, unmap
+ * under the evict lock); progress is a futex word that waiters sleep on. */
+struct pg_budget {
+	_Atomic uint32_t resident;
 	_Atomic uint32_t pinned;
 	_Atomic uint32_t writeback;   /* pages in WRITEBACK */
 	_Atomic uint32_t progress;    /* bumped when pages are freed */
 	_Atomic uint32_t waiters;     /* sleeping on progress */
+	_Atomic uint64_t peak;        /* the most pages ever resident */
+} __attribute__((aligned(BP_CACHELINE)));
 
-	/* eviction */
-	struct plock evict __attribute__((aligned(BP_CACHELINE)));
+/* Eviction (evict.c): everything here is under the evict lock (lock),
+ * except sync_wb and seq (atomics, read anywhere) and noprio (set by the
+ * prefetcher under the evict lock, read by lru.c under it). */
+struct pg_evict {
+	struct plock lock;
 	struct io_uring ring;
 	bool ring_live;
 	struct wb *wbs;              /* write-back records */
@@ -280,31 +310,53 @@ struct bypass_pager {
 	uint32_t *victims, *clean_ids; /* scratch for one round */
 	uint32_t *reap_ids;          /* scratch for one completion */
 	struct iovec *dropv;         /* scratch for process_madvise */
-	_Atomic uint32_t evict_seq;  /* pages evicted, for refault distance */
-
-	/* the 2Q lists, sharded */
-	struct lru_shard lru[PG_LRU_SHARDS];
-	uint32_t lru_cursor;         /* the shard to evict from next (evict lock) */
-	uint32_t lru_taken;          /* victims taken from it so far */
-
-	/* bounce buffers for swap-in (fault path: no malloc) */
-	char *bounce;
-	uint32_t nbounce;
-	_Atomic uint64_t *bounce_map;
-
-	/* policies, hints and prefetch (policy.h) */
-	struct bp_pol *_Atomic pol;  /* NULL: 2Q (no read section needed) */
-	_Atomic uint32_t pol_phase __attribute__((aligned(BP_CACHELINE)));
-	_Atomic uint32_t pol_readers[2];
-	struct bp_hints *hints __attribute__((aligned(BP_CACHELINE)));
-					/* the hint ranges (policy.c) */
-	struct bp_pf *_Atomic pf;    /* the prefetcher, once started */
-	bool evict_noprio;           /* the prefetcher evicts: it spares PRIORITY
+	int pidfd;                   /* for process_madvise, or -1 if unusable */
+	int pidfd_owned;             /* the descriptor to close */
+	_Atomic uint32_t seq;        /* pages evicted, for refault distance */
+	bool noprio;                 /* the prefetcher evicts: it spares PRIORITY
 					pages, and unused prefetched ones
-					until their second pass (evict lock) */
+					until their second pass */
+} __attribute__((aligned(BP_CACHELINE)));
 
-	/* counters */
-	_Atomic uint64_t peak;       /* the most pages ever resident */
+/* The 2Q lists (lru.c), sharded: each shard under its own spin lock;
+ * cursor and taken under the evict lock. */
+struct pg_lists {
+	struct lru_shard shard[PG_LRU_SHARDS];
+	uint32_t cursor;             /* the shard to evict from next */
+	uint32_t taken;              /* victims taken from it so far */
+};
+
+/* The policy in use and the hints (policy.c).  cur is read in read
+ * sections (bp_pol_enter/leave: phase and readers) and replaced under
+ * p->lock; the hint ranges are a sequence-counted table written under
+ * p->lock and read lock-free. */
+struct pg_polref {
+	struct bp_pol *_Atomic cur;  /* NULL: 2Q (no read section needed) */
+	_Atomic uint32_t phase __attribute__((aligned(BP_CACHELINE)));
+	_Atomic uint32_t readers[2];
+	struct bp_hints *hints __attribute__((aligned(BP_CACHELINE)));
+};
+
+struct bypass_pager {
+	struct pg_config cfg;
+	/* page metadata, indexed by page id; ids are handed out per region
+	 * (pg.w's rules: see the page state above) */
+	struct pg *pages;
+	size_t pages_len;    /* bytes mapped for pages[] */
+	/* map/unmap, the id allocator, starting and stopping threads, policy
+	 * changes: normal context only, never in a fault */
+	pthread_mutex_t lock;
+	struct pg_ids ids;
+	struct pg_serve srv;
+	struct pg_engine eng;
+	struct pg_swap swap;
+	struct pg_budget bud;
+	struct pg_evict ev;
+	struct pg_lists lists;
+	struct pg_polref pol;
+	struct bp_pf *_Atomic pf;       /* the prefetcher (prefetch.c), once started */
+	_Atomic(struct bp_heat *) heat; /* access heat (heat.h), NULL until enabled */
+	/* the counters, every file adds to them (stat_add) */
 	struct pstats st[PG_STAT_SHARDS];
 };
 
@@ -337,7 +389,7 @@ static inline bool region_has_id(const struct region *r, uint32_t id)
  */
 int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler);
 int bp_pager_hook_install(void);
-/* Start the handler threads (p->nthreads of them) if none run. */
+/* Start the handler threads (p->cfg.nthreads of them) if none run. */
 int bp_pager_thread_start(struct bypass_pager *p);
 /* The calling thread is a pager's handler thread. */
 bool bp_pager_in_handler_thread(void);
@@ -353,7 +405,7 @@ enum bp_engine_force {
 };
 
 /* Read BYPASS_PAGER_ENGINE for a pager created in upcall or adaptive mode:
- * sets p->mode and p->force. */
+ * sets p->cfg.mode and p->eng.force. */
 void bp_engine_config(struct bypass_pager *p);
 /* Open uffd_pool and start the monitor thread of an adaptive pager. */
 int bp_engine_start(struct bypass_pager *p);

@@ -81,8 +81,8 @@ static uint32_t clock_victims(struct bypass_pager *p, void *state, uint32_t *ids
 	if (!end)
 		return 0;
 	uint64_t steps = 2ull * end + n;
-	if (steps > 4ull * p->budget + 4096)
-		steps = 4ull * p->budget + 4096;
+	if (steps > 4ull * p->cfg.budget + 4096)
+		steps = 4ull * p->cfg.budget + 4096;
 	for (uint64_t s = 0; s < steps && got < n; s++) {
 		uint32_t id = c->hand < end ? c->hand : 0;
 		c->hand = id + 1;

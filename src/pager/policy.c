@@ -77,21 +77,21 @@ int bypass_pager_policy_register(const struct bypass_pager_policy *pol)
  */
 unsigned bp_pol_enter(struct bypass_pager *p)
 {
-	unsigned idx = atomic_load(&p->pol_phase) & 1;
-	atomic_fetch_add(&p->pol_readers[idx], 1);
+	unsigned idx = atomic_load(&p->pol.phase) & 1;
+	atomic_fetch_add(&p->pol.readers[idx], 1);
 	return idx;
 }
 
 void bp_pol_leave(struct bypass_pager *p, unsigned idx)
 {
-	atomic_fetch_sub(&p->pol_readers[idx], 1);
+	atomic_fetch_sub(&p->pol.readers[idx], 1);
 }
 
 static void pol_sync(struct bypass_pager *p)
 {
 	for (int k = 0; k < 2; k++) {
-		unsigned old = atomic_fetch_add(&p->pol_phase, 1) & 1;
-		while (atomic_load(&p->pol_readers[old])) {
+		unsigned old = atomic_fetch_add(&p->pol.phase, 1) & 1;
+		while (atomic_load(&p->pol.readers[old])) {
 			struct timespec ts = { 0, 50000 };
 			nanosleep(&ts, NULL);
 		}
@@ -116,7 +116,7 @@ static int check_owner(struct bypass_pager *p)
 {
 	if (!p)
 		return -EINVAL;
-	return p->gen != bp_fork_gen() ? -ECHILD : 0;
+	return p->cfg.gen != bp_fork_gen() ? -ECHILD : 0;
 }
 
 /* "path.so[:symbol]": the policy struct it exports (dlopen handle in *dl). */
@@ -194,7 +194,7 @@ int bypass_pager_set_policy(bypass_pager *p, const char *spec)
 	if (!e) {
 		pol = calloc(1, sizeof(*pol));
 		if (pol)
-			pol->addrs = calloc(p->batch, sizeof(void *));
+			pol->addrs = calloc(p->cfg.batch, sizeof(void *));
 		if (!pol || !pol->addrs) {
 			e = -ENOMEM;
 			if (pol)
@@ -230,7 +230,7 @@ int bypass_pager_set_policy(bypass_pager *p, const char *spec)
 		 * path reads without a read section */
 		bool plain = pol->bi && !pol->bi->victims && !pol->bi->streams &&
 			     !pol->bi->prefetcher;
-		old = atomic_exchange(&p->pol, plain ? NULL : pol);
+		old = atomic_exchange(&p->pol.cur, plain ? NULL : pol);
 		pol_sync(p); /* nobody uses old any more */
 		if (plain) {
 			bp_info("bypass: pager: policy 2q");
@@ -259,15 +259,15 @@ void bp_policy_destroy(struct bypass_pager *p, bool child)
 		bp_pf_stop(p);
 	else
 		bp_pf_forget(p); /* the thread is the parent's */
-	struct bp_pol *pol = atomic_exchange(&p->pol, NULL);
+	struct bp_pol *pol = atomic_exchange(&p->pol.cur, NULL);
 	if (!child)
 		pol_free(pol);
 	else if (pol) {
 		free(pol->addrs);
 		free(pol);
 	}
-	free(p->hints);
-	p->hints = NULL;
+	free(p->pol.hints);
+	p->pol.hints = NULL;
 }
 
 /* ------------------------------------------------------------ hint table */
@@ -339,7 +339,7 @@ static void hints_store(struct bp_hints *h, const struct hrange *v, uint32_t n)
 
 uint32_t bp_hints_seq(struct bypass_pager *p, uint32_t *pairs, uint32_t max)
 {
-	struct bp_hints *h = __atomic_load_n(&p->hints, __ATOMIC_ACQUIRE);
+	struct bp_hints *h = __atomic_load_n(&p->pol.hints, __ATOMIC_ACQUIRE);
 	if (!h)
 		return 0;
 	/* a bounded retry: the writer may be this thread, interrupted */
@@ -368,7 +368,7 @@ uint32_t bp_hints_seq(struct bypass_pager *p, uint32_t *pairs, uint32_t max)
 
 void bp_policy_unmap(struct bypass_pager *p, uint32_t id, uint32_t n)
 {
-	struct bp_hints *h = p->hints;
+	struct bp_hints *h = p->pol.hints;
 	if (!h)
 		return;
 	struct hrange v[MAX_HINTS];
@@ -447,19 +447,19 @@ int bypass_pager_advise(bypass_pager *p, void *addr, size_t len, int advice)
 	if (end <= start)
 		return -EINVAL;
 	pthread_mutex_lock(&p->lock);
-	if (!p->hints) {
+	if (!p->pol.hints) {
 		struct bp_hints *h = calloc(1, sizeof(*h));
 		if (!h) {
 			pthread_mutex_unlock(&p->lock);
 			return -ENOMEM;
 		}
-		__atomic_store_n(&p->hints, h, __ATOMIC_RELEASE);
+		__atomic_store_n(&p->pol.hints, h, __ATOMIC_RELEASE);
 	}
 	unsigned idx = bp_tab_enter();
 	struct regtab *t = bp_tab_get();
 	struct hrange v[MAX_HINTS];
 	uint32_t m;
-	hints_load(p->hints, v, &m);
+	hints_load(p->pol.hints, v, &m);
 	for (uintptr_t a = start; !e && a < end;) {
 		struct region *r = bp_tab_find(t, a);
 		if (!r || r->pager != p) {
@@ -474,7 +474,7 @@ int bypass_pager_advise(bypass_pager *p, void *addr, size_t len, int advice)
 	if (!e && (advice == BYPASS_PAGER_ADV_WILLNEED || advice == BYPASS_PAGER_ADV_SEQUENTIAL))
 		e = bp_pf_start(p);
 	if (!e) {
-		hints_store(p->hints, v, m);
+		hints_store(p->pol.hints, v, m);
 		for (uintptr_t a = start; a < end;) {
 			struct region *r = bp_tab_find(t, a);
 			uintptr_t b = end < r->end ? end : r->end;
@@ -483,7 +483,7 @@ int bypass_pager_advise(bypass_pager *p, void *addr, size_t len, int advice)
 		}
 	}
 	bp_tab_leave(idx);
-	struct bp_pol *pol = atomic_load(&p->pol); /* stable: p->lock held */
+	struct bp_pol *pol = atomic_load(&p->pol.cur); /* stable: p->lock held */
 	if (!e && pol && pol->ops && pol->ops->on_hint) {
 		int pe = pol->ops->on_hint(pol->state, (void *)start, end - start, advice);
 		if (pe)
@@ -544,7 +544,7 @@ void bp_policy_fault(struct bypass_pager *p, struct region *r, uint32_t id, unsi
 			bp_pf_mark_used(p, pg);
 	}
 	bool nora = (w & PW_NORA) != 0;
-	if (!atomic_load_explicit(&p->pol, memory_order_acquire)) {
+	if (!atomic_load_explicit(&p->pol.cur, memory_order_acquire)) {
 		/* 2Q: no policy to keep alive, no read section (two atomic
 		 * operations on a shared line less per fault) */
 		if (!nora && kind != BYPASS_PAGER_FAULT_ZERO && (w & PW_SEQ))
@@ -552,7 +552,7 @@ void bp_policy_fault(struct bypass_pager *p, struct region *r, uint32_t id, unsi
 		return;
 	}
 	unsigned idx = bp_pol_enter(p);
-	struct bp_pol *pol = atomic_load(&p->pol);
+	struct bp_pol *pol = atomic_load(&p->pol.cur);
 	if (!nora && kind != BYPASS_PAGER_FAULT_ZERO) {
 		if (w & PW_SEQ)
 			bp_pf_stream(p, r, id, mapped, true);
@@ -593,10 +593,10 @@ void bp_policy_access(struct bypass_pager *p, uintptr_t addr, size_t npages, uns
 		bp_pf_mark_used(p, pg);
 	}
 	bp_tab_leave(ti);
-	if (!atomic_load_explicit(&p->pol, memory_order_acquire))
+	if (!atomic_load_explicit(&p->pol.cur, memory_order_acquire))
 		return;
 	unsigned idx = bp_pol_enter(p);
-	struct bp_pol *pol = atomic_load(&p->pol);
+	struct bp_pol *pol = atomic_load(&p->pol.cur);
 	if (pol && pol->ops && pol->ops->on_access)
 		pol->ops->on_access(pol->state, (void *)addr, npages, flags);
 	bp_pol_leave(p, idx);
@@ -606,18 +606,18 @@ void bp_policy_access(struct bypass_pager *p, uintptr_t addr, size_t npages, uns
 
 uint32_t bp_policy_victims(struct bypass_pager *p, uint32_t *ids, uint32_t n, bp_take_fn take)
 {
-	if (!atomic_load_explicit(&p->pol, memory_order_acquire))
+	if (!atomic_load_explicit(&p->pol.cur, memory_order_acquire))
 		return 0; /* 2Q */
 	unsigned idx = bp_pol_enter(p);
-	struct bp_pol *pol = atomic_load(&p->pol);
+	struct bp_pol *pol = atomic_load(&p->pol.cur);
 	uint32_t got = 0;
 	if (!pol || !n) {
 		/* 2Q */
 	} else if (pol->bi && pol->bi->victims) {
 		got = pol->bi->victims(p, pol->state, ids, n, take);
 	} else if (pol->ops && pol->ops->choose_victims) {
-		if (n > p->batch)
-			n = p->batch; /* the size of pol->addrs */
+		if (n > p->cfg.batch)
+			n = p->cfg.batch; /* the size of pol->addrs */
 		memset(pol->addrs, 0, n * sizeof(void *));
 		int k = pol->ops->choose_victims(pol->state, pol->addrs, n);
 		if (k < 0) {

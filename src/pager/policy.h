@@ -6,7 +6,7 @@
  *
  * The fault path (signal context in upcall mode) calls bp_policy_fault()
  * and the evictor bp_policy_victims(); both reach the current policy
- * through p->pol inside a read section (bp_pol_enter/leave), so that
+ * through p->pol.cur inside a read section (bp_pol_enter/leave), so that
  * bypass_pager_set_policy() can replace it on a live pager: it publishes
  * the new one and waits for every reader of the old one before its fini.
  */

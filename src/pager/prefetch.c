@@ -70,7 +70,7 @@ void bp_pf_mark_used(struct bypass_pager *p, struct pg *pg)
 
 uint32_t bp_pf_max(const struct bypass_pager *p)
 {
-	uint32_t m = p->budget / 4;
+	uint32_t m = p->cfg.budget / 4;
 	return m < PG_MAX_PF ? m : PG_MAX_PF;
 }
 
@@ -229,7 +229,7 @@ static bool pf_start_read(struct bypass_pager *p, struct bp_pf *pf)
 		/* no longer than bp_pager_reserve_prefetch() makes room for at
 		 * the high watermark (high - low): a longer run was refused
 		 * there and the rest of the request dropped */
-		uint32_t maxrun = p->high - p->low < PF_RUN ? p->high - p->low : PF_RUN;
+		uint32_t maxrun = p->cfg.high - p->cfg.low < PF_RUN ? p->cfg.high - p->cfg.low : PF_RUN;
 		while (k < maxrun && cur + k < pf->end && region_has_id(r, cur + k) &&
 		       pf_lock(p, cur + k)) {
 			if (pg_of(p, cur + k)->slot != slot1 + k) {
@@ -254,7 +254,7 @@ static bool pf_start_read(struct bypass_pager *p, struct bp_pf *pf)
 			io_uring_submit(&pf->ring);
 			sqe = io_uring_get_sqe(&pf->ring);
 		}
-		io_uring_prep_read(sqe, p->swap_fd, rd->buf, k * (unsigned)PG_SIZE,
+		io_uring_prep_read(sqe, p->swap.fd, rd->buf, k * (unsigned)PG_SIZE,
 				   (uint64_t)(slot1 - 1) * PG_SIZE);
 		io_uring_sqe_set_data64(sqe, i);
 		pf->rd_busy[i] = true;

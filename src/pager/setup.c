@@ -30,22 +30,22 @@ int bp_open_thread_uffd(struct bypass_pager *p)
 	if (fd < 0)
 		return fd;
 	int e = bp_uffd_setup(fd, UFFD_FEATURE_PAGEFAULT_FLAG_WP |
-				       (p->uffd_avail & UFFD_FEATURE_POISON));
+				       (p->cfg.uffd_avail & UFFD_FEATURE_POISON));
 	if (e) {
 		close(fd);
 		return e;
 	}
 	/* The stop eventfd first: a handler thread must never be started
 	 * without a way to stop it. */
-	if (p->stop_fd < 0) {
-		p->stop_fd = eventfd(0, EFD_CLOEXEC);
-		if (p->stop_fd < 0) {
+	if (p->srv.stop_fd < 0) {
+		p->srv.stop_fd = eventfd(0, EFD_CLOEXEC);
+		if (p->srv.stop_fd < 0) {
 			e = -errno;
 			close(fd);
 			return e;
 		}
 	}
-	p->uffd_thread = fd;
+	p->srv.uffd_thread = fd;
 	return 0;
 }
 
@@ -61,17 +61,17 @@ int bp_open_pool_uffd(struct bypass_pager *p)
 	/* THREAD_ID: the monitor counts the threads that fault, not the pool
 	 * threads that serve them */
 	int e = bp_uffd_setup(fd, UFFD_FEATURE_PAGEFAULT_FLAG_WP |
-				      (p->uffd_avail & (UFFD_FEATURE_POISON | UFFD_FEATURE_THREAD_ID)));
-	if (!e && p->stop_fd < 0) {
-		p->stop_fd = eventfd(0, EFD_CLOEXEC);
-		if (p->stop_fd < 0)
+				      (p->cfg.uffd_avail & (UFFD_FEATURE_POISON | UFFD_FEATURE_THREAD_ID)));
+	if (!e && p->srv.stop_fd < 0) {
+		p->srv.stop_fd = eventfd(0, EFD_CLOEXEC);
+		if (p->srv.stop_fd < 0)
 			e = -errno;
 	}
 	if (e) {
 		close(fd);
 		return e;
 	}
-	atomic_store(&p->uffd_pool, fd);
+	atomic_store(&p->eng.uffd_pool, fd);
 	return 0;
 }
 
@@ -108,13 +108,13 @@ int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
 			bp_err("bypass: pager: swap file %s: %s", path, strerror(e));
 			return -e;
 		}
-		p->direct = fd >= 0 && direct;
+		p->swap.direct = fd >= 0 && direct;
 	}
-	if (!p->direct)
+	if (!p->swap.direct)
 		bp_warn("bypass: pager: %s does not support O_DIRECT; swap I/O goes "
 			"through the page cache", path);
-	p->swap_fd = fd;
-	p->swap_created = (cfg->flags & BYPASS_PAGER_SWAP_CREATE) &&
+	p->swap.fd = fd;
+	p->swap.created = (cfg->flags & BYPASS_PAGER_SWAP_CREATE) &&
 			  !(cfg->flags & BYPASS_PAGER_SWAP_TEMP) && !existed;
 
 	if (fstat(fd, &st) < 0)
@@ -160,7 +160,7 @@ int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
 		bp_warn("bypass: pager: using the first 16 TiB of swap file %s", path);
 		pages = UINT32_MAX - 2;
 	}
-	p->swap_pages = (uint32_t)pages;
+	p->swap.pages = (uint32_t)pages;
 	return 0;
 }
 
@@ -194,40 +194,40 @@ int bp_check_config(const struct bypass_pager_config *cfg, struct bypass_pager *
 	}
 	if (budget > UINT32_MAX / 2)
 		budget = UINT32_MAX / 2;
-	p->budget = (uint32_t)budget;
+	p->cfg.budget = (uint32_t)budget;
 	uint32_t batch = cfg->batch ? cfg->batch : DEFAULT_BATCH;
-	if (batch > p->budget / 4)
-		batch = p->budget / 4;
-	p->batch = batch;
+	if (batch > p->cfg.budget / 4)
+		batch = p->cfg.budget / 4;
+	p->cfg.batch = batch;
 	uint64_t high = cfg->high_watermark >> PG_SHIFT, low = cfg->low_watermark >> PG_SHIFT;
 	if (!high) {
-		high = p->budget - 2 * batch;
-		if (high < p->budget / 2)
-			high = p->budget / 2;
+		high = p->cfg.budget - 2 * batch;
+		if (high < p->cfg.budget / 2)
+			high = p->cfg.budget / 2;
 	}
 	if (!low)
 		low = high > batch ? high - batch : 1;
-	if (high > p->budget || low >= high || !low) {
+	if (high > p->cfg.budget || low >= high || !low) {
 		bp_err("bypass: pager: watermarks out of order: low %llu < high %llu <= "
 		       "budget %u pages is needed", (unsigned long long)low,
-		       (unsigned long long)high, p->budget);
+		       (unsigned long long)high, p->cfg.budget);
 		return -EINVAL;
 	}
-	p->high = (uint32_t)high;
-	p->low = (uint32_t)low;
-	p->ra = cfg->readahead ? cfg->readahead : DEFAULT_RA;
-	if (p->ra > p->budget / 4)
-		p->ra = p->budget / 4;
-	p->fa = cfg->fault_around ? cfg->fault_around : DEFAULT_FA;
-	if (p->fa > p->budget / 4)
-		p->fa = p->budget / 4;
-	if (!p->fa)
-		p->fa = 1;
-	p->mode = cfg->mode;
-	p->nthreads = cfg->threads;
-	if (!p->nthreads) {
+	p->cfg.high = (uint32_t)high;
+	p->cfg.low = (uint32_t)low;
+	p->cfg.ra = cfg->readahead ? cfg->readahead : DEFAULT_RA;
+	if (p->cfg.ra > p->cfg.budget / 4)
+		p->cfg.ra = p->cfg.budget / 4;
+	p->cfg.fa = cfg->fault_around ? cfg->fault_around : DEFAULT_FA;
+	if (p->cfg.fa > p->cfg.budget / 4)
+		p->cfg.fa = p->cfg.budget / 4;
+	if (!p->cfg.fa)
+		p->cfg.fa = 1;
+	p->cfg.mode = cfg->mode;
+	p->cfg.nthreads = cfg->threads;
+	if (!p->cfg.nthreads) {
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-		p->nthreads = p->mode == BYPASS_PAGER_HANDLER ? 1
+		p->cfg.nthreads = p->cfg.mode == BYPASS_PAGER_HANDLER ? 1
 			      : ncpu < 1 ? 1 : ncpu > 16 ? 16 : (unsigned)ncpu;
 	}
 	return 0;
