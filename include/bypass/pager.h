@@ -38,9 +38,8 @@
  *    each engine at the current number of faulting threads and keeps the
  *    faster one, trying the other now and then.  A switch blocks faults on
  *    the region for about a millisecond; none happens while pages are
- *    pinned.  BYPASS_PAGER_ENGINE=upcall|pool|adaptive overrides the mode
- *    of pagers created in upcall or adaptive mode (for tests and
- *    measurements).
+ *    pinned.  The library reads no environment: the mode is config.mode
+ *    (the preload's BYPASS_PAGER_ENGINE becomes that option).
  *
  * A forked child does not inherit the regions (they are mapped
  * MADV_DONTFORK): touching one in the child is a SIGSEGV, never stale or

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Configuration from the environment, the process's pager, fork, the statistics at exit, the real functions. */
 #include "preload.h"
+#include "pager/pager_internal.h" /* bp_engine_force */
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -130,6 +131,122 @@ static bool policy_ok(const char *spec)
 	return false;
 }
 
+/* BYPASS_PAGER_ENGINE: the pager's mode and the engine held (explicit
+ * options of the library, which reads no environment for them) */
+static int engine_mode = BYPASS_PAGER_UPCALL;
+static int engine_force = -1; /* enum bp_engine_force, -1: none */
+
+static bool engine_env(void)
+{
+	const char *v = getenv("BYPASS_PAGER_ENGINE");
+	if (!v || !*v || !strcasecmp(v, "upcall"))
+		return true;
+	engine_mode = BYPASS_PAGER_ADAPTIVE;
+	if (!strcasecmp(v, "adaptive"))
+		return true;
+	if (!strcasecmp(v, "pool"))
+		engine_force = BP_ENGINE_POOL;
+	else if (!strcasecmp(v, "flip"))
+		engine_force = BP_ENGINE_FLIP;
+	else {
+		complain("bypass: pager preload: BYPASS_PAGER_ENGINE=%s is not one of upcall, "
+			 "adaptive, pool, flip; the program runs unpaged", v);
+		return false;
+	}
+	return true;
+}
+
+/* BYPASS_PAGER_HEAT, _INTERVAL, _FILE: access heat, enabled once the pager
+ * exists (the library starts no sampler by itself) */
+static bool heat_on;
+static struct bypass_pager_heat_config heat_cfg;
+static char heat_tmpl[512], heat_path[1024];
+
+/* The view file's path for this process: %p is its id (a forked child,
+ * or a program a preloaded one starts, writes its own). */
+static const char *heat_file(void)
+{
+	if (!heat_tmpl[0])
+		return NULL;
+	size_t o = 0;
+	for (const char *q = heat_tmpl; *q && o + 16 < sizeof(heat_path); q++) {
+		if (q[0] == '%' && q[1] == 'p') {
+			o += (size_t)snprintf(heat_path + o, sizeof(heat_path) - o, "%d",
+					      (int)getpid());
+			q++;
+		} else {
+			heat_path[o++] = *q;
+		}
+	}
+	heat_path[o] = 0;
+	return heat_path;
+}
+
+static int heat_sources(const char *v, unsigned *out)
+{
+	if (!strcmp(v, "1") || !strcasecmp(v, "on") || !strcasecmp(v, "all")) {
+		*out = 0; /* every available one */
+		return 0;
+	}
+	unsigned s = 0;
+	for (const char *q = v; *q;) {
+		size_t len = strcspn(q, ",");
+		if (len == 6 && !strncmp(q, "faults", 6))
+			s |= BYPASS_PAGER_HEAT_FAULTS;
+		else if (len == 7 && !strncmp(q, "written", 7))
+			s |= BYPASS_PAGER_HEAT_WRITTEN;
+		else if (len == 5 && !strncmp(q, "damon", 5))
+			s |= BYPASS_PAGER_HEAT_DAMON;
+		else
+			return -EINVAL;
+		q += len;
+		if (*q == ',')
+			q++;
+	}
+	if (!s)
+		return -EINVAL;
+	*out = s;
+	return 0;
+}
+
+static bool heat_env(void)
+{
+	const char *v = getenv("BYPASS_PAGER_HEAT");
+	if (!v || !*v || env_off(v))
+		return true;
+	struct bypass_pager_heat_config c = { .flags = BYPASS_PAGER_HEAT_OPTIONAL };
+	if (heat_sources(v, &c.sources)) {
+		complain("bypass: pager preload: BYPASS_PAGER_HEAT=%s is not 0, 1, all, or a "
+			 "list of faults, written, damon; the program runs unpaged", v);
+		return false;
+	}
+	const char *iv = getenv("BYPASS_PAGER_HEAT_INTERVAL");
+	if (iv && *iv) {
+		char *end;
+		errno = 0;
+		unsigned long ms = strtoul(iv, &end, 10);
+		if (errno || *end || !isdigit((unsigned char)*iv) || ms < 10 || ms > 60000) {
+			complain("bypass: pager preload: BYPASS_PAGER_HEAT_INTERVAL=%s is not a "
+				 "number of milliseconds from 10 to 60000; the program runs "
+				 "unpaged", iv);
+			return false;
+		}
+		c.interval_ms = (unsigned)ms;
+	}
+	const char *f = getenv("BYPASS_PAGER_HEAT_FILE");
+	if (f && *f) {
+		if (strlen(f) + 64 >= sizeof(heat_tmpl)) {
+			complain("bypass: pager preload: BYPASS_PAGER_HEAT_FILE is too long; "
+				 "the program runs unpaged");
+			return false;
+		}
+		strcpy(heat_tmpl, f);
+	}
+	heat_cfg = c;
+	heat_on = true;
+	return true;
+}
+
 static bool configure(void)
 {
 	const char *k = getenv("BYPASS_PAGER");
@@ -146,6 +263,8 @@ static bool configure(void)
 	if (!env_size("BYPASS_PAGER_BUDGET", 1ul << 30, 16 * PP_PAGE, &c.budget) ||
 	    !env_size("BYPASS_PAGER_THRESHOLD", 64ul << 20, PP_PAGE, &c.threshold) ||
 	    !env_size("BYPASS_PAGER_SWAP_SIZE", 4ul << 30, 16 * PP_PAGE, &c.swap_size))
+		return false;
+	if (!engine_env() || !heat_env())
 		return false;
 	const char *pol = getenv("BYPASS_PAGER_POLICY");
 	if (pol && *pol && !policy_ok(pol)) {
@@ -214,17 +333,27 @@ bypass_pager *bp_pp_pager(void)
 		c.budget = bp_pp_cfg.budget;
 		c.swap_path = bp_pp_cfg.swap_dir;
 		c.swap_size = bp_pp_cfg.swap_size;
-		c.mode = BYPASS_PAGER_UPCALL;
+		c.mode = engine_mode;
 		c.flags = BYPASS_PAGER_SWAP_TEMP;
 		int e = bypass_pager_create(&c, &p);
 		if (e) {
 			complain("bypass: pager preload: no pager (%s, budget %zu, swap %zu "
 				 "bytes in %s); the program runs unpaged", strerror(-e),
 				 c.budget, c.swap_size, c.swap_path);
+		} else if (engine_force >= 0 && (e = bp_engine_force(p, engine_force))) {
+			complain("bypass: pager preload: BYPASS_PAGER_ENGINE: %s; the program "
+				 "runs unpaged", strerror(-e));
+			bypass_pager_destroy(p);
 		} else if (policy_spec[0] && (e = bypass_pager_set_policy(p, policy_spec))) {
 			complain("bypass: pager preload: BYPASS_PAGER_POLICY=%s: %s; the program "
 				 "runs unpaged", policy_spec, strerror(-e));
 			bypass_pager_destroy(p);
+		} else if (heat_on && (heat_cfg.stats_path = heat_file(),
+				       e = bypass_pager_heat_enable(p, &heat_cfg))) {
+			/* optional sources: only a failure to start at all */
+			complain("bypass: pager preload: BYPASS_PAGER_HEAT: %s; heat stays off",
+				 strerror(-e));
+			e = 0;
 		}
 		bp_pp_guard--;
 		if (e) {
@@ -282,6 +411,7 @@ static void write_stats(void)
 	F(bytes_written); F(write_errors); F(resident_pages); F(resident_peak);
 	F(pinned_pages); F(budget_pages); F(swap_pages); F(swap_used);
 	F(mapped_pages); F(prefetch_pages); F(prefetch_used); F(policy_rejects);
+	F(engine_switches); F(engine_pool);
 	PUT(",\"lat_hist\":[");
 	for (int i = 0; i < BYPASS_PAGER_HIST; i++)
 		PUT("%s%llu", i ? "," : "", (unsigned long long)st.lat_hist[i]);

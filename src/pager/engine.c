@@ -64,30 +64,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void bp_engine_config(struct bypass_pager *p)
-{
-	p->eng.force = BP_ENGINE_ADAPTIVE;
-	if (p->cfg.mode == BYPASS_PAGER_HANDLER)
-		return;
-	const char *v = getenv("BYPASS_PAGER_ENGINE");
-	if (!v || !*v)
-		return;
-	if (!strcmp(v, "upcall")) {
-		p->cfg.mode = BYPASS_PAGER_UPCALL;
-	} else if (!strcmp(v, "adaptive")) {
-		p->cfg.mode = BYPASS_PAGER_ADAPTIVE;
-	} else if (!strcmp(v, "pool")) {
-		p->cfg.mode = BYPASS_PAGER_ADAPTIVE;
-		p->eng.force = BP_ENGINE_POOL;
-	} else if (!strcmp(v, "flip")) {
-		p->cfg.mode = BYPASS_PAGER_ADAPTIVE;
-		p->eng.force = BP_ENGINE_FLIP;
-	} else {
-		bp_warn("bypass: pager: BYPASS_PAGER_ENGINE=%s is not one of upcall, pool, "
-			"adaptive, flip; ignored", v);
-	}
-}
-
 /* ------------------------------------------------------------ serving */
 
 bool bp_engine_enter(struct region *r)
@@ -266,6 +242,13 @@ static int pager_switch(struct bypass_pager *p, bool to_pool)
 {
 	pthread_mutex_lock(&p->lock);
 	int e = 0;
+	/* an engine held by bp_engine_force() moves only to where it is held
+	 * (the monitor may have decided before the hold) */
+	int force = atomic_load(&p->eng.force);
+	if ((force == BP_ENGINE_POOL && !to_pool) || (force == BP_ENGINE_UPCALL && to_pool)) {
+		pthread_mutex_unlock(&p->lock);
+		return -EBUSY;
+	}
 	if (to_pool && !p->srv.nlive)
 		e = bp_pager_thread_start(p);
 	/* write-backs from application threads are synchronous while a
@@ -332,9 +315,10 @@ static void *monitor_main(void *arg)
 		last = count;
 		t_last = now;
 		bool pool = atomic_load(&p->eng.pool_now), want = pool;
-		if (p->eng.force == BP_ENGINE_FLIP) {
+		int force = atomic_load_explicit(&p->eng.force, memory_order_relaxed);
+		if (force == BP_ENGINE_FLIP) {
 			want = !pool;
-		} else if (p->eng.force == BP_ENGINE_ADAPTIVE && !skip && n >= MIN_FAULTS) {
+		} else if (force == BP_ENGINE_ADAPTIVE && !skip && n >= MIN_FAULTS) {
 			unsigned b = bucket(threads ? threads : 1);
 			double r = (double)n / secs;
 			rate[pool][b] = rate[pool][b] > 0 ? 0.5 * rate[pool][b] + 0.5 * r : r;
@@ -385,15 +369,6 @@ int bp_engine_start(struct bypass_pager *p)
 	int e = bp_open_pool_uffd(p);
 	if (e)
 		return e;
-	if (p->eng.force == BP_ENGINE_POOL) {
-		e = bp_pager_thread_start(p);
-		if (e)
-			return e;
-		atomic_store(&p->eng.pool_now, true);
-		return 0;
-	}
-	if (p->eng.force == BP_ENGINE_UPCALL)
-		return 0;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -402,6 +377,25 @@ int bp_engine_start(struct bypass_pager *p)
 	if (!e)
 		p->eng.mon_live = true;
 	return e;
+}
+
+int bp_engine_force(struct bypass_pager *p, int force)
+{
+	if (!p || p->cfg.mode != BYPASS_PAGER_ADAPTIVE || force < BP_ENGINE_ADAPTIVE ||
+	    force > BP_ENGINE_FLIP)
+		return -EINVAL;
+	if (p->cfg.gen != bp_fork_gen())
+		return -ECHILD;
+	atomic_store(&p->eng.force, force);
+	if (force == BP_ENGINE_POOL || force == BP_ENGINE_UPCALL) {
+		int e = pager_switch(p, force == BP_ENGINE_POOL);
+		if (e)
+			return e;
+	}
+	bp_info("bypass: pager: adaptive engine %s", force == BP_ENGINE_POOL ? "held on the pool"
+		: force == BP_ENGINE_UPCALL ? "held on upcalls"
+		: force == BP_ENGINE_FLIP ? "switching every interval" : "measuring");
+	return 0;
 }
 
 void bp_engine_stop(struct bypass_pager *p)

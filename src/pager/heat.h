@@ -71,8 +71,8 @@ static inline void bp_heat_fault(struct bypass_pager *p, uint32_t id, bool write
 					 memory_order_relaxed);
 }
 
-/* pager.c hooks: BYPASS_PAGER_HEAT* at create; stop at destroy; free; unmap. */
-void bp_heat_env(struct bypass_pager *p);
+/* pager.c hooks: stop at destroy; free; unmap.  (BYPASS_PAGER_HEAT* are
+ * read by the preload, which calls bypass_pager_heat_enable.) */
 void bp_heat_stop(struct bypass_pager *p);
 /* Page ids [id0, id0 + n) were unmapped (no reader can reach them): a
  * region that gets them next starts cold. */

@@ -127,7 +127,6 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	int e = bp_check_config(cfg, p);
 	if (e)
 		goto fail;
-	bp_engine_config(p);
 	/* before any handler thread starts: they read it */
 	uint64_t hz = bypass_tsc_hz();
 	p->cfg.cyc_per_ns_q16 = hz ? (hz << 16) / 1000000000ull : 1ull << 16;
@@ -231,12 +230,10 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	bp_info("bypass: pager: %s mode, budget %u pages (high %u, low %u, batch %u), "
 		"swap %s: %u pages%s, readahead %u",
 		p->cfg.mode == BYPASS_PAGER_UPCALL ? "upcall" : p->cfg.mode == BYPASS_PAGER_HANDLER ? "handler"
-		: p->eng.force == BP_ENGINE_POOL ? "adaptive (forced: pool)"
-		: p->eng.force == BP_ENGINE_FLIP ? "adaptive (switching every interval)" : "adaptive",
+		: "adaptive",
 		p->cfg.budget, p->cfg.high,
 		p->cfg.low, p->cfg.batch, cfg->swap_path, p->swap.pages,
 		p->swap.direct ? " O_DIRECT" : "", p->cfg.ra);
-	bp_heat_env(p); /* access heat: BYPASS_PAGER_HEAT (heat.h) */
 	*out = p;
 	return 0;
 fail:

@@ -256,7 +256,7 @@ struct pg_serve {
  * thread alone switches (under p->lock); the rest are atomics any thread
  * updates on the fault path. */
 struct pg_engine {
-	int force;           /* enum bp_engine_force */
+	_Atomic int force;   /* enum bp_engine_force (bp_engine_force()) */
 	_Atomic int uffd_pool; /* user-mode-only, no SIGBUS; -1 if none */
 	_Atomic bool pool_now; /* adaptive regions are on the pool */
 	_Atomic bool mon_stop;
@@ -398,15 +398,20 @@ void bp_pager_thread_stop(struct bypass_pager *p);
 /* ---------------------------------------------------------------- engine.c */
 
 enum bp_engine_force {
-	BP_ENGINE_ADAPTIVE = 0, /* measure and choose */
-	BP_ENGINE_UPCALL,       /* BYPASS_PAGER_ENGINE=upcall */
-	BP_ENGINE_POOL,         /* BYPASS_PAGER_ENGINE=pool */
-	BP_ENGINE_FLIP,         /* BYPASS_PAGER_ENGINE=flip: switch every interval (tests) */
+	BP_ENGINE_ADAPTIVE = 0, /* measure and choose (the default) */
+	BP_ENGINE_UPCALL,       /* held on upcalls */
+	BP_ENGINE_POOL,         /* held on the pool (measurements) */
+	BP_ENGINE_FLIP,         /* switch every interval (tests: switches under load) */
 };
 
-/* Read BYPASS_PAGER_ENGINE for a pager created in upcall or adaptive mode:
- * sets p->cfg.mode and p->eng.force. */
-void bp_engine_config(struct bypass_pager *p);
+/*
+ * Hold an adaptive pager's engine (or let it measure again), moving its
+ * regions at once for UPCALL and POOL: the explicit option that tests,
+ * benchmarks and the preload (BYPASS_PAGER_ENGINE) use; the library reads
+ * no environment for it.  0, -EINVAL (not an adaptive pager, unknown
+ * force), -ECHILD, or the error of the switch (-EBUSY: pages are pinned).
+ */
+int bp_engine_force(struct bypass_pager *p, int force);
 /* Open uffd_pool and start the monitor thread of an adaptive pager. */
 int bp_engine_start(struct bypass_pager *p);
 void bp_engine_stop(struct bypass_pager *p);

@@ -4,13 +4,14 @@
  * threads write and check checksummed pages of a region 16 times the
  * budget, under upcalls, a pool of handler threads (forced), the adaptive
  * engine, the adaptive engine made to switch every interval
- * (BYPASS_PAGER_ENGINE=flip), and handler mode with several threads (where
+ * (bp_engine_force: flip), and handler mode with several threads (where
  * permitted).  Meanwhile the main thread pins a buffer, has the kernel
  * write into it with read() from a pipe, and unpins it: a pin must never
  * see EFAULT from a switch.
  * TEST_LABELS: threads
  */
 #include "util.h"
+#include "pager/pager_internal.h" /* bp_engine_force */
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -75,10 +76,6 @@ static double now_s(void)
 
 static void run(const char *name, int mode, const char *force, unsigned threads)
 {
-	if (force)
-		setenv("BYPASS_PAGER_ENGINE", force, 1);
-	else
-		unsetenv("BYPASS_PAGER_ENGINE");
 	struct bypass_pager_config c = {
 		.budget = BUDGET * PAGE, .swap_path = tmpdir(), .swap_size = (NPAGES + 8) * PAGE,
 		.mode = mode, .flags = BYPASS_PAGER_SWAP_TEMP, .threads = threads,
@@ -91,6 +88,10 @@ static void run(const char *name, int mode, const char *force, unsigned threads)
 	}
 	if (r)
 		TEST_FAIL("%s: bypass_pager_create: %s", name, strerror(-r));
+	if (force && mode == BYPASS_PAGER_ADAPTIVE)
+		CHECK_EQ(bp_engine_force(p, !strcmp(force, "pool") ? BP_ENGINE_POOL
+					 : !strcmp(force, "flip") ? BP_ENGINE_FLIP
+								  : BP_ENGINE_UPCALL), 0);
 	char *m, *buf;
 	CHECK_EQ(bypass_pager_map(p, NPAGES * PAGE, 0, (void **)&m), 0);
 	CHECK_EQ(bypass_pager_map(p, 2 * PAGE, 0, (void **)&buf), 0);
@@ -165,7 +166,6 @@ int main(int argc, char **argv)
 		run("adaptive, switching every interval", BYPASS_PAGER_ADAPTIVE, "flip", 2);
 	if (ONE("handler"))
 		run("handler, 2 threads", BYPASS_PAGER_HANDLER, NULL, 2);
-	unsetenv("BYPASS_PAGER_ENGINE");
 	tmpdir_cleanup();
 	return test_pass("pager/engines");
 }

@@ -169,13 +169,14 @@ static void written_source(void)
 	struct bypass_pager_heat_config c = { .sources = BYPASS_PAGER_HEAT_WRITTEN,
 					      .interval_ms = 20 };
 	int e = bypass_pager_heat_enable(p, &c);
-	if (e) {
+	if (e == -EOPNOTSUPP) { /* no PAGEMAP_SCAN: the one reason to skip */
 		struct bypass_pager_heat_stats st = hstats(p);
 		CHECK_EQ(st.written_status, e);
 		TEST_LOG("SKIP written source: %s (%s)", strerror(-e), st.written_why);
 		CHECK_EQ(bypass_pager_destroy(p), 0);
 		return;
 	}
+	CHECK_EQ(e, 0);
 	CHECK_EQ(hstats(p).sources, BYPASS_PAGER_HEAT_WRITTEN);
 	uint64_t s0 = hstats(p).samples;
 	while (hstats(p).samples < s0 + 2)
@@ -192,14 +193,27 @@ static void written_source(void)
 	CHECK_EQ(bypass_pager_destroy(p), 0);
 }
 
+/*
+ * The view file, asked for explicitly; and the library reads no environment
+ * behind the caller's back: BYPASS_PAGER_HEAT starts no sampler (the
+ * preload reads it: tests/pager/preload-badenv).
+ */
 static void env_and_view(void)
 {
-	char file[256], bad[32];
-	snprintf(file, sizeof(file), "%s/heat-%%p.txt", tmpdir());
+	char file[256];
+	snprintf(file, sizeof(file), "%s/heat-view.txt", tmpdir());
 	setenv("BYPASS_PAGER_HEAT", "faults,written", 1);
 	setenv("BYPASS_PAGER_HEAT_INTERVAL", "10", 1);
 	setenv("BYPASS_PAGER_HEAT_FILE", file, 1);
 	bypass_pager *p = make(BUDGET);
+	CHECK_EQ(hstats(p).sources, 0); /* the environment did nothing */
+	CHECK_EQ(hstats(p).samples, 0);
+	unsetenv("BYPASS_PAGER_HEAT");
+	unsetenv("BYPASS_PAGER_HEAT_INTERVAL");
+	unsetenv("BYPASS_PAGER_HEAT_FILE");
+	struct bypass_pager_heat_config c = { .sources = BYPASS_PAGER_HEAT_FAULTS,
+					      .interval_ms = 10, .stats_path = file };
+	CHECK_EQ(bypass_pager_heat_enable(p, &c), 0);
 	struct bypass_pager_heat_stats st = hstats(p);
 	CHECK(st.sources & BYPASS_PAGER_HEAT_FAULTS);
 	CHECK_EQ(st.interval_ms, 10);
@@ -207,7 +221,6 @@ static void env_and_view(void)
 	CHECK_EQ(bypass_pager_map(p, NPAGES * PAGE, 0, (void **)&m), 0);
 	sweep_hot(p, m, 3, false);
 	CHECK_EQ(bypass_pager_destroy(p), 0); /* writes the view a last time */
-	snprintf(file, sizeof(file), "%s/heat-%d.txt", tmpdir(), (int)getpid());
 	FILE *f = fopen(file, "r");
 	if (!f)
 		TEST_FAIL("no view file %s: %s", file, strerror(errno));
@@ -222,30 +235,7 @@ static void env_and_view(void)
 	CHECK(head && hot && cold);
 	snprintf(line, sizeof(line), "%s.tmp", file);
 	CHECK(access(line, F_OK) < 0); /* renamed, not left behind */
-	/* bad values: the pager works, heat stays off */
-	const char *bads[][2] = { { "BYPASS_PAGER_HEAT", "faults,bogus" },
-				  { "BYPASS_PAGER_HEAT", "," },
-				  { "BYPASS_PAGER_HEAT_INTERVAL", "5" },
-				  { "BYPASS_PAGER_HEAT_INTERVAL", "12x" } };
-	for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
-		setenv("BYPASS_PAGER_HEAT", "1", 1);
-		setenv("BYPASS_PAGER_HEAT_INTERVAL", "50", 1);
-		setenv(bads[i][0], bads[i][1], 1);
-		p = make(BUDGET);
-		CHECK_EQ(hstats(p).sources, 0);
-		CHECK_EQ(bypass_pager_map(p, 4 * PAGE, 0, (void **)&m), 0);
-		m[0] = 1;
-		CHECK_EQ(bypass_pager_destroy(p), 0);
-	}
-	snprintf(bad, sizeof(bad), "0");
-	setenv("BYPASS_PAGER_HEAT", bad, 1);
-	p = make(BUDGET);
-	CHECK_EQ(hstats(p).sources, 0);
-	CHECK_EQ(bypass_pager_destroy(p), 0);
-	unsetenv("BYPASS_PAGER_HEAT");
-	unsetenv("BYPASS_PAGER_HEAT_INTERVAL");
-	unsetenv("BYPASS_PAGER_HEAT_FILE");
-	TEST_LOG("environment and view file: ok");
+	TEST_LOG("environment ignored, view file: ok");
 }
 
 int main(void)

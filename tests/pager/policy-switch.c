@@ -12,6 +12,7 @@
  * TEST_LABELS: threads
  */
 #include "policy-util.h"
+#include "pager/pager_internal.h" /* bp_engine_force */
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -61,6 +62,8 @@ static void run(const char *so, int mode, const char *what)
 		return;
 	}
 	CHECK_EQ(e, 0);
+	if (mode == BYPASS_PAGER_ADAPTIVE) /* switching every interval */
+		CHECK_EQ(bp_engine_force(p, BP_ENGINE_FLIP), 0);
 	CHECK_EQ(bypass_pager_map(p, NPAGES * PAGE, 0, (void **)&m), 0);
 	for (size_t i = 0; i < NPAGES; i++) {
 		ver[i] = 1;
@@ -106,7 +109,6 @@ int main(void)
 	CHECK_EQ(bypass_pager_policy_register(&reg_pol), 0);
 	run(so, BYPASS_PAGER_UPCALL, "upcall");
 	run(so, BYPASS_PAGER_HANDLER, "handler");
-	setenv("BYPASS_PAGER_ENGINE", "flip", 1);
 	run(so, BYPASS_PAGER_ADAPTIVE, "adaptive (flip)");
 	/* the pagers are destroyed: every instance of the shared object
 	 * that was initialised was finished */

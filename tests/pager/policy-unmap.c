@@ -14,6 +14,7 @@
  * TEST_LABELS: threads
  */
 #include "policy-util.h"
+#include "pager/pager_internal.h" /* bp_engine_force */
 
 #include <pthread.h>
 
@@ -35,6 +36,8 @@ static void run(int mode, const char *what)
 	};
 	bypass_pager *p = NULL;
 	CHECK_EQ(bypass_pager_create(&c, &p), 0);
+	if (mode == BYPASS_PAGER_ADAPTIVE) /* switching every interval */
+		CHECK_EQ(bp_engine_force(p, BP_ENGINE_FLIP), 0);
 	CHECK_EQ(bypass_pager_set_policy(p, "prefetch"), 0);
 	struct bypass_pager_heat_config hc = { .flags = BYPASS_PAGER_HEAT_OPTIONAL,
 					       .interval_ms = 10 };
@@ -101,7 +104,6 @@ int main(void)
 	test_timeout(240);
 	unsetenv("BYPASS_PAGER_HEAT");
 	run(BYPASS_PAGER_UPCALL, "upcall");
-	setenv("BYPASS_PAGER_ENGINE", "flip", 1);
 	run(BYPASS_PAGER_ADAPTIVE, "adaptive (flip)");
 	tmpdir_cleanup();
 	return test_pass("pager/policy-unmap");

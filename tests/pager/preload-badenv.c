@@ -6,7 +6,10 @@
  * preload off silently; good values with suffixes are taken.  Policies:
  * the built-ins and a shared object are taken; an unknown name, a missing
  * file and a policy whose init fails (found when the pager is made) run
- * the program unpaged with one message.
+ * the program unpaged with one message.  The variables the library itself
+ * no longer reads (BYPASS_PAGER_ENGINE, BYPASS_PAGER_HEAT*): bad values
+ * likewise; good ones reach the pager as explicit options (the engine held
+ * on its pool, the heat view file written with %p expanded).
  */
 #include "pager/preload-util.h"
 
@@ -71,6 +74,14 @@ int main(int argc, char **argv)
 							  zeros may be written */
 		{ "BYPASS_PAGER_SWAP=/nonexistent/dir", "BYPASS_PAGER_SWAP", 0 },
 		{ "BYPASS_PAGER=maybe", "BYPASS_PAGER=", 0 },
+		{ "BYPASS_PAGER_ENGINE=fast", "BYPASS_PAGER_ENGINE", 0 },
+		{ "BYPASS_PAGER_HEAT=faults,bogus", "BYPASS_PAGER_HEAT", 0 },
+		{ "BYPASS_PAGER_HEAT=,", "BYPASS_PAGER_HEAT", 0 },
+		{ "BYPASS_PAGER_HEAT_INTERVAL=5", "BYPASS_PAGER_HEAT_INTERVAL", 0 },
+		{ "BYPASS_PAGER_HEAT_INTERVAL=12x", "BYPASS_PAGER_HEAT_INTERVAL", 0 },
+		{ "BYPASS_PAGER_ENGINE=adaptive", NULL, 1 },
+		{ "BYPASS_PAGER_ENGINE=upcall", NULL, 1 },
+		{ "BYPASS_PAGER_HEAT=0", NULL, 1 },
 		{ "BYPASS_PAGER=0", NULL, 0 },
 		{ "BYPASS_PAGER=off", NULL, 0 },
 		{ "BYPASS_PAGER_BUDGET=4M", NULL, 1 },
@@ -102,5 +113,23 @@ int main(int argc, char **argv)
 			CHECK(!strstr(err, "bypass"));
 		}
 	}
+	/* good engine and heat values arrive as options */
+	char heatenv[300], view[300];
+	snprintf(heatenv, sizeof(heatenv), "BYPASS_PAGER_HEAT_FILE=%s/heat-%%p.txt", pp_tmpdir());
+	const char *env2[] = { "BYPASS_PAGER_ENGINE=pool", "BYPASS_PAGER_HEAT=faults,written",
+			       "BYPASS_PAGER_HEAT_INTERVAL=10", heatenv, NULL };
+	pp_stats_reset();
+	int st = pp_run(argv, "run", env2, errf);
+	slurp(errf, err, sizeof(err));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(!strstr(err, "bypass"));
+	int lines;
+	CHECK_EQ(pp_stat("engine_pool", &lines), 1);
+	CHECK_EQ(lines, 1);
+	long long pid = pp_stat("pid", NULL);
+	snprintf(view, sizeof(view), "%s/heat-%lld.txt", pp_tmpdir(), pid);
+	slurp(view, err, sizeof(err));
+	TEST_LOG("engine pool and heat: view %s: %.40s", view, err);
+	CHECK(!strncmp(err, "bypass-heat 1\n", 14));
 	return test_pass("pager/preload-badenv");
 }

@@ -7,6 +7,7 @@
  * accessible.  Run as root, the test drops to nobody in a child.
  */
 #include "util.h"
+#include "pager/pager_internal.h" /* bp_engine_force */
 
 #include <grp.h>
 
@@ -63,12 +64,13 @@ static void body(const char *dir)
 	 * so it needs no privilege either; forced onto the pool, and
 	 * switching between the engines every interval */
 	const char *forced[] = { "pool", "flip" };
+	const int force[] = { BP_ENGINE_POOL, BP_ENGINE_FLIP };
 	for (int k = 0; k < 2; k++) {
-		setenv("BYPASS_PAGER_ENGINE", forced[k], 1);
 		c.mode = BYPASS_PAGER_ADAPTIVE;
 		r = bypass_pager_create(&c, &p);
 		if (r)
 			TEST_FAIL("adaptive (%s) unprivileged: %s", forced[k], strerror(-r));
+		CHECK_EQ(bp_engine_force(p, force[k]), 0);
 		CHECK_EQ(bypass_pager_map(p, 64 * PAGE, 0, (void **)&m), 0);
 		for (int pass = 0; pass < (k ? 20 : 1); pass++) {
 			for (uint64_t i = 0; i < 64; i++)
@@ -88,7 +90,6 @@ static void body(const char *dir)
 			CHECK_EQ(st.engine_pool, 1);
 		CHECK_EQ(bypass_pager_destroy(p), 0);
 	}
-	unsetenv("BYPASS_PAGER_ENGINE");
 	TEST_LOG("unprivileged: upcall and the adaptive engine (pool, switching) work, handler "
 		 "mode %s", allowed ? "allowed" : "refused with -EPERM");
 }
