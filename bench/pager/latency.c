@@ -14,7 +14,7 @@
  *     return from each);
  *   - the classic userfaultfd handler thread (one, privileged);
  *   - a pool of handler threads on a user-mode-only userfaultfd (the
- *     adaptive engine forced onto its pool: BYPASS_PAGER_ENGINE=pool);
+ *     adaptive engine held on its pool: bp_engine_force);
  *   - bypass's upcall (the faulting thread serves its fault in its SIGBUS
  *     handler);
  *   - the adaptive engine, which measures and picks one of the two;
@@ -27,6 +27,7 @@
  * a synchronous 4 KiB read from the swap file).
  */
 #include "pager_bench.h"
+#include "pager/pager_internal.h" /* bp_engine_force: the pool row */
 
 #include <errno.h>
 #include <pthread.h>
@@ -113,20 +114,10 @@ static int make_pager(struct bench_ctx *c, int k, size_t len, size_t budget, boo
 		.fault_around = k == K_FA ? 16 : 1,
 		.readahead = swapin ? 1 : 0,
 	};
-	/* the engine is chosen here, not by the caller's environment */
-	char *saved = getenv("BYPASS_PAGER_ENGINE");
-	saved = saved ? strdup(saved) : NULL;
-	if (k == K_POOL)
-		setenv("BYPASS_PAGER_ENGINE", "pool", 1);
-	else
-		unsetenv("BYPASS_PAGER_ENGINE");
+	/* the engine is chosen here (the library reads no environment) */
 	int e = bypass_pager_create(&cfg, pp);
-	if (saved) {
-		setenv("BYPASS_PAGER_ENGINE", saved, 1);
-		free(saved);
-	} else {
-		unsetenv("BYPASS_PAGER_ENGINE");
-	}
+	if (!e && k == K_POOL)
+		e = bp_engine_force(*pp, BP_ENGINE_POOL);
 	if (!e)
 		e = bypass_pager_map(*pp, len, 0, (void **)base);
 	if (e && *pp) {
@@ -362,7 +353,7 @@ static void scaling_table(struct bench_ctx *c, int phase, bool one_cpu)
 	bench_note(c, "rate rows: all threads' faults (or signals) / the time from the start "
 		   "until the last thread finished, one sample per round");
 	bench_note(c, "handler pool: the adaptive engine forced onto its pool "
-		   "(BYPASS_PAGER_ENGINE=pool; %d handler threads on a user-mode-only "
+		   "(held there; %d handler threads on a user-mode-only "
 		   "userfaultfd); userfaultfd handler thread: one thread, privileged "
 		   "userfaultfd; bypass adaptive: starts on upcalls, measures its fault "
 		   "rate every 10 ms and tries the pool when it has no figure for this many "
