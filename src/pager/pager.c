@@ -631,6 +631,10 @@ int bypass_pager_unpin(bypass_pager *p, void *addr, size_t length)
 
 /* ------------------------------------------------------------ stats */
 
+/* New counters come out of the reserved tail: the struct keeps its size. */
+_Static_assert(sizeof(struct bypass_pager_stats) == 96 * sizeof(uint64_t),
+	       "struct bypass_pager_stats changed size");
+
 int bypass_pager_stats(bypass_pager *p, struct bypass_pager_stats *st)
 {
 	if (!p || !st)

@@ -647,7 +647,3 @@ uint32_t bp_policy_victims(struct bypass_pager *p, uint32_t *ids, uint32_t n, bp
 	return got;
 }
 
-/* The counters added for policies came out of the reserved tail: the
- * struct keeps its size (ABI). */
-_Static_assert(sizeof(struct bypass_pager_stats) == 59 * sizeof(uint64_t),
-	       "struct bypass_pager_stats changed size");

@@ -2,7 +2,8 @@
 /*
  * The counters: faults by kind, evictions (and clean ones), bytes read and
  * written, the latency histogram, resident, pinned, swap and mapped pages,
- * checked exactly where the sequence of accesses fixes them.
+ * checked exactly where the sequence of accesses fixes them; the struct's
+ * size (its reserved tail keeps it) and that the tail reads as zeros.
  */
 #include "util.h"
 
@@ -19,7 +20,13 @@ int main(void)
 	};
 	bypass_pager *p;
 	CHECK_EQ(bypass_pager_create(&c, &p), 0);
-	struct bypass_pager_stats st = stats_of(p);
+	/* the ABI: 96 words, the unused tail zero */
+	CHECK_EQ(sizeof(struct bypass_pager_stats), 96 * sizeof(uint64_t));
+	struct bypass_pager_stats st;
+	memset(&st, 0xa5, sizeof(st));
+	CHECK_EQ(bypass_pager_stats(p, &st), 0);
+	for (size_t i = 0; i < sizeof(st.reserved) / sizeof(st.reserved[0]); i++)
+		CHECK_EQ(st.reserved[i], 0);
 	CHECK_EQ(st.budget_pages, BUDGET);
 	CHECK_EQ(st.swap_pages, 2 * NPAGES);
 	CHECK_EQ(st.mapped_pages, 0);
