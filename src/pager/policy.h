@@ -91,6 +91,9 @@ bool bp_pf_push(struct bypass_pager *p, uint32_t id, uint32_t n);
  * Queues the prefetch ahead of it. */
 void bp_pf_stream(struct bypass_pager *p, struct region *r, uint32_t id, uint32_t mapped,
 		  bool seq);
+/* Nothing to prefetch: the thread sleeps, no read in flight, no request
+ * queued (tests wait for it instead of for a time). */
+bool bp_pf_idle(struct bypass_pager *p);
 /* The largest prefetch window of p, in pages. */
 uint32_t bp_pf_max(const struct bypass_pager *p);
 

@@ -51,6 +51,8 @@ struct bp_pf {
 	_Atomic uint32_t head __attribute__((aligned(BP_CACHELINE)));
 	uint32_t tail __attribute__((aligned(BP_CACHELINE))); /* the thread's */
 	_Atomic uint32_t wake, sleeping;
+	_Atomic uint32_t idle_tail; /* asleep with nothing to do: 1 + the
+				       requests taken so far (bp_pf_idle) */
 	_Atomic bool stop;
 	pthread_t thread;
 	struct bypass_pager *p;
@@ -66,6 +68,17 @@ void bp_pf_mark_used(struct bypass_pager *p, struct pg *pg)
 {
 	if (atomic_fetch_and_explicit(&pg->w, ~PW_PF, memory_order_relaxed) & PW_PF)
 		stat_add(&ST(p).pf_used, 1);
+}
+
+bool bp_pf_idle(struct bypass_pager *p)
+{
+	struct bp_pf *pf = atomic_load(&p->pf);
+	if (!pf)
+		return true;
+	/* asleep with no read in flight, and no request pushed since it took
+	 * its last (a push takes a ticket from head first) */
+	uint32_t t = atomic_load(&pf->idle_tail);
+	return t && t - 1 == atomic_load(&pf->head);
 }
 
 uint32_t bp_pf_max(const struct bypass_pager *p)
@@ -295,8 +308,11 @@ static void *pf_main(void *arg)
 		}
 		uint32_t seen = atomic_load(&pf->wake);
 		atomic_store(&pf->sleeping, 1);
-		if (!pf_ready(pf) && !atomic_load(&pf->stop))
+		if (!pf_ready(pf) && !atomic_load(&pf->stop)) {
+			atomic_store(&pf->idle_tail, pf->tail + 1);
 			bp_futex_wait(&pf->wake, seen, 100000000, false);
+			atomic_store(&pf->idle_tail, 0);
+		}
 		atomic_store(&pf->sleeping, 0);
 	}
 	while (pf->inflight)
