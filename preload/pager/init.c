@@ -211,15 +211,8 @@ static int heat_sources(const char *v, unsigned *out)
 
 static bool heat_env(void)
 {
-	const char *v = getenv("BYPASS_PAGER_HEAT");
-	if (!v || !*v || env_off(v))
-		return true;
+	/* every variable checked, set or not BYPASS_PAGER_HEAT */
 	struct bypass_pager_heat_config c = { .flags = BYPASS_PAGER_HEAT_OPTIONAL };
-	if (heat_sources(v, &c.sources)) {
-		complain("bypass: pager preload: BYPASS_PAGER_HEAT=%s is not 0, 1, all, or a "
-			 "list of faults, written, damon; the program runs unpaged", v);
-		return false;
-	}
 	const char *iv = getenv("BYPASS_PAGER_HEAT_INTERVAL");
 	if (iv && *iv) {
 		char *end;
@@ -241,6 +234,14 @@ static bool heat_env(void)
 			return false;
 		}
 		strcpy(heat_tmpl, f);
+	}
+	const char *v = getenv("BYPASS_PAGER_HEAT");
+	if (!v || !*v || env_off(v))
+		return true;
+	if (heat_sources(v, &c.sources)) {
+		complain("bypass: pager preload: BYPASS_PAGER_HEAT=%s is not 0, 1, all, or a "
+			 "list of faults, written, damon; the program runs unpaged", v);
+		return false;
 	}
 	heat_cfg = c;
 	heat_on = true;
