@@ -563,13 +563,16 @@ pub enum Ran {
     Async(u64),
 }
 
-/// Programs the library refused (nothing of them ran), handed back.
+/// Programs the library refused, handed back (nothing of them ran).
 #[derive(Debug)]
 pub struct Rejected {
-    /// Why: `EINVAL` (bad program), `EBUSY` (the completion ring holds as
-    /// many programs as it has entries: reap first).
+    /// Why: `EINVAL` (bad program), `EFAULT`, `EBUSY` (the completion ring
+    /// holds as many programs as it has entries: reap first), `ENOMEM`; or
+    /// `EBADFD` (the context's io_uring was closed behind its back: destroy
+    /// the context), where part of them may have run and the context keeps
+    /// them.
     pub error: io::Error,
-    /// The programs.
+    /// The programs (none after `EBADFD`).
     pub programs: Vec<Program>,
 }
 
@@ -713,6 +716,12 @@ impl Syslet {
                 let p = self.inflight.lock().unwrap().remove(&id).expect("program in flight");
                 Ok(Ran::Done(Self::complete(&done, p)))
             }
+            e if e == -libc::EBADFD => {
+                // The context's io_uring was closed behind its back and part
+                // of the program may have run: it stays in the table (and is
+                // leaked with the context), in case a request still names it.
+                Err(Rejected { error: io::Error::from_raw_os_error(-e), programs: Vec::new() })
+            }
             e => {
                 let p = self.inflight.lock().unwrap().remove(&id).expect("program in flight");
                 Err(Rejected { error: io::Error::from_raw_os_error(-e), programs: vec![p] })
@@ -738,6 +747,10 @@ impl Syslet {
         }
         // SAFETY: as in run; cs points into the programs in the table.
         let r = unsafe { sys::bypass_syslet_submit(self.raw.as_ptr(), cs.as_ptr(), n) };
+        if r == -libc::EBADFD {
+            // As in run: programs of this call may have run; kept.
+            return Err(Rejected { error: io::Error::from_raw_os_error(-r), programs: Vec::new() });
+        }
         if r < 0 {
             let mut t = self.inflight.lock().unwrap();
             let programs = ids.iter().filter_map(|id| t.remove(id)).collect();
