@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------- summaries */
@@ -34,11 +35,21 @@ static size_t pct_index(size_t n, double p)
 	return i >= n ? n - 1 : i;
 }
 
+/* No samples: every figure NaN (never a median of 0 that meets a "<="
+ * target); n stays 0. */
+static void summary_none(struct bench_summary *o)
+{
+	o->n = 0;
+	o->median = o->mean = o->p99 = o->min = o->max = NAN;
+}
+
 void bench_summarize(uint64_t *v, size_t n, struct bench_summary *o)
 {
 	memset(o, 0, sizeof(*o));
-	if (!n)
+	if (!n) {
+		summary_none(o);
 		return;
+	}
 	qsort(v, n, sizeof(*v), cmp_u64);
 	long double sum = 0;
 	for (size_t i = 0; i < n; i++)
@@ -54,8 +65,10 @@ void bench_summarize(uint64_t *v, size_t n, struct bench_summary *o)
 void bench_summarize_d(double *v, size_t n, struct bench_summary *o)
 {
 	memset(o, 0, sizeof(*o));
-	if (!n)
+	if (!n) {
+		summary_none(o);
 		return;
+	}
 	qsort(v, n, sizeof(*v), cmp_d);
 	double sum = 0;
 	for (size_t i = 0; i < n; i++)
@@ -70,9 +83,22 @@ void bench_summarize_d(double *v, size_t n, struct bench_summary *o)
 
 /* ----------------------------------------------------------- experiments */
 
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static char *xstrdup(const char *s)
 {
 	return s ? strdup(s) : NULL;
+}
+
+static void add_str(char ***v, size_t *n, char *s)
+{
+	*v = realloc(*v, (*n + 1) * sizeof(**v));
+	(*v)[(*n)++] = s;
 }
 
 void bench_begin(struct bench_ctx *c, const char *id, const char *title,
@@ -91,6 +117,13 @@ void bench_begin(struct bench_ctx *c, const char *id, const char *title,
 	c->cur = e;
 	fprintf(c->out, "\n== %s: %s\n", id, title);
 	fflush(c->out);
+	/* failures reported before any table began belong to this one */
+	for (size_t i = 0; i < c->npending; i++)
+		add_str(&e->failures, &e->nfailures, c->pending[i]);
+	free(c->pending);
+	c->pending = NULL;
+	c->npending = 0;
+	bench_snap_take(&e->begun);
 }
 
 void bench_row(struct bench_ctx *c, const struct bench_row *r)
@@ -112,12 +145,6 @@ void bench_row(struct bench_ctx *c, const struct bench_row *r)
 	d->params = xstrdup(r->params);
 }
 
-static void add_str(char ***v, size_t *n, char *s)
-{
-	*v = realloc(*v, (*n + 1) * sizeof(**v));
-	(*v)[(*n)++] = s;
-}
-
 void bench_note(struct bench_ctx *c, const char *fmt, ...)
 {
 	if (!c->cur)
@@ -132,12 +159,12 @@ void bench_note(struct bench_ctx *c, const char *fmt, ...)
 		add_str(&c->cur->notes, &c->cur->nnotes, s);
 }
 
-void bench_target(struct bench_ctx *c, const char *what, double value,
-		  const char *op, double goal)
+static struct bench_tgt *add_target(struct bench_ctx *c, const char *what, double value,
+				     const char *op, double goal)
 {
 	struct bench_exp *e = c->cur;
 	if (!e)
-		return;
+		return NULL;
 	bool met = false;
 	if (!strcmp(op, "<="))
 		met = value <= goal;
@@ -154,22 +181,68 @@ void bench_target(struct bench_ctx *c, const char *what, double value,
 	t->op = strdup(op);
 	t->value = value;
 	t->goal = goal;
-	t->met = met && !isnan(value);
+	t->met = met && isfinite(value);
+	t->verdict = t->met ? BV_MET : BV_NOT_MET;
+	return t;
+}
+
+void bench_target(struct bench_ctx *c, const char *what, double value,
+		  const char *op, double goal)
+{
+	add_target(c, what, value, op, goal);
+}
+
+void bench_target_exact(struct bench_ctx *c, const char *what, double value,
+			const char *op, double goal)
+{
+	struct bench_tgt *t = add_target(c, what, value, op, goal);
+	if (t)
+		t->exact = true;
 }
 
 void bench_target_ci(struct bench_ctx *c, const char *what, double value,
 		     double ci_lo, double ci_hi, const char *op, double goal)
 {
-	bench_target(c, what, value, op, goal);
-	struct bench_exp *e = c->cur;
-	if (!e || !e->ntargets || (ci_lo == 0 && ci_hi == 0))
-		return;
-	struct bench_tgt *t = &e->targets[e->ntargets - 1];
-	t->ci_lo = ci_lo;
-	t->ci_hi = ci_hi;
-	if (ci_lo <= goal && goal <= ci_hi) {
-		t->unresolved = true;
-		t->met = false;
+	struct bench_tgt *t = add_target(c, what, value, op, goal);
+	if (t && (ci_lo != 0 || ci_hi != 0)) {
+		t->ci_lo = ci_lo;
+		t->ci_hi = ci_hi;
+	}
+}
+
+const char *bench_verdict_str(enum bench_verdict v)
+{
+	switch (v) {
+	case BV_MET: return "met";
+	case BV_NOT_MET: return "not met";
+	case BV_UNRESOLVED: return "not resolved";
+	case BV_NEAR: return "not resolved: within 20%";
+	case BV_DISTURBED: return "not resolved: disturbed";
+	case BV_FAILED: return "no verdict: failed";
+	case BV_NO_FIGURE: return "no verdict: no figure";
+	}
+	return "?";
+}
+
+void bench_judge(const struct bench_ctx *c, struct bench_exp *e)
+{
+	(void)c;
+	for (size_t i = 0; i < e->ntargets; i++) {
+		struct bench_tgt *t = &e->targets[i];
+		bool ci = t->ci_lo != 0 || t->ci_hi != 0;
+		if (e->nfailures)
+			t->verdict = BV_FAILED; /* a failed variant decides nothing */
+		else if (!isfinite(t->value) || (ci && !(isfinite(t->ci_lo) && isfinite(t->ci_hi))))
+			t->verdict = BV_NO_FIGURE;
+		else if (e->quiet.disturbed)
+			t->verdict = BV_DISTURBED;
+		else if (ci && t->ci_lo <= t->goal && t->goal <= t->ci_hi)
+			t->verdict = BV_UNRESOLVED;
+		else if (!ci && !t->exact &&
+			 fabs(t->value - t->goal) <= BENCH_NEAR * fabs(t->goal))
+			t->verdict = BV_NEAR; /* no interval: the run-to-run spread */
+		else
+			t->verdict = t->met ? BV_MET : BV_NOT_MET;
 	}
 }
 
@@ -226,6 +299,31 @@ int bench_ratio_ci(const double *a, size_t na, const double *b, size_t nb,
 	return r;
 }
 
+int bench_median_ci(const double *v, size_t n, double *lo, double *hi)
+{
+	enum { RESAMPLES = 2000 };
+	if (n < 2 || !lo || !hi)
+		return -EINVAL;
+	double *r = malloc(n * sizeof(double)), *q = malloc(RESAMPLES * sizeof(double));
+	if (!r || !q) {
+		free(r);
+		free(q);
+		return -ENOMEM;
+	}
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	for (int k = 0; k < RESAMPLES; k++) {
+		for (size_t i = 0; i < n; i++)
+			r[i] = v[ci_next(&x) % n];
+		q[k] = median_d(r, n);
+	}
+	qsort(q, RESAMPLES, sizeof(*q), cmp_d);
+	*lo = q[(size_t)(0.025 * (RESAMPLES - 1))];
+	*hi = q[(size_t)ceil(0.975 * (RESAMPLES - 1))];
+	free(r);
+	free(q);
+	return 0;
+}
+
 void bench_fail(struct bench_ctx *c, const char *fmt, ...)
 {
 	char *s;
@@ -237,15 +335,25 @@ void bench_fail(struct bench_ctx *c, const char *fmt, ...)
 	if (!s)
 		s = strdup("(no reason)");
 	c->nfailed++;
-	struct bench_exp *e = c->cur ? c->cur : c->last;
-	if (!c->cur) {
-		fprintf(c->out, "   FAILED: %s\n", s ? s : "");
-		fflush(c->out);
+	if (c->cur) {
+		add_str(&c->cur->failures, &c->cur->nfailures, s);
+		return;
 	}
-	if (e && s)
-		add_str(&e->failures, &e->nfailures, s);
-	else
-		free(s);
+	/* No table open: it belongs to the next table this module begins (or,
+	 * none, to a table of its own: bench_flush_failures). */
+	fprintf(c->out, "   FAILED: %s\n", s);
+	fflush(c->out);
+	add_str(&c->pending, &c->npending, s);
+}
+
+void bench_flush_failures(struct bench_ctx *c, const char *module)
+{
+	if (!c->npending)
+		return;
+	char id[96];
+	snprintf(id, sizeof(id), "%s", module);
+	bench_begin(c, id, "failed before its table", NULL);
+	bench_end(c);
 }
 
 void bench_fact(struct bench_ctx *c, const char *key, const char *fmt, ...)
@@ -279,6 +387,9 @@ void bench_skip(struct bench_ctx *c, const char *id, const char *fmt, ...)
 	if (!c->cur || strcmp(c->cur->id, id))
 		bench_begin(c, id, "skipped", NULL);
 	c->cur->skipped = s ? s : strdup("(no reason)");
+	memset(&c->pend, 0, sizeof(c->pend));
+	c->cur->seconds = c->mark > 0 ? now_s() - c->mark : NAN;
+	c->mark = now_s();
 	fprintf(c->out, "   SKIPPED: %s\n", c->cur->skipped);
 	fflush(c->out);
 	c->cur = NULL;
@@ -408,17 +519,43 @@ void bench_print_table(FILE *out, const struct bench_exp *e)
 	}
 }
 
+void bench_quiet_again(struct bench_ctx *c)
+{
+	c->pend = c->prev;
+}
+
 void bench_end(struct bench_ctx *c)
 {
 	struct bench_exp *e = c->cur;
 	if (!e)
 		return;
 	compute_ratios(e);
+	/* how quiet: its rounds, or (none went through bench_round) the
+	 * whole table as one span */
+	if (c->pend.spans) {
+		e->quiet = c->pend;
+	} else {
+		struct bench_snap now;
+		double frac;
+		bench_snap_take(&now);
+		memset(&e->quiet, 0, sizeof(e->quiet));
+		bool d = bench_quiet_add(c, &e->quiet, &e->begun, &now, &frac);
+		e->quiet.rounds = e->quiet.spans;
+		e->quiet.disturbed = d && e->quiet.spans;
+	}
+	memset(&c->pend, 0, sizeof(c->pend));
+	c->prev = e->quiet;
+	e->seconds = c->mark > 0 ? now_s() - c->mark : NAN;
+	c->mark = now_s();
+	bench_judge(c, e);
 	const char *rule = bench_ratio_rule(e);
 	if (e->ratio_base || rule)
 		fprintf(c->out, "ratio = row median / median of %s: %s\n",
 			e->ratio_base ? e->ratio_base : "the base row",
 			rule ? rule : "(no ratios)");
+	char q[400];
+	bench_quiet_line(q, sizeof(q), c, &e->quiet);
+	fprintf(c->out, "quiet: %s (%.0f s)\n", q, e->seconds);
 	bench_print_table(c->out, e);
 	for (size_t i = 0; i < e->nnotes; i++)
 		fprintf(c->out, "  * %s\n", e->notes[i]);
@@ -429,8 +566,9 @@ void bench_end(struct bench_ctx *c)
 		fprintf(c->out, "  target: %s: %.3g %s %.3g", t->what, t->value, t->op, t->goal);
 		if (t->ci_lo != 0 || t->ci_hi != 0)
 			fprintf(c->out, " (95%% CI %.3g..%.3g)", t->ci_lo, t->ci_hi);
-		fprintf(c->out, ": %s\n",
-			t->unresolved ? "not resolved" : t->met ? "MET" : "NOT MET");
+		const char *v = bench_verdict_str(t->verdict);
+		fprintf(c->out, ": %s\n", t->verdict == BV_MET ? "MET" :
+					  t->verdict == BV_NOT_MET ? "NOT MET" : v);
 	}
 	fflush(c->out);
 	c->cur = NULL;
@@ -473,6 +611,9 @@ void bench_free(struct bench_ctx *c)
 		e = next;
 	}
 	c->first = c->last = c->cur = NULL;
+	free_strs(c->pending, c->npending);
+	c->pending = NULL;
+	c->npending = 0;
 	free_strs(c->fact_keys, c->nfacts);
 	free_strs(c->fact_vals, c->nfacts);
 	c->fact_keys = c->fact_vals = NULL;
@@ -496,6 +637,13 @@ int bench_rounds(const struct bench_ctx *c)
 	return c->rounds;
 }
 
+int bench_rounds_or(const struct bench_ctx *c, int quick, int full)
+{
+	if (c->rounds_set || c->smoke)
+		return c->rounds;
+	return c->quick ? quick : full;
+}
+
 const char *bench_param(const struct bench_ctx *c, const char *name, const char *def)
 {
 	size_t n = strlen(name);
@@ -503,6 +651,20 @@ const char *bench_param(const struct bench_ctx *c, const char *name, const char 
 		if (!strncmp(c->params[i], name, n) && c->params[i][n] == '=')
 			return c->params[i] + n + 1;
 	return def;
+}
+
+bool bench_planted(const struct bench_ctx *c, const char *id)
+{
+	const char *p = bench_param(c, "plant", NULL);
+	size_t n = strlen(id);
+	while (p && *p) {
+		if (!strncmp(p, id, n) && (p[n] == ',' || !p[n]))
+			return true;
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return false;
 }
 
 uint64_t bench_count(struct bench_ctx *c, const char *name, uint64_t full,

@@ -81,11 +81,23 @@ void bench_row(struct bench_ctx *c, const struct bench_row *row);
 void bench_note(struct bench_ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /*
- * A target from the issue, checked on figures of this run: met when
- * value <op> goal, op one of "<=", ">=", "<", ">".
+ * A target from the issue, checked on figures of this run: value <op> goal,
+ * op one of "<=", ">=", "<", ">".  The verdict is the harness's, at
+ * bench_end, in this order: "no verdict: failed" when the experiment
+ * recorded a failure (a failed variant decides nothing), "no verdict: no
+ * figure" when value is NaN or infinite, "not resolved: disturbed" when a
+ * round stayed disturbed (bench_round), "not resolved" when the goal lies
+ * inside the 95% interval (bench_target_ci), "not resolved: within 20%"
+ * when there is no interval and value lies within 20% of the goal (the
+ * run-to-run spread of this machine; give the figure an interval instead),
+ * else met or not met.
  */
 void bench_target(struct bench_ctx *c, const char *what, double value,
 		  const char *op, double goal);
+/* The same for a count, not a timing (crossings per request, pages): no
+ * 20% rule. */
+void bench_target_exact(struct bench_ctx *c, const char *what, double value,
+			const char *op, double goal);
 /*
  * The same, for a value known only to within a 95% confidence interval
  * [ci_lo, ci_hi] (both 0: none, then as bench_target): when goal lies
@@ -102,10 +114,19 @@ void bench_target_ci(struct bench_ctx *c, const char *what, double value,
 int bench_ratio_ci(const double *a, size_t na, const double *b, size_t nb,
 		   double *lo, double *hi);
 /*
+ * A 95% confidence interval of the median of v[0..n) (per-round ratios, for
+ * example) by bootstrap, deterministic seed.  Returns 0, or -EINVAL (n < 2).
+ */
+int bench_median_ci(const double *v, size_t n, double *lo, double *hi);
+/*
  * A variant (or the whole experiment) failed: it is reported under the
- * table, kept in the JSON ("failures") and makes bypass-bench exit
- * non-zero.  A variant that cannot run here for a stated reason is not a
- * failure: use bench_note (a row) or bench_skip (the experiment).
+ * table, kept in the JSON ("failures"), leaves every target of the table
+ * without a verdict and makes bypass-bench exit 1.  Wrong results (lost
+ * data, wrong ranks, a call that returned the wrong thing, an engine
+ * error) are failures.  Called while no table is open, the failure goes to
+ * the next table the module begins (or a table of its own).  A variant
+ * that cannot run here for a stated reason is not a failure: use
+ * bench_note (a row) or bench_skip (the experiment).
  */
 void bench_fail(struct bench_ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -123,16 +144,89 @@ void bench_end(struct bench_ctx *c);
 void bench_skip(struct bench_ctx *c, const char *id, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * Rounds, and how quiet the machine was while they ran (bench/quiet.c).
+ * Every experiment runs its alternation rounds through bench_round():
+ *
+ *	struct bench_rounds rr;
+ *	int r;
+ *	bench_rounds_init(c, &rr, rounds, 0);
+ *	while (bench_round(c, &rr, &r))
+ *		... run round r of every row, storing its samples at round r's
+ *		    place (not appended: a rerun round overwrites them) ...
+ *
+ * Around each round the harness reads the CPU time the rest of the machine
+ * used (/proc/stat minus this process and its descendants, kernel threads
+ * aside, steal included) and the load average.  A round in which other
+ * processes took more than --disturbed-at of a CPU (0.10) is run again, up
+ * to --reruns times (2; and no more reruns in all than rounds); if it stays
+ * disturbed, the experiment's targets read "not resolved: disturbed" with
+ * the figure shown.  The first `warm` rounds (warm-up, not recorded) are
+ * not checked.  Leaving the loop early (break, a failure) is allowed.
+ * Each table's header says how quiet its rounds were.
+ */
+struct bench_snap {
+	double wall, load1;
+	uint64_t busy, steal, own, kthreads; /* clock ticks */
+	bool ok;
+};
+struct bench_rounds {
+	int n, warm, r, tries, reruns;
+	bool open;
+	struct bench_snap start;
+};
+void bench_rounds_init(struct bench_ctx *c, struct bench_rounds *rr, int n, int warm);
+bool bench_round(struct bench_ctx *c, struct bench_rounds *rr, int *r);
+/* The next table's figures come from the rounds of the table just ended
+ * (two tables of one run): it gets the same quiet record. */
+void bench_quiet_again(struct bench_ctx *c);
+
+/*
+ * The quick suite's time budget.  `make bench` (bypass-bench all --quick) must
+ * finish within 300 s on the project's 2-vCPU VM when nothing else runs
+ * (issue 24; ../shared/BENCHMARKING.md, item 6).  Each module's share,
+ * every table and its setup included (each table prints its seconds on its
+ * "quiet:" line; the JSON keeps them as "seconds"):
+ *
+ *	notify   20 s   (pingpong: 6 rounds, the sleeping rows 1/5 of the round
+ *	                 trips)
+ *	batch    70 s   (servers: the two rows each target compares; Redis 12k
+ *	                 and 75k requests)
+ *	syslet   25 s
+ *	ipc      35 s   + 20 s for the library mode rows (ipc engineer)
+ *	pager    90 s   in all, the unmodified programs with real programs
+ *	                included (pager engineer): today's tables at the quick
+ *	                sizes take about 60 s of it
+ *	margin   40 s   (a disturbed round is run again: reruns come out of it)
+ *
+ * A change that adds rows to the quick suite takes their time from its
+ * module's share (smaller counts, fewer rows in --quick) or changes this
+ * table in the same commit with a timing run that shows the total fits.
+ * The full suite (make bench-full, bypass bench --full) keeps the source
+ * documents' sizes and is not bound by this.
+ */
 /* Run parameters. */
 bool bench_quick(const struct bench_ctx *c);
 bool bench_smoke(const struct bench_ctx *c); /* CI: tiny sizes, proves it runs */
 int bench_rounds(const struct bench_ctx *c); /* alternation rounds (>= 1) */
+/* An experiment's own round count, quick or full, unless --rounds was given
+ * (then that; --smoke: bench_rounds). */
+int bench_rounds_or(const struct bench_ctx *c, int quick, int full);
 /*
  * The iteration count for a source figure: full, or full/10 with --quick,
  * or a tiny count with --smoke; --param name=N overrides.
  */
 uint64_t bench_count(struct bench_ctx *c, const char *name, uint64_t full,
 		     uint64_t quick);
+/*
+ * A planted failure, for the tests of the failure paths: true when
+ * --param plant=<id>[,<id>...] names this experiment id.  The experiment
+ * then makes one of its correctness checks fail where the real failure
+ * would be caught (a wrong result, lost data, a base row that fails), and
+ * the run must end with the failure in the JSON, no target met and exit
+ * status 1 (tests/<module>/bench-plant.sh).
+ */
+bool bench_planted(const struct bench_ctx *c, const char *id);
 /* A --param name=value string, or def. */
 const char *bench_param(const struct bench_ctx *c, const char *name, const char *def);
 /* The two CPUs to pin the sides of a cross-core experiment to. */

@@ -3,12 +3,15 @@
  * bypass-bench: run each source document's experiment, baselines beside
  * bypass in the same run, print side-by-side tables and write JSON.
  *
- *   bypass-bench <module>|all [--quick|--smoke] [--json FILE] [--rounds N]
- *                [--cpus A,B] [--param name=value ...]
+ *   bypass-bench [<module>|all] [--quick|--full|--smoke] [--json FILE]
+ *                [--rounds N] [--cpus A,B] [--param name=value ...]
+ *                [--disturbed-at F] [--reruns N]
+ *   bypass-bench --compare A.json B.json
  */
 #include "bench.h"
 #include "bench_internal.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <sched.h>
 #include <math.h>
@@ -31,18 +34,27 @@ static const struct {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: bypass-bench <module>|all [options]\n"
+		"usage: bypass-bench [<module>|all] [options]   (no module: all)\n"
+		"       bypass-bench --compare A.json B.json\n"
 		"modules:");
 	for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++)
 		fprintf(f, " %s%s", modules[i].name, modules[i].fn ? "" : "(not built)");
 	fprintf(f,
 		"\noptions:\n"
-		"  --quick          the sizes of the quick suite (minutes on 2 cores)\n"
+		"  --quick          the quick suite (make bench: within 300 s on 2 cores)\n"
+		"  --full           the full suite, the source documents' sizes (the default;\n"
+		"                   make bench-full)\n"
 		"  --smoke          tiny sizes: proves the experiments run (CI)\n"
 		"  --json FILE      write every row, note and target as JSON\n"
 		"  --rounds N       alternation rounds per experiment (default 3)\n"
 		"  --cpus A,B       the two CPUs for cross-core experiments\n"
-		"  --param K=V      experiment parameter (see docs/BENCHMARKS.md)\n");
+		"  --param K=V      experiment parameter (see docs/BENCHMARKS.md)\n"
+		"  --disturbed-at F a round in which other processes took more than F of a\n"
+		"                   CPU is disturbed (default 0.10)\n"
+		"  --reruns N       run a disturbed round again up to N times (default 2; 0 in\n"
+		"                   --smoke); still disturbed: its targets are not resolved\n"
+		"  --compare A B    two runs' JSON side by side, each ratio with its interval\n"
+		"                   (tools/report.py --compare)\n");
 }
 
 /* ------------------------------------------------------------------ JSON */
@@ -139,6 +151,7 @@ static char *file_line(const char *path)
  * the run starts (a tree edited during the run still reads as it was). */
 static char *git_commit;
 static int git_dirty = -1; /* -1: unknown (no git, not a work tree) */
+static int git_dirty_files; /* changed tracked + untracked compiled files */
 static char *load_start;   /* /proc/loadavg when the run started */
 
 static void provenance_start(void)
@@ -152,13 +165,18 @@ static void provenance_start(void)
 	git_commit = command_line(cmd);
 	if (!git_commit)
 		return;
-	/* Tracked files only: untracked files are not part of the build
-	 * unless CMake globs them, and those are listed separately. */
+	/* Tracked files changed, and untracked files the build compiles
+	 * anyway: CMake globs *.c (src/, bench/, tests/, preload/, cli/), and
+	 * headers, CMake files and the version script reach the build too. */
 	snprintf(cmd, sizeof(cmd),
-		 "git -C '%s' status --porcelain --untracked-files=no 2>/dev/null | wc -l", src);
+		 "git -C '%s' status --porcelain --untracked-files=all 2>/dev/null | "
+		 "awk '$1 != \"??\" || $2 ~ /(\\.[chS]|CMakeLists\\.txt|\\.cmake|\\.map|\\.in)$/' | "
+		 "wc -l", src);
 	char *n = command_line(cmd);
-	if (n)
+	if (n) {
 		git_dirty = atoi(n) > 0;
+		git_dirty_files = atoi(n);
+	}
 	free(n);
 }
 
@@ -231,8 +249,8 @@ static void write_provenance(FILE *f, struct bench_ctx *c, const char *model)
 	extern char **environ;
 	fprintf(f, "  \"provenance\": {\"git_commit\": ");
 	json_str(f, git_commit);
-	fprintf(f, ", \"git_dirty\": %s,\n    \"env\": {",
-		git_dirty < 0 ? "null" : git_dirty ? "true" : "false");
+	fprintf(f, ", \"git_dirty\": %s, \"git_dirty_files\": %d,\n    \"env\": {",
+		git_dirty < 0 ? "null" : git_dirty ? "true" : "false", git_dirty_files);
 	bool first = true;
 	for (char **e = environ; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
@@ -279,6 +297,37 @@ static void write_provenance(FILE *f, struct bench_ctx *c, const char *model)
 	fprintf(f, "}},\n");
 }
 
+static void json_quiet(FILE *f, const struct bench_ctx *c, const struct bench_quiet *q)
+{
+	char line[400];
+	bench_quiet_line(line, sizeof(line), c, q);
+	fprintf(f, "{\"measured\": %s, \"rounds\": %d, \"disturbed_rounds\": %d, "
+		"\"reruns\": %d, \"seconds\": ", q->spans ? "true" : "false", q->rounds,
+		q->disturbed, q->reruns);
+	json_num(f, q->wall);
+	fprintf(f, ", \"other_cpu_mean\": ");
+	json_num(f, q->wall > 0 ? q->other_s / q->wall : NAN);
+	fprintf(f, ", \"other_cpu_max\": ");
+	json_num(f, q->spans ? q->other_max : NAN);
+	fprintf(f, ", \"own_cpu_seconds\": ");
+	json_num(f, q->own_s);
+	fprintf(f, ", \"steal_mean\": ");
+	json_num(f, q->wall > 0 ? q->steal_s / q->wall : NAN);
+	fprintf(f, ", \"loadavg_min\": ");
+	json_num(f, q->spans ? q->load_min : NAN);
+	fprintf(f, ", \"loadavg_max\": ");
+	json_num(f, q->spans ? q->load_max : NAN);
+	fprintf(f, ", \"threshold\": ");
+	json_num(f, c->disturbed_at);
+	fprintf(f, ", \"line\": ");
+	json_str(f, line);
+	fprintf(f, "}");
+}
+
+static struct bench_quiet run_quiet; /* the whole run, start to end */
+static char *run_command;
+static double run_seconds;
+
 static void write_json(const char *path, struct bench_ctx *c, const char *what)
 {
 	FILE *f = fopen(path, "w");
@@ -300,7 +349,13 @@ static void write_json(const char *path, struct bench_ctx *c, const char *what)
 	json_str(f, what);
 	fprintf(f, ",\n  \"mode\": ");
 	json_str(f, c->smoke ? "smoke" : c->quick ? "quick" : "full");
-	fprintf(f, ",\n  \"rounds\": %d,\n  \"machine\": {\"cpu_model\": ", c->rounds);
+	fprintf(f, ",\n  \"rounds\": %d,\n  \"seconds\": ", c->rounds);
+	json_num(f, run_seconds);
+	fprintf(f, ",\n  \"command\": ");
+	json_str(f, run_command);
+	fprintf(f, ",\n  \"quiet\": ");
+	json_quiet(f, c, &run_quiet);
+	fprintf(f, ",\n  \"machine\": {\"cpu_model\": ");
 	json_str(f, model);
 	fprintf(f, ", \"kernel\": ");
 	json_str(f, u.release);
@@ -324,6 +379,10 @@ static void write_json(const char *path, struct bench_ctx *c, const char *what)
 		json_str(f, e->skipped);
 		fprintf(f, ", \"ratio_rule\": ");
 		json_str(f, bench_ratio_rule(e));
+		fprintf(f, ", \"seconds\": ");
+		json_num(f, e->seconds);
+		fprintf(f, ",\n     \"quiet\": ");
+		json_quiet(f, c, &e->quiet);
 		fprintf(f, ",\n     \"rows\": [");
 		for (size_t i = 0; i < e->nrows; i++) {
 			struct bench_row *r = &e->rows[i];
@@ -396,8 +455,12 @@ static void write_json(const char *path, struct bench_ctx *c, const char *what)
 				json_num(f, t->ci_hi);
 				fprintf(f, "]");
 			}
-			fprintf(f, ", \"met\": %s, \"resolved\": %s}", t->met ? "true" : "false",
-				t->unresolved ? "false" : "true");
+			bool resolved = t->verdict == BV_MET || t->verdict == BV_NOT_MET;
+			fprintf(f, ", \"met\": %s, \"resolved\": %s, \"verdict\": ",
+				t->verdict == BV_MET ? "true" : "false", resolved ? "true" : "false");
+			json_str(f, bench_verdict_str(t->verdict));
+			fprintf(f, ", \"value_meets_goal\": %s, \"exact\": %s}",
+				t->met ? "true" : "false", t->exact ? "true" : "false");
 		}
 		fprintf(f, "]}");
 	}
@@ -407,23 +470,68 @@ static void write_json(const char *path, struct bench_ctx *c, const char *what)
 
 /* ------------------------------------------------------------------ main */
 
+/* bypass-bench --compare A.json B.json: tools/report.py does it (Python is
+ * the report tooling's language). */
+static int compare(const char *a, const char *b)
+{
+	char py[600];
+	snprintf(py, sizeof(py), "%s/tools/report.py", bench_source_dir());
+	if (access(py, R_OK)) {
+		fprintf(stderr, "bypass-bench --compare: %s not found (it renders the comparison; "
+			"set BYPASS_SOURCE to the source tree)\n", py);
+		return 1;
+	}
+	const char *python = access("/usr/bin/python3", X_OK) ? "python3" : "/usr/bin/python3";
+	fflush(NULL);
+	execlp(python, python, py, "--compare", a, b, (char *)NULL);
+	fprintf(stderr, "bypass-bench --compare: %s: %s\n", python, strerror(errno));
+	return 1;
+}
+
+static char *join_args(int argc, char **argv)
+{
+	size_t len = 1;
+	for (int i = 0; i < argc; i++)
+		len += strlen(argv[i]) + 3;
+	char *s = malloc(len), *p = s;
+	if (!s)
+		return NULL;
+	for (int i = 0; i < argc; i++) {
+		const char *name = i ? argv[i] : "bypass-bench";
+		bool q = strpbrk(name, " \t'\"") != NULL;
+		p += sprintf(p, "%s%s%s%s", i ? " " : "", q ? "'" : "", name, q ? "'" : "");
+	}
+	return s;
+}
+
 int main(int argc, char **argv)
 {
-	struct bench_ctx c = { .rounds = 3, .out = stdout, .cpu_a = 0, .cpu_b = 1 };
+	struct bench_ctx c = { .rounds = 3, .out = stdout, .cpu_a = 0, .cpu_b = 1,
+			       .disturbed_at = 0.10, .reruns = -1 };
 	const char *json = NULL;
+	bool compare_mode = false;
 	static const struct option opts[] = {
 		{ "quick", no_argument, 0, 'q' },  { "smoke", no_argument, 0, 's' },
+		{ "full", no_argument, 0, 'f' },
 		{ "json", required_argument, 0, 'j' }, { "rounds", required_argument, 0, 'r' },
 		{ "cpus", required_argument, 0, 'c' }, { "param", required_argument, 0, 'p' },
+		{ "disturbed-at", required_argument, 0, 'd' },
+		{ "reruns", required_argument, 0, 'R' },
+		{ "compare", no_argument, 0, 'C' },
 		{ "help", no_argument, 0, 'h' },   { 0, 0, 0, 0 }
 	};
+	run_command = join_args(argc, argv);
 	int o;
-	while ((o = getopt_long(argc, argv, "qsj:r:c:p:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "qsfj:r:c:p:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'q': c.quick = true; break;
 		case 's': c.smoke = c.quick = true; break;
+		case 'f': c.quick = c.smoke = false; break;
 		case 'j': json = optarg; break;
-		case 'r': c.rounds = atoi(optarg); break;
+		case 'r': c.rounds = atoi(optarg); c.rounds_set = true; break;
+		case 'd': c.disturbed_at = atof(optarg); break;
+		case 'R': c.reruns = atoi(optarg); break;
+		case 'C': compare_mode = true; break;
 		case 'c':
 			if (sscanf(optarg, "%d,%d", &c.cpu_a, &c.cpu_b) != 2) {
 				usage(stderr);
@@ -442,11 +550,20 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc - 1 || c.rounds < 1) {
+	if (compare_mode) {
+		if (optind != argc - 2) {
+			usage(stderr);
+			return 2;
+		}
+		return compare(argv[optind], argv[optind + 1]);
+	}
+	if (optind < argc - 1 || c.rounds < 1 || !(c.disturbed_at > 0) || c.reruns < -1) {
 		usage(stderr);
 		return 2;
 	}
-	const char *what = argv[optind];
+	if (c.reruns < 0)
+		c.reruns = c.smoke ? 0 : 2;
+	const char *what = optind < argc ? argv[optind] : "all";
 	int ncpu = bench_ncpus();
 	c.ncpus = ncpu;
 	cpu_set_t all_cpus;
@@ -458,11 +575,15 @@ int main(int argc, char **argv)
 	bool all = !strcmp(what, "all"), found = all;
 	uint64_t hz = bypass_tsc_hz();
 	provenance_start();
+	bench_snap_take(&c.run_start);
 	fprintf(c.out, "bypass-bench %s: %s mode, %d rounds, CPUs %d,%d of %d, TSC %.3f GHz\n",
 		bypass_version(), c.smoke ? "smoke" : c.quick ? "quick" : "full", c.rounds,
 		c.cpu_a, c.cpu_b, ncpu, (double)hz / 1e9);
 	fprintf(c.out, "source: commit %.12s%s\n", git_commit ? git_commit : "unknown",
 		git_dirty > 0 ? " with uncommitted changes (dirty)" : git_dirty == 0 ? " (clean)" : "");
+	fprintf(c.out, "load average at start: %s; a round in which other processes take more "
+		"than %.0f%% of a CPU is run again (up to %d times)\n",
+		load_start ? load_start : "?", 100 * c.disturbed_at, c.reruns);
 	int status = 0;
 	for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++) {
 		if (!all && strcmp(what, modules[i].name))
@@ -472,8 +593,14 @@ int main(int argc, char **argv)
 			fprintf(c.out, "\n== %s: not built yet\n", modules[i].name);
 			continue;
 		}
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		c.mark = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 		int r = modules[i].fn(&c);
-		c.cur = NULL;
+		if (c.cur)
+			bench_end(&c); /* a table the module left open */
+		bench_flush_failures(&c, modules[i].name);
+		memset(&c.pend, 0, sizeof(c.pend));
 		/* An experiment may have pinned this thread: undo it. */
 		sched_setaffinity(0, sizeof(all_cpus), &all_cpus);
 		if (r != 0 && r != BENCH_SKIP) {
@@ -486,17 +613,47 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	{
+		struct bench_snap end;
+		double frac;
+		bench_snap_take(&end);
+		bench_quiet_add(&c, &run_quiet, &c.run_start, &end, &frac);
+		run_seconds = end.wall - c.run_start.wall;
+		for (struct bench_exp *e = c.first; e; e = e->next) {
+			run_quiet.rounds += e->quiet.rounds;
+			run_quiet.disturbed += e->quiet.disturbed;
+			run_quiet.reruns += e->quiet.reruns;
+			if (e->quiet.other_max > run_quiet.other_max)
+				run_quiet.other_max = e->quiet.other_max;
+		}
+	}
 	/* One summary of the targets, across experiments. */
-	size_t nt = 0, met = 0;
-	for (struct bench_exp *e = c.first; e; e = e->next)
+	size_t nt = 0, nv[BV_NO_FIGURE + 1] = { 0 };
+	for (struct bench_exp *e = c.first; e; e = e->next) {
+		bench_judge(&c, e); /* failures may have arrived after its table */
 		for (size_t i = 0; i < e->ntargets; i++, nt++)
-			met += e->targets[i].met;
-	if (nt)
-		fprintf(c.out, "\ntargets met: %zu of %zu (see each table)\n", met, nt);
+			nv[e->targets[i].verdict]++;
+	}
+	char q[400];
+	bench_quiet_line(q, sizeof(q), &c, &run_quiet);
+	fprintf(c.out, "\nquiet (the whole run, %.0f s): %s\n", run_seconds, q);
+	if (nt) {
+		fprintf(c.out, "targets met: %zu of %zu", nv[BV_MET], nt);
+		for (int v = BV_NOT_MET; v <= BV_NO_FIGURE; v++)
+			if (nv[v])
+				fprintf(c.out, "; %s: %zu", bench_verdict_str((enum bench_verdict)v),
+					nv[v]);
+		fprintf(c.out, " (see each table)\n");
+	}
 	if (json) {
 		write_json(json, &c, what);
 		fprintf(c.out, "JSON written to %s\n", json);
 	}
+	if (c.quick && !c.smoke)
+		fprintf(c.out, "\nThis was the quick suite (smaller sizes, fewer rounds: %.0f s). "
+			"The full suite, at the sizes docs/BENCHMARKS.md publishes:\n"
+			"  make bench-full      (or: bypass bench --full, bypass-bench all)\n",
+			run_seconds);
 	if (c.nfailed) {
 		fprintf(stderr, "bypass-bench: %d variant%s failed (see FAILED lines)\n", c.nfailed,
 			c.nfailed == 1 ? "" : "s");
@@ -506,5 +663,6 @@ int main(int argc, char **argv)
 	free(c.params);
 	free(git_commit);
 	free(load_start);
+	free(run_command);
 	return status;
 }

@@ -72,8 +72,8 @@ int bench_batch_redis(struct bench_ctx *c)
 	static const int pipes[] = { 1, 16 };
 	struct bsrv row[8];
 	char labels[8][96];
-	unsigned long n1 = bench_smoke(c) ? 2000 : bench_quick(c) ? 25000 : 100000;
-	unsigned long n16 = bench_smoke(c) ? 10000 : bench_quick(c) ? 150000 : 600000;
+	unsigned long n1 = bench_smoke(c) ? 2000 : bench_quick(c) ? 12000 : 100000;
+	unsigned long n16 = bench_smoke(c) ? 10000 : bench_quick(c) ? 75000 : 600000;
 	for (int k = 0; k < 8; k++) {
 		int t = (k / 2) % 2, pp = k / 4, pre = k % 2;
 		row[k] = srv[pre];
@@ -90,7 +90,10 @@ int bench_batch_redis(struct bench_ctx *c)
 	rbench(&srv[1], "SET", n1 / 4, 1);
 	row[0].served = row[1].served = (double)(n1 / 4);
 	size_t order[8];
-	for (int r = 0; r < rounds; r++) {
+	struct bench_rounds rr;
+	int r;
+	bench_rounds_init(c, &rr, rounds, 0);
+	while (bench_round(c, &rr, &r)) {
 		bench_order(r, 8, order);
 		for (int i = 0; i < 8; i++) {
 			int k = (int)order[i], t = (k / 2) % 2, pp = k / 4;

@@ -270,7 +270,10 @@ int bench_batch_sendfile(struct bench_ctx *c)
 		if (v != SF_SPLICE || splice_ok)
 			for (int i = 0; i < 5; i++)
 				sample(&s, v, &warm);
-	for (int rd = 0; rd < rounds; rd++)
+	struct bench_rounds rr;
+	int rd;
+	bench_rounds_init(c, &rr, rounds, 0);
+	while (bench_round(c, &rr, &rd))
 		for (int v = 0; v < SF_N; v++)
 			for (uint64_t i = 0; i < per_round; i++)
 				if (v != SF_SPLICE || splice_ok)

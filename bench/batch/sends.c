@@ -359,7 +359,7 @@ int bench_batch_sends(struct bench_ctx *c)
 	pthread_getaffinity_np(pthread_self(), sizeof(old), &old);
 	bench_pin(cpu_a);
 
-	uint64_t per_round = bench_count(c, "send_samples", 2000, 300);
+	uint64_t per_round = bench_count(c, "send_samples", 2000, 100);
 	int rounds = bench_rounds(c);
 	size_t n = per_round * (size_t)rounds;
 	uint64_t *smp[NV];
@@ -370,7 +370,10 @@ int bench_batch_sends(struct bench_ctx *c)
 		run_variant(&s, v, NULL, 20, cpu_b);
 	bool sqpoll_ok = true;
 	bool merged_cfg = bp_bt_cfg.merged_wait;
-	for (int rd = 0; rd < rounds; rd++)
+	struct bench_rounds rr;
+	int rd;
+	bench_rounds_init(c, &rr, rounds, 0);
+	while (bench_round(c, &rr, &rd))
 		for (int v = 0; v < NV; v++)
 			if (!run_variant(&s, v, &smp[v][(size_t)rd * per_round], per_round, cpu_b) &&
 			    v == V_SQPOLL)

@@ -103,7 +103,10 @@ int ipcb_calls(struct bench_ctx *c)
 	bench_begin(c, "ipc.call", "round trip of a 32-byte request and response",
 		    call_label[CALL_UNIX]);
 	bool failed[CALL_KINDS] = { false };
-	for (int round = 0; round < rounds; round++) {
+	struct bench_rounds rr;
+	int round;
+	bench_rounds_init(c, &rr, rounds, 0);
+	while (bench_round(c, &rr, &round)) {
 		size_t order[CALL_KINDS];
 		bench_order(round, CALL_KINDS, order);
 		for (size_t oi = 0; oi < CALL_KINDS; oi++) {
@@ -120,8 +123,10 @@ int ipcb_calls(struct bench_ctx *c)
 				bench_fail(c, "%s failed to run", call_label[k]);
 				continue;
 			}
-			memcpy(all[k] + have[k], buf + warm, (per - warm) * sizeof(uint64_t));
-			have[k] += per - warm;
+			/* at round's place: a rerun overwrites it */
+			memcpy(all[k] + (size_t)round * (per - warm), buf + warm,
+			       (per - warm) * sizeof(uint64_t));
+			have[k] = ((size_t)round + 1) * (per - warm);
 		}
 	}
 	for (int k = 0; k < CALL_KINDS; k++) {
@@ -313,7 +318,10 @@ int ipcb_throughput(struct bench_ctx *c)
 		double v[TP_KINDS][64];
 		int nv[TP_KINDS] = { 0 };
 		bool failed[TP_KINDS] = { false };
-		for (int round = 0; round < rounds && round < 64; round++) {
+		struct bench_rounds rounds_tp;
+		int round;
+		bench_rounds_init(c, &rounds_tp, rounds < 64 ? rounds : 64, 0);
+		while (bench_round(c, &rounds_tp, &round)) {
 			size_t order[TP_KINDS];
 			bench_order(round, TP_KINDS, order);
 			for (size_t oi = 0; oi < TP_KINDS; oi++) {
@@ -328,7 +336,8 @@ int ipcb_throughput(struct bench_ctx *c)
 					bench_fail(c, "%s failed to run", info[k].label);
 					continue;
 				}
-				v[k][nv[k]++] = (double)len * (double)n / t / 1e6;
+				v[k][round] = (double)len * (double)n / t / 1e6;
+				nv[k] = round + 1;
 			}
 		}
 		struct bench_summary s[TP_KINDS];

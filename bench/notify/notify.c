@@ -59,7 +59,10 @@ static int ring_costs(struct bench_ctx *c)
 	uint64_t warm_b = per / 4 ? per / 4 : 1;
 	uint64_t *scratch = malloc(sizeof(uint64_t) * warm_b);
 	size_t order[N];
-	for (int r = 0; r <= rounds; r++) {
+	struct bench_rounds rr;
+	int r;
+	bench_rounds_init(c, &rr, rounds + 1, 1); /* round 0: the warm-up */
+	while (bench_round(c, &rr, &r)) {
 		bench_order(r, N, order);
 		for (int o = 0; o < N; o++) {
 			int k = (int)order[o];

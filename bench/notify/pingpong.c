@@ -498,8 +498,8 @@ static const struct variant variants[] = {
 };
 #define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 
-enum { V_LIMIT = 0, V_SIGNAL = 1, V_SIGBUSY = 2, V_EFD = 3, V_ADAPTIVE = 9, V_SLEEP = 11,
-       V_INTR = 12 };
+enum { V_LIMIT = 0, V_SIGNAL = 1, V_SIGBUSY = 2, V_EFD = 3, V_EFD_POLL = 4, V_SOCK_POLL = 7,
+       V_ADAPTIVE = 9, V_SPIN = 10, V_SLEEP = 11, V_INTR = 12 };
 
 /* One round of one variant: fork the responder, time n round trips.
  * Returns 0 or -errno (-EIO: the responder did not exit cleanly). */
@@ -552,54 +552,141 @@ static int run_round(const struct variant *v, struct pp *p, uint64_t warm, uint6
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
+/* Rows whose receiver sleeps in the kernel (tens of microseconds a round
+ * trip): fewer round trips in the quick suite, the median settles long
+ * before. */
+static bool slow_row(size_t v)
+{
+	return !(v == V_LIMIT || v == V_EFD_POLL || v == V_SOCK_POLL || v == V_ADAPTIVE ||
+		 v == V_SPIN);
+}
+
+static double median_u64(uint64_t *v, size_t n)
+{
+	struct bench_summary s;
+	bench_summarize(v, n, &s);
+	return s.median;
+}
+
+/* Limit blocks: LIM_BLOCK cache-line round trips right before and right
+ * after every row's run, in every round. */
+#define LIM_BLOCK 2000
+
 int bench_notify_pingpong(struct bench_ctx *c)
 {
 	uint64_t total = bench_count(c, "roundtrips", 1000000, 100000);
-	int rounds = bench_rounds(c);
+	/* More rounds than the harness's 3: the ratio's interval is over the
+	 * rounds (each round's row against the limit measured beside it). */
+	int rounds = bench_rounds_or(c, 6, 10);
 	uint64_t per = (total + (uint64_t)rounds - 1) / (uint64_t)rounds;
+	uint64_t per_slow = bench_quick(c) ? (per / 5 ? per / 5 : 1) : per;
 	uint64_t warm = per / 100 < 100 ? 100 : per / 100;
 	/* Round 0 warms everything up (page cache of the binaries, the
 	 * scheduler's view of both CPUs, frequency) and is not recorded. */
 	uint64_t warm_round = per / 4 < 100 ? (per < 100 ? per : 100) : per / 4;
+	size_t lim_block = bench_smoke(c) ? 200 : LIM_BLOCK;
 	int cpu_a, cpu_b;
 	bench_cpus(c, &cpu_a, &cpu_b);
 	inject_fail = !strcmp(bench_param(c, "fail", ""), "responder");
 
 	bench_begin(c, "notify.pingpong",
 		    "1-byte ping-pong between two processes on different CPUs (User Interrupts RFC table)",
-		    "the cache-line round trip (the limit row); the source column is "
-		    "relative to a hardware user IPI");
+		    "the cache-line round trip measured beside the row in the same round (the "
+		    "limit row: all those blocks); the source column is relative to a hardware "
+		    "user IPI");
 
 	struct pp *p = bench_shared_alloc(sizeof(*p));
 	uint64_t *samples[NVARIANTS];
-	uint64_t *scratch = malloc(sizeof(uint64_t) * warm_round);
-	for (size_t v = 0; v < NVARIANTS; v++)
+	uint64_t *scratch = malloc(sizeof(uint64_t) * (warm_round > lim_block ? warm_round
+									  : lim_block));
+	size_t nlim = 2 * (NVARIANTS - 1) * lim_block;
+	uint64_t *lim_all = malloc(sizeof(uint64_t) * nlim * (size_t)rounds);
+	double *lim_r[NVARIANTS], *row_r[NVARIANTS];
+	for (size_t v = 0; v < NVARIANTS; v++) {
 		samples[v] = malloc(sizeof(uint64_t) * per * (size_t)rounds);
+		lim_r[v] = calloc((size_t)rounds, sizeof(double));
+		row_r[v] = calloc((size_t)rounds, sizeof(double));
+	}
 	bool failed[NVARIANTS] = { false };
 	size_t order[NVARIANTS];
-	for (int r = 0; r <= rounds; r++) {
+	struct bench_rounds rr;
+	int r;
+	bench_rounds_init(c, &rr, rounds + 1, 1); /* round 0: the warm-up */
+	while (bench_round(c, &rr, &r)) {
 		bench_order(r, NVARIANTS, order);
+		size_t li = 0; /* limit blocks of this round */
 		for (size_t k = 0; k < NVARIANTS; k++) {
 			size_t v = order[k];
-			if (failed[v])
+			if (failed[v] || v == V_LIMIT)
 				continue;
-			uint64_t n = r ? per : warm_round;
+			uint64_t n = r ? (slow_row(v) ? per_slow : per) : warm_round;
 			uint64_t *dst = r ? samples[v] + (size_t)(r - 1) * per : scratch;
-			int e = v == V_LIMIT ? bench_cacheline_rtt(cpu_a, cpu_b, dst, n)
-					     : run_round(&variants[v], p, warm, n, dst, cpu_a, cpu_b);
+			double lm[2] = { 0, 0 };
+			int e = 0;
+			for (int side = 0; side < 3 && !e; side++) {
+				if (side == 1) {
+					e = run_round(&variants[v], p, warm, n, dst, cpu_a, cpu_b);
+					continue;
+				}
+				/* the limit, right before and right after the row */
+				uint64_t *lb = r ? lim_all + (size_t)(r - 1) * nlim + li * lim_block
+						 : scratch;
+				e = bench_cacheline_rtt(cpu_a, cpu_b, lb, lim_block);
+				if (!e) {
+					uint64_t *tmp = malloc(lim_block * sizeof(uint64_t));
+					memcpy(tmp, lb, lim_block * sizeof(uint64_t));
+					lm[side / 2] = median_u64(tmp, lim_block);
+					free(tmp);
+					if (r)
+						li++;
+				} else {
+					v = V_LIMIT;
+				}
+			}
 			if (e < 0) {
 				failed[v] = true;
 				bench_fail(c, "%s: failed in %s %d (%s)", variants[v].name,
 					   r ? "round" : "warm-up round", r,
 					   e == -EIO ? "its responder did not exit cleanly"
 						     : strerror(-e));
+				continue;
+			}
+			if (r) {
+				uint64_t *tmp = malloc(n * sizeof(uint64_t));
+				memcpy(tmp, dst, n * sizeof(uint64_t));
+				row_r[v][r - 1] = median_u64(tmp, n);
+				free(tmp);
+				lim_r[v][r - 1] = (lm[0] + lm[1]) / 2;
 			}
 		}
+		if (r) /* the limit row: every block of the round */
+			row_r[V_LIMIT][r - 1] = (double)li;
 	}
 
+	/* per-round ratios: the row's median over the limit's beside it */
+	double ratio_r[NVARIANTS][64];
 	struct bench_summary s[NVARIANTS];
-	for (size_t v = 0; v < NVARIANTS; v++)
-		bench_summarize(samples[v], failed[v] ? 0 : per * (size_t)rounds, &s[v]);
+	for (size_t v = 0; v < NVARIANTS; v++) {
+		size_t n = slow_row(v) ? per_slow : per;
+		if (v == V_LIMIT) {
+			/* all the blocks (each round's count in row_r) */
+			size_t m = 0;
+			for (int k = 0; k < rounds; k++) {
+				size_t nb = (size_t)row_r[V_LIMIT][k] * lim_block;
+				memmove(lim_all + m, lim_all + (size_t)k * nlim, nb * sizeof(uint64_t));
+				m += nb;
+			}
+			bench_summarize(lim_all, failed[v] ? 0 : m, &s[v]);
+			continue;
+		}
+		/* the samples of each round sit at round * per: pack them */
+		for (int k = 1; k < rounds; k++)
+			memmove(samples[v] + (size_t)k * n, samples[v] + (size_t)k * per,
+				n * sizeof(uint64_t));
+		bench_summarize(samples[v], failed[v] ? 0 : n * (size_t)rounds, &s[v]);
+		for (int k = 0; k < rounds && k < 64; k++)
+			ratio_r[v][k] = lim_r[v][k] > 0 ? row_r[v][k] / lim_r[v][k] : NAN;
+	}
 	for (size_t v = 0; v < NVARIANTS; v++) {
 		if (failed[v])
 			continue;
@@ -612,34 +699,96 @@ int bench_notify_pingpong(struct bench_ctx *c)
 			.source = variants[v].source,
 			.note = variants[v].note,
 		};
+		char params[1200];
+		if (v != V_LIMIT) {
+			int nr = rounds < 64 ? rounds : 64;
+			struct bench_summary rs;
+			double tmp[64];
+			memcpy(tmp, ratio_r[v], (size_t)nr * sizeof(double));
+			bench_summarize_d(tmp, (size_t)nr, &rs);
+			row.ratio = rs.median;
+			if (bench_median_ci(ratio_r[v], (size_t)nr, &row.ci_lo, &row.ci_hi))
+				row.ci_lo = row.ci_hi = 0;
+			/* each round's ratio and the limit beside it, for the reader */
+			int o = snprintf(params, sizeof(params), "{\"round_ratio\": [");
+			for (int k = 0; k < nr && o < (int)sizeof(params) - 40; k++)
+				o += snprintf(params + o, sizeof(params) - (size_t)o, "%s%.4g",
+					      k ? ", " : "", ratio_r[v][k]);
+			o += snprintf(params + o, sizeof(params) - (size_t)o,
+				      "], \"round_limit_cycles\": [");
+			for (int k = 0; k < nr && o < (int)sizeof(params) - 8; k++)
+				o += snprintf(params + o, sizeof(params) - (size_t)o, "%s%.0f",
+					      k ? ", " : "", lim_r[v][k]);
+			snprintf(params + o, sizeof(params) - (size_t)o, "]}");
+			row.params = params;
+		}
 		bench_row(c, &row);
 	}
-	if (total != 1000000)
-		bench_note(c, "%llu round trips per row (the source: 1,000,000; scaled by %.3g)",
-			   (unsigned long long)(per * (uint64_t)rounds),
-			   (double)(per * (uint64_t)rounds) / 1e6);
+	bench_note(c, "%llu round trips per row, %llu for the rows that sleep in the kernel "
+		   "(the source: 1,000,000)", (unsigned long long)(per * (uint64_t)rounds),
+		   (unsigned long long)(per_slow * (uint64_t)rounds));
 	bench_note(c, "%d rounds after one warm-up round (%llu round trips per row, not recorded); "
-		   "the order of the rows rotates each round; each round forks a fresh responder "
-		   "(the limit row: a thread); CPUs %d and %d; %llu warm-up round trips per round",
-		   rounds, (unsigned long long)warm_round, cpu_a, cpu_b,
-		   (unsigned long long)warm);
+		   "the order of the rows rotates each round; each round forks a fresh responder; "
+		   "CPUs %d and %d; %llu warm-up round trips per round", rounds,
+		   (unsigned long long)warm_round, cpu_a, cpu_b, (unsigned long long)warm);
+	bench_note(c, "ratio: the median over rounds of (the row's median in the round / the "
+		   "median of the cache-line round trips measured right before and right after "
+		   "it, %zu each), with a bootstrap 95%% interval over the rounds: the limit "
+		   "moves with where the hypervisor puts the two vCPUs (SMT siblings or not), "
+		   "and it is measured where the row ran", lim_block);
+	{
+		double lo = 1e300, hi = 0;
+		for (size_t v = 0; v < NVARIANTS; v++)
+			for (int k = 0; k < rounds && k < 64 && v != V_LIMIT && !failed[v]; k++)
+				if (lim_r[v][k] > 0) {
+					lo = lim_r[v][k] < lo ? lim_r[v][k] : lo;
+					hi = lim_r[v][k] > hi ? lim_r[v][k] : hi;
+				}
+		if (hi > 0)
+			bench_note(c, "the limit beside the rows ranged from %.0f to %.0f cycles over "
+				   "the rounds (row params: round_ratio, round_limit_cycles)", lo, hi);
+	}
 	bench_note(c, "the limit row is bench_cacheline_rtt, the routine every module's limit uses: "
 		   "one line per side, each in its own shared page like a doorbell; all rows "
 		   "summarized alike (every sample, no trimming)");
 	bench_note(c, "source column: the RFC's mean latency relative to user IPI "
 		   "(Sapphire Rapids, not this machine)");
-	double lim = s[V_LIMIT].median;
-	bench_target(c, "adaptive doorbell, awake receiver: median / cache-line limit median",
-		     lim > 0 ? s[V_ADAPTIVE].median / lim : NAN, "<=", 1.5);
-	bench_target(c, "sleeping doorbell median / two-eventfd blocking median",
-		     s[V_EFD].median > 0 ? s[V_SLEEP].median / s[V_EFD].median : NAN, "<=", 1.0);
-	bench_target(c, "interrupt (busy receiver) median / signal to a busy receiver median",
-		     s[V_SIGBUSY].median > 0 ? s[V_INTR].median / s[V_SIGBUSY].median : NAN,
-		     "<", 1.0);
+	/* the targets: per-round ratios, with their intervals */
+	int nr = rounds < 64 ? rounds : 64;
+	double lo = 0, hi = 0, tmp[64];
+	struct bench_summary rs;
+	memcpy(tmp, ratio_r[V_ADAPTIVE], (size_t)nr * sizeof(double));
+	bench_summarize_d(tmp, (size_t)nr, &rs);
+	if (bench_median_ci(ratio_r[V_ADAPTIVE], (size_t)nr, &lo, &hi))
+		lo = hi = 0;
+	bench_target_ci(c, "adaptive doorbell, awake receiver: median / cache-line limit median "
+			"(per round, the limit beside it)",
+			failed[V_ADAPTIVE] ? NAN : rs.median, lo, hi, "<=", 1.5);
+	static const struct {
+		size_t a, b;
+		const char *what, *op;
+	} pairs[] = {
+		{ V_SLEEP, V_EFD, "sleeping doorbell median / two-eventfd blocking median", "<=" },
+		{ V_INTR, V_SIGBUSY,
+		  "interrupt (busy receiver) median / signal to a busy receiver median", "<" },
+	};
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		size_t a = pairs[i].a, b = pairs[i].b;
+		lo = hi = 0;
+		if (bench_ratio_ci(row_r[a], (size_t)nr, row_r[b], (size_t)nr, &lo, &hi))
+			lo = hi = 0;
+		bench_target_ci(c, pairs[i].what,
+				failed[a] || failed[b] ? NAN : s[a].median / s[b].median, lo, hi,
+				pairs[i].op, 1.0);
+	}
 	bench_end(c);
 
-	for (size_t v = 0; v < NVARIANTS; v++)
+	for (size_t v = 0; v < NVARIANTS; v++) {
 		free(samples[v]);
+		free(lim_r[v]);
+		free(row_r[v]);
+	}
+	free(lim_all);
 	free(scratch);
 	bench_shared_free(p, sizeof(*p));
 	for (size_t v = 0; v < NVARIANTS; v++)

@@ -89,7 +89,10 @@ void bench_pager_drop(struct bench_ctx *c)
 	for (int d = 0; d < D_N; d++)
 		s[d] = malloc(sizeof(uint64_t) * nb * (size_t)rounds);
 	bool pm_ok = pidfd >= 0, move_ok = true;
-	for (int r = 0; r < rounds; r++)
+	struct bench_rounds rr;
+	int r;
+	bench_rounds_init(c, &rr, rounds, 0);
+	while (bench_round(c, &rr, &r))
 		for (int d = 0; d < D_N; d++) {
 			for (size_t i = 0; i < npages; i++) { /* populate, as pages are */
 				struct uffdio_copy cp = { .dst = (uintptr_t)m + i * PB_PAGE,

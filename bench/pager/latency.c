@@ -245,8 +245,8 @@ static void scaling_table(struct bench_ctx *c, int phase, bool one_cpu)
 	counts[nc++] = 2 * ncpu; /* oversubscribed */
 	if (counts[nc - 1] > MAX_THREADS)
 		counts[nc - 1] = MAX_THREADS;
-	size_t pages = phase == PH_SWAPIN ? bench_count(c, "swapin_faults", 10000, 2000)
-					  : bench_count(c, "faults", 50000, 16384);
+	size_t pages = phase == PH_SWAPIN ? bench_count(c, "swapin_faults", 10000, 1000)
+					  : bench_count(c, "faults", 50000, 4096);
 	int rounds = bench_rounds(c);
 	int base_kind = phase == PH_SWAPIN ? K_UPCALL : K_KERNEL;
 
@@ -266,24 +266,39 @@ static void scaling_table(struct bench_ctx *c, int phase, bool one_cpu)
 		}
 	bool handler_ok = true;
 	/* A B C ... A B C: every kind at every thread count, each round. */
-	for (int r = 0; r < rounds; r++)
+	struct bench_rounds rr;
+	int rnd;
+	bench_rounds_init(c, &rr, rounds, 0);
+	while (bench_round(c, &rr, &rnd))
 		for (int k = 0; k < nc; k++) {
-			size_t at = ns[k];
+			size_t at = (size_t)rnd * (size_t)counts[k] * pages; /* a rerun overwrites */
 			for (int m = 0; m < K_N; m++) {
 				if (!kind_in(m, phase) || (m == K_HANDLER && !handler_ok))
 					continue;
 				int e = lat_run(c, m, phase, counts[k], pages, s[k][m] + at,
-						&rate[k][m][r]);
+						&rate[k][m][rnd]);
+				if (!e && m == K_UPCALL && bench_planted(c, id))
+					e = -EIO; /* tests/pager/bench-plant.sh */
 				if (e == -EPERM && m == K_HANDLER) {
 					handler_ok = false;
 					continue;
 				}
-				if (e) {
+				bool first = rnd == 0 && k == 0;
+				if (e && first && (e == -ENOSYS || e == -EPERM || e == -EOPNOTSUPP)) {
+					/* not available here: a reason, not a failure */
 					bench_skip(c, id, "%s: %s", kind_name[m], strerror(-e));
 					goto out;
 				}
+				if (e) {
+					/* an engine error: a failure, not a skip */
+					bench_fail(c, "%s: %s, %d thread%s, round %d: %s", id,
+						   kind_name[m], counts[k], counts[k] == 1 ? "" : "s",
+						   rnd + 1, strerror(-e));
+					bench_end(c);
+					goto out;
+				}
 			}
-			ns[k] += (size_t)counts[k] * pages;
+			ns[k] = ((size_t)rnd + 1) * (size_t)counts[k] * pages;
 		}
 
 	struct bench_summary sum[MAX_COUNTS][K_N], rs[MAX_COUNTS][K_N];

@@ -223,7 +223,7 @@ static void rows(struct bench_ctx *c, const char *id, const char *title, int sca
 int bench_pager_prefetch(struct bench_ctx *c)
 {
 	const char *id = "pager.prefetch";
-	uint64_t budget_mib = bench_count(c, "budget_mib", 512, 64);
+	uint64_t budget_mib = bench_count(c, "budget_mib", 512, 16);
 	if (bench_smoke(c) && !bench_param(c, "budget_mib", NULL))
 		budget_mib = 8;
 	if (budget_mib < 4)
@@ -292,7 +292,16 @@ int bench_pager_prefetch(struct bench_ctx *c)
 	uint64_t pswpin = 0, pswpout = 0;
 	int n = 0, ret = 0, cnt[S_N] = { 0 }; /* rounds; runs per side */
 	unsigned limit = bench_quick(c) ? 900 : 3600;
-	for (int r = 0; r < rounds && !t.fail[0]; r++) {
+	struct bench_rounds rr;
+	int r, cnt_round[S_N];
+	bench_rounds_init(c, &rr, rounds, 0);
+	while (!t.fail[0] && bench_round(c, &rr, &r)) {
+		/* a rerun round overwrites the disturbed one's figures */
+		for (int s = 0; s < S_N; s++) {
+			if (!rr.tries)
+				cnt_round[s] = cnt[s];
+			cnt[s] = cnt_round[s];
+		}
 		size_t order[S_N];
 		bench_order(r, S_N, order);
 		uint64_t seed = 0x6a09e667f3bcc908ull * (uint64_t)(r + 1);
@@ -351,7 +360,7 @@ int bench_pager_prefetch(struct bench_ctx *c)
 			}
 		}
 		if (!t.fail[0])
-			n++;
+			n = r + 1;
 	}
 	unlink(bswap);
 	pb_linux_teardown(&env);

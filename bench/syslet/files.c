@@ -439,7 +439,6 @@ int bench_syslet_files(struct bench_ctx *c)
 			cpu[v] = calloc(ns, sizeof(double));
 			cl[v] = calloc(ns, sizeof(double));
 		}
-		size_t idx = 0;
 		bool failed = false;
 		char load0[64] = "?";
 		FILE *lf = fopen("/proc/loadavg", "r");
@@ -449,8 +448,12 @@ int bench_syslet_files(struct bench_ctx *c)
 			fclose(lf);
 			load0[strcspn(load0, "\n")] = 0;
 		}
-		for (int rd = 0; rd < rounds && !failed; rd++)
-			for (unsigned k = 0; k < per && !failed; k++, idx++)
+		struct bench_rounds rr;
+		int rd;
+		bench_rounds_init(c, &rr, rounds, 0);
+		while (!failed && bench_round(c, &rr, &rd))
+			for (unsigned k = 0; k < per && !failed; k++) {
+				size_t idx = (size_t)rd * per + k;
 				for (int j = 0; j < V_N; j++) {
 					int v = (j + (int)idx) % V_N; /* rotate the order */
 					if (!cached && (r = drop_caches())) {
@@ -460,9 +463,18 @@ int bench_syslet_files(struct bench_ctx *c)
 					}
 					uint64_t w, u;
 					r = run_variant(&e, v, &w, &u, &calls);
+					if (!r && bench_planted(c, "syslet.files") &&
+					    v == V_SYSLET)
+						r = -EIO; /* tests/syslet/bench-plant.sh */
 					if (r) {
-						bench_skip(c, id, "%s failed: %s", vname[v],
-							   strerror(-r));
+						/* a variant that fails or reads the
+						 * wrong bytes: a failure, not a skip */
+						bench_begin(c, id, "failed", NULL);
+						bench_fail(c, "%s: %s failed: %s", id, vname[v],
+							   r == -EIO ? "wrong results (a read of the "
+							   "wrong size, or an atom that failed)"
+								     : strerror(-r));
+						bench_end(c);
 						failed = true;
 						ret = 1;
 						break;
@@ -471,6 +483,7 @@ int bench_syslet_files(struct bench_ctx *c)
 					cpu[v][idx] = (double)u / 1e6;
 					cl[v][idx] = (double)calls;
 				}
+			}
 		if (!failed) {
 			char title[200];
 			snprintf(title, sizeof(title),

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# bench-plant: bypass-bench's failure paths for pager (issue 24).  A fault
+# engine error planted in pager.latency (the upcall kind fails), lost data in
+# pager.throughput (the bypass side changes a word before the check) and wrong
+# ranks in pager.pagerank (the window side's ranks off by one part in 10^9).
+# Each must end up in the JSON's "failures", leave no target of its table
+# met ("no verdict: failed") and make bypass-bench exit 1
+# (tools/report.py --expect-failed checks the JSON).  No figure is judged.
+set -u
+build=${BYPASS_BUILD:?BYPASS_BUILD unset}
+src=${BYPASS_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}
+bench=$build/bench/bypass-bench
+[ -x "$bench" ] || { echo "SKIP: bench/bypass-bench not built"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: python3 missing (reads the JSON)"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0 ran=0
+bad() { echo "FAIL: $*"; fail=1; }
+small=(--smoke
+	--rounds 1
+	--param faults=64
+	--param swapin_faults=64
+	--param region_mib=32
+	--param rand_accesses=2000
+	--param dev_reads=16
+	--param dev_seq_mib=8
+	--param scale=14
+	--param iters=2)
+
+# <plant>:<the table that must carry the failure>:<--param only=...>
+for spec in \
+	pager.latency:pager.latency:only=latency \
+	pager.throughput:pager.throughput:only=throughput \
+	pager.pagerank:pager.pagerank:only=pagerank; do
+	IFS=: read -r id table only <<<"$spec"
+	name=${table//./-}
+	"$bench" pager "${small[@]}" --param "$only" --param plant="$id" \
+		--json "$tmp/$name.json" >"$tmp/$name.out" 2>&1
+	r=$?
+	python3 "$src/tools/report.py" --expect-failed "$table" "$tmp/$name.json"
+	c=$?
+	[ $c = 77 ] && continue
+	ran=1
+	[ $c = 0 ] || bad "$id: the JSON of the planted failure: $(tail -5 "$tmp/$name.out")"
+	[ $r = 1 ] || bad "$id: planted failure: exit $r, want 1: $(tail -5 "$tmp/$name.out")"
+	grep -q FAILED "$tmp/$name.out" || bad "$id: no FAILED line"
+done
+[ $ran = 1 ] || { echo "SKIP: no experiment could run here"; exit 77; }
+[ $fail -eq 0 ] && echo "PASS: pager/bench-plant"
+exit $fail
