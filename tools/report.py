@@ -3,6 +3,7 @@
 """Render bypass-bench JSON as Markdown tables and PNG charts.
 
     report.py results/bench.json [more.json ...] [--out DIR] [--md FILE]
+    report.py --compare A.json B.json     (bypass bench --compare)
 
 Writes DIR/<experiment>.png (one chart per experiment) and a Markdown file
 (default DIR/report.md) with, per experiment, the side-by-side table, its
@@ -80,6 +81,33 @@ def provenance_lines(doc):
     return out
 
 
+def verdict(t):
+    """A target's verdict, as the harness gave it (older JSON: from met and
+    resolved)."""
+    v = t.get("verdict")
+    if v:
+        return v
+    if t.get("resolved") is False:
+        return "not resolved"
+    return "met" if t.get("met") else "not met"
+
+
+def verdict_md(t):
+    v = verdict(t)
+    if v == "met":
+        return "met"
+    if v == "not resolved":
+        return "**not resolved** (the goal lies inside the 95% CI)"
+    return f"**{v}**"
+
+
+def quiet_line(q):
+    """How quiet the machine was (bypass-bench's disturbance record)."""
+    if not q:
+        return "not recorded (JSON from a bypass-bench before disturbance detection)"
+    return q.get("line") or "not measured"
+
+
 def ratio_cell(r):
     if r.get("ratio") is None:
         return "-"
@@ -126,45 +154,219 @@ def table(exp):
     return "\n".join(out)
 
 
+def command_of(doc):
+    """The command that made a run (older JSON: rebuilt from its mode)."""
+    if doc.get("command"):
+        return doc["command"]
+    mode = doc.get("mode")
+    flag = {"quick": " --quick", "smoke": " --smoke"}.get(mode, "")
+    return f"bypass-bench {doc.get('modules', 'all')}{flag} (reconstructed: older JSON)"
+
+
+def exp_md(exp, charts, heading="###", source=None, anchor=False):
+    """One experiment: heading, ratio rule, how quiet, table, notes,
+    failures, targets with the harness's verdicts, chart, and (source) the
+    JSON and command it comes from."""
+    out = [f"{heading} {exp['id']}: {exp.get('title', '')}\n"]
+    if anchor:
+        out.insert(0, f'<a id="{exp["id"]}"></a>\n')
+    if source:
+        out.append(source + "\n")
+    if exp.get("skipped"):
+        out.append(f"Skipped: {exp['skipped']}\n")
+        return out
+    rule = exp.get("ratio_rule")
+    if exp.get("ratio_base") or rule:
+        base = exp.get("ratio_base") or "the base row"
+        out.append(f"Ratio = row median / median of {base}" +
+                   (f": {rule}.\n" if rule else ".\n"))
+    out.append(f"Quiet: {quiet_line(exp.get('quiet'))}.\n")
+    out.append(table(exp) + "\n")
+    for n in exp.get("notes", []):
+        out.append(f"- {n}")
+    if exp.get("notes"):
+        out.append("")
+    for f in exp.get("failures", []):
+        out.append(f"- **FAILED**: {f}")
+    if exp.get("failures"):
+        out.append("")
+    for t in exp.get("targets", []):
+        ci = t.get("ci")
+        cis = (f" (95% CI {fmt(ci[0])}..{fmt(ci[1])})"
+               if ci and None not in ci else "")
+        out.append(f"- target: {t['what']}: {fmt(t.get('value'))}{cis} "
+                   f"{t['op']} {fmt(t.get('goal'))}: {verdict_md(t)}")
+    if exp.get("targets"):
+        out.append("")
+    if exp["id"] in charts:
+        out.append(f"![{exp['id']}]({charts[exp['id']]})\n")
+    return out
+
+
 def markdown(docs, charts):
     out = []
     for doc in docs:
         out.append(f"Machine: {machine_line(doc)}.\n")
         out.append("\n".join(provenance_lines(doc)) + "\n")
+        if doc.get("quiet"):
+            out.append(f"The whole run ({fmt(doc.get('seconds'))} s): "
+                       f"{quiet_line(doc.get('quiet'))}.\n")
         for exp in doc.get("experiments", []):
-            out.append(f"### {exp['id']}: {exp.get('title', '')}\n")
-            if exp.get("skipped"):
-                out.append(f"Skipped: {exp['skipped']}\n")
-                continue
-            rule = exp.get("ratio_rule")
-            if exp.get("ratio_base") or rule:
-                base = exp.get("ratio_base") or "the base row"
-                out.append(f"Ratio = row median / median of {base}" +
-                           (f": {rule}.\n" if rule else ".\n"))
-            out.append(table(exp) + "\n")
-            for n in exp.get("notes", []):
-                out.append(f"- {n}")
-            if exp.get("notes"):
-                out.append("")
-            for f in exp.get("failures", []):
-                out.append(f"- **FAILED**: {f}")
-            if exp.get("failures"):
-                out.append("")
-            for t in exp.get("targets", []):
-                if t.get("resolved") is False:
-                    mark = "**not resolved** (the goal lies inside the 95% CI)"
-                else:
-                    mark = "met" if t.get("met") else "**not met**"
-                ci = t.get("ci")
-                cis = (f" (95% CI {fmt(ci[0])}..{fmt(ci[1])})"
-                       if ci and None not in ci else "")
-                out.append(f"- target: {t['what']}: {fmt(t.get('value'))}{cis} "
-                           f"{t['op']} {fmt(t.get('goal'))}: {mark}")
-            if exp.get("targets"):
-                out.append("")
-            if exp["id"] in charts:
-                out.append(f"![{exp['id']}]({charts[exp['id']]})\n")
+            out += exp_md(exp, charts)
     return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------ the document
+
+MODULE_ORDER = ["notify", "batch", "ipc", "pager", "syslet"]
+
+
+class Runs:
+    """The JSON files a document is rendered from, each with its path as the
+    document links it; an experiment id found in several is taken from the
+    first (later files: other machines, other sizes)."""
+
+    def __init__(self, paths, md_dir):
+        self.runs = []
+        for p in paths:
+            with open(p) as f:
+                d = json.load(f)
+            link = os.path.relpath(p, md_dir) if md_dir else p
+            self.runs.append((p, link, d))
+
+    def find(self, exp_id):
+        for p, link, d in self.runs:
+            for e in d.get("experiments", []):
+                if e.get("id") == exp_id:
+                    return e, link, d
+        return None, None, None
+
+    def all_experiments(self):
+        for p, link, d in self.runs:
+            for e in d.get("experiments", []):
+                yield e, link, d
+
+
+def source_line(link, doc):
+    pr = doc.get("provenance") or {}
+    commit = (pr.get("git_commit") or "unknown")[:12]
+    dirty = (" (dirty tree)" if pr.get("git_dirty") else
+             " (clean tree)" if pr.get("git_dirty") is False else "")
+    return (f"From [{link}]({link}): `{command_of(doc)}` at `{commit}`{dirty}, "
+            f"{doc.get('date', '?')}.")
+
+
+def targets_table(runs):
+    """Every target of every run: the figure, its interval and the
+    harness's verdict (never one written by hand)."""
+    out = ["| module | target | figure | verdict | JSON |", "|---|---|---:|---|---|"]
+    rows = []
+    for e, link, d in runs.all_experiments():
+        mod = e["id"].split(".")[0]
+        for t in e.get("targets", []):
+            ci = t.get("ci")
+            cis = f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci and None not in ci else ""
+            fig = f"{fmt(t.get('value'))}{cis} {t['op']} {fmt(t.get('goal'))}"
+            anchor = e["id"]
+            rows.append((MODULE_ORDER.index(mod) if mod in MODULE_ORDER else 99,
+                         f"| {mod} | {t['what']} ([{e['id']}](#{anchor})) | {fig} | "
+                         f"{verdict_md(t)} | [json]({link}) |"))
+        if e.get("skipped") and not e.get("targets"):
+            continue
+    rows.sort(key=lambda r: r[0])
+    return "\n".join(out + [r[1] for r in rows])
+
+
+def status_lines(runs):
+    """README's status lines: per module, the targets met and those not."""
+    per = {}
+    for e, link, d in runs.all_experiments():
+        mod = e["id"].split(".")[0]
+        for t in e.get("targets", []):
+            per.setdefault(mod, []).append((t, e["id"]))
+    out = []
+    for mod in sorted(per, key=lambda m: MODULE_ORDER.index(m) if m in MODULE_ORDER else 99):
+        ts = per[mod]
+        met = sum(1 for t, _ in ts if verdict(t) == "met")
+        rest = [f"{t['what']} ({verdict(t)}, {fmt(t.get('value'))})"
+                for t, _ in ts if verdict(t) != "met"]
+        line = f"- **{mod}**: {met} of {len(ts)} targets met"
+        if rest:
+            line += "; not met or not resolved: " + "; ".join(rest)
+        out.append(line + ".")
+    return "\n".join(out)
+
+
+def run_paragraph(runs):
+    out = []
+    for p, link, d in runs.runs:
+        out.append(f"- [{link}]({link}): `{command_of(d)}`, {d.get('mode', '?')} mode, "
+                   f"{fmt(d.get('seconds'))} s, {d.get('date', '?')}; machine: "
+                   f"{machine_line(d)}; quiet: {quiet_line(d.get('quiet'))}.")
+        out += ["  " + x for x in provenance_lines(d)]
+    return "\n".join(out)
+
+
+def row_of(e, variant):
+    for r in e.get("rows", []):
+        if r.get("variant") == variant:
+            return r
+    return None
+
+
+def render_doc(template, runs, charts):
+    """Fill a template: {{run}}, {{targets}}, {{status}}, {{table ID}},
+    {{tables}} (every experiment not placed by {{table}}), and inline
+    {{ratio ID|variant}}, {{median ID|variant}}, {{target ID|text}} (the
+    first target of ID whose description contains text: figure and
+    verdict).  A figure missing from the runs renders as "(not in this
+    run)"."""
+    import re
+    placed = set(re.findall(r"\{\{table ([^}]+)\}\}", template))
+
+    def one_table(exp_id):
+        e, link, d = runs.find(exp_id.strip())
+        if not e:
+            return f"### {exp_id.strip()}\n\nNot in this run.\n"
+        return "\n".join(exp_md(e, charts, source=source_line(link, d), anchor=True))
+
+    def rest():
+        out = []
+        for e, link, d in runs.all_experiments():
+            if e["id"] in placed:
+                continue
+            out.append("\n".join(exp_md(e, charts, source=source_line(link, d),
+                                         anchor=True)))
+        return "\n".join(out)
+
+    def inline(m):
+        kind, arg = m.group(1), m.group(2)
+        exp_id, _, what = arg.partition("|")
+        e, link, d = runs.find(exp_id.strip())
+        if not e:
+            return "(not in this run)"
+        if kind == "target":
+            for t in e.get("targets", []):
+                if what.strip() in t["what"]:
+                    ci = t.get("ci")
+                    cis = f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci and None not in ci else ""
+                    return f"{fmt(t.get('value'))}{cis} ({verdict(t)})"
+            return "(not in this run)"
+        r = row_of(e, what.strip())
+        if not r:
+            return "(not in this run)"
+        if kind == "ratio":
+            return ratio_cell(r)
+        return f"{fmt(r.get('median'))} {r.get('unit', '')}".strip()
+
+    out = template
+    out = out.replace("{{run}}", run_paragraph(runs))
+    out = out.replace("{{targets}}", targets_table(runs))
+    out = out.replace("{{status}}", status_lines(runs))
+    out = re.sub(r"\{\{table ([^}]+)\}\}", lambda m: one_table(m.group(1)), out)
+    out = out.replace("{{tables}}", rest())
+    out = re.sub(r"\{\{(ratio|median|target) ([^}]+)\}\}", inline, out)
+    return out
 
 
 def draw(exp, path, plt):
@@ -219,7 +421,155 @@ def draw(exp, path, plt):
     return True
 
 
+def _ci(r):
+    ci = r.get("ratio_ci") or r.get("ci")
+    return ci if ci and None not in ci else None
+
+
+def moved(a, b, ca, cb):
+    """Whether a figure moved between two runs: the intervals do not
+    overlap; without intervals, more than the 20% run-to-run spread."""
+    if a is None or b is None:
+        return "-"
+    if ca and cb:
+        return "**moved**" if ca[1] < cb[0] or cb[1] < ca[0] else "within the intervals"
+    if a == 0:
+        return "-"
+    d = abs(b - a) / abs(a)
+    return ("**moved** (no interval: > 20%)" if d > 0.2
+            else "within 20% (no interval)")
+
+
+def cell(v, ci):
+    if v is None:
+        return "-"
+    return f"{v:.3g}x [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else f"{v:.3g}x"
+
+
+def compare(pa, pb):
+    """bypass bench --compare A.json B.json: two runs side by side."""
+    da, db = (json.load(open(p)) for p in (pa, pb))
+    out = [f"# {pa} (A) against {pb} (B)", ""]
+    for name, p, d in (("A", pa, da), ("B", pb, db)):
+        pr = d.get("provenance") or {}
+        c = (pr.get("git_commit") or "unknown")[:12]
+        dirty = " (dirty tree)" if pr.get("git_dirty") else ""
+        out.append(f"- {name}: `{p}`: commit `{c}`{dirty}, {d.get('mode', '?')} mode, "
+                   f"{d.get('rounds', '?')} rounds, {d.get('date', '?')}; "
+                   f"{machine_line(d)}; quiet: {quiet_line(d.get('quiet'))}")
+    out.append("")
+    out.append("A figure moved when the two 95% intervals do not overlap; a ratio "
+               "without an interval moved when it changed by more than 20% (this "
+               "machine's run-to-run spread).")
+    out.append("")
+    ea = {e["id"]: e for e in da.get("experiments", [])}
+    eb = {e["id"]: e for e in db.get("experiments", [])}
+    ids = list(ea) + [i for i in eb if i not in ea]
+    for i in ids:
+        a, b = ea.get(i), eb.get(i)
+        out.append(f"## {i}")
+        out.append("")
+        if not a or not b:
+            out.append(f"Only in {'A' if a else 'B'}.")
+            out.append("")
+            continue
+        if a.get("skipped") or b.get("skipped"):
+            out.append(f"Skipped: A {a.get('skipped') or 'ran'}; B {b.get('skipped') or 'ran'}.")
+            out.append("")
+            continue
+        out.append(f"Quiet: A {quiet_line(a.get('quiet'))}; B {quiet_line(b.get('quiet'))}.")
+        out.append("")
+        out.append("| row | A ratio | B ratio | B / A | |")
+        out.append("|---|---:|---:|---:|---|")
+        rb = {r["variant"]: r for r in b.get("rows", [])}
+        seen = set()
+        for r in a.get("rows", []) + [x for x in b.get("rows", [])
+                                       if x["variant"] not in
+                                       {y["variant"] for y in a.get("rows", [])}]:
+            v = r["variant"]
+            if v in seen:
+                continue
+            seen.add(v)
+            ra = r if r in a.get("rows", []) else None
+            rbb = rb.get(v)
+            xa = ra.get("ratio") if ra else None
+            xb = rbb.get("ratio") if rbb else None
+            q = f"{xb / xa:.3g}" if xa and xb else "-"
+            out.append(f"| {v} | {cell(xa, _ci(ra) if ra else None)} | "
+                       f"{cell(xb, _ci(rbb) if rbb else None)} | {q} | "
+                       f"{moved(xa, xb, _ci(ra) if ra else None, _ci(rbb) if rbb else None)} |")
+        ta = {t["what"]: t for t in a.get("targets", [])}
+        tb = {t["what"]: t for t in b.get("targets", [])}
+        if ta or tb:
+            out.append("")
+            out.append("| target | A | B | |")
+            out.append("|---|---|---|---|")
+            for w in list(ta) + [x for x in tb if x not in ta]:
+                x, y = ta.get(w), tb.get(w)
+
+                def tc(t):
+                    if not t:
+                        return "-"
+                    ci = _ci(t)
+                    cs = f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else ""
+                    return f"{fmt(t.get('value'))}{cs}: {verdict(t)}"
+                mv = moved(x.get("value") if x else None, y.get("value") if y else None,
+                           _ci(x) if x else None, _ci(y) if y else None)
+                out.append(f"| {w} | {tc(x)} | {tc(y)} | {mv} |")
+        fa, fb = a.get("failures") or [], b.get("failures") or []
+        if fa or fb:
+            out.append("")
+            out.append(f"Failures: A {len(fa)}, B {len(fb)}.")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def expect_failed(exp_id, path):
+    """report.py --expect-failed ID run.json: the planted-failure tests'
+    check (tests/<module>/bench-plant.sh).  Exit 0 when experiment ID ran,
+    recorded a failure in "failures" and left no target met (each says "no
+    verdict: failed"); 77 when it was skipped here (the reason printed); 1
+    otherwise."""
+    d = json.load(open(path))
+    exps = [e for e in d.get("experiments", []) if e.get("id") == exp_id]
+    if not exps:
+        print(f"no experiment {exp_id} in {path}")
+        return 1
+    e = exps[0]
+    if e.get("skipped") and not e.get("failures"):
+        print(f"SKIP: {exp_id} skipped here: {e['skipped']}")
+        return 77
+    if not e.get("failures"):
+        print(f"{exp_id}: no failure recorded")
+        return 1
+    bad = [t for t in e.get("targets", []) if t.get("met") or
+           not verdict(t).startswith("no verdict")]
+    if bad:
+        print(f"{exp_id}: targets judged despite the failure: "
+              f"{[(t['what'], verdict(t)) for t in bad]}")
+        return 1
+    met = sum(1 for x in d.get("experiments", []) for t in x.get("targets", [])
+              if t.get("met") and x.get("failures"))
+    if met:
+        print(f"{met} targets met in experiments with failures")
+        return 1
+    print(f"{exp_id}: failed as it should: {e['failures'][0]}; "
+          f"{len(e.get('targets', []))} targets without a verdict")
+    return 0
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--expect-failed":
+        if len(sys.argv) != 4:
+            print("usage: report.py --expect-failed ID run.json", file=sys.stderr)
+            sys.exit(2)
+        sys.exit(expect_failed(sys.argv[2], sys.argv[3]))
+    if len(sys.argv) > 1 and sys.argv[1] == "--compare":
+        if len(sys.argv) != 4:
+            print("usage: report.py --compare A.json B.json", file=sys.stderr)
+            sys.exit(2)
+        sys.stdout.write(compare(sys.argv[2], sys.argv[3]))
+        return
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("json", nargs="+")
@@ -227,7 +577,14 @@ def main():
     ap.add_argument("--md", help="Markdown output file (default OUT/report.md)")
     ap.add_argument("--chart-prefix", default="",
                     help="path prefix for chart links in the Markdown")
+    ap.add_argument("--template", help="render this Markdown template "
+                    "into --md instead of the plain report")
+    ap.add_argument("--status", action="store_true",
+                    help="print README's status lines (targets met and not) and exit")
     args = ap.parse_args()
+    if args.status:
+        print(status_lines(Runs(args.json, None)))
+        return
     docs = []
     for p in args.json:
         with open(p) as f:
@@ -250,8 +607,14 @@ def main():
                 name = exp["id"].replace("/", "_") + ".png"
                 if draw(exp, os.path.join(args.out, name), plt):
                     charts[exp["id"]] = args.chart_prefix + name
-    md = markdown(docs, charts)
     dest = args.md or os.path.join(args.out, "report.md")
+    if args.template:
+        with open(args.template) as f:
+            tpl = f.read()
+        md = render_doc(tpl, Runs(args.json, os.path.dirname(os.path.abspath(dest))),
+                        charts)
+    else:
+        md = markdown(docs, charts)
     with open(dest, "w") as f:
         f.write(md)
     print(f"report: {dest}" + (f", {len(charts)} charts in {args.out}" if charts else ""))
