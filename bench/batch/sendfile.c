@@ -287,6 +287,8 @@ int bench_batch_sendfile(struct bench_ctx *c)
 				 "io_uring's workers included), per call"
 			       : "one %zu-byte sendfile to a TCP socket, per call, until sent",
 			 FILE_SIZE);
+		if (table)
+			bench_quiet_again(c); /* the same rounds */
 		bench_begin(c, table ? "batch.sendfile_cpu" : "batch.sendfile", title,
 			    names[SF_DIRECT]);
 		double med[SF_N] = { 0 };

@@ -433,6 +433,7 @@ int bench_pager_prefetch(struct bench_ctx *c)
 	}
 	bench_end(c);
 
+	bench_quiet_again(c); /* the same rounds */
 	rows(c, "pager.prefetch.rmw", "sequential read-modify-write scan (one word per page "
 	     "incremented) of the same region (MiB/s, x baseline rate, higher is better)", 1,
 	     mibs[1], t.have, cnt, region, budget);
@@ -440,6 +441,7 @@ int bench_pager_prefetch(struct bench_ctx *c)
 		   "dirtied, so evictions write back behind the scan");
 	bench_end(c);
 
+	bench_quiet_again(c);
 	bench_begin(c, "pager.prefetch.latency", "time to scan one 64 KiB chunk (16 pages) "
 		    "of the read scan, all chunks of all rounds (us, x baseline time, lower is "
 		    "better)", s_name[S_LINUX]);
