@@ -343,6 +343,10 @@ static void report(struct bench_ctx *c, const char *id, const char *title,
 			.source = cached ? src_cached[v] : src_uncached[v],
 			.note = note, .params = params,
 		};
+		/* 95% interval: bootstrap over the runs of both rows */
+		if (v != V_SYNC && bench_ratio_ci(wall[v], ns, wall[V_SYNC], ns, &row.ci_lo,
+						  &row.ci_hi))
+			row.ci_lo = row.ci_hi = 0;
 		bench_row(c, &row);
 	}
 	for (int v = 0; v < V_N; v++) {
@@ -359,16 +363,22 @@ static void report(struct bench_ctx *c, const char *id, const char *title,
 	bench_note(c, "speed-up = synchronous / syslets (median wall): %.3f; workers only: %.3f; "
 		   "hand-written liburing: %.3f", speed,
 		   w[V_SYNC].median / w[V_WORKERS].median, w[V_SYNC].median / w[V_URING].median);
+	/* the targets' intervals: bootstrap over the runs (alternated) */
+	double s_lo = 0, s_hi = 0, u_lo = 0, u_hi = 0;
+	if (bench_ratio_ci(wall[V_SYNC], ns, wall[V_SYSLET], ns, &s_lo, &s_hi))
+		s_lo = s_hi = 0;
+	if (bench_ratio_ci(wall[V_SYSLET], ns, wall[V_URING], ns, &u_lo, &u_hi))
+		u_lo = u_hi = 0;
 	if (cached) {
-		bench_target(c, "cached: syslets at least 19% faster than synchronous (speed-up)",
-			     speed, ">=", 1.19);
-		bench_target(c, "cached: syslets not slower than hand-written liburing (time ratio)",
-			     vs_uring, "<=", 1.0);
+		bench_target_ci(c, "cached: syslets at least 19% faster than synchronous (speed-up)",
+				speed, s_lo, s_hi, ">=", 1.19);
+		bench_target_ci(c, "cached: syslets not slower than hand-written liburing (time "
+				"ratio)", vs_uring, u_lo, u_hi, "<=", 1.0);
 	} else {
-		bench_target(c, "uncached: syslets at least 2x faster than synchronous (speed-up)",
-			     speed, ">=", 2.0);
-		bench_target(c, "uncached: syslets not slower than hand-written liburing (time ratio)",
-			     vs_uring, "<=", 1.0);
+		bench_target_ci(c, "uncached: syslets at least 2x faster than synchronous "
+				"(speed-up)", speed, s_lo, s_hi, ">=", 2.0);
+		bench_target_ci(c, "uncached: syslets not slower than hand-written liburing (time "
+				"ratio)", vs_uring, u_lo, u_hi, "<=", 1.0);
 	}
 }
 
