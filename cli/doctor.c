@@ -11,7 +11,7 @@
 
 #include "core/internal.h"
 #if BYPASS_WITH_BATCH
-#include "batch/defer.h"
+#include "batch/batch_internal.h"
 #endif
 #if BYPASS_WITH_PAGER
 #include "pager/pager_internal.h"

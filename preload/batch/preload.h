@@ -12,15 +12,17 @@
  * of the wrappers keep order (a call on a descriptor with queued work runs
  * behind it), learn what descriptors are (accept4, socket, open, fcntl,
  * fstat, epoll_ctl) and keep the process's life intact (fork, exec, exit,
- * signal handlers).  Decisions are in src/batch/defer.c; see docs/batch.md.
+ * signal handlers).  Decisions are in defer.c (defer.h: the decision layer,
+ * over the engine of src/batch/); see docs/batch.md.
  *
  * BYPASS_BATCH=0 makes every wrapper a pure pass-through.
  *
- * Files: real.c (the real functions), signals.c (handlers run through a
- * trampoline), io.c (writes, sends, sendfile, shutdown, close, socket
- * options, reads), loop.c (the event-loop waits that open and close
+ * Files: the wrappers: real.c (the real functions), signals.c (handlers run
+ * through a trampoline), io.c (writes, sends, sendfile, shutdown, close,
+ * socket options, reads), loop.c (the event-loop waits that open and close
  * segments), fds.c (what descriptors are, and their life), process.c (fork,
- * exec, spawn, exit, the constructor).
+ * exec, spawn, exit, the constructor).  The decision layer they call:
+ * defer.c, sendfile.c, epwait.c, settings.c (defer.h).
  */
 #ifndef BYPASS_PRELOAD_BATCH_H
 #define BYPASS_PRELOAD_BATCH_H
@@ -44,7 +46,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "batch/defer.h"
+#include "defer.h"
 
 #include <dlfcn.h>
 

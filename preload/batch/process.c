@@ -12,9 +12,9 @@ static void before_exec(void)
 	/* A vfork child shares our memory: it must not touch our queues. */
 	if ((pid_t)syscall(SYS_getpid) != bp_pid())
 		return;
-	bp_bt_guard++;
-	bp_bt_drain_all((int64_t)bp_bt_cfg.exit_wait_ms * 1000000);
-	bp_bt_guard--;
+	bp_bt_enter(NULL);
+	bp_bt_drain_all((int64_t)bp_bt_ecfg.exit_wait_ms * 1000000);
+	bp_bt_leave(NULL);
 }
 
 EXPORT int execve(const char *p, char *const argv[], char *const envp[])
@@ -129,10 +129,10 @@ static void before_exit(const char *why)
 {
 	if (!bp_bt_cfg.enabled || bp_bt_guard)
 		return;
-	bp_bt_guard++;
-	bp_bt_drain_all((int64_t)bp_bt_cfg.exit_wait_ms * 1000000);
+	bp_bt_enter(NULL);
+	bp_bt_drain_all((int64_t)bp_bt_ecfg.exit_wait_ms * 1000000);
 	bp_bt_stats_dump(why);
-	bp_bt_guard--;
+	bp_bt_leave(NULL);
 }
 
 EXPORT void _exit(int status)
@@ -167,7 +167,7 @@ __attribute__((constructor)) static void batch_preload_init(void)
 	if (bp_bt_cfg.enabled) {
 		atexit(at_exit);
 		bp_info("bypass batch: preload active (entries %u, max copy %zu, "
-			"sendfile %s, close %d)", bp_bt_cfg.entries, bp_bt_cfg.max_copy,
+			"sendfile %s, close %d)", bp_bt_ecfg.entries, bp_bt_cfg.max_copy,
 			bp_bt_cfg.sendfile_mode == BT_SENDFILE_COPY ? "copy" : "sync",
 			bp_bt_cfg.defer_close);
 	}

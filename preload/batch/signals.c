@@ -17,7 +17,7 @@ static struct {
 
 static void trampoline(int sig, siginfo_t *si, void *uc)
 {
-	bp_bt_guard++;
+	bp_bt_enter(NULL);
 	bp_bt_sig_seen++;
 	void *fn = atomic_load_explicit(&handlers[sig].fn, memory_order_acquire);
 	int flags = atomic_load_explicit(&handlers[sig].flags, memory_order_relaxed);
@@ -25,7 +25,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		((void (*)(int, siginfo_t *, void *))fn)(sig, si, uc);
 	else if (fn)
 		((void (*)(int))fn)(sig);
-	bp_bt_guard--;
+	bp_bt_leave(NULL);
 }
 
 static bool wrappable(int sig, const struct sigaction *act)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The batch engine, shared by the explicit API (api.c) and the preload
- * (preload/batch/ through defer.c).
+ * (preload/batch/, whose decision layer is preload/batch/defer.h).
  *
  * Each thread has a queue (struct bt_thread) and its own io_uring.  Work is
  * kept per descriptor (struct bt_fdent, in a process-wide table indexed by
@@ -37,40 +37,20 @@ struct bt_thread;
 
 /* ---------------------------------------------------------- configuration */
 
-enum { BT_SENDFILE_SYNC = 0, BT_SENDFILE_COPY = 1 };
-
-struct bt_config {
-	bool enabled;            /* BYPASS_BATCH: 0 makes the preload pass through */
+/* The engine's settings: its rings, its exit, its splice pipes.  (The
+ * preload's decisions have their own, preload/batch/defer.h.) */
+struct bt_engine_cfg {
 	unsigned entries;        /* BYPASS_BATCH_ENTRIES */
 	bool sqpoll;             /* BYPASS_BATCH_SQPOLL */
 	unsigned sqpoll_idle_ms; /* BYPASS_BATCH_SQPOLL_IDLE_MS */
-	size_t max_copy;         /* BYPASS_BATCH_MAX_COPY: larger payloads run at once */
-	size_t fd_bytes;         /* BYPASS_BATCH_FD_BYTES: queued+in flight per fd */
-	size_t thread_bytes;     /* BYPASS_BATCH_THREAD_BYTES: per thread */
-	unsigned max_ops;        /* BYPASS_BATCH_MAX_OPS: queued per thread */
-	uint64_t max_delay_ns;   /* BYPASS_BATCH_MAX_DELAY_US: age of a segment */
-	int sendfile_mode;       /* BYPASS_BATCH_SENDFILE: sync | copy */
-	size_t sendfile_max;     /* BYPASS_BATCH_SENDFILE_MAX: largest copied */
-	int defer_close;         /* BYPASS_BATCH_CLOSE: 0 never, 1 sockets, 2 all */
-	bool defer_sockopt;      /* BYPASS_BATCH_SOCKOPT */
-	uint64_t exit_wait_ms;   /* BYPASS_BATCH_EXIT_WAIT_MS */
-	bool merged_wait;        /* BYPASS_BATCH_MERGED_WAIT (and the kernel) */
-	uint64_t merged_linger_ns; /* BYPASS_BATCH_MERGED_LINGER_US: how long the
-				      merged enter waits for all its requests */
-	bool refuse_uring;       /* BYPASS_BATCH_SIMULATE_REFUSED: act as if
-				    io_uring_setup gave EPERM (tests) */
-	const char *stats_path;  /* BYPASS_BATCH_STATS: append counters at exit */
-	const char *stats_file;  /* BYPASS_STATS_FILE: the same, for bypass run
-				    --stats (every module appends its line) */
-	bool uring_sockopt;      /* the kernel has socket uring_cmd setsockopt */
-	bool splice;             /* BYPASS_BATCH_SPLICE: larger sendfile calls
-				    deferred as linked splices (splice.c) */
+	uint64_t exit_wait_ms;   /* BYPASS_BATCH_EXIT_WAIT_MS: how long a thread's
+				    exit waits for its deferred work */
 	size_t pipe_size;        /* BYPASS_BATCH_PIPE_SIZE: F_SETPIPE_SZ of the
 				    pipes splices go through */
 };
-extern struct bt_config bp_bt_cfg;
+extern struct bt_engine_cfg bp_bt_ecfg;
 /* Read the environment once (idempotent; safe from a constructor). */
-void bp_bt_config_init(void);
+void bp_bt_engine_cfg_init(void);
 /* Probe th's ring for opcode op (and op2 unless < 0): the answer goes to
  * *cache (1 yes, -1 no) and, once, to the log at info (name, yes, no). */
 bool bp_bt_have_ops(struct bt_thread *th, _Atomic int *cache, int op, int op2,
@@ -250,7 +230,7 @@ struct bt_thread {
 	bool live;                 /* in use by a thread (else in the pool) */
 	struct bt_thread *next;    /* all states, live or pooled */
 	int fixed_slots;           /* registered file table size, 0 = none */
-	/* The merged wait (epwait.c): an IORING_OP_EPOLL_WAIT of this thread
+	/* The merged wait (preload/batch/epwait.c): an IORING_OP_EPOLL_WAIT of this thread
 	 * in flight, its result once its completion was reaped. */
 	bool epw_armed, epw_done;
 	int epw_res;
@@ -264,7 +244,7 @@ struct bt_thread {
 	struct { int r, w; unsigned cap; } pipes[16];
 };
 
-/* Ring options set by bypass_batch_configure (0 / -1 = from bp_bt_cfg). */
+/* Ring options set by bypass_batch_configure (0 / -1 = from bp_bt_ecfg). */
 extern unsigned bp_bt_opt_entries, bp_bt_opt_sqpoll_idle;
 extern int bp_bt_opt_sqpoll;
 
@@ -303,6 +283,11 @@ int bp_bt_submit(struct bt_thread *th);
  * its signal mask).  BT_UD_EPWAIT tags its completion (th->epw_*).
  */
 #define BT_UD_EPWAIT 2u
+/* IORING_OP_EPOLL_WAIT (Linux 6.15), not in liburing 2.3's headers. */
+#define BT_IORING_OP_EPOLL_WAIT 59
+/* The kernel has IORING_OP_EPOLL_WAIT (probed once, on the calling thread's
+ * ring). */
+bool bp_bt_merged_wait_available(void);
 struct bt_epw_req {
 	int epfd;
 	void *events;
@@ -343,8 +328,6 @@ void bp_bt_thread_retire(struct bt_thread *th);
 
 /* Counters of the whole process. */
 void bp_bt_stats_sum(struct bt_counters *out);
-/* Append the counters to BYPASS_BATCH_STATS and BYPASS_STATS_FILE (at exit). */
-void bp_bt_stats_dump(const char *why);
 
 /* fork: prepare / parent / child handlers (installed by bp_bt_engine_init). */
 void bp_bt_engine_init(void);

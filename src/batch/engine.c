@@ -17,8 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* IORING_OP_EPOLL_WAIT (Linux 6.15), not in liburing 2.3's headers. */
-#define BT_IORING_OP_EPOLL_WAIT 59
 /* SOCKET_URING_OP_SETSOCKOPT (Linux 6.7), not in liburing 2.3's headers. */
 #define BT_SOCKET_URING_OP_SETSOCKOPT 3
 

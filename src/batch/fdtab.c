@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Configuration from the environment, and the process-wide descriptor table. */
+/* The engine's configuration from the environment, and the process-wide descriptor table. */
 #include "batch/batch_internal.h"
 
 #include <fcntl.h>
@@ -13,91 +13,28 @@
 
 /* ---------------------------------------------------------- configuration */
 
-struct bt_config bp_bt_cfg;
+struct bt_engine_cfg bp_bt_ecfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
-
-static bool env_bool(const char *name, bool def)
-{
-	const char *s = getenv(name);
-	if (!s || !*s)
-		return def;
-	if (!strcmp(s, "0") || !strcasecmp(s, "off") || !strcasecmp(s, "no") ||
-	    !strcasecmp(s, "false"))
-		return false;
-	if (!strcmp(s, "1") || !strcasecmp(s, "on") || !strcasecmp(s, "yes") ||
-	    !strcasecmp(s, "true"))
-		return true;
-	bp_warn("bypass batch: ignoring %s=%s (not 0/1)", name, s);
-	return def;
-}
-
-/* Socket setsockopt through IORING_OP_URING_CMD arrived in Linux 6.7. */
-static bool kernel_at_least(int major, int minor)
-{
-	struct utsname u;
-	int ma, mi;
-	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
-		return false;
-	return ma > major || (ma == major && mi >= minor);
-}
 
 static void cfg_load(void)
 {
-	struct bt_config c = { 0 };
-	c.enabled = env_bool("BYPASS_BATCH", true);
+	struct bt_engine_cfg c = { 0 };
 	c.entries = (unsigned)bp_env_u64("BYPASS_BATCH_ENTRIES", 256);
 	if (c.entries < 8 || c.entries > 32768 || (c.entries & (c.entries - 1))) {
 		bp_warn("bypass batch: BYPASS_BATCH_ENTRIES=%u is not a power of two "
 			"in 8..32768, using 256", c.entries);
 		c.entries = 256;
 	}
-	c.sqpoll = env_bool("BYPASS_BATCH_SQPOLL", false);
+	c.sqpoll = bp_env_bool("BYPASS_BATCH_SQPOLL", false);
 	c.sqpoll_idle_ms = (unsigned)bp_env_u64("BYPASS_BATCH_SQPOLL_IDLE_MS", 50);
-	c.max_copy = bp_env_u64("BYPASS_BATCH_MAX_COPY", 64 * 1024);
-	c.fd_bytes = bp_env_u64("BYPASS_BATCH_FD_BYTES", 256 * 1024);
-	c.thread_bytes = bp_env_u64("BYPASS_BATCH_THREAD_BYTES", 4 * 1024 * 1024);
-	if (c.fd_bytes < c.max_copy)
-		c.fd_bytes = c.max_copy;
-	if (c.thread_bytes < c.fd_bytes)
-		c.thread_bytes = c.fd_bytes;
-	c.max_ops = (unsigned)bp_env_u64("BYPASS_BATCH_MAX_OPS", c.entries);
-	if (c.max_ops < 1 || c.max_ops > c.entries)
-		c.max_ops = c.entries;
-	c.max_delay_ns = bp_env_u64("BYPASS_BATCH_MAX_DELAY_US", 1000) * 1000;
-	const char *sf = getenv("BYPASS_BATCH_SENDFILE");
-	c.sendfile_mode = BT_SENDFILE_COPY;
-	if (sf && !strcasecmp(sf, "sync"))
-		c.sendfile_mode = BT_SENDFILE_SYNC;
-	else if (sf && *sf && strcasecmp(sf, "copy"))
-		bp_warn("bypass batch: ignoring BYPASS_BATCH_SENDFILE=%s (copy|sync)", sf);
-	const char *cl = getenv("BYPASS_BATCH_CLOSE");
-	c.sendfile_max = bp_env_u64("BYPASS_BATCH_SENDFILE_MAX", 4096);
-	if (c.sendfile_max > c.max_copy)
-		c.sendfile_max = c.max_copy;
-	c.defer_close = 1;
-	if (cl && (!strcmp(cl, "0") || !strcasecmp(cl, "off")))
-		c.defer_close = 0;
-	else if (cl && !strcasecmp(cl, "all"))
-		c.defer_close = 2;
-	else if (cl && *cl && strcasecmp(cl, "sockets") && strcmp(cl, "1"))
-		bp_warn("bypass batch: ignoring BYPASS_BATCH_CLOSE=%s (0|sockets|all)", cl);
-	c.defer_sockopt = env_bool("BYPASS_BATCH_SOCKOPT", true);
 	c.exit_wait_ms = bp_env_u64("BYPASS_BATCH_EXIT_WAIT_MS", 2000);
-	const char *st = getenv("BYPASS_BATCH_STATS");
-	c.stats_path = st && *st ? strdup(st) : NULL;
-	st = getenv("BYPASS_STATS_FILE");
-	c.stats_file = st && *st ? strdup(st) : NULL;
-	c.uring_sockopt = kernel_at_least(6, 7);
-	c.merged_wait = env_bool("BYPASS_BATCH_MERGED_WAIT", true);
-	c.merged_linger_ns = bp_env_u64("BYPASS_BATCH_MERGED_LINGER_US", 50) * 1000;
-	c.splice = env_bool("BYPASS_BATCH_SPLICE", false);
 	c.pipe_size = bp_env_u64("BYPASS_BATCH_PIPE_SIZE", 256 * 1024);
 	if (c.pipe_size < 8192 || c.pipe_size > (1u << 30))
 		c.pipe_size = 256 * 1024;
-	bp_bt_cfg = c;
+	bp_bt_ecfg = c;
 }
 
-void bp_bt_config_init(void)
+void bp_bt_engine_cfg_init(void)
 {
 	pthread_once(&cfg_once, cfg_load);
 }

@@ -51,7 +51,7 @@ static void fork_child(void);
 
 static void engine_init_once(void)
 {
-	bp_bt_config_init();
+	bp_bt_engine_cfg_init();
 	/* Core's fork handler (new pid, generation) must run before ours. */
 	(void)bp_fork_gen();
 	pthread_key_create(&th_key, th_key_destroy);
@@ -63,7 +63,7 @@ void bp_bt_engine_init(void)
 	pthread_once(&engine_once, engine_init_once);
 }
 
-/* Options set with bypass_batch_configure (api.c); 0 = from bp_bt_cfg. */
+/* Options set with bypass_batch_configure (api.c); 0 = from bp_bt_ecfg. */
 unsigned bp_bt_opt_entries, bp_bt_opt_sqpoll_idle;
 int bp_bt_opt_sqpoll = -1;
 
@@ -98,10 +98,10 @@ int bp_bt_self_make(struct bt_thread **out)
 	bp_bt_lock(th);
 	if (!th->ring || th->gen != bp_fork_gen()) {
 		struct bp_ring_params p = {
-			.entries = bp_bt_opt_entries ? bp_bt_opt_entries : bp_bt_cfg.entries,
-			.sqpoll = bp_bt_opt_sqpoll >= 0 ? bp_bt_opt_sqpoll : bp_bt_cfg.sqpoll,
+			.entries = bp_bt_opt_entries ? bp_bt_opt_entries : bp_bt_ecfg.entries,
+			.sqpoll = bp_bt_opt_sqpoll >= 0 ? bp_bt_opt_sqpoll : bp_bt_ecfg.sqpoll,
 			.sqpoll_idle_ms = bp_bt_opt_sqpoll_idle ? bp_bt_opt_sqpoll_idle
-							     : bp_bt_cfg.sqpoll_idle_ms,
+							     : bp_bt_ecfg.sqpoll_idle_ms,
 			.flags = IORING_SETUP_SUBMIT_ALL,
 		};
 		struct io_uring *ring;
@@ -117,6 +117,38 @@ int bp_bt_self_make(struct bt_thread **out)
 	bp_bt_unlock(th);
 	*out = th;
 	return 0;
+}
+
+/* ------------------------------------------------------------- kernel features */
+
+bool bp_bt_have_ops(struct bt_thread *th, _Atomic int *cache, int op, int op2,
+		    const char *name, const char *yes, const char *no)
+{
+	struct io_uring_probe *p = io_uring_get_probe_ring(th->ring);
+	int h = p && io_uring_opcode_supported(p, op) &&
+			(op2 < 0 || io_uring_opcode_supported(p, op2))
+		? 1
+		: -1;
+	if (p)
+		io_uring_free_probe(p);
+	bp_info("bypass batch: %s %s: %s", name, h > 0 ? "found" : "missing", h > 0 ? yes : no);
+	atomic_store(cache, h);
+	return h > 0;
+}
+
+static _Atomic int have_op; /* 0 unknown, 1 the kernel has it, -1 not */
+
+bool bp_bt_merged_wait_available(void)
+{
+	int h = atomic_load_explicit(&have_op, memory_order_relaxed);
+	if (bp_likely(h))
+		return h > 0;
+	struct bt_thread *th;
+	if (bp_bt_self_make(&th))
+		return false;
+	return bp_bt_have_ops(th, &have_op, BT_IORING_OP_EPOLL_WAIT, -1, "IORING_OP_EPOLL_WAIT",
+			      "the flush and the event-loop wait share one io_uring_enter",
+			      "the flush and the wait stay two system calls");
 }
 
 /* ------------------------------------------------------------- exit, fork */
@@ -173,13 +205,13 @@ void bp_bt_thread_retire(struct bt_thread *th)
 	 * went first, its requests went with it. */
 	if (th->ring && bp_thread_ring_peek(BP_RING_BATCH) != th->ring)
 		th->ring = NULL;
-	int r = th->ring ? bp_bt_drain(th, (int64_t)bp_bt_cfg.exit_wait_ms * 1000000) : 0;
+	int r = th->ring ? bp_bt_drain(th, (int64_t)bp_bt_ecfg.exit_wait_ms * 1000000) : 0;
 	struct owned_arg a = { th, 0 };
 	bp_bt_fd_each(drop_owned, &a);
 	if (r || a.lost)
 		bp_err("bypass batch: thread exit: %zu deferred bytes could not be "
 		       "sent within %llu ms and are lost", a.lost,
-		       (unsigned long long)bp_bt_cfg.exit_wait_ms);
+		       (unsigned long long)bp_bt_ecfg.exit_wait_ms);
 	th->act_head = th->act_tail = NULL;
 	th->nqueued = th->ninflight = th->nexplicit = th->nreads = 0;
 	th->nsplice = 0;
@@ -288,52 +320,4 @@ void bp_bt_stats_sum(struct bt_counters *out)
 			bp_bt_unlock(th);
 		}
 	pthread_mutex_unlock(&list_lock);
-}
-
-static void append_line(const char *path, const char *line, size_t n)
-{
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path,
-			      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return;
-	ssize_t w = syscall(SYS_write, fd, line, n);
-	(void)w;
-	bp_bt_sys_close(fd);
-}
-
-/*
- * One JSON object on one line: {"module": "batch", "pid": N, "why": "exit",
- * then every counter of struct bypass_batch_stats by name}, appended with
- * one write (O_APPEND: lines of processes exiting together do not mix).
- */
-void bp_bt_stats_dump(const char *why)
-{
-	if (!bp_bt_cfg.stats_path && !bp_bt_cfg.stats_file)
-		return;
-	struct bt_counters c;
-	bp_bt_stats_sum(&c);
-	char line[1024];
-	size_t n = 0;
-	int k = snprintf(line, sizeof(line), "{\"module\": \"batch\", \"pid\": %d, \"why\": \"%s\"",
-			 (int)bp_pid(), why);
-	if (k <= 0)
-		return;
-	n = (size_t)k;
-#define FMT(name)                                                              \
-	if (n < sizeof(line)) {                                                \
-		k = snprintf(line + n, sizeof(line) - n, ", \"" #name "\": %llu", \
-			     (unsigned long long)c.name);                      \
-		n += k > 0 ? (size_t)k : 0;                                    \
-	}
-	BT_COUNTERS(FMT)
-#undef FMT
-	if (n + 3 > sizeof(line))
-		return;
-	line[n++] = '}';
-	line[n++] = '\n';
-	if (bp_bt_cfg.stats_path)
-		append_line(bp_bt_cfg.stats_path, line, n);
-	if (bp_bt_cfg.stats_file && (!bp_bt_cfg.stats_path ||
-				     strcmp(bp_bt_cfg.stats_path, bp_bt_cfg.stats_file)))
-		append_line(bp_bt_cfg.stats_file, line, n);
 }

@@ -51,7 +51,7 @@ static _Atomic int have_splice; /* 0 not probed, 1 yes, -1 no */
 
 bool bp_bt_splice_available(struct bt_thread *th)
 {
-	if (!bp_bt_cfg.splice || !th->ring)
+	if (!th->ring)
 		return false;
 	int h = atomic_load_explicit(&have_splice, memory_order_relaxed);
 	if (bp_likely(h))
@@ -81,7 +81,7 @@ bool bp_bt_splice_pipe(struct bt_thread *th, struct bt_op *op)
 	int p[2];
 	if (syscall(SYS_pipe2, p, O_CLOEXEC | O_NONBLOCK) < 0)
 		return false;
-	long cap = syscall(SYS_fcntl, p[1], F_SETPIPE_SZ, (int)bp_bt_cfg.pipe_size);
+	long cap = syscall(SYS_fcntl, p[1], F_SETPIPE_SZ, (int)bp_bt_ecfg.pipe_size);
 	if (cap < 0) /* above pipe-max-size or the user's pipe pages */
 		cap = syscall(SYS_fcntl, p[1], F_GETPIPE_SZ);
 	if (cap < (long)(2 * PAGE) || cap > (1L << 30)) {

@@ -141,6 +141,9 @@ uint64_t bp_ns_to_cycles(uint64_t ns);
 
 /* bp_env_u64 - read an unsigned number from the environment, or def. */
 uint64_t bp_env_u64(const char *name, uint64_t def);
+/* bp_env_bool - 0/off/no/false or 1/on/yes/true from the environment, or
+ * def (unset, empty, or another value: a warning). */
+bool bp_env_bool(const char *name, bool def);
 
 /* ------------------------------------------------------------ probes */
 

@@ -88,3 +88,18 @@ uint64_t bp_env_u64(const char *name, uint64_t def)
 	}
 	return v;
 }
+
+bool bp_env_bool(const char *name, bool def)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return def;
+	if (!strcmp(s, "0") || !strcasecmp(s, "off") || !strcasecmp(s, "no") ||
+	    !strcasecmp(s, "false"))
+		return false;
+	if (!strcmp(s, "1") || !strcasecmp(s, "on") || !strcasecmp(s, "yes") ||
+	    !strcasecmp(s, "true"))
+		return true;
+	bp_warn("bypass: ignoring %s=%s (not 0/1)", name, s);
+	return def;
+}

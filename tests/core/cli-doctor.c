@@ -27,7 +27,7 @@
 #include "core/testutil.h"
 #include <liburing.h>
 #if BYPASS_WITH_BATCH
-#include "batch/defer.h"
+#include "batch/batch_internal.h"
 #endif
 #if BYPASS_WITH_PAGER
 #include "pager/pager_internal.h"

@@ -11,7 +11,7 @@
  * Detected at run time (the ring's opcode probe, once per process);
  * BYPASS_BATCH_MERGED_WAIT=0 keeps the old path (submit, then epoll_wait).
  */
-#include "batch/defer.h"
+#include "defer.h"
 
 #include <liburing.h>
 #include <signal.h>
@@ -20,38 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define OP_EPOLL_WAIT 59
 #define EP_MAX_EVENTS ((int)(INT_MAX / sizeof(struct epoll_event)))
-
-bool bp_bt_have_ops(struct bt_thread *th, _Atomic int *cache, int op, int op2,
-		    const char *name, const char *yes, const char *no)
-{
-	struct io_uring_probe *p = io_uring_get_probe_ring(th->ring);
-	int h = p && io_uring_opcode_supported(p, op) &&
-			(op2 < 0 || io_uring_opcode_supported(p, op2))
-		? 1
-		: -1;
-	if (p)
-		io_uring_free_probe(p);
-	bp_info("bypass batch: %s %s: %s", name, h > 0 ? "found" : "missing", h > 0 ? yes : no);
-	atomic_store(cache, h);
-	return h > 0;
-}
-
-static _Atomic int have_op; /* 0 unknown, 1 the kernel has it, -1 not */
-
-bool bp_bt_merged_wait_available(void)
-{
-	int h = atomic_load_explicit(&have_op, memory_order_relaxed);
-	if (bp_likely(h))
-		return h > 0;
-	struct bt_thread *th;
-	if (bp_bt_self_make(&th))
-		return false;
-	return bp_bt_have_ops(th, &have_op, OP_EPOLL_WAIT, -1, "IORING_OP_EPOLL_WAIT",
-			      "the flush and the event-loop wait share one io_uring_enter",
-			      "the flush and the wait stay two system calls");
-}
 
 /* Under th's lock: end the armed wait (cancel it, reap its completion). */
 static void cancel_wait(struct bt_thread *th)
@@ -96,11 +65,9 @@ long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 	th->merged_ok = can;
 	if (!can && th->nsplice && timeout_ns != 0) {
 		/* Nothing would resubmit their rounds while the program waits. */
-		bp_bt_guard++;
-		bp_bt_lock(th);
+		bp_bt_enter(th);
 		bp_bt_splice_finish_all(th);
-		bp_bt_unlock(th);
-		bp_bt_guard--;
+		bp_bt_leave(th);
 	}
 	if (!can || timeout_ns == 0 || (!th->nqueued && !th->nsplice))
 		return BT_PASS;
@@ -128,8 +95,7 @@ long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 	else if (timeout_ns > 0)
 		set_ts(&ga, &ts, (uint64_t)timeout_ns);
 
-	bp_bt_guard++;
-	bp_bt_lock(th);
+	bp_bt_enter(th);
 	bp_bt_reap(th);
 	if (th->segment & BT_SEG_PRELOAD) {
 		th->segment &= ~BT_SEG_PRELOAD;
@@ -186,7 +152,6 @@ long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 		 * enter that failed: the old path waits instead. */
 		res = failed ? BT_PASS : intr ? -EINTR : 0;
 out:
-	bp_bt_unlock(th);
-	bp_bt_guard--;
+	bp_bt_leave(th);
 	return res;
 }

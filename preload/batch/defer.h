@@ -1,8 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Transparent deferral (defer.c), the interface of the preload's wrappers.
+ * The batch preload's decision layer: what exists only for unmodified
+ * programs, over the engine of src/batch/ (batch_internal.h).
  *
- * Each bt_tx_* returns what the call returns now (>= 0), -errno to return as
+ * defer.c decides for each intercepted call whether it is queued, refused
+ * or run as the real system call; sendfile.c does it for sendfile (copy,
+ * splice, direct), epwait.c merges the flush with the event loop's epoll
+ * wait, settings.c holds the preload's settings.  The wrappers
+ * (preload.h and the files that include it) are only in libbypass-batch.so;
+ * this layer is also a static library (bypass_batch_layer) that tests/batch
+ * and the bench link to drive it in-process: they include this file as
+ * "batch/defer.h" (preload/ is on their include path).
+ *
+ * Each bp_bt_tx_* returns what the call returns now (>= 0), -errno to return as
  * -1 with errno, or BT_PASS: run the real call now (earlier work on the
  * descriptor is out of the way).  A wrapper calls them only when bp_bt_guard is
  * 0 (not inside the library, not inside a signal handler).
@@ -19,10 +29,67 @@
 
 #define BT_PASS LONG_MIN
 
+/* ---------------------------------------------------------- settings */
+
+enum { BT_SENDFILE_SYNC = 0, BT_SENDFILE_COPY = 1 };
+
+struct bt_config {
+	bool enabled;            /* BYPASS_BATCH: 0 makes the preload pass through */
+	size_t max_copy;         /* BYPASS_BATCH_MAX_COPY: larger payloads run at once */
+	size_t fd_bytes;         /* BYPASS_BATCH_FD_BYTES: queued+in flight per fd */
+	size_t thread_bytes;     /* BYPASS_BATCH_THREAD_BYTES: per thread */
+	unsigned max_ops;        /* BYPASS_BATCH_MAX_OPS: queued per thread */
+	uint64_t max_delay_ns;   /* BYPASS_BATCH_MAX_DELAY_US: age of a segment */
+	int sendfile_mode;       /* BYPASS_BATCH_SENDFILE: sync | copy */
+	size_t sendfile_max;     /* BYPASS_BATCH_SENDFILE_MAX: largest copied */
+	int defer_close;         /* BYPASS_BATCH_CLOSE: 0 never, 1 sockets, 2 all */
+	bool defer_sockopt;      /* BYPASS_BATCH_SOCKOPT */
+	bool merged_wait;        /* BYPASS_BATCH_MERGED_WAIT (and the kernel) */
+	uint64_t merged_linger_ns; /* BYPASS_BATCH_MERGED_LINGER_US: how long the
+				      merged enter waits for all its requests */
+	const char *stats_path;  /* BYPASS_BATCH_STATS: append counters at exit */
+	const char *stats_file;  /* BYPASS_STATS_FILE: the same, for bypass run
+				    --stats (every module appends its line) */
+	bool uring_sockopt;      /* the kernel has socket uring_cmd setsockopt */
+	bool splice;             /* BYPASS_BATCH_SPLICE: larger sendfile calls
+				    deferred as linked splices (src/batch/splice.c) */
+};
+extern struct bt_config bp_bt_cfg;
+/* Read the environment once, the engine's settings first (idempotent; safe
+ * from a constructor).  Without it bp_bt_cfg holds the defaults. */
+void bp_bt_config_init(void);
+/* Append the counters to BYPASS_BATCH_STATS and BYPASS_STATS_FILE (at exit). */
+void bp_bt_stats_dump(const char *why);
+
+/* ---------------------------------------------------------- the guard */
+
 /* > 0 while the thread runs library code or a signal handler. */
 extern __thread int bp_bt_guard;
 /* Counts signal handlers run on this thread (to tell io_uring's EINTR). */
 extern __thread unsigned bp_bt_sig_seen;
+
+/*
+ * Entering the library from a wrapper: the guard raised (the calls the
+ * library makes, and those of a signal handler that interrupts it, pass
+ * through the wrappers) and th locked (th NULL: the guard alone, for code
+ * that takes its own locks, or none).  bp_bt_leave undoes both.  Every
+ * place that raises the guard goes through these two.
+ */
+static inline void bp_bt_enter(struct bt_thread *th)
+{
+	bp_bt_guard++;
+	if (th)
+		bp_bt_lock(th);
+}
+
+static inline void bp_bt_leave(struct bt_thread *th)
+{
+	if (th)
+		bp_bt_unlock(th);
+	bp_bt_guard--;
+}
+
+/* ---------------------------------------------------------- the calls */
 
 /* write, writev, send, sendto without address, sendmsg without name or
  * control.  *sigpipe is set when a reported EPIPE must raise SIGPIPE. */
@@ -80,8 +147,6 @@ void bp_bt_segment_begin(void);
  */
 long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 		      const sigset_t *ss);
-/* The kernel has IORING_OP_EPOLL_WAIT (probed once). */
-bool bp_bt_merged_wait_available(void);
 /* Submit what the thread queued, the segment staying as it is. */
 void bp_bt_flush_own(void);
 /* The thread has requests in flight (an EINTR may come from their task work). */

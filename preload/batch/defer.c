@@ -5,7 +5,7 @@
  * a deferred error), or run as the real system call (BT_PASS), after making
  * sure that earlier work on the descriptor is ahead of it.
  */
-#include "batch/defer.h"
+#include "defer.h"
 
 #include <fcntl.h>
 #include <liburing.h>
@@ -74,8 +74,7 @@ static void reap_owner(struct bt_fdent *fe)
 	struct bt_thread *o = atomic_load_explicit(&fe->owner, memory_order_acquire);
 	if (bp_likely(!o))
 		return;
-	bp_bt_guard++;
-	bp_bt_lock(o);
+	bp_bt_enter(o);
 	if (o->ring && o->gen == bp_fork_gen_fast() && atomic_load(&fe->owner) == o) {
 		bp_bt_reap(o);
 		/* A send that waited for room and came back short (the kernel
@@ -86,8 +85,7 @@ static void reap_owner(struct bt_fdent *fe)
 		    fe->head->done && fe->head->state == BT_QUEUED)
 			bp_bt_submit(o);
 	}
-	bp_bt_unlock(o);
-	bp_bt_guard--;
+	bp_bt_leave(o);
 }
 
 /* A deferred error to report now: -errno (the wrapper raises SIGPIPE). */
@@ -189,7 +187,7 @@ static void check_age(struct bt_thread *th)
 /* Under th's lock: room for len more bytes on fe and one more op? */
 static bool room(struct bt_thread *th, struct bt_fdent *fe, size_t len)
 {
-	unsigned entries = th->ring ? th->ring->sq.ring_entries : bp_bt_cfg.entries;
+	unsigned entries = th->ring ? th->ring->sq.ring_entries : bp_bt_ecfg.entries;
 	return fe->bytes + len <= bp_bt_cfg.fd_bytes && th->bytes + len <= bp_bt_cfg.thread_bytes &&
 	       th->nqueued < bp_bt_cfg.max_ops && fe->nqueued + 1 < entries / 2;
 }
@@ -288,8 +286,7 @@ long bp_bt_tx_enter(int fd, struct bt_thread **thp, struct bt_fdent **fep,
 		return BT_PASS;
 	if (!th && !(th = self_any()))
 		return BT_PASS;
-	bp_bt_guard++;
-	bp_bt_lock(th);
+	bp_bt_enter(th);
 	bp_bt_reap(th);
 	bp_bt_acquire(th, fe);
 	*thp = th;
@@ -299,8 +296,7 @@ long bp_bt_tx_enter(int fd, struct bt_thread **thp, struct bt_fdent **fep,
 
 long bp_bt_tx_leave(struct bt_thread *th, long r)
 {
-	bp_bt_unlock(th);
-	bp_bt_guard--;
+	bp_bt_leave(th);
 	return r;
 }
 
@@ -506,8 +502,7 @@ long bp_bt_tx_close(int fd)
 		return BT_PASS;
 	}
 	reap_owner(fe);
-	bp_bt_guard++;
-	bp_bt_lock(th);
+	bp_bt_enter(th);
 	bp_bt_reap(th);
 	int err = bp_bt_fd_take_err(fe);
 	if (err)
@@ -547,8 +542,7 @@ long bp_bt_tx_close(int fd)
 	if (!(th->segment & BT_SEG_PRELOAD))
 		bp_bt_submit(th);
 out:
-	bp_bt_unlock(th);
-	bp_bt_guard--;
+	bp_bt_leave(th);
 	return r;
 }
 
@@ -573,23 +567,19 @@ long bp_bt_before_fd(int fd, int kind)
 		if (bp_bt_fd_probe(fe) == 0 &&
 		    (atomic_load(&fe->flags) & (BT_FD_NONBLOCK | BT_FD_REG)))
 			return 0;
-		bp_bt_guard++;
-		bp_bt_lock(th);
+		bp_bt_enter(th);
 		bp_bt_submit(th);
-		bp_bt_unlock(th);
-		bp_bt_guard--;
+		bp_bt_leave(th);
 		return 0;
 	}
 	if (!fe || !atomic_load_explicit(&fe->owner, memory_order_relaxed))
 		return 0;
 	/* Anything else on a descriptor with pending work: submit it first. */
-	bp_bt_guard++;
-	bp_bt_lock(th);
+	bp_bt_enter(th);
 	bp_bt_reap(th);
 	if (atomic_load(&fe->owner) == th && fe->nqueued)
 		bp_bt_submit(th);
-	bp_bt_unlock(th);
-	bp_bt_guard--;
+	bp_bt_leave(th);
 	return 0;
 }
 
@@ -613,16 +603,14 @@ void bp_bt_flush_fd_wait(int fd)
 	struct bt_thread *th = self_any();
 	if (!th)
 		return;
-	bp_bt_guard++;
-	bp_bt_lock(th);
+	bp_bt_enter(th);
 	bp_bt_submit(th);
 	bp_bt_splice_wait_file(th, fe);
 	if (atomic_load(&fe->owner)) {
 		bp_bt_acquire(th, fe);
 		bp_bt_wait_fd_idle(th, fe, false);
 	}
-	bp_bt_unlock(th);
-	bp_bt_guard--;
+	bp_bt_leave(th);
 }
 
 void bp_bt_unmerged_wait(void)
@@ -633,11 +621,9 @@ void bp_bt_unmerged_wait(void)
 	th->merged_ok = false;
 	if (!th->nsplice)
 		return;
-	bp_bt_guard++;
-	bp_bt_lock(th);
+	bp_bt_enter(th);
 	bp_bt_splice_finish_all(th);
-	bp_bt_unlock(th);
-	bp_bt_guard--;
+	bp_bt_leave(th);
 }
 
 bool bp_bt_splice_tick(void)
@@ -645,14 +631,12 @@ bool bp_bt_splice_tick(void)
 	struct bt_thread *th = bp_bt_self();
 	if (!th || !th->ring || th->gen != bp_fork_gen_fast() || !th->nsplice)
 		return false;
-	bp_bt_guard++;
-	bp_bt_lock(th);
+	bp_bt_enter(th);
 	bp_bt_reap(th);
 	for (int i = 0; i < 8 && th->nqueued; i++)
 		bp_bt_submit(th);
 	bool more = th->nsplice;
-	bp_bt_unlock(th);
-	bp_bt_guard--;
+	bp_bt_leave(th);
 	return more;
 }
 
@@ -663,16 +647,14 @@ void bp_bt_segment_end(void)
 		return;
 	if (!(th->segment & BT_SEG_PRELOAD) && !th->nqueued)
 		return;
-	bp_bt_guard++;
-	bp_bt_lock(th);
+	bp_bt_enter(th);
 	for (int i = 0; i < 8 && th->nqueued; i++)
 		bp_bt_submit(th);
 	if (th->segment & BT_SEG_PRELOAD) {
 		th->segment &= ~BT_SEG_PRELOAD;
 		th->c.segments++;
 	}
-	bp_bt_unlock(th);
-	bp_bt_guard--;
+	bp_bt_leave(th);
 }
 
 void bp_bt_segment_begin(void)
@@ -693,12 +675,10 @@ void bp_bt_segment_begin(void)
 		if (r)
 			return;
 	}
-	bp_bt_guard++;
-	bp_bt_lock(th);
+	bp_bt_enter(th);
 	bp_bt_reap(th);
 	th->segment |= BT_SEG_PRELOAD;
-	bp_bt_unlock(th);
-	bp_bt_guard--;
+	bp_bt_leave(th);
 }
 
 void bp_bt_flush_own(void)
@@ -706,12 +686,10 @@ void bp_bt_flush_own(void)
 	struct bt_thread *th = bp_bt_self();
 	if (!th || !th->ring || th->gen != bp_fork_gen_fast() || !th->nqueued)
 		return;
-	bp_bt_guard++;
-	bp_bt_lock(th);
+	bp_bt_enter(th);
 	for (int i = 0; i < 8 && th->nqueued; i++)
 		bp_bt_submit(th);
-	bp_bt_unlock(th);
-	bp_bt_guard--;
+	bp_bt_leave(th);
 }
 
 bool bp_bt_has_inflight(void)

@@ -5,7 +5,7 @@
  * as the system call behind what is queued on the socket.  The decisions
  * of defer.c, for sendfile.
  */
-#include "batch/defer.h"
+#include "defer.h"
 
 #include <liburing.h>
 #include <sys/syscall.h>
@@ -84,7 +84,7 @@ static long queue_splice(struct bt_thread *th, struct bt_fdent *fe, struct bt_fd
 			 int in_fd, off_t pos, size_t n)
 {
 	bool nonblock = atomic_load(&fe->flags) & BT_FD_NONBLOCK;
-	if (!bp_bt_splice_available(th) || (nonblock && !th->merged_ok))
+	if (!bp_bt_cfg.splice || !bp_bt_splice_available(th) || (nonblock && !th->merged_ok))
 		return BT_PASS;
 	long r = bp_bt_tx_room(th, fe, 0);
 	if (r <= 0)

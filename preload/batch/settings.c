@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The preload's settings (read from the environment by its constructor),
+ * and the line of counters it appends at exit.
+ */
+#include "defer.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------- configuration */
+
+/* The defaults: what a program that drives this layer in-process (tests,
+ * the bench) gets without bp_bt_config_init. */
+struct bt_config bp_bt_cfg = {
+	.enabled = true,
+	.max_copy = 64 * 1024,
+	.fd_bytes = 256 * 1024,
+	.thread_bytes = 4 * 1024 * 1024,
+	.max_ops = 256,
+	.max_delay_ns = 1000 * 1000,
+	.sendfile_mode = BT_SENDFILE_COPY,
+	.sendfile_max = 4096,
+	.defer_close = 1,
+	.defer_sockopt = true,
+	.merged_wait = true,
+	.merged_linger_ns = 50 * 1000,
+};
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+
+/* Socket setsockopt through IORING_OP_URING_CMD arrived in Linux 6.7. */
+static bool kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int ma, mi;
+	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+		return false;
+	return ma > major || (ma == major && mi >= minor);
+}
+
+static void cfg_load(void)
+{
+	bp_bt_engine_cfg_init();
+	struct bt_config c = { 0 };
+	c.enabled = bp_env_bool("BYPASS_BATCH", true);
+	c.max_copy = bp_env_u64("BYPASS_BATCH_MAX_COPY", 64 * 1024);
+	c.fd_bytes = bp_env_u64("BYPASS_BATCH_FD_BYTES", 256 * 1024);
+	c.thread_bytes = bp_env_u64("BYPASS_BATCH_THREAD_BYTES", 4 * 1024 * 1024);
+	if (c.fd_bytes < c.max_copy)
+		c.fd_bytes = c.max_copy;
+	if (c.thread_bytes < c.fd_bytes)
+		c.thread_bytes = c.fd_bytes;
+	unsigned entries = bp_bt_ecfg.entries;
+	c.max_ops = (unsigned)bp_env_u64("BYPASS_BATCH_MAX_OPS", entries);
+	if (c.max_ops < 1 || c.max_ops > entries)
+		c.max_ops = entries;
+	c.max_delay_ns = bp_env_u64("BYPASS_BATCH_MAX_DELAY_US", 1000) * 1000;
+	const char *sf = getenv("BYPASS_BATCH_SENDFILE");
+	c.sendfile_mode = BT_SENDFILE_COPY;
+	if (sf && !strcasecmp(sf, "sync"))
+		c.sendfile_mode = BT_SENDFILE_SYNC;
+	else if (sf && *sf && strcasecmp(sf, "copy"))
+		bp_warn("bypass batch: ignoring BYPASS_BATCH_SENDFILE=%s (copy|sync)", sf);
+	const char *cl = getenv("BYPASS_BATCH_CLOSE");
+	c.sendfile_max = bp_env_u64("BYPASS_BATCH_SENDFILE_MAX", 4096);
+	if (c.sendfile_max > c.max_copy)
+		c.sendfile_max = c.max_copy;
+	c.defer_close = 1;
+	if (cl && (!strcmp(cl, "0") || !strcasecmp(cl, "off")))
+		c.defer_close = 0;
+	else if (cl && !strcasecmp(cl, "all"))
+		c.defer_close = 2;
+	else if (cl && *cl && strcasecmp(cl, "sockets") && strcmp(cl, "1"))
+		bp_warn("bypass batch: ignoring BYPASS_BATCH_CLOSE=%s (0|sockets|all)", cl);
+	c.defer_sockopt = bp_env_bool("BYPASS_BATCH_SOCKOPT", true);
+	const char *st = getenv("BYPASS_BATCH_STATS");
+	c.stats_path = st && *st ? strdup(st) : NULL;
+	st = getenv("BYPASS_STATS_FILE");
+	c.stats_file = st && *st ? strdup(st) : NULL;
+	c.uring_sockopt = kernel_at_least(6, 7);
+	c.merged_wait = bp_env_bool("BYPASS_BATCH_MERGED_WAIT", true);
+	c.merged_linger_ns = bp_env_u64("BYPASS_BATCH_MERGED_LINGER_US", 50) * 1000;
+	c.splice = bp_env_bool("BYPASS_BATCH_SPLICE", false);
+	bp_bt_cfg = c;
+}
+
+void bp_bt_config_init(void)
+{
+	pthread_once(&cfg_once, cfg_load);
+}
+
+/* ---------------------------------------------------------- counters at exit */
+
+static void append_line(const char *path, const char *line, size_t n)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path,
+			      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	ssize_t w = syscall(SYS_write, fd, line, n);
+	(void)w;
+	bp_bt_sys_close(fd);
+}
+
+/*
+ * One JSON object on one line: {"module": "batch", "pid": N, "why": "exit",
+ * then every counter of struct bypass_batch_stats by name}, appended with
+ * one write (O_APPEND: lines of processes exiting together do not mix).
+ */
+void bp_bt_stats_dump(const char *why)
+{
+	if (!bp_bt_cfg.stats_path && !bp_bt_cfg.stats_file)
+		return;
+	struct bt_counters c;
+	bp_bt_stats_sum(&c);
+	char line[1024];
+	size_t n = 0;
+	int k = snprintf(line, sizeof(line), "{\"module\": \"batch\", \"pid\": %d, \"why\": \"%s\"",
+			 (int)bp_pid(), why);
+	if (k <= 0)
+		return;
+	n = (size_t)k;
+#define FMT(name)                                                              \
+	if (n < sizeof(line)) {                                                \
+		k = snprintf(line + n, sizeof(line) - n, ", \"" #name "\": %llu", \
+			     (unsigned long long)c.name);                      \
+		n += k > 0 ? (size_t)k : 0;                                    \
+	}
+	BT_COUNTERS(FMT)
+#undef FMT
+	if (n + 3 > sizeof(line))
+		return;
+	line[n++] = '}';
+	line[n++] = '\n';
+	if (bp_bt_cfg.stats_path)
+		append_line(bp_bt_cfg.stats_path, line, n);
+	if (bp_bt_cfg.stats_file && (!bp_bt_cfg.stats_path ||
+				     strcmp(bp_bt_cfg.stats_path, bp_bt_cfg.stats_file)))
+		append_line(bp_bt_cfg.stats_file, line, n);
+}
