@@ -29,8 +29,9 @@
  * the program become io_uring direct descriptors) to io_uring as one linked
  * chain per program, all entered with one system call; other programs run as
  * with bypass_syslet_run().  Where io_uring is refused (kernel.io_uring_disabled,
- * a seccomp filter) the worker engine runs everything.  BYPASS_SYSLET_ENGINE=
- * auto|uring|workers in the environment forces an engine.
+ * a seccomp filter) the worker engine runs everything.  opts.engine chooses;
+ * left at AUTO, BYPASS_SYSLET_ENGINE=auto|uring|workers in the environment
+ * may choose instead (an explicit engine always wins).
  *
  * Completions go to a ring in user memory: bypass_syslet_reap() takes them
  * without a system call when they are there, bypass_syslet_wait() waits.
@@ -129,7 +130,8 @@ struct bypass_syslet_opts {
 	uint32_t workers;   /* worker threads at most; 0 = BYPASS_SYSLET_WORKERS
 			       from the environment, else 8 */
 	uint32_t engine;    /* enum bypass_syslet_engine: AUTO, WORKERS or URING;
-			       BYPASS_SYSLET_ENGINE in the environment overrides */
+			       AUTO: BYPASS_SYSLET_ENGINE from the environment
+			       if set, else io_uring where it works */
 	uint32_t flags;     /* must be 0 */
 	uint64_t reserved[4]; /* must be 0 */
 };
@@ -154,8 +156,9 @@ struct bypass_syslet_stats {
  * bypass_syslet_create - a syslet context: a completion ring, a worker pool
  * (threads started when first needed) and, unless the engine is WORKERS or
  * io_uring is refused here, an io_uring.  opts may be NULL.  Returns 0 and
- * *out, -EINVAL (bad options or BYPASS_SYSLET_ENGINE value), -EOPNOTSUPP
- * (the io_uring engine was required and is refused here), -ENOMEM.
+ * *out, -EINVAL (bad options, or a bad BYPASS_SYSLET_ENGINE value when opts
+ * leave the engine at AUTO), -EOPNOTSUPP (the io_uring engine was required
+ * and is refused here), -ENOMEM.
  */
 BYPASS_API int bypass_syslet_create(const struct bypass_syslet_opts *opts,
 				    bypass_syslet **out);

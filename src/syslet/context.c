@@ -278,6 +278,11 @@ static void free_tcounts(bypass_syslet *s)
 
 /* ------------------------------------------------------------------ create */
 
+/*
+ * BYPASS_SYSLET_ENGINE is a default: read only when the caller left the
+ * choice to the library (opts NULL or engine AUTO); an explicit WORKERS or
+ * URING wins over it.
+ */
 static int engine_from_env(uint32_t *engine)
 {
 	const char *e = getenv("BYPASS_SYSLET_ENGINE");
@@ -310,7 +315,7 @@ int bypass_syslet_create(const struct bypass_syslet_opts *opts, bypass_syslet **
 	if (engine != BYPASS_SYSLET_ENGINE_AUTO && engine != BYPASS_SYSLET_ENGINE_WORKERS &&
 	    engine != BYPASS_SYSLET_ENGINE_URING)
 		return -EINVAL;
-	int r = engine_from_env(&engine);
+	int r = engine == BYPASS_SYSLET_ENGINE_AUTO ? engine_from_env(&engine) : 0;
 	if (r) {
 		bp_warn("bypass syslet: BYPASS_SYSLET_ENGINE must be auto, uring or workers");
 		return r;

@@ -6,6 +6,8 @@
  */
 #include "util.h"
 
+#include <stddef.h>
+
 static int64_t ran;
 
 #define BUMP { .nr = BYPASS_SYSLET_UMEM_ADD, .arg = { P(&ran), C(1) } }
@@ -57,7 +59,40 @@ int main(void)
 	CHECK_EQ(bypass_syslet_stats(t, &st), 0);
 	CHECK_EQ(st.engine, BYPASS_SYSLET_ENGINE_WORKERS);
 	CHECK_EQ(bypass_syslet_destroy(t), 0);
+	/* the variable is only a default: an explicit engine wins over it (a
+	 * bad value is not even read then) */
+	o.entries = 0;
+	o.engine = BYPASS_SYSLET_ENGINE_WORKERS;
+	setenv("BYPASS_SYSLET_ENGINE", "bogus", 1);
+	CHECK_EQ(bypass_syslet_create(&o, &t), 0);
+	CHECK_EQ(bypass_syslet_destroy(t), 0);
+	setenv("BYPASS_SYSLET_ENGINE", "workers", 1);
+	o.engine = BYPASS_SYSLET_ENGINE_URING;
+	int r = bypass_syslet_create(&o, &t);
+	if (r == -EOPNOTSUPP) {
+		TEST_LOG("io_uring refused here: the explicit uring engine is not tested");
+	} else {
+		CHECK_EQ(r, 0);
+		CHECK_EQ(bypass_syslet_stats(t, &st), 0);
+		CHECK_EQ(st.engine, BYPASS_SYSLET_ENGINE_URING);
+		CHECK_EQ(bypass_syslet_destroy(t), 0);
+	}
+	o.engine = BYPASS_SYSLET_ENGINE_AUTO; /* auto: the variable decides */
+	CHECK_EQ(bypass_syslet_create(&o, &t), 0);
+	CHECK_EQ(bypass_syslet_stats(t, &st), 0);
+	CHECK_EQ(st.engine, BYPASS_SYSLET_ENGINE_WORKERS);
+	CHECK_EQ(bypass_syslet_destroy(t), 0);
 	unsetenv("BYPASS_SYSLET_ENGINE");
+
+	/* the stats carry a reserved tail for fields to come, and it is 0 */
+	_Static_assert(sizeof(struct bypass_syslet_stats) == 128, "the stats' size is ABI");
+	CHECK_EQ(sizeof(struct bypass_syslet_stats), 128);
+	CHECK_EQ(sizeof(st.reserved), 6 * sizeof(uint64_t));
+	CHECK_EQ(offsetof(struct bypass_syslet_stats, reserved) + sizeof(st.reserved), 128);
+	memset(&st, 0xff, sizeof(st));
+	CHECK_EQ(bypass_syslet_stats(s, &st), 0);
+	for (size_t i = 0; i < sizeof(st.reserved) / sizeof(st.reserved[0]); i++)
+		CHECK_EQ(st.reserved[i], 0);
 
 	/* calls with bad handles and arguments */
 	prog_t ok;
