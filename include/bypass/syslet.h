@@ -38,6 +38,26 @@
  *
  * Every function returns 0 or a count on success and -errno on failure; a
  * program that fails validation gets -EINVAL and none of it runs.
+ *
+ * Bad pointers.  Every pointer the library follows for a program is read or
+ * written so that a bad one (a small integer, a read-only, PROT_NONE or
+ * unmapped page, a file mapping past its end, a non-canonical address) is an
+ * error, never a crash, in every engine (NULL is -EINVAL where validation
+ * can see it, "none" for ret and done): the program, the program array and the atoms are copied before
+ * validation (unreadable: the call returns -EFAULT and nothing runs), and so
+ * is the completion a caller passes (unwritable: -EFAULT, nothing runs); a
+ * LOAD argument, a umem_add target or a ret that faults ends the program at
+ * that atom with -EFAULT in its completion (posted even at a NO_COMPLETE
+ * atom).  Pointers passed to the system calls themselves are the kernel's
+ * to check (-EFAULT from the call, an ordinary result).
+ *
+ * The contexts' own descriptors.  A context's io_uring descriptor is moved
+ * to the top of the low range (from min(RLIMIT_NOFILE, 1024) - 64 up), and
+ * atoms that would close, replace, duplicate or map it (close, close_range
+ * over it, dup, dup2, dup3, fcntl, mmap) get -EBADF, on any context.  The
+ * worker engine holds no descriptor.  A context whose io_uring the
+ * application itself closed or replaced answers -EBADFD from run, submit
+ * and wait (destroy it) instead of waiting for chains that cannot complete.
  */
 #ifndef BYPASS_SYSLET_H
 #define BYPASS_SYSLET_H
@@ -155,10 +175,11 @@ struct bypass_syslet_stats {
 /*
  * bypass_syslet_create - a syslet context: a completion ring, a worker pool
  * (threads started when first needed) and, unless the engine is WORKERS or
- * io_uring is refused here, an io_uring.  opts may be NULL.  Returns 0 and
- * *out, -EINVAL (bad options, or a bad BYPASS_SYSLET_ENGINE value when opts
- * leave the engine at AUTO), -EOPNOTSUPP (the io_uring engine was required
- * and is refused here), -ENOMEM.
+ * io_uring is refused here, an io_uring (its descriptor out of programs'
+ * reach).  opts may be NULL.  Returns 0 and *out, -EINVAL (bad options, or
+ * a bad BYPASS_SYSLET_ENGINE value when opts leave the engine at AUTO),
+ * -EOPNOTSUPP (the io_uring engine was required and is refused here),
+ * -ENOMEM.
  */
 BYPASS_API int bypass_syslet_create(const struct bypass_syslet_opts *opts,
 				    bypass_syslet **out);
@@ -172,8 +193,8 @@ BYPASS_API int bypass_syslet_create(const struct bypass_syslet_opts *opts,
 BYPASS_API int bypass_syslet_destroy(bypass_syslet *s);
 
 /*
- * bypass_syslet_validate - check a program without running it.  Returns 0
- * or -EINVAL (bad bounds, flags, jump or argument, a reference to an atom
+ * bypass_syslet_validate - check a program without running it.  Returns 0,
+ * -EFAULT (the program or its atoms unreadable), or -EINVAL (bad bounds, flags, jump or argument, a reference to an atom
  * that does not run before on every path, a loop without a step budget, a
  * forbidden call: fork, vfork, clone, clone3, execve, execveat, exit,
  * exit_group, io_uring_*, and calls that change the running thread's state
@@ -188,8 +209,12 @@ BYPASS_API int bypass_syslet_validate(const struct bypass_syslet_prog *prog);
  * asynchronous at the first atom that would block (the rest runs on a
  * worker, or with the io_uring engine as one chain when io_uring can express
  * it; its completion will be in the ring), -EINVAL (bad program:
+ * nothing ran), -EFAULT (prog, its atoms or done unreadable or unwritable:
  * nothing ran), -EBUSY (the ring holds as many programs as it has entries:
- * reap first; nothing ran).  Atoms flagged ASYNC go asynchronous at once;
+ * reap first; nothing ran), -EBADFD (the context's io_uring was closed
+ * behind its back; part of the program may have run).  A bad pointer met
+ * while it runs ends it with -EFAULT in *done or its completion.  Atoms
+ * flagged ASYNC go asynchronous at once;
  * SYNC atoms run in the caller even when they block.  If the ring fills
  * while the program runs, the rest runs in the caller.  done may be NULL.
  */
@@ -202,8 +227,11 @@ BYPASS_API int bypass_syslet_run(bypass_syslet *s,
  * the ring.  All are validated first: if any is invalid, -EINVAL and none
  * runs.  Linear programs that io_uring can express are sent as linked
  * chains, all in one system call; the others run as bypass_syslet_run()
- * runs them.  Returns n, -EINVAL, -EBUSY (not room in the ring for n more
- * programs: none was submitted), or an io_uring error.
+ * runs them.  Returns n, -EINVAL, -EFAULT (progs or the atoms of one of
+ * them unreadable: none runs), -EBUSY (not room in the ring for n more
+ * programs: none was submitted), -ENOMEM, or -EBADFD (the context's
+ * io_uring was closed behind its back: destroy it; programs of this call
+ * may have run).
  */
 BYPASS_API int bypass_syslet_submit(bypass_syslet *s,
 				    const struct bypass_syslet_prog *progs,
@@ -212,7 +240,8 @@ BYPASS_API int bypass_syslet_submit(bypass_syslet *s,
 /*
  * bypass_syslet_reap - take up to n completions from the ring, without a
  * system call when they are there (io_uring completions are collected from
- * io_uring's own ring, also without one).  Returns how many (0 if none).
+ * io_uring's own ring, also without one).  Returns how many (0 if none), or
+ * -EFAULT when out cannot be written (no completion is taken then).
  */
 BYPASS_API int bypass_syslet_reap(bypass_syslet *s,
 				  struct bypass_syslet_completion *out,
@@ -222,7 +251,8 @@ BYPASS_API int bypass_syslet_reap(bypass_syslet *s,
  * bypass_syslet_wait - wait until at least min completions are in the ring
  * (spin briefly, then sleep), at most timeout_ns (BYPASS_FOREVER: no limit,
  * 0: do not wait).  Returns how many are there, -ETIMEDOUT, -EINVAL (min is
- * 0 or larger than the ring).
+ * 0 or larger than the ring), -EBADFD (fewer are there and the context's
+ * io_uring was closed behind its back: they may never come).
  */
 BYPASS_API int bypass_syslet_wait(bypass_syslet *s, unsigned min,
 				  int64_t timeout_ns);

@@ -211,6 +211,7 @@ static void after_fork(bypass_syslet *s)
 		atomic_store(&s->uring_waiter, 0);
 		if (s->ring) {
 			bp_syslet_uring_teardown(s, true);
+			atomic_store(&s->broken, 0);
 			if (bp_syslet_uring_setup(s) < 0)
 				s->engine = BYPASS_SYSLET_ENGINE_WORKERS;
 		}
@@ -311,11 +312,14 @@ int bypass_syslet_create(const struct bypass_syslet_opts *opts, bypass_syslet **
 	for (size_t i = 0; i < BP_ARRAY_SIZE(opts->reserved); i++)
 		if (opts->reserved[i])
 			return -EINVAL;
+	int r = bp_syslet_umem_init(); /* before anything follows a program */
+	if (r)
+		return r;
 	uint32_t engine = opts->engine;
 	if (engine != BYPASS_SYSLET_ENGINE_AUTO && engine != BYPASS_SYSLET_ENGINE_WORKERS &&
 	    engine != BYPASS_SYSLET_ENGINE_URING)
 		return -EINVAL;
-	int r = engine == BYPASS_SYSLET_ENGINE_AUTO ? engine_from_env(&engine) : 0;
+	r = engine == BYPASS_SYSLET_ENGINE_AUTO ? engine_from_env(&engine) : 0;
 	if (r) {
 		bp_warn("bypass syslet: BYPASS_SYSLET_ENGINE must be auto, uring or workers");
 		return r;
@@ -400,7 +404,7 @@ int bypass_syslet_destroy(bypass_syslet *s)
 static inline bool ends_silently(const struct bypass_syslet_atom *atoms,
 				 const struct bp_syslet_run *st)
 {
-	return !st->out_of_steps &&
+	return !st->out_of_steps && !st->faulted &&
 	       (atoms[st->pc].flags & BYPASS_SYSLET_NO_COMPLETE);
 }
 
@@ -429,6 +433,21 @@ static void count_program(bypass_syslet *s, uint64_t accepted, uint64_t ended_in
 	}
 	atomic_fetch_add_explicit(&s->n.programs, accepted, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->n.programs_inline, ended_inline, memory_order_relaxed);
+}
+
+/*
+ * io_uring stores an atom's result through its ret when the completion is
+ * collected, after every atom of the chain ran: a chain whose ret cannot be
+ * written would not stop there as the other engines stop.  Such a program
+ * is not sent to io_uring (the other engines end it with -EFAULT at that
+ * atom).  Memory unmapped while the chain runs is still found, later.
+ */
+static bool rets_ok(const struct bypass_syslet_prog *p)
+{
+	for (uint32_t i = 0; i < p->natoms; i++)
+		if (p->atoms[i].ret && bp_syslet_probe_store(p->atoms[i].ret))
+			return false;
+	return true;
 }
 
 /*
@@ -466,7 +485,7 @@ static bool rest_to_uring(bypass_syslet *s, const struct bypass_syslet_prog *p,
 	}
 	struct bypass_syslet_prog q = { .atoms = rest, .natoms = m, .tag = p->tag };
 	struct bp_syslet_info info;
-	if (bp_syslet_check(&q, &info, true) || !info.uring_ok)
+	if (bp_syslet_check(&q, &info, true) || !info.uring_ok || !rets_ok(&q))
 		return false;
 	if (bp_syslet_uring_queue_at(s, &q, &info, pc, st->steps))
 		return false;
@@ -531,31 +550,93 @@ static void fill(struct bypass_syslet_completion *c, uint64_t tag,
 	c->steps = st->steps;
 }
 
+int bypass_syslet_validate(const struct bypass_syslet_prog *prog)
+{
+	struct bypass_syslet_prog p;
+	struct bypass_syslet_atom atoms[BYPASS_SYSLET_MAX_ATOMS];
+	int r = bp_syslet_umem_init();
+	if (r == 0)
+		r = bp_syslet_copy_prog(prog, &p, atoms, NULL);
+	return r ? r : bp_syslet_check(&p, NULL, false);
+}
+
+static inline int broken(bypass_syslet *s)
+{
+	return atomic_load_explicit(&s->broken, memory_order_relaxed);
+}
+
 int bypass_syslet_run(bypass_syslet *s, const struct bypass_syslet_prog *prog,
 		      struct bypass_syslet_completion *done)
 {
 	struct bp_syslet_info info;
+	struct bypass_syslet_prog p;
+	struct bypass_syslet_atom atoms[BYPASS_SYSLET_MAX_ATOMS];
 	if (!s)
 		return -EINVAL;
-	int r = bp_syslet_check(prog, &info, false);
+	int r = bp_syslet_copy_prog(prog, &p, atoms, done);
+	if (r)
+		return r;
+	r = bp_syslet_check(&p, &info, false);
 	if (r)
 		return r;
 	fork_check(s);
+	if (bp_unlikely(broken(s)))
+		return broken(s);
 	if (atomic_load_explicit(&s->inflight, memory_order_relaxed) > s->mask)
 		return -EBUSY;
 	int64_t res[BYPASS_SYSLET_MAX_ATOMS];
 	struct bp_syslet_run st = {
-		.atoms = prog->atoms, .res = res, .natoms = prog->natoms,
+		.atoms = p.atoms, .res = res, .natoms = p.natoms,
 		.max_steps = info.max_steps,
 	};
-	if (!start(s, prog, info.max_steps, &st, false)) {
+	if (!start(s, &p, info.max_steps, &st, false)) {
 		count_program(s, 1, 0);
-		return 0;
+		/* its rest went to an io_uring that turned out closed */
+		return bp_unlikely(broken(s)) ? broken(s) : 0;
 	}
 	count_program(s, 1, 1);
-	if (done)
-		fill(done, prog->tag, &st, BYPASS_SYSLET_ENGINE_INLINE);
+	if (done) {
+		struct bypass_syslet_completion c;
+		fill(&c, p.tag, &st, BYPASS_SYSLET_ENGINE_INLINE);
+		if (bp_syslet_copy(done, &c, sizeof(c)))
+			return -EFAULT; /* unmapped since it was zeroed */
+	}
 	return 1;
+}
+
+/*
+ * Copy progs[0..n) and their atoms into memory of ours (pv, whose atoms
+ * then point into *atoms, allocated here) and validate them, in order: the
+ * first bad program's error (-EINVAL, -EFAULT) is the answer.
+ */
+static int copy_progs(const struct bypass_syslet_prog *progs, unsigned n,
+		      struct bypass_syslet_prog *pv, struct bp_syslet_info *info,
+		      bool uring, struct bypass_syslet_atom *small, size_t nsmall,
+		      struct bypass_syslet_atom **atoms)
+{
+	if (bp_syslet_copy(pv, progs, n * sizeof(*pv)))
+		return -EFAULT;
+	size_t total = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (pv[i].atoms && pv[i].natoms <= BYPASS_SYSLET_MAX_ATOMS)
+			total += pv[i].natoms;
+	struct bypass_syslet_atom *a = small;
+	if (total > nsmall && !(a = malloc(total * sizeof(*a))))
+		return -ENOMEM;
+	*atoms = a;
+	for (unsigned i = 0; i < n; i++) {
+		struct bypass_syslet_prog *p = &pv[i];
+		if (!p->atoms || p->natoms == 0 || p->natoms > BYPASS_SYSLET_MAX_ATOMS)
+			return -EINVAL;
+		if (bp_syslet_copy(a, p->atoms, p->natoms * sizeof(*a)))
+			return -EFAULT;
+		p->atoms = a;
+		a += p->natoms;
+		int r = bp_syslet_check(p, &info[i], uring);
+		if (r)
+			return r;
+	}
+	return 0;
 }
 
 int bypass_syslet_submit(bypass_syslet *s, const struct bypass_syslet_prog *progs,
@@ -567,17 +648,28 @@ int bypass_syslet_submit(bypass_syslet *s, const struct bypass_syslet_prog *prog
 		return 0;
 	if (n > s->mask + 1)
 		return -EBUSY;
-	/* Everything is validated before anything runs. */
-	struct bp_syslet_info small[64], *info = small;
-	if (n > BP_ARRAY_SIZE(small) && !(info = malloc(n * sizeof(*info))))
-		return -ENOMEM;
-	int r = 0;
-	for (unsigned i = 0; i < n && !r; i++)
-		r = bp_syslet_check(&progs[i], &info[i],
-				    s->engine == BYPASS_SYSLET_ENGINE_URING);
+	/* Everything is copied and validated before anything runs. */
+	struct bp_syslet_info small_info[16], *info = small_info;
+	struct bypass_syslet_prog small_pv[16], *pv = small_pv;
+	struct bypass_syslet_atom small_atoms[32], *atoms = NULL;
+	if (n > BP_ARRAY_SIZE(small_pv)) {
+		info = malloc(n * sizeof(*info));
+		pv = malloc(n * sizeof(*pv));
+		if (!info || !pv) {
+			free(info);
+			free(pv);
+			return -ENOMEM;
+		}
+	}
+	int r = copy_progs(progs, n, pv, info, s->engine == BYPASS_SYSLET_ENGINE_URING,
+			   small_atoms, BP_ARRAY_SIZE(small_atoms), &atoms);
 	if (r)
 		goto out;
 	fork_check(s);
+	if (bp_unlikely(broken(s))) {
+		r = broken(s);
+		goto out;
+	}
 	uint32_t old = atomic_fetch_add(&s->inflight, n);
 	if (old + n > s->mask + 1) {
 		atomic_fetch_sub(&s->inflight, n);
@@ -588,8 +680,8 @@ int bypass_syslet_submit(bypass_syslet *s, const struct bypass_syslet_prog *prog
 	bool use_uring = s->engine == BYPASS_SYSLET_ENGINE_URING;
 	unsigned queued = 0;
 	for (unsigned i = 0; i < n; i++) {
-		const struct bypass_syslet_prog *p = &progs[i];
-		if (use_uring && info[i].uring_ok &&
+		const struct bypass_syslet_prog *p = &pv[i];
+		if (use_uring && info[i].uring_ok && rets_ok(p) &&
 		    bp_syslet_uring_queue(s, p, &info[i]) == 0) {
 			queued++;
 			continue;
@@ -612,10 +704,14 @@ int bypass_syslet_submit(bypass_syslet *s, const struct bypass_syslet_prog *prog
 		if (e < 0)
 			bp_warn("bypass syslet: io_uring_enter: %s", strerror(-e));
 	}
-	r = (int)n;
+	r = bp_unlikely(broken(s)) ? broken(s) : (int)n;
 out:
-	if (info != small)
+	if (atoms != small_atoms)
+		free(atoms);
+	if (info != small_info) {
 		free(info);
+		free(pv);
+	}
 	return r;
 }
 
@@ -629,7 +725,24 @@ int bypass_syslet_reap(bypass_syslet *s, struct bypass_syslet_completion *out,
 	fork_check(s);
 	if (atomic_load_explicit(&s->uring_inflight, memory_order_relaxed))
 		bp_syslet_uring_drain(s);
-	return (int)take(s, out, n);
+	/*
+	 * out is checked (written with zeros) for as many completions as there
+	 * are before any is taken: a bad buffer gets -EFAULT and loses none.
+	 */
+	unsigned got = 0;
+	while (got < n) {
+		uint32_t avail = bp_syslet_avail(s);
+		unsigned k = n - got < avail ? n - got : avail;
+		if (k == 0)
+			break;
+		if (bp_syslet_probe_out(out + got, k * sizeof(*out)))
+			return got ? (int)got : -EFAULT;
+		unsigned t = take(s, out + got, k);
+		got += t;
+		if (t < k)
+			break;
+	}
+	return (int)got;
 }
 
 int bypass_syslet_wait(bypass_syslet *s, unsigned min, int64_t timeout_ns)
@@ -646,6 +759,8 @@ int bypass_syslet_wait(bypass_syslet *s, unsigned min, int64_t timeout_ns)
 		uint32_t avail = bp_syslet_avail(s);
 		if (avail >= min)
 			return (int)avail;
+		if (bp_unlikely(broken(s)))
+			return broken(s); /* what it waits for may never come */
 		if (!first && bp_deadline_passed(deadline))
 			return -ETIMEDOUT;
 		if (first && timeout_ns == 0)

@@ -9,6 +9,11 @@
  * those forms (which has no side effect), or an ASYNC atom stops the inline
  * run before that atom: the "cachemiss", after which a worker resumes the
  * program at the same atom and runs it as the plain, blocking call.
+ *
+ * In both, the pointers the interpreter follows for the program (LOAD
+ * arguments, umem_add targets, ret) go through umem.c, where a bad one is
+ * -EFAULT, and it ends the program (fault_end); an atom that would close,
+ * replace, duplicate or map a context's own descriptor gets -EBADF (fds.c).
  */
 #include "syslet/syslet_internal.h"
 
@@ -24,90 +29,6 @@
 #ifndef RESOLVE_CACHED
 #define RESOLVE_CACHED 0x20
 #endif
-
-static inline long raw6(long nr, long a, long b, long c, long d, long e, long f)
-{
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	long ret;
-	__asm__ __volatile__("syscall"
-			     : "=a"(ret)
-			     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			     : "rcx", "r11", "memory");
-	return ret;
-}
-
-/*
- * User memory is touched under a recovery point: a bad address becomes
- * -EFAULT.  Under ThreadSanitizer an atomic on a bad address faults while
- * TSan holds its own lock, and leaving the handler with a jump leaves that
- * lock held: there the address is first probed with a plain read (which
- * faults safely), then the atomic runs outside the recovery point.
- */
-static bool probe(const int64_t *p)
-{
-	struct bp_recover rp;
-	if (BP_RECOVER_TRY(&rp, p, sizeof(*p))) {
-		int64_t v;
-		/* an asm load: ThreadSanitizer does not see it as a racing read */
-		__asm__ __volatile__("movq (%1), %0" : "=r"(v) : "r"(p) : "memory");
-		(void)v;
-		bp_recover_pop(&rp);
-		return true;
-	}
-	return false;
-}
-
-int bp_syslet_store(int64_t *p, int64_t v)
-{
-	if (BP_TSAN) {
-		if (!probe(p))
-			return -EFAULT;
-		__atomic_store_n(p, v, __ATOMIC_RELAXED);
-		return 0;
-	}
-	struct bp_recover rp;
-	if (BP_RECOVER_TRY(&rp, p, sizeof(*p))) {
-		__atomic_store_n(p, v, __ATOMIC_RELAXED);
-		bp_recover_pop(&rp);
-		return 0;
-	}
-	return -EFAULT;
-}
-
-static int load(const int64_t *p, int64_t *out)
-{
-	if (BP_TSAN) {
-		if (!probe(p))
-			return -EFAULT;
-		*out = __atomic_load_n(p, __ATOMIC_ACQUIRE);
-		return 0;
-	}
-	struct bp_recover rp;
-	if (BP_RECOVER_TRY(&rp, p, sizeof(*p))) {
-		*out = __atomic_load_n(p, __ATOMIC_ACQUIRE);
-		bp_recover_pop(&rp);
-		return 0;
-	}
-	return -EFAULT;
-}
-
-static int64_t umem_add(int64_t *p, int64_t delta)
-{
-	if (BP_TSAN) {
-		if (!probe(p))
-			return -EFAULT;
-		return __atomic_add_fetch(p, delta, __ATOMIC_SEQ_CST);
-	}
-	struct bp_recover rp;
-	if (BP_RECOVER_TRY(&rp, p, sizeof(*p))) {
-		int64_t v = __atomic_add_fetch(p, delta, __ATOMIC_SEQ_CST);
-		bp_recover_pop(&rp);
-		return v;
-	}
-	return -EFAULT;
-}
 
 /* Calls that do not wait for I/O or for another party. */
 static bool never_blocks(long nr, const long *a)
@@ -127,6 +48,9 @@ static bool never_blocks(long nr, const long *a)
 	case SYS_getrusage: case SYS_sysinfo: case SYS_memfd_create:
 	case SYS_timerfd_create: case SYS_timerfd_settime: case SYS_fchmod:
 	case SYS_getrlimit: case SYS_prlimit64: case SYS_mmap:
+#ifdef SYS_close_range
+	case SYS_close_range:
+#endif
 		return true;
 	case SYS_fcntl:
 		return a[1] != F_SETLKW && a[1] != F_OFD_SETLKW;
@@ -151,14 +75,14 @@ static bool try_nowait(long nr, const long *a, int64_t *res, uint32_t *calls,
 		bool pos = nr == SYS_pread64 || nr == SYS_pwrite64;
 		iov.iov_base = (void *)a[1];
 		iov.iov_len = (size_t)a[2];
-		r = raw6(rd ? SYS_preadv2 : SYS_pwritev2, a[0], (long)&iov, 1,
+		r = bp_syslet_raw6(rd ? SYS_preadv2 : SYS_pwritev2, a[0], (long)&iov, 1,
 			 pos ? a[3] : -1, 0, RWF_NOWAIT);
 		break;
 	}
 	case SYS_readv: case SYS_preadv: case SYS_writev: case SYS_pwritev: {
 		bool rd = nr == SYS_readv || nr == SYS_preadv;
 		bool pos = nr == SYS_preadv || nr == SYS_pwritev;
-		r = raw6(rd ? SYS_preadv2 : SYS_pwritev2, a[0], a[1], a[2],
+		r = bp_syslet_raw6(rd ? SYS_preadv2 : SYS_pwritev2, a[0], a[1], a[2],
 			 pos ? a[3] : -1, 0, RWF_NOWAIT);
 		break;
 	}
@@ -177,7 +101,7 @@ static bool try_nowait(long nr, const long *a, int64_t *res, uint32_t *calls,
 		bool added = !(fl & O_NONBLOCK);
 		struct open_how how = { .flags = fl | O_NONBLOCK, .mode = 0,
 					.resolve = RESOLVE_CACHED };
-		r = raw6(SYS_openat2, dfd, p[0], (long)&how, sizeof(how), 0, 0);
+		r = bp_syslet_raw6(SYS_openat2, dfd, p[0], (long)&how, sizeof(how), 0, 0);
 		(*calls)++;
 		/* openat2 refuses flags openat ignores: let the plain call run;
 		 * ENXIO: a FIFO opened for writing has no reader yet. */
@@ -190,8 +114,8 @@ static bool try_nowait(long nr, const long *a, int64_t *res, uint32_t *calls,
 			return false;
 		if (r >= 0 && added) {
 			(*calls)++;
-			if (raw6(SYS_fcntl, r, F_SETFL, (long)fl, 0, 0, 0) < 0) {
-				raw6(SYS_close, r, 0, 0, 0, 0, 0);
+			if (bp_syslet_raw6(SYS_fcntl, r, F_SETFL, (long)fl, 0, 0, 0) < 0) {
+				bp_syslet_raw6(SYS_close, r, 0, 0, 0, 0, 0);
 				(*calls)++;
 				return false;
 			}
@@ -200,15 +124,15 @@ static bool try_nowait(long nr, const long *a, int64_t *res, uint32_t *calls,
 		return true;
 	}
 	case SYS_recvfrom: case SYS_sendto:
-		r = raw6(nr, a[0], a[1], a[2], a[3] | MSG_DONTWAIT, a[4], a[5]);
+		r = bp_syslet_raw6(nr, a[0], a[1], a[2], a[3] | MSG_DONTWAIT, a[4], a[5]);
 		break;
 	case SYS_recvmsg: case SYS_sendmsg:
-		r = raw6(nr, a[0], a[1], a[2] | MSG_DONTWAIT, 0, 0, 0);
+		r = bp_syslet_raw6(nr, a[0], a[1], a[2] | MSG_DONTWAIT, 0, 0, 0);
 		break;
 	default:
 		if (!never_blocks(nr, a))
 			return false;
-		r = raw6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+		r = bp_syslet_raw6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 		(*calls)++;
 		*res = r;
 		return true;
@@ -233,6 +157,26 @@ static bool short_write(long nr, const long *a, int64_t res)
 	}
 }
 
+/*
+ * A bad pointer the library met on the program's behalf (a LOAD argument,
+ * a umem_add target, ret) ends the program at atom pc with -EFAULT, always
+ * with a completion (NO_COMPLETE does not hide the error).  The atom counts
+ * as a step; its ret, if it can be written, gets -EFAULT.
+ */
+static int fault_end(struct bp_syslet_run *r, uint32_t pc, bool store_ret)
+{
+	const struct bypass_syslet_atom *at = &r->atoms[pc];
+	r->res[pc] = -EFAULT;
+	r->steps++;
+	r->executed++;
+	if (store_ret && at->ret)
+		bp_syslet_store(at->ret, -EFAULT);
+	r->pc = pc;
+	r->result = -EFAULT;
+	r->faulted = true;
+	return BP_SYSLET_DONE;
+}
+
 int bp_syslet_exec(struct bp_syslet_run *r, enum bp_syslet_mode mode)
 {
 	const struct bypass_syslet_atom *atoms = r->atoms;
@@ -251,7 +195,6 @@ int bp_syslet_exec(struct bp_syslet_run *r, enum bp_syslet_mode mode)
 		}
 		long a[6];
 		int64_t res = 0;
-		bool fault = false;
 		for (int k = 0; k < 6; k++) {
 			const struct bypass_syslet_arg *g = &at->arg[k];
 			switch (g->kind) {
@@ -259,9 +202,9 @@ int bp_syslet_exec(struct bp_syslet_run *r, enum bp_syslet_mode mode)
 				a[k] = (long)r->res[g->val];
 				break;
 			case BYPASS_SYSLET_ARG_LOAD: {
-				int64_t v = 0;
-				if (load((const int64_t *)(uintptr_t)g->val, &v))
-					fault = true;
+				int64_t v;
+				if (bp_syslet_load((const int64_t *)(uintptr_t)g->val, &v))
+					return fault_end(r, pc, true);
 				a[k] = (long)v;
 				break;
 			}
@@ -269,10 +212,14 @@ int bp_syslet_exec(struct bp_syslet_run *r, enum bp_syslet_mode mode)
 				a[k] = (long)g->val;
 			}
 		}
-		if (fault) {
-			res = -EFAULT;
-		} else if (at->nr == BYPASS_SYSLET_UMEM_ADD) {
-			res = umem_add((int64_t *)a[0], a[1]);
+		if (at->nr == BYPASS_SYSLET_UMEM_ADD) {
+			/* a target computed at run time may be misaligned: a
+			 * locked add across two cache lines is refused too */
+			if (a[0] % 8 ||
+			    bp_syslet_umem_add((int64_t *)a[0], a[1], &res))
+				return fault_end(r, pc, true);
+		} else if (bp_syslet_fd_refused(at->nr, a)) {
+			res = -EBADF; /* one of the contexts' own descriptors */
 		} else if (mode == BP_SYSLET_WORKER || (at->flags & BYPASS_SYSLET_SYNC)) {
 			int64_t done = r->partial;
 			r->partial = 0;
@@ -283,7 +230,7 @@ int bp_syslet_exec(struct bp_syslet_run *r, enum bp_syslet_mode mode)
 				if (at->nr == SYS_pwrite64)
 					a[3] += done;
 			}
-			res = raw6(at->nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+			res = bp_syslet_raw6(at->nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 			r->syscalls++;
 			if (done > 0)
 				res = res < 0 ? done : res + done;
@@ -300,11 +247,15 @@ int bp_syslet_exec(struct bp_syslet_run *r, enum bp_syslet_mode mode)
 			r->pc = pc;
 			return BP_SYSLET_WOULDBLOCK;
 		}
+		if (at->ret && bp_syslet_store(at->ret, res)) {
+			/* the atom ran; its result could not be stored */
+			fault_end(r, pc, false);
+			r->res[pc] = res;
+			return BP_SYSLET_DONE;
+		}
 		r->res[pc] = res;
 		r->steps++;
 		r->executed++;
-		if (at->ret)
-			bp_syslet_store(at->ret, res);
 		uint16_t to;
 		if (bp_syslet_stops(at->flags, res)) {
 			to = at->on_stop;

@@ -11,6 +11,21 @@
 
 struct io_uring;
 
+/* A system call, without libc (no errno, no preload's wrapper). */
+static inline long bp_syslet_raw6(long nr, long a, long b, long c, long d, long e,
+				  long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+	__asm__ __volatile__("syscall"
+			     : "=a"(ret)
+			     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			     : "rcx", "r11", "memory");
+	return ret;
+}
+
 /* io_uring chains open at most this many direct descriptors each. */
 #define BP_SYSLET_MAX_SLOTS 8
 
@@ -101,6 +116,10 @@ struct bypass_syslet {
 	_Atomic uint32_t uring_inflight;       /* chains not completed */
 	_Atomic uint32_t uring_waiter;         /* a thread sleeps in io_uring */
 	bool uring_failed;                     /* setup refused: workers only */
+	/* -EBADFD once the io_uring was found closed or replaced behind the
+	   context's back (io_uring_enter: -EBADF, -EOPNOTSUPP): run, submit
+	   and wait say so rather than wait for chains that cannot complete */
+	_Atomic int broken;
 
 	struct bp_syslet_tcount *tcounts;      /* under qlock */
 	uint64_t serial;                       /* unique per context */
@@ -134,6 +153,7 @@ struct bp_syslet_run {
 	uint32_t executed; /* atoms run by this call */
 	uint32_t syscalls; /* system calls made by this call */
 	bool out_of_steps; /* on DONE: the step budget ran out at pc */
+	bool faulted;      /* on DONE: a bad pointer ended it (-EFAULT) */
 	int64_t partial;   /* bytes the inline try of the write at pc wrote */
 	bool not_uring;    /* the atom at pc must not go to io_uring */
 	int64_t result;    /* on DONE */
@@ -147,8 +167,42 @@ static inline bool bp_syslet_stops(uint32_t flags, int64_t res)
 	       ((flags & BYPASS_SYSLET_STOP_ON_NEGATIVE) && res < 0) ||
 	       ((flags & BYPASS_SYSLET_STOP_ON_NON_POSITIVE) && res <= 0);
 }
-/* Store r at a user address under a recovery point; -EFAULT if it faults. */
-int bp_syslet_store(int64_t *p, int64_t r);
+
+/* umem.c: the caller's memory; -EFAULT where it faults.  bp_syslet_umem_init
+   (hooks core's fault handler) must have returned 0 before any is used. */
+int bp_syslet_umem_init(void);
+int bp_syslet_copy(void *dst, const void *src, size_t len); /* len % 8 == 0 */
+int bp_syslet_probe_out(void *dst, size_t len);  /* zero it: len % 8 == 0 */
+int bp_syslet_load(const int64_t *p, int64_t *out);
+int bp_syslet_store(int64_t *p, int64_t v);
+int bp_syslet_probe_store(int64_t *p);           /* would a store fault? */
+int bp_syslet_umem_add(int64_t *p, int64_t delta, int64_t *out);
+/*
+ * Copy *user and its atoms (into atoms[BYPASS_SYSLET_MAX_ATOMS]) to *p, whose
+ * atoms then point there, and zero *done if not NULL: 0, -EINVAL (user or
+ * its atoms NULL, natoms out of bounds), -EFAULT (any of it unreadable, done
+ * unwritable).  What runs is the copy, so what ran is what was validated.
+ */
+int bp_syslet_copy_prog(const struct bypass_syslet_prog *user,
+			struct bypass_syslet_prog *p, struct bypass_syslet_atom *atoms,
+			struct bypass_syslet_completion *done);
+
+/* fds.c: the contexts' own descriptors, refused to atoms. */
+int bp_syslet_fd_reserve(int fd);   /* moves it high and marks it; the new fd */
+void bp_syslet_fd_release(int fd);
+bool bp_syslet_fd_reserved(long fd);
+/* Would atom nr(a) close, replace, duplicate or map a marked descriptor? */
+bool bp_syslet_fd_refused_slow(long nr, const long *a);
+static inline bool bp_syslet_fd_refused(long nr, const long *a)
+{
+	switch (nr) {
+	case 3: case 32: case 33: case 292: case 72: case 9: case 436:
+		/* close, dup, dup2, dup3, fcntl, mmap, close_range */
+		return bp_syslet_fd_refused_slow(nr, a);
+	default:
+		return false;
+	}
+}
 
 /* context.c */
 /* Publish c (or, if !complete, only release its in-flight slot); kick: wake

@@ -41,6 +41,9 @@ int bp_syslet_uring_setup(bypass_syslet *s)
 		free(ring);
 		return r;
 	}
+	/* out of programs' reach: moved high, and refused to their atoms */
+	ring->ring_fd = ring->enter_ring_fd = bp_syslet_fd_reserve(ring->ring_fd);
+	atomic_store(&s->broken, 0);
 	unsigned nslots = entries;
 	r = io_uring_register_files_sparse(ring, nslots);
 	if (r < 0) {
@@ -65,13 +68,48 @@ void bp_syslet_uring_teardown(bypass_syslet *s, bool forked)
 	(void)forked; /* in a child, exit unmaps and closes our copy only */
 	if (!s->ring)
 		return;
+	int fd = s->ring->ring_fd;
+	/*
+	 * A descriptor found closed or replaced is no longer ours to close,
+	 * and its number may be another context's by now: it stays marked
+	 * (an atom cannot close what is there; a smaller harm than leaving
+	 * the other context's descriptor unprotected).
+	 */
+	bool lost = atomic_load(&s->broken);
+	if (lost)
+		s->ring->ring_fd = s->ring->enter_ring_fd = -1;
 	io_uring_queue_exit(s->ring);
+	if (!lost)
+		bp_syslet_fd_release(fd);
 	free(s->ring);
 	free((void *)s->slotmap);
 	s->ring = NULL;
 	s->slotmap = NULL;
 	s->nslots = 0;
 	atomic_store(&s->uring_inflight, 0);
+}
+
+/*
+ * io_uring_enter on a descriptor that was closed (-EBADF) or now names
+ * another file (-EOPNOTSUPP): the program did not do it (its atoms cannot
+ * reach the descriptor), the application did.  Chains queued on it can
+ * never complete: the context says so from now on.
+ */
+static int check_enter(bypass_syslet *s, int r)
+{
+	if (r == -EBADF || r == -EOPNOTSUPP) {
+		int none = 0;
+		if (atomic_compare_exchange_strong(&s->broken, &none, -EBADFD))
+			bp_warn("bypass syslet: the context's io_uring descriptor %d "
+				"was closed or replaced outside the library: %s",
+				s->ring->ring_fd, strerror(-r));
+	}
+	return r;
+}
+
+static int submit(bypass_syslet *s)
+{
+	return check_enter(s, io_uring_submit(s->ring));
 }
 
 static int slot_alloc(bypass_syslet *s)
@@ -160,8 +198,8 @@ static void prep(const struct bp_syslet_req *rq, uint32_t i, struct io_uring_sqe
 	case SYS_close:
 		if (slot >= 0)
 			io_uring_prep_close_direct(sqe, (unsigned)slot);
-		else
-			io_uring_prep_close(sqe, fd);
+		else /* -EBADF for one of the contexts' own descriptors */
+			io_uring_prep_close(sqe, bp_syslet_fd_reserved(fd) ? -1 : fd);
 		slot = -1; /* close_direct takes no IOSQE_FIXED_FILE */
 		break;
 	case SYS_fsync: case SYS_fdatasync:
@@ -214,7 +252,7 @@ int bp_syslet_uring_queue_at(bypass_syslet *s, const struct bypass_syslet_prog *
 	pthread_mutex_lock(&s->sqlock);
 	int room = bp_link_room(s->ring, p->natoms);
 	if (room == 0) {
-		int r = io_uring_submit(s->ring);
+		int r = submit(s);
 		atomic_fetch_add_explicit(&s->n.syscalls, 1, memory_order_relaxed);
 		room = r < 0 ? r : bp_link_room(s->ring, p->natoms);
 	}
@@ -242,7 +280,7 @@ int bp_syslet_uring_queue_at(bypass_syslet *s, const struct bypass_syslet_prog *
 int bp_syslet_uring_enter(bypass_syslet *s)
 {
 	pthread_mutex_lock(&s->sqlock);
-	int r = io_uring_submit(s->ring);
+	int r = submit(s);
 	pthread_mutex_unlock(&s->sqlock);
 	atomic_fetch_add_explicit(&s->n.syscalls, 1, memory_order_relaxed);
 	/* A waiter asleep on the futex must move to io_uring: wake it. */
@@ -259,13 +297,13 @@ void bp_syslet_uring_kick(bypass_syslet *s)
 	pthread_mutex_lock(&s->sqlock);
 	struct io_uring_sqe *sqe = io_uring_get_sqe(s->ring);
 	if (!sqe) {
-		io_uring_submit(s->ring);
+		submit(s);
 		sqe = io_uring_get_sqe(s->ring);
 	}
 	if (sqe) {
 		io_uring_prep_nop(sqe);
 		io_uring_sqe_set_data64(sqe, 0);
-		io_uring_submit(s->ring);
+		submit(s);
 		atomic_fetch_add_explicit(&s->n.syscalls, 1, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&s->sqlock);
@@ -310,10 +348,10 @@ static int fifo_redo(const struct bp_syslet_req *rq)
 static void finish(bypass_syslet *s, struct bp_syslet_req *rq)
 {
 	int redo = fifo_redo(rq);
+	for (uint32_t i = 0; redo >= 0 && i < (uint32_t)redo; i++)
+		if (rq->atoms[i].ret && bp_syslet_store(rq->atoms[i].ret, rq->res[i]))
+			redo = -1; /* ends at atom i, below */
 	if (redo >= 0) {
-		for (uint32_t i = 0; i < (uint32_t)redo; i++)
-			if (rq->atoms[i].ret)
-				bp_syslet_store(rq->atoms[i].ret, rq->res[i]);
 		for (uint32_t k = 0; k < rq->nslots; k++)
 			if ((int)rq->slot_atom[k] < redo && rq->res[rq->slot_atom[k]] >= 0) {
 				int none = -1;
@@ -340,11 +378,21 @@ static void finish(bypass_syslet *s, struct bp_syslet_req *rq)
 		bp_syslet_post(s, &c, true, false);
 		return;
 	}
+	/*
+	 * A ret that cannot be written ends the program there with -EFAULT, as
+	 * in the other engines; but the atoms after it ran already (rets are
+	 * checked before a chain is sent, so only memory unmapped while the
+	 * chain ran gets here).
+	 */
 	uint32_t end = rq->natoms - 1, steps = 0;
+	bool faulted = false;
 	for (uint32_t i = 0; i < rq->natoms; i++) {
 		steps++;
-		if (rq->atoms[i].ret)
-			bp_syslet_store(rq->atoms[i].ret, rq->res[i]);
+		if (rq->atoms[i].ret && bp_syslet_store(rq->atoms[i].ret, rq->res[i])) {
+			end = i;
+			faulted = true;
+			break;
+		}
 		if (bp_syslet_stops(rq->atoms[i].flags, rq->res[i])) {
 			end = i;
 			break;
@@ -361,11 +409,11 @@ static void finish(bypass_syslet *s, struct bp_syslet_req *rq)
 		slot_free(s, rq->slot[k]);
 	}
 	struct bypass_syslet_completion c = {
-		.tag = rq->tag, .result = rq->res[end],
+		.tag = rq->tag, .result = faulted ? -EFAULT : rq->res[end],
 		.atom = (uint16_t)(rq->base_atom + end),
 		.engine = BYPASS_SYSLET_ENGINE_URING, .steps = rq->steps + steps,
 	};
-	bool silent = rq->atoms[end].flags & BYPASS_SYSLET_NO_COMPLETE;
+	bool silent = !faulted && (rq->atoms[end].flags & BYPASS_SYSLET_NO_COMPLETE);
 	atomic_fetch_add_explicit(&s->n.programs_uring, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->n.atoms_uring, steps, memory_order_relaxed);
 	bp_syslet_req_free(s, rq);
@@ -432,7 +480,7 @@ void bp_syslet_uring_sleep(bypass_syslet *s, unsigned min, int64_t timeout_ns)
 			tp = &ts;
 		}
 		if (io_uring_cq_ready(s->ring) == 0) {
-			io_uring_wait_cqe_timeout(s->ring, &cqe, tp);
+			check_enter(s, io_uring_wait_cqe_timeout(s->ring, &cqe, tp));
 			atomic_fetch_add_explicit(&s->n.syscalls, 1, memory_order_relaxed);
 		}
 		collect(s);

@@ -312,8 +312,3 @@ int bp_syslet_check(const struct bypass_syslet_prog *p,
 	}
 	return 0;
 }
-
-int bypass_syslet_validate(const struct bypass_syslet_prog *prog)
-{
-	return bp_syslet_check(prog, NULL, false);
-}

@@ -4,8 +4,9 @@
  * inline is queued here and a worker resumes it at the atom that would have
  * blocked, running the plain system calls.  Workers are threads of the
  * process, so they share its file table and credentials; they are started
- * when first needed (up to the context's limit) and block every signal, so
- * that signals reach the program's own threads only.
+ * when first needed (up to the context's limit) and block every signal but
+ * the ones their own instructions raise, so that signals for the process
+ * reach the program's own threads.
  */
 #include "syslet/syslet_internal.h"
 
@@ -28,7 +29,7 @@ static void run_one(bypass_syslet *s, struct bp_syslet_req *rq)
 		.tag = rq->tag, .result = st.result, .atom = (uint16_t)(rq->base_atom + st.pc),
 		.engine = BYPASS_SYSLET_ENGINE_WORKERS, .steps = st.steps,
 	};
-	bool silent = !st.out_of_steps &&
+	bool silent = !st.out_of_steps && !st.faulted &&
 		      (rq->atoms[st.pc].flags & BYPASS_SYSLET_NO_COMPLETE);
 	bp_syslet_req_free(s, rq);
 	bp_syslet_post(s, &c, !silent, true);
@@ -60,11 +61,21 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* Start a worker with every signal blocked (it inherits our mask). */
+/*
+ * Start a worker with every signal blocked (it inherits our mask) but the
+ * ones its own instructions raise: a fault on a program's bad pointer is
+ * a SIGSEGV or SIGBUS that core's handler turns into -EFAULT, and a
+ * blocked one would kill the process instead; a SIGSYS from a seccomp
+ * filter that traps a call an atom made goes to the program's handler, as
+ * it would if the atom ran in the caller.
+ */
 static int spawn(bypass_syslet *s)
 {
 	sigset_t all, old;
 	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGSYS);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int r = pthread_create(&s->threads[s->nthreads], NULL, worker_main, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -15,7 +15,7 @@ elif [ $rc -ne 0 ]; then
 	echo "FAIL: helper-noring /bin/true exited $rc: $out"; exit 1
 fi
 fail=0 ran=0 skipped=0
-for t in basic control validate async threads fork fuzz destroy; do
+for t in basic control validate async threads fork fuzz destroy hostile; do
 	if [ ! -x "$b/$t" ]; then
 		echo "FAIL: $b/$t not built"; fail=1; continue
 	fi
