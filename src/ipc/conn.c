@@ -85,8 +85,12 @@ static int check_opts(const struct bypass_ipc_opts *o, bool service)
 	return 0;
 }
 
-/* Fill a sockaddr for name; returns its length or -EINVAL. */
-static int make_addr(const char *name, struct sockaddr_un *sa, bool *is_path)
+/*
+ * Fill a sockaddr for name; returns its length or -EINVAL.  lib: the
+ * library-mode socket beside it (lib.h): "bypass-lib:" + name in the
+ * abstract namespace, or the path with ".lib" appended.
+ */
+int bp_ipc_make_addr(const char *name, bool lib, struct sockaddr_un *sa, bool *is_path)
 {
 	if (!name || !*name)
 		return -EINVAL;
@@ -97,20 +101,26 @@ static int make_addr(const char *name, struct sockaddr_un *sa, bool *is_path)
 	sa->sun_family = AF_UNIX;
 	if (name[0] == '/' || name[0] == '.') {
 		memcpy(sa->sun_path, name, n);
+		if (lib) {
+			memcpy(sa->sun_path + n, ".lib", 4);
+			n += 4;
+		}
 		*is_path = true;
 		return (int)(offsetof(struct sockaddr_un, sun_path) + n + 1);
 	}
-	static const char pfx[] = "bypass-ipc:";
+	/* Both prefixes are 11 bytes: the same names fit either socket. */
+	const char *pfx = lib ? "bypass-lib:" : "bypass-ipc:";
+	size_t pl = strlen(pfx);
 	/* A NUL, the prefix and the name must fit in sun_path: 96 bytes. */
-	if (n > sizeof(sa->sun_path) - sizeof(pfx))
+	if (n > sizeof(sa->sun_path) - pl - 1)
 		return -EINVAL;
-	memcpy(sa->sun_path + 1, pfx, sizeof(pfx) - 1);
-	memcpy(sa->sun_path + sizeof(pfx), name, n);
+	memcpy(sa->sun_path + 1, pfx, pl);
+	memcpy(sa->sun_path + 1 + pl, name, n);
 	*is_path = false;
-	return (int)(offsetof(struct sockaddr_un, sun_path) + sizeof(pfx) + n);
+	return (int)(offsetof(struct sockaddr_un, sun_path) + 1 + pl + n);
 }
 
-static bool uid_allowed(uid_t uid, unsigned flags, const uid_t *allow, unsigned n)
+bool bp_ipc_uid_allowed(uid_t uid, unsigned flags, const uid_t *allow, unsigned n)
 {
 	if (flags & BYPASS_IPC_ANY_UID)
 		return true;
@@ -142,7 +152,7 @@ int bypass_ipc_listen(const char *name, const struct bypass_ipc_opts *o,
 		return r;
 	struct sockaddr_un sa;
 	bool is_path;
-	int alen = make_addr(name, &sa, &is_path);
+	int alen = bp_ipc_make_addr(name, false, &sa, &is_path);
 	if (alen < 0)
 		return alen;
 	struct bypass_ipc_service *s = calloc(1, sizeof(*s));
@@ -210,7 +220,7 @@ int bypass_ipc_service_close(bypass_ipc_service *s)
 	return 0;
 }
 
-static int wait_fd(int fd, short events, uint64_t deadline)
+int bp_ipc_wait_fd(int fd, short events, uint64_t deadline)
 {
 	for (;;) {
 		int ms = bp_deadline_ms(deadline);
@@ -336,7 +346,7 @@ int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t time
 			return -errno;
 		if (!deadline)
 			return -EAGAIN;
-		int r = wait_fd(s->fd, POLLIN, deadline);
+		int r = bp_ipc_wait_fd(s->fd, POLLIN, deadline);
 		if (r)
 			return r;
 	}
@@ -348,7 +358,7 @@ int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t time
 	}
 	struct ipc_hello h = { .magic = IPC_MAGIC, .version = IPC_VERSION,
 			       .pid = (int32_t)bp_pid() };
-	if (!uid_allowed(uc.uid, s->opts.flags, s->allow, s->opts.nallow)) {
+	if (!bp_ipc_uid_allowed(uc.uid, s->opts.flags, s->allow, s->opts.nallow)) {
 		bp_info("bypass: ipc: refused pid %d uid %u", (int)uc.pid, (unsigned)uc.uid);
 		h.status = EACCES;
 		bypass_send_fds(fd, NULL, 0, &h, sizeof(h));
@@ -480,6 +490,33 @@ static int recv_hello(int sock, struct ipc_hello *h, int *afd, pid_t *pid)
 	return (int)n;
 }
 
+/*
+ * An arena's memfd from the server: only shmem (a plain memfd: a hugetlbfs
+ * memfd passes the seal check, but a hole punched in it raises SIGBUS in an
+ * application's in-place read, where no recovery point of ours runs),
+ * sealed against shrinking (a server that could truncate it could kill us
+ * with SIGBUS).  0 and *size, or -EPROTO.
+ */
+int bp_ipc_memfd_ok(int afd, uint64_t *size)
+{
+	struct stat st;
+	if (fstat(afd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+		return -EPROTO;
+	struct statfs fs;
+	if (fstatfs(afd, &fs) < 0 || fs.f_type != TMPFS_MAGIC) {
+		bp_warn("bypass: ipc: the server's arena is not a shmem memfd: refused");
+		return -EPROTO;
+	}
+	int seals = fcntl(afd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		bp_warn("bypass: ipc: the server's arena is not sealed against "
+			"shrinking (it could be truncated under us): refused");
+		return -EPROTO;
+	}
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
 /* Check the hello and the arena before trusting a byte of either. */
 static int check_hello(const struct ipc_hello *h, int afd, uint64_t max_ring,
 		       size_t *arena_len)
@@ -495,26 +532,10 @@ static int check_hello(const struct ipc_hello *h, int afd, uint64_t max_ring,
 			(unsigned long long)cap, (unsigned long long)max_ring);
 		return -EFBIG;
 	}
-	struct stat st;
-	if (fstat(afd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
-		return -EPROTO;
-	/*
-	 * Only shmem (a plain memfd): a hugetlbfs memfd passes the seal check,
-	 * but a hole punched in it raises SIGBUS in an application's in-place
-	 * read, where no recovery point of ours runs.
-	 */
-	struct statfs fs;
-	if (fstatfs(afd, &fs) < 0 || fs.f_type != TMPFS_MAGIC) {
-		bp_warn("bypass: ipc: the server's arena is not a shmem memfd: refused");
-		return -EPROTO;
-	}
-	int seals = fcntl(afd, F_GET_SEALS);
-	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
-		bp_warn("bypass: ipc: the server's arena is not sealed against "
-			"shrinking (it could be truncated under us): refused");
-		return -EPROTO;
-	}
-	uint64_t size = (uint64_t)st.st_size;
+	uint64_t size;
+	int r = bp_ipc_memfd_ok(afd, &size);
+	if (r)
+		return r;
 	/* Two rings and the headers (core's page, ours), nothing more: the
 	 * client maps all of it. */
 	if (size > 2 * cap + 4 * ps)
@@ -539,7 +560,7 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 		return r;
 	struct sockaddr_un sa;
 	bool is_path;
-	int alen = make_addr(name, &sa, &is_path);
+	int alen = bp_ipc_make_addr(name, false, &sa, &is_path);
 	if (alen < 0)
 		return alen;
 	struct bypass_ipc_conn *c = conn_new();
@@ -567,7 +588,7 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 		r = errno == EAGAIN ? -ETIMEDOUT : -errno;
 		goto fail;
 	}
-	r = wait_fd(c->sock, POLLIN, deadline);
+	r = bp_ipc_wait_fd(c->sock, POLLIN, deadline);
 	if (r)
 		goto fail;
 	struct ipc_hello h;
@@ -597,7 +618,7 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 	r = peer_cred(c->sock, &uc);
 	if (r)
 		goto fail_fd;
-	if (!uid_allowed(uc.uid, o ? o->flags : 0, o ? o->allow_uids : NULL,
+	if (!bp_ipc_uid_allowed(uc.uid, o ? o->flags : 0, o ? o->allow_uids : NULL,
 			 o ? o->nallow : 0)) {
 		bp_info("bypass: ipc: server uid %u is not allowed", (unsigned)uc.uid);
 		r = -EACCES;

@@ -160,6 +160,11 @@ struct bypass_ipc_service {
 };
 
 /* conn.c */
+struct sockaddr_un;
+int bp_ipc_wait_fd(int fd, short events, uint64_t deadline); /* 0, -ETIMEDOUT, -errno */
+int bp_ipc_make_addr(const char *name, bool lib, struct sockaddr_un *sa, bool *is_path);
+bool bp_ipc_uid_allowed(uid_t uid, unsigned flags, const uid_t *allow, unsigned n);
+int bp_ipc_memfd_ok(int afd, uint64_t *size);
 int bp_ipc_peer_check(bypass_ipc_conn *c);       /* 0 alive, -ECONNRESET gone */
 void bp_ipc_drain_socket(bypass_ipc_conn *c);    /* read wake bytes; notes EOF */
 
@@ -188,6 +193,10 @@ bool bp_ipc_rx_ready(bypass_ipc_conn *c);
 bool bp_ipc_peer_on_my_cpu(bypass_ipc_conn *c);
 
 /* pkey.c */
+/* Allocate a protection key with the given rights in this thread's PKRU
+ * after checking the CPU (PKU) and the OS (OSPKE): the key, or -errno and
+ * the reason in why. */
+int bp_ipc_pkey_alloc(unsigned rights, char *why, size_t n);
 int bp_ipc_pkey_get(void);                       /* the process's key, or -errno */
 void bp_ipc_pkey_open(void);                     /* this thread may write arenas */
 void bp_ipc_pkey_close(void);

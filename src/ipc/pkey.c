@@ -32,25 +32,32 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int the_key = -EOPNOTSUPP;
 static char reason[160] = "not checked";
 
-static void probe(void)
+int bp_ipc_pkey_alloc(unsigned rights, char *why, size_t n)
 {
 	unsigned a, b, c, d;
 	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((c >> 3) & 1)) {
-		snprintf(reason, sizeof(reason),
-			 "the CPU does not report protection keys (CPUID.7.0:ECX[3] PKU)");
-		return;
+		snprintf(why, n, "the CPU does not report protection keys (CPUID.7.0:ECX[3] PKU)");
+		return -EOPNOTSUPP;
 	}
 	if (!((c >> 4) & 1)) {
-		snprintf(reason, sizeof(reason),
-			 "the OS has not enabled protection keys (CPUID.7.0:ECX[4] OSPKE)");
-		return;
+		snprintf(why, n, "the OS has not enabled protection keys (CPUID.7.0:ECX[4] OSPKE)");
+		return -EOPNOTSUPP;
 	}
-	long k = syscall(SYS_pkey_alloc, 0, PKEY_DISABLE_WRITE);
+	long k = syscall(SYS_pkey_alloc, 0, rights);
 	if (k < 0) {
-		snprintf(reason, sizeof(reason), "pkey_alloc failed: %s", strerror(errno));
-		return;
+		int e = errno;
+		snprintf(why, n, "pkey_alloc failed: %s", strerror(e));
+		return -e;
 	}
-	the_key = (int)k;
+	return (int)k;
+}
+
+static void probe(void)
+{
+	int k = bp_ipc_pkey_alloc(PKEY_DISABLE_WRITE, reason, sizeof(reason));
+	if (k < 0)
+		return;
+	the_key = k;
 	snprintf(reason, sizeof(reason), "available (key %d)", the_key);
 }
 
