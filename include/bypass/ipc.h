@@ -332,6 +332,329 @@ BYPASS_API int bypass_ipc_epoll_wait(int epfd, struct epoll_event *events,
  */
 BYPASS_API int bypass_ipc_pkey_supported(const char **why);
 
+/* ------------------------------------------------------------ library mode */
+
+/*
+ * Library mode: RPAL's call.  A service is written once, as handlers in a
+ * shared object.  The server loads it (bypass_ipc_lib_listen) and builds
+ * the service's state in a service arena, a memfd that every process maps at
+ * the same address, so pointers inside the state are valid everywhere.  A
+ * client that opens the service in library mode (bypass_ipc_lib_open) maps
+ * the arena, loads the same object (the same file: device and inode checked
+ * through the server's own descriptor) and then runs the handlers in its
+ * own thread: bypass_ipc_lib_call costs about a function call and wakes
+ * nobody.  A client may instead open in message mode (process isolation):
+ * the same calls then travel through an ordinary connection's rings to the
+ * server's threads, which run the same handlers (bypass_ipc_lib_serve).
+ *
+ * Threat model (as RPAL's): library mode trusts the peer's code; it guards
+ * against accidents, not malice.  Message mode is the choice for an
+ * untrusted peer.  Where the CPU has protection keys, the state is
+ * writable (and, with BYPASS_IPC_LIB_NOREAD, readable) only inside a call:
+ * a call gate writes PKRU on entry and on exit and checks the value it set;
+ * a stray write from the application into the state faults (SIGSEGV,
+ * SEGV_PKUERR).  The object is scanned at load for WRPKRU and XRSTOR byte
+ * sequences and refused if it holds one.  A fault inside a handler returns
+ * -EFAULT to its caller and marks the service broken for every process
+ * until the service's recover hook has run (bypass_ipc_lib_recover); a
+ * process killed inside a handler while holding a lock leaves the next
+ * taker -EOWNERDEAD (and the service broken), never a hang; a server that
+ * died is seen at the next call without a system call (-EPIPE).
+ *
+ * A handler runs in the caller's process: its descriptors, credentials,
+ * signal dispositions and errno are the caller's.  What needs the server's
+ * own resources (its files, sockets, a log) is posted to the server's loop
+ * (env->post) and done by the server's threads.  Signal handlers that run
+ * during a call run without access to the state (the kernel starts them
+ * with the default PKRU) where protection keys guard it.  A handler may
+ * not call a service itself (-EDEADLK).
+ */
+
+#define BYPASS_IPC_LIB_ABI 1
+/* The symbol a service's shared object defines: a struct bypass_ipc_lib_desc. */
+#define BYPASS_IPC_LIB_ENTRY "bypass_ipc_lib_entry"
+
+/*
+ * A robust, process-shared lock for state in the service arena (a
+ * pthread mutex inside, of the robust, process-shared, error-checking
+ * kind).  Initialise it with env->lock_init before its first use.
+ */
+typedef struct bypass_ipc_lock {
+	uint64_t opaque[8];
+} bypass_ipc_lock;
+
+struct bypass_ipc_env;
+
+/*
+ * A handler: answer the request req (len bytes, in the caller's memory)
+ * by writing at most cap bytes to resp (the caller's memory too).
+ * Returns the response's length, or a negative errno of its own (which the
+ * caller receives; avoid those the library reserves: -EPIPE, -EFAULT,
+ * -EOWNERDEAD, -ENOTRECOVERABLE, -EDEADLK).  state is what init set.
+ */
+typedef int (*bypass_ipc_handler)(const struct bypass_ipc_env *env, void *state,
+				  const void *req, size_t len, void *resp, size_t cap);
+
+/*
+ * What a handler may use, passed to every handler and hook.  The service
+ * object calls these through the pointers, so it needs no link to
+ * libbypass (a second copy of the library in one process would not work).
+ */
+struct bypass_ipc_env {
+	uint32_t abi;    /* BYPASS_IPC_LIB_ABI */
+	uint32_t flags;  /* BYPASS_IPC_ENV_SERVER in the server's process */
+	/* alloc/free: memory in the service arena (16-byte aligned),
+	 * process-shared and robust (a process killed inside leaks at most
+	 * the block it was taking or giving back).  alloc: 0, -EINVAL,
+	 * -ENOMEM (the arena is full).  free: 0, or -EINVAL (not a block of
+	 * this arena, or freed already). */
+	int (*alloc)(const struct bypass_ipc_env *env, size_t size, void **ptr);
+	int (*free)(const struct bypass_ipc_env *env, void *ptr);
+	/* Robust locks in the arena.  lock returns 0; -EOWNERDEAD when the
+	 * previous owner died holding it: the lock is now held and usable
+	 * again, but what it protects may be half-changed, so the service is
+	 * marked broken (unlock it and return; the recover hook repairs);
+	 * -ENOTRECOVERABLE (not held) when the service was marked broken
+	 * while this call ran; -EDEADLK if this thread holds it already;
+	 * -ENOLCK beyond 16 locks held at once.  Locks still held when a
+	 * handler returns are released and the service is marked broken. */
+	int (*lock_init)(const struct bypass_ipc_env *env, bypass_ipc_lock *l);
+	int (*lock)(const struct bypass_ipc_env *env, bypass_ipc_lock *l);
+	int (*unlock)(const struct bypass_ipc_env *env, bypass_ipc_lock *l);
+	/* post: queue an event (type and up to BYPASS_IPC_EVENT_MAX bytes)
+	 * for the server's loop (bypass_ipc_lib_event).  The queue is in the
+	 * arena; the poster makes a system call (an eventfd write) only when
+	 * the server asked for a wake-up (bypass_ipc_lib_arm).  0, -EAGAIN
+	 * (the queue is full: dropped and counted), -EMSGSIZE, -ENOTSUP (the
+	 * server set event_slots to UINT32_MAX: no queue). */
+	int (*post)(const struct bypass_ipc_env *env, uint32_t type, const void *data,
+		    size_t len);
+	void *reserved[4];
+};
+
+#define BYPASS_IPC_ENV_SERVER 0x1u
+
+/*
+ * A service's description: the object defines
+ *     const struct bypass_ipc_lib_desc bypass_ipc_lib_entry = { ... };
+ */
+struct bypass_ipc_lib_desc {
+	uint32_t abi;      /* BYPASS_IPC_LIB_ABI */
+	uint32_t nops;     /* entries in ops: the call's op is an index */
+	const char *name;  /* for logs */
+	size_t arena_size; /* bytes for the state; 0 = 64 MiB */
+	/* The server, once, at listen (inside the gate): build the state with
+	 * env->alloc and set *state.  0, or -errno (listen fails with it). */
+	int (*init)(const struct bypass_ipc_env *env, void **state);
+	/* Optional: repair the state after a fault or a dead lock owner (any
+	 * process may run it, through bypass_ipc_lib_recover; one at a time).
+	 * 0 when the state is whole again.  Without it a broken service stays
+	 * broken. */
+	int (*recover)(const struct bypass_ipc_env *env, void *state);
+	const bypass_ipc_handler *ops;
+	uint64_t reserved[4];
+};
+
+/* An event posted by a handler (env->post). */
+#define BYPASS_IPC_EVENT_MAX 48
+struct bypass_ipc_event {
+	uint32_t type;
+	uint32_t len;
+	int32_t pid;       /* the posting process, in its own pid namespace */
+	uint32_t reserved;
+	unsigned char data[BYPASS_IPC_EVENT_MAX];
+};
+
+typedef struct bypass_ipc_lib bypass_ipc_lib;                 /* a client's handle */
+typedef struct bypass_ipc_lib_service bypass_ipc_lib_service; /* the server's */
+
+/* opts.protect */
+enum bypass_ipc_protect {
+	BYPASS_IPC_PROTECT_AUTO = 0,     /* the gate where the CPU has protection keys,
+					    unguarded elsewhere (stats.guarded says) */
+	BYPASS_IPC_PROTECT_REQUIRED = 1, /* the gate or nothing (-EOPNOTSUPP) */
+	BYPASS_IPC_PROTECT_NONE = 2,     /* never the gate */
+};
+
+/* opts.flags (and BYPASS_IPC_ANY_UID) */
+#define BYPASS_IPC_LIB_FALLBACK 0x100u     /* open: message mode where library
+					      mode cannot be had */
+#define BYPASS_IPC_LIB_MESSAGE 0x200u      /* open: message mode, always */
+#define BYPASS_IPC_LIB_NOREAD 0x400u       /* the state is not even readable
+					      outside a call (protection keys) */
+#define BYPASS_IPC_LIB_ALLOW_WRPKRU 0x800u /* load an object that holds WRPKRU
+					      or XRSTOR byte sequences */
+
+struct bypass_ipc_lib_opts {
+	int protect;          /* enum bypass_ipc_protect */
+	unsigned flags;       /* BYPASS_IPC_LIB_*, BYPASS_IPC_ANY_UID */
+	const uid_t *allow_uids; /* peers' uids accepted besides our own (the
+				    server's object may then be owned by that
+				    uid too) */
+	unsigned nallow;
+	size_t arena_size;    /* server: overrides desc->arena_size */
+	uint32_t event_slots; /* server: events queued; 0 = 256, UINT32_MAX = none */
+	int64_t handshake_timeout_ns; /* open: 0 = 5 s */
+	int64_t call_timeout_ns;      /* message mode: a call's limit; 0 = none */
+	/* Message mode: the options of the server's message service, or of
+	 * the client's connection (NULL: defaults, with the uids above). */
+	const struct bypass_ipc_opts *msg;
+	uint64_t reserved[4]; /* must be zero (-EINVAL otherwise) */
+};
+
+/* stats.mode */
+#define BYPASS_IPC_LIB_MODE_LIBRARY 1
+#define BYPASS_IPC_LIB_MODE_MESSAGE 2
+
+struct bypass_ipc_lib_stats {
+	int mode;              /* BYPASS_IPC_LIB_MODE_* (the server: LIBRARY) */
+	int guarded;           /* 1: this process runs handlers behind the
+				  protection-key gate; 0: unguarded */
+	uint32_t broken;       /* 1 while the service is broken */
+	uint32_t pad;
+	/* The service's, counted by every process. */
+	uint64_t faults;       /* handlers that faulted */
+	uint64_t owner_dead;   /* locks found with a dead owner */
+	uint64_t leaked_locks; /* handlers that returned holding a lock */
+	uint64_t recoveries;   /* recover hooks that succeeded */
+	uint64_t events;       /* events posted */
+	uint64_t events_dropped; /* posted to a full queue */
+	uint64_t arena_used;   /* bytes of the state's heap handed out (high water) */
+	uint64_t arena_size;   /* bytes of the state's heap */
+	uint64_t arena_base;   /* where the service arena is mapped (every process) */
+	uint64_t reserved[8];  /* room to grow: zero today */
+};
+
+/* --- the server */
+
+/*
+ * bypass_ipc_lib_listen - load the service object at path, build its state
+ * (desc->init) in a fresh service arena and listen for clients under name
+ * (as bypass_ipc_listen: message-mode clients connect to name, library-mode
+ * openers to a second socket beside it).  The object must be a regular
+ * file owned by us or root, not writable by group or others, and free of
+ * WRPKRU/XRSTOR sequences (unless BYPASS_IPC_LIB_ALLOW_WRPKRU).  The
+ * calling thread holds the service's liveness lock until
+ * bypass_ipc_lib_service_close: clients see -EPIPE once it exits.
+ * Returns 0, -EINVAL, -EACCES (owner or permissions), -EPERM (a WRPKRU or
+ * XRSTOR sequence), -ENOEXEC (not a loadable x86-64 object, no
+ * bypass_ipc_lib_entry, another ABI), -EOPNOTSUPP (protection keys
+ * required but absent), -EADDRINUSE, the error of init, or -errno.
+ */
+BYPASS_API int bypass_ipc_lib_listen(const char *name, const char *path,
+				     const struct bypass_ipc_lib_opts *opts,
+				     bypass_ipc_lib_service **out);
+
+/*
+ * bypass_ipc_lib_service_fd - one descriptor for the server's loop (an
+ * epoll instance): it polls readable when a client waits to be accepted
+ * (either mode) or, once armed, when an event was posted.
+ */
+BYPASS_API int bypass_ipc_lib_service_fd(const bypass_ipc_lib_service *svc);
+
+/*
+ * bypass_ipc_lib_accept - admit one client, waiting at most timeout_ns.  A
+ * library-mode opener is handed the arena and the object and needs nothing
+ * more: returns 1 with *out NULL.  A message-mode client: returns 0 and
+ * *out, a connection to serve with bypass_ipc_lib_serve (and to close with
+ * bypass_ipc_close).  -EAGAIN / -ETIMEDOUT when nobody waits, and the
+ * errors of bypass_ipc_accept.
+ */
+BYPASS_API int bypass_ipc_lib_accept(bypass_ipc_lib_service *svc, bypass_ipc_conn **out,
+				     int64_t timeout_ns);
+
+/*
+ * bypass_ipc_lib_serve - wait at most timeout_ns for one message-mode call
+ * on conn, run its handler in this thread (behind the gate) and answer.
+ * Returns 1 (served), -EAGAIN / -ETIMEDOUT (nothing came), -ECONNRESET (the
+ * client left: close conn), or another error of bypass_ipc_recv/reply.
+ */
+BYPASS_API int bypass_ipc_lib_serve(bypass_ipc_lib_service *svc, bypass_ipc_conn *conn,
+				    int64_t timeout_ns);
+
+/*
+ * bypass_ipc_lib_arm - before the server's loop sleeps: ask posters for a
+ * wake-up of bypass_ipc_lib_service_fd.  Returns 0 when armed, 1 when
+ * events already wait (do not sleep).
+ */
+BYPASS_API int bypass_ipc_lib_arm(bypass_ipc_lib_service *svc);
+
+/* bypass_ipc_lib_event - take the oldest posted event: 0, or -EAGAIN. */
+BYPASS_API int bypass_ipc_lib_event(bypass_ipc_lib_service *svc, struct bypass_ipc_event *ev);
+
+/*
+ * bypass_ipc_lib_service_close - stop the service: library-mode clients get
+ * -EPIPE at their next call, message-mode ones -ECONNRESET/-EPIPE once
+ * their connections are closed.  The arena stays mapped in clients until
+ * they close.
+ */
+BYPASS_API int bypass_ipc_lib_service_close(bypass_ipc_lib_service *svc);
+
+/* --- the client */
+
+/*
+ * bypass_ipc_lib_open - open the service name in library mode (or in
+ * message mode with BYPASS_IPC_LIB_MESSAGE).  Library mode checks the
+ * server's uid (SO_PEERCRED: ours unless BYPASS_IPC_ANY_UID or
+ * allow_uids), the arena (a sealed memfd), the object (the server's own
+ * descriptor: owned by the server's uid or root, not writable by group or
+ * others, scanned), maps the arena at the server's address and loads the
+ * object.  Returns 0 and *out, or -EEXIST (the arena's address range is
+ * taken here), -EACCES, -EPERM, -ENOEXEC, -EOPNOTSUPP (protection keys
+ * required, absent), -EPROTO (the server sent something inconsistent),
+ * -ECONNREFUSED / -ENOENT (no such service), -ETIMEDOUT, or -errno.  With
+ * BYPASS_IPC_LIB_FALLBACK, the errors of library mode itself (-EEXIST,
+ * -EACCES, -EPERM, -ENOEXEC, -EOPNOTSUPP) open message mode instead;
+ * bypass_ipc_lib_stats says which mode was had.
+ */
+BYPASS_API int bypass_ipc_lib_open(const char *name, const struct bypass_ipc_lib_opts *opts,
+				   bypass_ipc_lib **out);
+
+/*
+ * bypass_ipc_lib_call - call handler op with len bytes of req; the response
+ * goes to resp (at most cap bytes).  Returns the response's length or
+ * -errno: the handler's own error; -EINVAL (op out of range, NULL buffers
+ * with a length); -EPIPE (the server died or closed the service); -EFAULT
+ * (the handler faulted: the service is now broken); -EOWNERDEAD (the handler
+ * found a lock whose owner died: the service is now broken);
+ * -ENOTRECOVERABLE (the service is broken: bypass_ipc_lib_recover);
+ * -EDEADLK (called from inside a call: a handler, or a signal handler
+ * that interrupted one).  In library mode any number of threads may call
+ * at once.  In message mode calls on one handle take turns (one
+ * connection; open a handle per thread to call in parallel), wait at most
+ * call_timeout_ns, and may also return the errors of bypass_ipc_call
+ * (-EMSGSIZE when len + 8 exceeds the connection's max_msg); in a child
+ * after fork() a message-mode handle can only be closed (-EBADF).
+ */
+BYPASS_API int bypass_ipc_lib_call(bypass_ipc_lib *lib, unsigned op, const void *req,
+				   size_t len, void *resp, size_t cap);
+
+/*
+ * bypass_ipc_lib_recover - run the service's recover hook (if the service
+ * is broken) and clear the broken mark when it succeeds.  Returns 0
+ * (recovered, or was not broken), -ENOTRECOVERABLE (no recover hook, or it
+ * failed: still broken), -EFAULT (the hook faulted), -EPIPE, or -EOPNOTSUPP
+ * (a message-mode handle: the server recovers).
+ */
+BYPASS_API int bypass_ipc_lib_recover(bypass_ipc_lib *lib);
+
+/* bypass_ipc_lib_service_recover - the same, from the server. */
+BYPASS_API int bypass_ipc_lib_service_recover(bypass_ipc_lib_service *svc);
+
+/*
+ * bypass_ipc_lib_stats / bypass_ipc_lib_service_stats - the mode, the
+ * protection this process got, and the service's counters.  0 or -EINVAL.
+ */
+BYPASS_API int bypass_ipc_lib_stats(const bypass_ipc_lib *lib, struct bypass_ipc_lib_stats *st);
+BYPASS_API int bypass_ipc_lib_service_stats(const bypass_ipc_lib_service *svc,
+					    struct bypass_ipc_lib_stats *st);
+
+/*
+ * bypass_ipc_lib_close - unload: unmap the arena, drop the object, close
+ * the connection of message mode.  Not while a call runs on the handle.
+ */
+BYPASS_API int bypass_ipc_lib_close(bypass_ipc_lib *lib);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Library mode, the client: open a service by name, check everything the
+ * server hands over, map the arena at its address, load the object, and
+ * call (in this thread, behind the gate; or, in message mode, through a
+ * connection to the server's threads).
+ */
+#include "ipc/lib.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define HANDSHAKE_NS 5000000000ll
+#define MIN_BASE (4ull << 30) /* as conn.c: never an arena in the low 4 GiB */
+
+struct bypass_ipc_lib {
+	struct lib_core lc;         /* first: handlers' env */
+	int mode;                   /* BYPASS_IPC_LIB_MODE_* */
+	/* Message mode. */
+	bypass_ipc_conn *conn;
+	pthread_mutex_t conn_lock;  /* calls on one connection take turns */
+	int64_t call_timeout;
+};
+
+/* ----------------------------------------------------------- handshake */
+
+/* Connect to the library-mode socket and take the hello and its three
+ * descriptors (arena, object, eventfd); *srv gets the server's uid. */
+static int handshake(const char *name, const struct bypass_ipc_lib_opts *o, struct lib_hello *h,
+		     int fds[3], uid_t *srv)
+{
+	struct sockaddr_un sa;
+	bool is_path;
+	int alen = bp_ipc_make_addr(name, true, &sa, &is_path);
+	if (alen < 0)
+		return alen;
+	int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (sock < 0)
+		return -errno;
+	int64_t hto = o && o->handshake_timeout_ns ? o->handshake_timeout_ns : HANDSHAKE_NS;
+	uint64_t deadline = bp_deadline(hto);
+	struct timeval tv = { .tv_sec = hto / 1000000000, .tv_usec = hto % 1000000000 / 1000 };
+	if (!tv.tv_sec && !tv.tv_usec)
+		tv.tv_usec = 1;
+	setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	int r;
+	if (connect(sock, (struct sockaddr *)&sa, (socklen_t)alen) < 0) {
+		r = errno == EAGAIN ? -ETIMEDOUT : -errno;
+		goto out;
+	}
+	if ((r = bp_ipc_wait_fd(sock, POLLIN, deadline)))
+		goto out;
+	unsigned nfds = 3;
+	memset(h, 0, sizeof(*h));
+	r = bypass_recv_fds(sock, fds, &nfds, h, sizeof(*h));
+	if (r == 0) {
+		r = -ECONNRESET;
+		goto out;
+	}
+	if (r < 0)
+		goto out;
+	if ((size_t)r != sizeof(*h) || h->magic != LIB_MAGIC || h->version != LIB_VERSION) {
+		r = -EPROTO;
+	} else if (h->status) {
+		r = h->status == EACCES ? -EACCES : -EPROTO;
+	} else if (nfds != 3) {
+		r = -EPROTO;
+	} else {
+		struct ucred uc;
+		socklen_t l = sizeof(uc);
+		r = getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0 ? -errno : 0;
+		*srv = uc.uid;
+		if (!r && !bp_ipc_uid_allowed(uc.uid, o ? o->flags : 0, o ? o->allow_uids : NULL,
+					      o ? o->nallow : 0)) {
+			bp_info("bypass: ipc: server uid %u is not allowed", (unsigned)uc.uid);
+			r = -EACCES;
+		}
+	}
+	if (r)
+		for (unsigned i = 0; i < nfds; i++)
+			close(fds[i]);
+out:
+	close(sock);
+	return r;
+}
+
+/* Everything in the control block that this side will use, checked. */
+static int check_ctl(const struct lib_hello *h, const struct lib_ctl *c, uint64_t size)
+{
+	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	if (c->magic != LIB_MAGIC || c->version != LIB_VERSION || c->nops != h->nops ||
+	    c->dev != h->dev || c->ino != h->ino)
+		return -EPROTO;
+	if ((c->heap_off & (ps - 1)) || c->heap_off < h->ctl_off + sizeof(*c) ||
+	    c->heap_end > size || c->heap_end < c->heap_off)
+		return -EPROTO;
+	if (c->ev_slots &&
+	    (c->ev_off < h->ctl_off + sizeof(*c) || c->ev_slots > (1u << 20) ||
+	     c->ev_off + (uint64_t)c->ev_slots * sizeof(struct bypass_ipc_event) > c->heap_off))
+		return -EPROTO;
+	if (c->state_off && (c->state_off < c->heap_off || c->state_off >= c->heap_end))
+		return -EPROTO;
+	return 0;
+}
+
+static int open_library(struct bypass_ipc_lib *h, const char *name,
+			const struct bypass_ipc_lib_opts *o)
+{
+	struct lib_core *lc = &h->lc;
+	int gate = bp_ipc_lib_want_gate(o);
+	if (gate < 0)
+		return gate;
+	struct lib_hello hello;
+	int fds[3] = { -1, -1, -1 };
+	uid_t srv = 0;
+	int r = handshake(name, o, &hello, fds, &srv);
+	if (r)
+		return r;
+	int afd = fds[0], objfd = fds[1];
+	lc->evfd = fds[2];
+	uint64_t size;
+	struct stat st;
+	bool allow_wrpkru = o && (o->flags & BYPASS_IPC_LIB_ALLOW_WRPKRU);
+	if ((r = bp_ipc_memfd_ok(afd, &size)))
+		goto out;
+	int seals = fcntl(afd, F_GET_SEALS);
+	if (size != hello.size || seals < 0 || !(seals & F_SEAL_GROW) ||
+	    hello.ctl_off < 4096 || hello.ctl_off + sizeof(struct lib_ctl) > size) {
+		r = -EPROTO;
+		goto out;
+	}
+	/* The object: the server's own descriptor, checked before a byte of
+	 * it runs here. */
+	if (fstat(objfd, &st) < 0 || (uint64_t)st.st_dev != hello.dev ||
+	    (uint64_t)st.st_ino != hello.ino) {
+		r = -EPROTO;
+		goto out;
+	}
+	if ((r = bp_ipc_lib_check_object(objfd, srv, allow_wrpkru)))
+		goto out;
+	if ((r = bp_ipc_lib_map_open(afd, &lc->map)))
+		goto out; /* -EEXIST: the range is taken here */
+	lc->arena = lc->map->arena;
+	lc->base = (uintptr_t)bypass_arena_base(lc->arena);
+	lc->size = bypass_arena_size(lc->arena);
+	if (lc->base != hello.base || lc->size != size || lc->base < MIN_BASE) {
+		r = -EPROTO;
+		goto out;
+	}
+	lc->ctl = (struct lib_ctl *)(lc->base + hello.ctl_off);
+	if ((r = check_ctl(&hello, lc->ctl, size)))
+		goto out;
+	lc->pkru_ok = bp_ipc_lib_pkru_ok();
+	bp_ipc_lib_env_init(lc);
+	if ((r = bp_ipc_lib_load(lc, objfd, allow_wrpkru)))
+		goto out;
+	if (lc->nops != lc->ctl->nops) {
+		r = -EPROTO;
+		goto out;
+	}
+	lc->state = lc->ctl->state_off ? (void *)(lc->base + lc->ctl->state_off) : NULL;
+	struct lib_ctl *c = lc->ctl;
+	r = bp_ipc_lib_map_protect(lc->map, gate, o && o->protect == BYPASS_IPC_PROTECT_REQUIRED,
+				   (void *)(lc->base + c->heap_off), c->heap_end - c->heap_off);
+	if (r < 0)
+		goto out;
+	lc->guarded = r;
+	r = 0;
+	if (lc->guarded && o && (o->flags & BYPASS_IPC_LIB_NOREAD))
+		bp_ipc_lib_noread();
+	h->mode = BYPASS_IPC_LIB_MODE_LIBRARY;
+out:
+	close(afd);
+	close(objfd);
+	return r;
+}
+
+static int open_message(struct bypass_ipc_lib *h, const char *name,
+			const struct bypass_ipc_lib_opts *o)
+{
+	struct bypass_ipc_opts mo = { 0 };
+	if (o) {
+		mo.allow_uids = o->allow_uids;
+		mo.nallow = o->nallow;
+		mo.flags = o->flags & BYPASS_IPC_ANY_UID;
+		mo.handshake_timeout_ns = o->handshake_timeout_ns;
+	}
+	int r = bypass_ipc_connect(name, o && o->msg ? o->msg : &mo, &h->conn);
+	if (r)
+		return r;
+	pthread_mutex_init(&h->conn_lock, NULL);
+	h->call_timeout = o && o->call_timeout_ns ? o->call_timeout_ns : BYPASS_FOREVER;
+	h->mode = BYPASS_IPC_LIB_MODE_MESSAGE;
+	return 0;
+}
+
+static void lib_free(struct bypass_ipc_lib *h)
+{
+	struct lib_core *lc = &h->lc;
+	bp_ipc_lib_unload(lc);
+	bp_ipc_lib_map_put(lc->map);
+	if (lc->evfd >= 0)
+		close(lc->evfd);
+	if (h->conn) {
+		bypass_ipc_close(h->conn);
+		pthread_mutex_destroy(&h->conn_lock);
+	}
+	free(h);
+}
+
+/* Library mode could not be had here (as opposed to: no such service). */
+static bool library_refused(int r)
+{
+	return r == -EEXIST || r == -EACCES || r == -EPERM || r == -ENOEXEC ||
+	       r == -EOPNOTSUPP || r == -ESTALE;
+}
+
+int bypass_ipc_lib_open(const char *name, const struct bypass_ipc_lib_opts *o,
+			bypass_ipc_lib **out)
+{
+	if (!out || !name)
+		return -EINVAL;
+	int r = bp_ipc_lib_check_opts(o);
+	if (r)
+		return r;
+	struct bypass_ipc_lib *h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->lc.evfd = -1;
+	unsigned fl = o ? o->flags : 0;
+	if (fl & BYPASS_IPC_LIB_MESSAGE) {
+		r = open_message(h, name, o);
+	} else {
+		r = open_library(h, name, o);
+		if (r && library_refused(r) && (fl & BYPASS_IPC_LIB_FALLBACK)) {
+			bp_info("bypass: ipc: %s: library mode refused (%s): message mode", name,
+				strerror(-r));
+			lib_free(h);
+			if (!(h = calloc(1, sizeof(*h))))
+				return -ENOMEM;
+			h->lc.evfd = -1;
+			r = open_message(h, name, o);
+		}
+	}
+	if (r) {
+		lib_free(h);
+		return r;
+	}
+	*out = h;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- calls */
+
+static int msg_call(struct bypass_ipc_lib *h, unsigned op, const void *req, size_t len,
+		    void *resp, size_t cap)
+{
+	if ((len && !req) || (cap && !resp) || cap > UINT32_MAX || op > INT32_MAX)
+		return -EINVAL;
+	/* A connection belongs to the process that opened it (and conn_lock
+	 * may be held by a thread the child does not have). */
+	if (h->conn->fork_gen != bp_fork_gen_fast())
+		return -EBADF;
+	pthread_mutex_lock(&h->conn_lock);
+	void *loan;
+	int r = bypass_ipc_loan(h->conn, sizeof(struct lib_wire) + len, &loan, h->call_timeout);
+	if (r)
+		goto out;
+	struct lib_wire w = { .v = (int32_t)op, .pad = (uint32_t)cap };
+	memcpy(loan, &w, sizeof(w));
+	if (len)
+		memcpy((unsigned char *)loan + sizeof(w), req, len);
+	struct bypass_ipc_msg m;
+	r = bypass_ipc_call(h->conn, loan, sizeof(w) + len, &m, h->call_timeout);
+	if (r)
+		goto out;
+	if (m.len < sizeof(w)) {
+		r = -EPROTO;
+	} else {
+		memcpy(&w, m.data, sizeof(w));
+		r = w.v;
+		if (r > 0 && ((size_t)r > cap || (size_t)r > m.len - sizeof(w)))
+			r = -EPROTO;
+		else if (r > 0)
+			memcpy(resp, (unsigned char *)m.data + sizeof(w), (size_t)r);
+	}
+	bypass_ipc_release(h->conn, &m);
+out:
+	pthread_mutex_unlock(&h->conn_lock);
+	/* The server is gone: the same answer as library mode's. */
+	return r == -ECONNRESET ? -EPIPE : r;
+}
+
+int bypass_ipc_lib_call(bypass_ipc_lib *h, unsigned op, const void *req, size_t len,
+			void *resp, size_t cap)
+{
+	if (bp_unlikely(!h))
+		return -EINVAL;
+	if (bp_likely(h->mode == BYPASS_IPC_LIB_MODE_LIBRARY))
+		return bp_ipc_lib_invoke(&h->lc, op, req, len, resp, cap);
+	return msg_call(h, op, req, len, resp, cap);
+}
+
+int bypass_ipc_lib_recover(bypass_ipc_lib *h)
+{
+	if (!h)
+		return -EINVAL;
+	if (h->mode != BYPASS_IPC_LIB_MODE_LIBRARY)
+		return -EOPNOTSUPP;
+	return bp_ipc_lib_do_recover(&h->lc);
+}
+
+int bypass_ipc_lib_stats(const bypass_ipc_lib *h, struct bypass_ipc_lib_stats *st)
+{
+	if (!h || !st)
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+	st->mode = h->mode;
+	if (h->mode == BYPASS_IPC_LIB_MODE_LIBRARY)
+		bp_ipc_lib_stats_fill(&h->lc, st);
+	return 0;
+}
+
+int bypass_ipc_lib_close(bypass_ipc_lib *h)
+{
+	if (!h)
+		return -EINVAL;
+	lib_free(h);
+	return 0;
+}
