@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The body of lib-kill and lib-kill2 (two tests of 150 + 30 trials each,
+ * so that each takes well under 10 s under ASan on a loaded machine).
+ *
+ * SIGKILL of a library-mode client inside a handler that holds a
+ * lock, at random points of its critical section (the victim
+ * is a forked child of the client: it calls through the inherited handle),
+ * and more at random moments of a stream of ordinary calls.  Two
+ * other client processes call all along: each of their calls succeeds or
+ * returns the documented -EOWNERDEAD / -ENOTRECOVERABLE (they then run the
+ * recover hook and go on); nobody hangs (the whole test fails after 60 s
+ * instead).  Each kill inside the lock shows as exactly one dead owner in
+ * the service's counters, and the recover hook repairs the half-done
+ * change every time.
+ */
+#ifndef BYPASS_TEST_IPC_LIBKILL_H
+#define BYPASS_TEST_IPC_LIBKILL_H
+
+#include <sched.h>
+#include <sys/mman.h>
+
+#include "libutil.h"
+
+struct shared {
+	volatile uint32_t held;  /* the victim holds the lock */
+	volatile uint32_t stop;  /* the bystanders may stop */
+};
+
+static bool documented(int r)
+{
+	return r == -EOWNERDEAD || r == -ENOTRECOVERABLE;
+}
+
+/* A client calling all along. */
+static void bystander(const char *name, struct shared *sh, uint64_t seed)
+{
+	bypass_ipc_lib *l = test_lib_open(name, NULL);
+	uint64_t ok = 0;
+	while (!sh->stop) {
+		int64_t r;
+		if (test_rand(&seed) & 1) {
+			r = test_lib_add(l, 1);
+		} else {
+			uint64_t chk[2];
+			r = bypass_ipc_lib_call(l, TS_CHECK, NULL, 0, chk, sizeof(chk));
+			if (r == (int)sizeof(chk) && !chk[0])
+				TEST_FAIL("a != b with the lock free");
+		}
+		if (r >= 0) {
+			ok++;
+		} else if (documented((int)r)) {
+			int rr = bypass_ipc_lib_recover(l);
+			if (rr && rr != -ENOTRECOVERABLE)
+				TEST_FAIL("recover: %s", strerror(-rr));
+		} else {
+			TEST_FAIL("bystander call: %s", strerror((int)-r));
+		}
+		usleep(100); /* leave the CPUs to the trials: they are the test */
+	}
+	CHECK(ok > 0);
+	bypass_ipc_lib_close(l);
+	_exit(0);
+}
+
+static void spin_us(uint64_t us)
+{
+	uint64_t end = test_now_ns() + us * 1000;
+	while (test_now_ns() < end)
+		;
+}
+
+/* Bring the service back if it is broken. */
+static void heal(bypass_ipc_lib *l)
+{
+	uint64_t chk[2];
+	for (int i = 0; i < 3; i++) {
+		int r = bypass_ipc_lib_call(l, TS_CHECK, NULL, 0, chk, sizeof(chk));
+		if (r == (int)sizeof(chk)) {
+			CHECK_EQ(chk[0], 1);
+			return;
+		}
+		if (!documented(r))
+			TEST_FAIL("check: %s", strerror(-r));
+		CHECK_ERR(bypass_ipc_lib_recover(l), 0);
+	}
+	TEST_FAIL("the service did not come back");
+}
+
+static int kill_main(unsigned held_trials, unsigned loose_trials, uint64_t seed,
+		     const char *tag)
+{
+	test_timeout(60); /* a hang, not a timing */
+	char so[256], name[64];
+	test_lib_so("tests/ipc", "testsvc.so", so, sizeof(so));
+	test_svc_name(name, sizeof(name), tag);
+	int err;
+	pid_t srv = test_lib_server(name, so, NULL, -1, &err);
+	CHECK_ERR(err, 0);
+	struct shared *sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+				 -1, 0);
+	CHECK(sh != MAP_FAILED);
+	pid_t by[2];
+	for (int i = 0; i < 2; i++) {
+		by[i] = fork();
+		if (by[i] == 0)
+			bystander(name, sh, seed + 0x1234567ull * (i + 1));
+	}
+	bypass_ipc_lib *l = test_lib_open(name, NULL);
+	seed ^= (uint64_t)getpid() * 0x9e3779b97f4a7c15ull;
+	unsigned held = 0, loose = 0, retries = 0;
+	while (held < held_trials) {
+		sh->held = 0;
+		pid_t v = fork();
+		if (v == 0) {
+			volatile uint32_t *flag = &sh->held;
+			int r = bypass_ipc_lib_call(l, TS_HOLD, &flag, sizeof(flag), NULL, 0);
+			_exit(documented(r) ? 3 : 4); /* it found the service broken */
+		}
+		CHECK(v > 0);
+		int st;
+		pid_t w = 0;
+		while (!sh->held && (w = waitpid(v, &st, WNOHANG)) == 0)
+			sched_yield();
+		if (w == v) { /* it could not take the lock: broken, heal and retry */
+			CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+			heal(l);
+			CHECK(++retries < 10000);
+			continue;
+		}
+		spin_us(test_rand(&seed) % 100);
+		CHECK_EQ(kill(v, SIGKILL), 0);
+		CHECK_EQ(waitpid(v, &st, 0), v);
+		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+		held++;
+	}
+	for (; loose < loose_trials; loose++) {
+		pid_t v = fork();
+		if (v == 0) {
+			for (;;) {
+				int64_t r = test_lib_add(l, 1);
+				if (r < 0 && documented((int)r))
+					bypass_ipc_lib_recover(l);
+			}
+		}
+		CHECK(v > 0);
+		spin_us(test_rand(&seed) % 300);
+		CHECK_EQ(kill(v, SIGKILL), 0);
+		int st;
+		CHECK_EQ(waitpid(v, &st, 0), v);
+	}
+	heal(l);
+	sh->stop = 1;
+	for (int i = 0; i < 2; i++)
+		wait_child(by[i]);
+	heal(l);
+	struct bypass_ipc_lib_stats s;
+	CHECK_ERR(bypass_ipc_lib_stats(l, &s), 0);
+	TEST_LOG("%u kills inside the lock, %u at random; %llu dead owners seen, "
+		 "%llu recoveries, %u retries", held, loose, (unsigned long long)s.owner_dead,
+		 (unsigned long long)s.recoveries, retries);
+	CHECK(s.owner_dead >= held);
+	CHECK(s.owner_dead <= held + loose);
+	CHECK_EQ(s.faults, 0);
+	CHECK_EQ(s.broken, 0);
+	CHECK_ERR(bypass_ipc_lib_close(l), 0);
+	test_lib_stop(srv);
+	return test_pass(tag);
+}
+
+#endif
