@@ -1,82 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The syslet context: options, the completion ring (a bounded MPMC queue in
- * user memory, reaped without a system call), waiting, the public entry
- * points, and rebuilding after fork.
+ * The syslet context: options, requests, the public entry points that run
+ * programs, counters, and rebuilding after fork.  The completion ring, reap
+ * and wait are in ring.c.
  */
 #include "syslet/syslet_internal.h"
-#include "core/deadline.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* ------------------------------------------------------------ completions */
-
-void bp_syslet_post(bypass_syslet *s, const struct bypass_syslet_completion *c,
-		    bool complete, bool kick)
-{
-	if (!complete) {
-		atomic_fetch_sub(&s->inflight, 1);
-		return;
-	}
-	uint64_t pos = atomic_load_explicit(&s->ctail, memory_order_relaxed);
-	struct bp_syslet_cell *cell;
-	for (;;) {
-		cell = &s->cells[pos & s->mask];
-		uint64_t seq = atomic_load_explicit(&cell->seq, memory_order_acquire);
-		int64_t diff = (int64_t)(seq - pos);
-		if (diff == 0) {
-			if (atomic_compare_exchange_weak_explicit(
-				    &s->ctail, &pos, pos + 1, memory_order_relaxed,
-				    memory_order_relaxed))
-				break;
-		} else {
-			/* diff < 0: a consumer is still reading this cell
-			 * (the in-flight bound keeps the ring from filling). */
-			if (diff < 0)
-				bp_cpu_relax();
-			pos = atomic_load_explicit(&s->ctail, memory_order_relaxed);
-		}
-	}
-	cell->c = *c;
-	atomic_store_explicit(&cell->seq, pos + 1, memory_order_release);
-	atomic_fetch_add_explicit(&s->npub, 1, memory_order_seq_cst);
-	atomic_fetch_add_explicit(&s->ev.value, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&s->ev.sleepers, memory_order_seq_cst)) {
-		bp_futex_wake(&s->ev.value, INT32_MAX, false);
-		atomic_fetch_add_explicit(&s->n.syscalls, 1, memory_order_relaxed);
-	}
-	if (kick && atomic_load_explicit(&s->uring_waiter, memory_order_seq_cst))
-		bp_syslet_uring_kick(s);
-}
-
-static unsigned take(bypass_syslet *s, struct bypass_syslet_completion *out,
-		     unsigned n)
-{
-	unsigned got = 0;
-	while (got < n) {
-		uint64_t pos = atomic_load_explicit(&s->chead, memory_order_relaxed);
-		struct bp_syslet_cell *cell = &s->cells[pos & s->mask];
-		uint64_t seq = atomic_load_explicit(&cell->seq, memory_order_acquire);
-		int64_t diff = (int64_t)(seq - (pos + 1));
-		if (diff < 0)
-			break; /* empty */
-		if (diff > 0)
-			continue; /* another consumer took it: reload */
-		if (!atomic_compare_exchange_weak_explicit(&s->chead, &pos, pos + 1,
-							   memory_order_relaxed,
-							   memory_order_relaxed))
-			continue;
-		out[got++] = cell->c;
-		atomic_store_explicit(&cell->seq, pos + s->mask + 1,
-				      memory_order_release);
-	}
-	if (got) {
-		atomic_fetch_add_explicit(&s->reaped, got, memory_order_seq_cst);
-		atomic_fetch_sub_explicit(&s->inflight, got, memory_order_relaxed);
-	}
-	return got;
-}
 
 /* ------------------------------------------------------------------ requests */
 
@@ -177,24 +108,12 @@ static void free_spares(bypass_syslet *s)
 
 static pthread_mutex_t fork_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void reset_ring(bypass_syslet *s)
-{
-	for (uint32_t i = 0; i <= s->mask; i++)
-		atomic_store_explicit(&s->cells[i].seq, i, memory_order_relaxed);
-	atomic_store(&s->ctail, 0);
-	atomic_store(&s->chead, 0);
-	atomic_store(&s->npub, 0);
-	atomic_store(&s->reaped, 0);
-	atomic_store(&s->inflight, 0);
-	atomic_store(&s->ev.sleepers, 0);
-}
-
 /*
  * In a child after fork: the programs in flight belong to the parent (its
  * workers and its io_uring run them and post into the parent's ring).  Start
  * over with an empty ring, no workers, and an io_uring of the child's own.
  */
-static void after_fork(bypass_syslet *s)
+void bp_syslet_after_fork(bypass_syslet *s)
 {
 	pthread_mutex_lock(&fork_lock);
 	if (s->gen != bp_fork_gen()) {
@@ -207,7 +126,7 @@ static void after_fork(bypass_syslet *s)
 		s->qhead = s->qtail = NULL;
 		s->nthreads = s->nidle = s->nrunning = 0;
 		s->stopping = false;
-		reset_ring(s);
+		bp_syslet_ring_reset(s);
 		atomic_store(&s->uring_waiter, 0);
 		if (s->ring) {
 			bp_syslet_uring_teardown(s, true);
@@ -218,12 +137,6 @@ static void after_fork(bypass_syslet *s)
 		s->gen = bp_fork_gen();
 	}
 	pthread_mutex_unlock(&fork_lock);
-}
-
-static inline void fork_check(bypass_syslet *s)
-{
-	if (bp_unlikely(s->gen != bp_fork_gen_fast()))
-		after_fork(s);
 }
 
 /* ------------------------------------------------------------ counters */
@@ -353,7 +266,7 @@ int bypass_syslet_create(const struct bypass_syslet_opts *opts, bypass_syslet **
 	pthread_cond_init(&s->idle_cond, NULL);
 	pthread_mutex_init(&s->sqlock, NULL);
 	pthread_mutex_init(&s->cqlock, NULL);
-	reset_ring(s);
+	bp_syslet_ring_reset(s);
 	s->spin_ns = bp_env_u64("BYPASS_SYSLET_SPIN_NS", 20000);
 	s->serial = atomic_fetch_add(&serials, 1) + 1;
 	s->gen = bp_fork_gen();
@@ -382,7 +295,7 @@ int bypass_syslet_destroy(bypass_syslet *s)
 {
 	if (!s)
 		return -EINVAL;
-	fork_check(s);
+	bp_syslet_fork_check(s);
 	bp_syslet_workers_stop(s);
 	bp_syslet_uring_teardown(s, false);
 	free_all_live(s);
@@ -560,11 +473,6 @@ int bypass_syslet_validate(const struct bypass_syslet_prog *prog)
 	return r ? r : bp_syslet_check(&p, NULL, false);
 }
 
-static inline int broken(bypass_syslet *s)
-{
-	return atomic_load_explicit(&s->broken, memory_order_relaxed);
-}
-
 int bypass_syslet_run(bypass_syslet *s, const struct bypass_syslet_prog *prog,
 		      struct bypass_syslet_completion *done)
 {
@@ -579,9 +487,9 @@ int bypass_syslet_run(bypass_syslet *s, const struct bypass_syslet_prog *prog,
 	r = bp_syslet_check(&p, &info, false);
 	if (r)
 		return r;
-	fork_check(s);
-	if (bp_unlikely(broken(s)))
-		return broken(s);
+	bp_syslet_fork_check(s);
+	if (bp_unlikely(bp_syslet_broken(s)))
+		return bp_syslet_broken(s);
 	if (atomic_load_explicit(&s->inflight, memory_order_relaxed) > s->mask)
 		return -EBUSY;
 	int64_t res[BYPASS_SYSLET_MAX_ATOMS];
@@ -592,7 +500,7 @@ int bypass_syslet_run(bypass_syslet *s, const struct bypass_syslet_prog *prog,
 	if (!start(s, &p, info.max_steps, &st, false)) {
 		count_program(s, 1, 0);
 		/* its rest went to an io_uring that turned out closed */
-		return bp_unlikely(broken(s)) ? broken(s) : 0;
+		return bp_unlikely(bp_syslet_broken(s)) ? bp_syslet_broken(s) : 0;
 	}
 	count_program(s, 1, 1);
 	if (done) {
@@ -665,9 +573,9 @@ int bypass_syslet_submit(bypass_syslet *s, const struct bypass_syslet_prog *prog
 			   small_atoms, BP_ARRAY_SIZE(small_atoms), &atoms);
 	if (r)
 		goto out;
-	fork_check(s);
-	if (bp_unlikely(broken(s))) {
-		r = broken(s);
+	bp_syslet_fork_check(s);
+	if (bp_unlikely(bp_syslet_broken(s))) {
+		r = bp_syslet_broken(s);
 		goto out;
 	}
 	uint32_t old = atomic_fetch_add(&s->inflight, n);
@@ -704,7 +612,7 @@ int bypass_syslet_submit(bypass_syslet *s, const struct bypass_syslet_prog *prog
 		if (e < 0)
 			bp_warn("bypass syslet: io_uring_enter: %s", strerror(-e));
 	}
-	r = bp_unlikely(broken(s)) ? broken(s) : (int)n;
+	r = bp_unlikely(bp_syslet_broken(s)) ? bp_syslet_broken(s) : (int)n;
 out:
 	if (atoms != small_atoms)
 		free(atoms);
@@ -715,81 +623,11 @@ out:
 	return r;
 }
 
-/* ------------------------------------------------------------------ reaping */
-
-int bypass_syslet_reap(bypass_syslet *s, struct bypass_syslet_completion *out,
-		       unsigned n)
-{
-	if (!s || (!out && n))
-		return -EINVAL;
-	fork_check(s);
-	if (atomic_load_explicit(&s->uring_inflight, memory_order_relaxed))
-		bp_syslet_uring_drain(s);
-	/*
-	 * out is checked (written with zeros) for as many completions as there
-	 * are before any is taken: a bad buffer gets -EFAULT and loses none.
-	 */
-	unsigned got = 0;
-	while (got < n) {
-		uint32_t avail = bp_syslet_avail(s);
-		unsigned k = n - got < avail ? n - got : avail;
-		if (k == 0)
-			break;
-		if (bp_syslet_probe_out(out + got, k * sizeof(*out)))
-			return got ? (int)got : -EFAULT;
-		unsigned t = take(s, out + got, k);
-		got += t;
-		if (t < k)
-			break;
-	}
-	return (int)got;
-}
-
-int bypass_syslet_wait(bypass_syslet *s, unsigned min, int64_t timeout_ns)
-{
-	if (!s || min == 0 || min > s->mask + 1 || timeout_ns < -1)
-		return -EINVAL;
-	fork_check(s);
-	uint64_t deadline = bp_deadline(timeout_ns);
-	for (bool first = true;; first = false) {
-		uint32_t val = atomic_load_explicit(&s->ev.value, memory_order_seq_cst);
-		bool uring = atomic_load_explicit(&s->uring_inflight, memory_order_seq_cst);
-		if (uring)
-			bp_syslet_uring_drain(s);
-		uint32_t avail = bp_syslet_avail(s);
-		if (avail >= min)
-			return (int)avail;
-		if (bp_unlikely(broken(s)))
-			return broken(s); /* what it waits for may never come */
-		if (!first && bp_deadline_passed(deadline))
-			return -ETIMEDOUT;
-		if (first && timeout_ns == 0)
-			return -ETIMEDOUT;
-		int64_t left = -1;
-		if (deadline != UINT64_MAX) {
-			uint64_t now = bypass_now_ns();
-			left = deadline > now ? (int64_t)(deadline - now) : 0;
-			if (!left)
-				continue;
-		}
-		if (uring) {
-			bp_syslet_uring_sleep(s, min, left);
-			continue;
-		}
-		struct bp_wait_opts o = {
-			.spin_ns = s->spin_ns, .timeout_ns = left, .shared = false,
-		};
-		/* counted as one system call (it may have slept on the futex) */
-		atomic_fetch_add_explicit(&s->n.syscalls, 1, memory_order_relaxed);
-		bp_wait_while(&s->ev, val, &o);
-	}
-}
-
 int bypass_syslet_stats(bypass_syslet *s, struct bypass_syslet_stats *out)
 {
 	if (!s || !out)
 		return -EINVAL;
-	fork_check(s);
+	bp_syslet_fork_check(s);
 	memset(out, 0, sizeof(*out));
 	out->programs = atomic_load(&s->n.programs);
 	out->programs_inline = atomic_load(&s->n.programs_inline);

@@ -204,7 +204,22 @@ static inline bool bp_syslet_fd_refused(long nr, const long *a)
 	}
 }
 
+/* ring.c */
+void bp_syslet_ring_reset(bypass_syslet *s);
+
 /* context.c */
+/* After fork, the child's context starts over (on first use). */
+void bp_syslet_after_fork(bypass_syslet *s);
+static inline void bp_syslet_fork_check(bypass_syslet *s)
+{
+	if (bp_unlikely(s->gen != bp_fork_gen_fast()))
+		bp_syslet_after_fork(s);
+}
+/* 0, or -EBADFD once the context's io_uring was found closed or replaced. */
+static inline int bp_syslet_broken(bypass_syslet *s)
+{
+	return atomic_load_explicit(&s->broken, memory_order_relaxed);
+}
 /* Publish c (or, if !complete, only release its in-flight slot); kick: wake
    a thread asleep in io_uring if there is one. */
 void bp_syslet_post(bypass_syslet *s, const struct bypass_syslet_completion *c,
