@@ -109,6 +109,16 @@ static comp_t go(bypass_syslet *s, enum way w, const atom_t *a0, uint32_t n)
 	switch (w) {
 	case RUN:
 		r = bypass_syslet_run(s, &p, &c);
+		if (r == 0 && a[0].nr == SYS_write) {
+			/* a kernel without RWF_NOWAIT on pipes (before 6.x) runs
+			 * the write on a worker: the answer must be the same */
+			static bool said;
+			if (!said)
+				TEST_LOG("pipe writes do not run inline on this kernel");
+			said = true;
+			c = wait_one(s);
+			break;
+		}
 		if (r != 1)
 			TEST_FAIL("run: %d, want 1 (ended inline)", r);
 		break;
