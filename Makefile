@@ -16,7 +16,7 @@ MODULES  ?=
 CMAKEDEFS = $(if $(MODULES),-DBYPASS_MODULES="$(MODULES)")
 
 
-.PHONY: deps all configure check bench bench-full install asan asan-check tsan tsan-check clang clean report doctor
+.PHONY: deps all configure check bench bench-full bench-docs install asan asan-check tsan tsan-check clang clean report doctor
 
 all: $(BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
@@ -45,6 +45,17 @@ bench: all
 # publishes).
 bench-full:
 	$(MAKE) bench BENCHARGS="all --full" BENCHJSON=results/bench-full.json
+
+# docs/BENCHMARKS.md from a run's JSON (the quiet full suite's by default):
+# the JSON goes to docs/results/, the page and its charts are rendered from
+# docs/BENCHMARKS.in.md.  BENCHDOCS_MORE: more JSON files (another machine).
+BENCHDOCS_JSON ?= results/bench-full.json
+BENCHDOCS_MORE ?=
+bench-docs:
+	cp $(BENCHDOCS_JSON) docs/results/$(notdir $(BENCHDOCS_JSON))
+	$(PYTHON) tools/report.py --template docs/BENCHMARKS.in.md \
+	  docs/results/$(notdir $(BENCHDOCS_JSON)) $(BENCHDOCS_MORE) \
+	  --md docs/BENCHMARKS.md --out docs/img --chart-prefix img/
 
 # What this kernel and CPU offer each module (bypass doctor, see bypass(1)).
 doctor: all

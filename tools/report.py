@@ -163,7 +163,7 @@ def command_of(doc):
     return f"bypass-bench {doc.get('modules', 'all')}{flag} (reconstructed: older JSON)"
 
 
-def exp_md(exp, charts, heading="###", source=None, anchor=False):
+def exp_md(exp, charts, heading="####", source=None, anchor=False):
     """One experiment: heading, ratio rule, how quiet, table, notes,
     failures, targets with the harness's verdicts, chart, and (source) the
     JSON and command it comes from."""
@@ -212,7 +212,7 @@ def markdown(docs, charts):
             out.append(f"The whole run ({fmt(doc.get('seconds'))} s): "
                        f"{quiet_line(doc.get('quiet'))}.\n")
         for exp in doc.get("experiments", []):
-            out += exp_md(exp, charts)
+            out += exp_md(exp, charts, heading="###")
     return "\n".join(out) + "\n"
 
 
@@ -300,9 +300,18 @@ def status_lines(runs):
 def run_paragraph(runs):
     out = []
     for p, link, d in runs.runs:
+        m = d.get("machine", {})
+        secs = f", {fmt(d.get('seconds'))} s" if d.get("seconds") is not None else ""
         out.append(f"- [{link}]({link}): `{command_of(d)}`, {d.get('mode', '?')} mode, "
-                   f"{fmt(d.get('seconds'))} s, {d.get('date', '?')}; machine: "
-                   f"{machine_line(d)}; quiet: {quiet_line(d.get('quiet'))}.")
+                   f"{d.get('rounds', '?')} rounds{secs}, {d.get('date', '?')}, on "
+                   f"{m.get('cpu_model', '?')} ({m.get('cores', '?')} cores, Linux "
+                   f"{m.get('kernel', '?')}, TSC {(m.get('tsc_hz') or 0) / 1e9:.3f} GHz).")
+        if d.get("mode") != "full":
+            out.append(f"  **Not the full suite** ({d.get('mode')} mode: smaller sizes, "
+                       "said under each table); the page is meant to be rendered from "
+                       "a quiet full-suite run (`make bench-full`, then "
+                       "`make bench-docs`).")
+        out.append(f"  - how quiet: {quiet_line(d.get('quiet'))}")
         out += ["  " + x for x in provenance_lines(d)]
     return "\n".join(out)
 
@@ -325,10 +334,17 @@ def render_doc(template, runs, charts):
     placed = set(re.findall(r"\{\{table ([^}]+)\}\}", template))
 
     def one_table(exp_id):
-        e, link, d = runs.find(exp_id.strip())
-        if not e:
-            return f"### {exp_id.strip()}\n\nNot in this run.\n"
-        return "\n".join(exp_md(e, charts, source=source_line(link, d), anchor=True))
+        """The experiment from every run that has it (a second machine's
+        too), each with the JSON and command it comes from."""
+        out = []
+        for e, link, d in runs.all_experiments():
+            if e.get("id") != exp_id.strip():
+                continue
+            out.append("\n".join(exp_md(e, charts, source=source_line(link, d),
+                                         anchor=not out)))
+        if not out:
+            return f"#### {exp_id.strip()}\n\nNot in this run.\n"
+        return "\n".join(out)
 
     def rest():
         out = []
