@@ -194,9 +194,13 @@ void bench_quiet_again(struct bench_ctx *c);
  *	                 and 75k requests)
  *	syslet   25 s
  *	ipc      35 s   + 20 s for the library mode rows (ipc engineer)
- *	pager    90 s   in all, the unmodified programs with real programs
- *	                included (pager engineer): today's tables at the quick
- *	                sizes take about 60 s of it
+ *	pager    90 s   in all, pager.unmodified with real programs included
+ *	                (pager engineer).  Measured at load 13-19 (so only the
+ *	                bench's own CPU time is a guide): latency tables 14 CPU-s,
+ *	                throughput 21, unmodified 23 (2 rounds), prefetch 11,
+ *	                pagerank 17, before the cuts of the commit that wrote
+ *	                this line (swap-in faults 500, one sequential pass,
+ *	                12500 random accesses, PageRank scale 18 x 5 iterations)
  *	margin   40 s   (a disturbed round is run again: reruns come out of it)
  *
  * A change that adds rows to the quick suite takes their time from its

@@ -249,7 +249,7 @@ static void scaling_table(struct bench_ctx *c, int phase, bool one_cpu)
 	counts[nc++] = 2 * ncpu; /* oversubscribed */
 	if (counts[nc - 1] > MAX_THREADS)
 		counts[nc - 1] = MAX_THREADS;
-	size_t pages = phase == PH_SWAPIN ? bench_count(c, "swapin_faults", 10000, 1000)
+	size_t pages = phase == PH_SWAPIN ? bench_count(c, "swapin_faults", 10000, 500)
 					  : bench_count(c, "faults", 50000, 4096);
 	int rounds = bench_rounds(c);
 	int base_kind = phase == PH_SWAPIN ? K_UPCALL : K_KERNEL;

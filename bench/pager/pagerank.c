@@ -192,8 +192,8 @@ static void scratch_remove(struct scratch *s)
 int bench_pager_pagerank(struct bench_ctx *c)
 {
 	const char *id = "pager.pagerank";
-	unsigned scale = (unsigned)bench_count(c, "scale", 22, 19);
-	int iters = (int)bench_count(c, "iters", 20, 6);
+	unsigned scale = (unsigned)bench_count(c, "scale", 22, 18);
+	int iters = (int)bench_count(c, "iters", 20, 5);
 	if (bench_smoke(c)) {
 		if (!bench_param(c, "scale", NULL))
 			scale = 18;

@@ -346,10 +346,10 @@ int bench_pager_throughput(struct bench_ctx *c)
 	}
 	z.region = (size_t)region_mib << 20;
 	z.budget = z.region / 4;
-	z.seq_passes = bench_count(c, "seq_passes", 2, 2);
+	z.seq_passes = bench_count(c, "seq_passes", 2, 1);
 	if (bench_smoke(c))
 		z.seq_passes = 1;
-	z.rand_accesses = bench_count(c, "rand_accesses", 4000000, 25000);
+	z.rand_accesses = bench_count(c, "rand_accesses", 4000000, 12500);
 	uint64_t dev_reads = bench_count(c, "dev_reads", 20000, 1000);
 	if (dev_reads < 2)
 		dev_reads = 2;
