@@ -702,5 +702,7 @@ int bench_ipc(struct bench_ctx *c)
 		ipcb_calls(c);
 	if (!strcmp(only, "all") || !strcmp(only, "tput"))
 		ipcb_throughput(c);
+	if (!strcmp(only, "all") || !strcmp(only, "lib"))
+		ipcb_lib(c);
 	return 0;
 }
