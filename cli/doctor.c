@@ -383,6 +383,11 @@ static void check_modules(void)
 #if BYPASS_WITH_IPC
 	add("ipc", 1, "Unix socket handshake, memfd arenas, futex waits%s",
 	    avail_of("pkeys") ? "; arenas guarded with protection keys" : "; no protection keys");
+	/* Library mode's gate needs what message mode's guard needs (its own
+	 * key, allocated the same way). */
+	add("ipc.lib", 1, "library mode (handlers in the caller's thread): %s",
+	    avail_of("pkeys") ? "behind the protection-key gate (protect=auto)"
+			      : "unguarded with protect=auto; protect=required refused");
 #else
 	add("ipc", 0, "not built");
 #endif
