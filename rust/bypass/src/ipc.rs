@@ -30,6 +30,7 @@
 //! assert_eq!(&*answer, b"hello");
 //! # Ok::<(), std::io::Error>(())
 //! ```
+use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::io;
@@ -224,6 +225,7 @@ impl AsFd for Service {
 }
 
 impl Drop for Service {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: live, and not used again.
         unsafe { sys::bypass_ipc_service_close(self.raw.as_ptr()) };
@@ -241,6 +243,14 @@ impl Drop for Service {
 #[derive(Debug)]
 pub struct Conn {
     raw: NonNull<sys::bypass_ipc_conn>,
+    /// Where the library describes the message received (one held at a
+    /// time) and the response of a call (one held at a time): filled in
+    /// place and read there by the [`Msg`] that borrows the connection.
+    /// A description moved right after the library wrote it would be read
+    /// back by wider loads than the stores, which stalls store forwarding:
+    /// tens of cycles per message on the round trip's critical path.
+    rx: UnsafeCell<sys::bypass_ipc_msg>,
+    resp: UnsafeCell<sys::bypass_ipc_msg>,
     _not_sync: NotSync,
 }
 
@@ -265,7 +275,12 @@ impl Conn {
     }
 
     fn from_raw(p: *mut sys::bypass_ipc_conn) -> io::Result<Conn> {
-        Ok(Conn { raw: NonNull::new(p).ok_or_else(einval)?, _not_sync: NotSync::default() })
+        Ok(Conn {
+            raw: NonNull::new(p).ok_or_else(einval)?,
+            rx: UnsafeCell::new(sys::bypass_ipc_msg::default()),
+            resp: UnsafeCell::new(sys::bypass_ipc_msg::default()),
+            _not_sync: NotSync::default(),
+        })
     }
 
     /// The raw handle, for calls of [`bypass_sys`] (it stays owned here).
@@ -303,6 +318,7 @@ impl Conn {
     /// `EMSGSIZE` (larger than [`Conn::max_msg`]), `EBUSY` (a loan is
     /// outstanding), `EAGAIN`/`ETIMEDOUT` (the ring is full), `EPIPE` (the
     /// peer is gone).
+    #[inline]
     pub fn loan(&self, size: usize, timeout: Option<Duration>) -> io::Result<Loan<'_>> {
         let mut p = ptr::null_mut();
         // SAFETY: a live connection and a valid out pointer.
@@ -312,6 +328,7 @@ impl Conn {
 
     /// Send a one-way message, copied once into the ring; waits at most
     /// `timeout` for room.  `EMSGSIZE`, `EAGAIN`/`ETIMEDOUT`, `EPIPE`.
+    #[inline]
     pub fn send(&self, data: &[u8], timeout: Option<Duration>) -> io::Result<()> {
         // SAFETY: data is valid for the call; it is not the loan (a loan is
         // borrowed mutably by its Loan), so the library copies it.
@@ -326,14 +343,17 @@ impl Conn {
     /// (nothing came), `ECONNRESET` (the peer is gone and everything it
     /// sent was read), `EPROTO`/`EFAULT` (the peer corrupted the
     /// connection).
+    #[inline]
     pub fn recv(&self, timeout: Option<Duration>) -> io::Result<Msg<'_>> {
-        let mut m = sys::bypass_ipc_msg::default();
-        // SAFETY: a live connection and a valid message to fill.
-        cvt(unsafe { sys::bypass_ipc_recv(self.raw.as_ptr(), &mut m, timeout_ns(timeout)) })?;
-        Ok(Msg { conn: self, raw: m })
+        // SAFETY: a live connection and its receive slot, which no Msg
+        // reads now (while one does, the library answers EBUSY and writes
+        // nothing; it writes the slot only on success).
+        let r = unsafe { sys::bypass_ipc_recv(self.raw.as_ptr(), self.rx.get(), timeout_ns(timeout)) };
+        Msg::filled(self, &self.rx, r)
     }
 
     /// The next message if one is there, without waiting.
+    #[inline]
     pub fn try_recv(&self) -> io::Result<Option<Msg<'_>>> {
         match self.recv(Some(Duration::ZERO)) {
             Ok(m) => Ok(Some(m)),
@@ -346,30 +366,37 @@ impl Conn {
     /// for its response, read in place.  `ETIMEDOUT` (a late response is
     /// dropped), `ECONNRESET` (the server died first), `EBUSY` (the
     /// previous response is still held), `EINVAL` for a zero timeout.
+    #[inline]
     pub fn call(&self, req: &[u8], timeout: Option<Duration>) -> io::Result<Msg<'_>> {
         self.call_raw(req.as_ptr(), req.len(), timeout)
     }
 
+    #[inline]
     fn call_raw(&self, p: *const u8, len: usize, timeout: Option<Duration>) -> io::Result<Msg<'_>> {
-        let mut m = sys::bypass_ipc_msg::default();
-        // SAFETY: p is valid for len bytes (a slice, or this conn's loan).
-        cvt(unsafe { sys::bypass_ipc_call(self.raw.as_ptr(), p as *const c_void, len, &mut m, timeout_ns(timeout)) })?;
-        Ok(Msg { conn: self, raw: m })
+        // SAFETY: p is valid for len bytes (a slice, or this conn's loan);
+        // the response slot as the receive slot in recv (EBUSY while the
+        // previous response is held).
+        let r = unsafe {
+            sys::bypass_ipc_call(self.raw.as_ptr(), p as *const c_void, len, self.resp.get(), timeout_ns(timeout))
+        };
+        Msg::filled(self, &self.resp, r)
     }
 
     /// Answer the request `req` with `data` (copied once).  `EINVAL` if
     /// `req` is not a request ([`Msg::is_call`]).
+    #[inline]
     pub fn reply(&self, req: &Msg<'_>, data: &[u8], timeout: Option<Duration>) -> io::Result<()> {
         self.reply_raw(req, data.as_ptr(), data.len(), timeout)
     }
 
+    #[inline]
     fn reply_raw(&self, req: &Msg<'_>, p: *const u8, len: usize, timeout: Option<Duration>) -> io::Result<()> {
         if !ptr::eq(req.conn, self) {
             return Err(einval());
         }
         // SAFETY: req describes a message of this connection; p is valid.
         cvt(unsafe {
-            sys::bypass_ipc_reply(self.raw.as_ptr(), &req.raw, p as *const c_void, len, timeout_ns(timeout))
+            sys::bypass_ipc_reply(self.raw.as_ptr(), req.slot.get(), p as *const c_void, len, timeout_ns(timeout))
         })?;
         Ok(())
     }
@@ -402,6 +429,7 @@ impl AsFd for Conn {
 }
 
 impl Drop for Conn {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: live, and not used again (Loans and Msgs borrowed it and
         // are gone).
@@ -426,6 +454,7 @@ pub struct Loan<'conn> {
 impl<'conn> Loan<'conn> {
     /// Publish the first `len` bytes (at most the loaned size) as a
     /// one-way message, in place.  On failure the loan is given back.
+    #[inline]
     pub fn send(self, len: usize, timeout: Option<Duration>) -> io::Result<()> {
         let this = self.consume(len)?;
         // SAFETY: buf is this connection's outstanding loan.
@@ -437,6 +466,7 @@ impl<'conn> Loan<'conn> {
 
     /// Send the first `len` bytes as a request, in place, and wait for the
     /// response ([`Conn::call`]).
+    #[inline]
     pub fn call(self, len: usize, timeout: Option<Duration>) -> io::Result<Msg<'conn>> {
         let this = self.consume(len)?;
         let r = this.conn.call_raw(this.buf.as_ptr(), len, timeout);
@@ -447,6 +477,7 @@ impl<'conn> Loan<'conn> {
     }
 
     /// Answer the request `req` with the first `len` bytes, in place.
+    #[inline]
     pub fn reply(self, req: &Msg<'_>, len: usize, timeout: Option<Duration>) -> io::Result<()> {
         let this = self.consume(len)?;
         let r = this.conn.reply_raw(req, this.buf.as_ptr(), len, timeout);
@@ -454,6 +485,7 @@ impl<'conn> Loan<'conn> {
         Ok(())
     }
 
+    #[inline]
     fn consume(self, len: usize) -> io::Result<Spent<'conn>> {
         let s = Spent { conn: self.conn, buf: self.buf };
         let cap = self.cap;
@@ -480,6 +512,7 @@ struct Spent<'conn> {
 }
 
 impl Spent<'_> {
+    #[inline]
     fn finish(self, r: io::Result<i32>) -> io::Result<i32> {
         if r.is_ok() {
             std::mem::forget(self);
@@ -489,6 +522,7 @@ impl Spent<'_> {
 }
 
 impl Drop for Spent<'_> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: buf is (or was) this connection's loan; cancel checks it.
         unsafe { sys::bypass_ipc_loan_cancel(self.conn.raw.as_ptr(), self.buf.as_ptr() as *mut c_void) };
@@ -497,6 +531,7 @@ impl Drop for Spent<'_> {
 
 impl Deref for Loan<'_> {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
         // SAFETY: the loan is cap bytes of the arena, reserved to us until
         // it is sent or cancelled; the peer does not read it before.
@@ -505,6 +540,7 @@ impl Deref for Loan<'_> {
 }
 
 impl DerefMut for Loan<'_> {
+    #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
         // SAFETY: as for Deref; the loan is ours alone to write.
         unsafe { std::slice::from_raw_parts_mut(self.buf.as_ptr(), self.cap) }
@@ -512,6 +548,7 @@ impl DerefMut for Loan<'_> {
 }
 
 impl Drop for Loan<'_> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: buf is this connection's outstanding loan.
         unsafe { sys::bypass_ipc_loan_cancel(self.conn.raw.as_ptr(), self.buf.as_ptr() as *mut c_void) };
@@ -530,43 +567,65 @@ impl Drop for Loan<'_> {
 #[derive(Debug)]
 pub struct Msg<'conn> {
     conn: &'conn Conn,
-    raw: sys::bypass_ipc_msg,
+    /// The connection's slot that describes it.
+    slot: &'conn UnsafeCell<sys::bypass_ipc_msg>,
 }
 
-impl Msg<'_> {
+impl<'conn> Msg<'conn> {
+    /// The message in `slot`, if the call that was to fill it succeeded.
+    #[inline]
+    fn filled(conn: &'conn Conn, slot: &'conn UnsafeCell<sys::bypass_ipc_msg>, r: std::ffi::c_int) -> io::Result<Msg<'conn>> {
+        if r < 0 {
+            return Err(io::Error::from_raw_os_error(-r));
+        }
+        Ok(Msg { conn, slot })
+    }
+
+    #[inline]
+    fn raw(&self) -> &sys::bypass_ipc_msg {
+        // SAFETY: the library wrote the slot before this Msg existed and
+        // writes it again only after it is released (see Conn::recv).
+        unsafe { &*self.slot.get() }
+    }
+
     /// Whether the message is a request, to be answered with
     /// [`Msg::reply`] (or [`Loan::reply`]).
+    #[inline]
     pub fn is_call(&self) -> bool {
-        self.raw.flags & sys::BYPASS_IPC_MSG_CALL != 0
+        self.raw().flags & sys::BYPASS_IPC_MSG_CALL != 0
     }
 
     /// Answer this request with `data` (copied once).
+    #[inline]
     pub fn reply(&self, data: &[u8], timeout: Option<Duration>) -> io::Result<()> {
         self.conn.reply(self, data, timeout)
     }
 
     /// The raw description, for calls of [`bypass_sys`].
     pub fn as_raw(&self) -> &sys::bypass_ipc_msg {
-        &self.raw
+        self.raw()
     }
 }
 
 impl Deref for Msg<'_> {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
-        if self.raw.len == 0 || self.raw.data.is_null() {
+        let m = self.raw();
+        if m.len == 0 || m.data.is_null() {
             return &[];
         }
         // SAFETY: the library checked that [data, data + len) lies in the
         // connection's arena, held for us until release.
-        unsafe { std::slice::from_raw_parts(self.raw.data as *const u8, self.raw.len) }
+        unsafe { std::slice::from_raw_parts(m.data as *const u8, m.len) }
     }
 }
 
 impl Drop for Msg<'_> {
+    #[inline]
     fn drop(&mut self) {
-        // SAFETY: raw describes a message held on this connection.
-        unsafe { sys::bypass_ipc_release(self.conn.raw.as_ptr(), &mut self.raw) };
+        // SAFETY: the slot describes a message held on this connection.
+        unsafe { sys::bypass_ipc_release(self.conn.raw.as_ptr(), self.slot.get()) };
     }
 }
 
@@ -706,6 +765,7 @@ impl AsRawFd for Epoll {
 }
 
 impl Drop for Epoll {
+    #[inline]
     fn drop(&mut self) {
         for (_, conn) in self.conns.drain() {
             // SAFETY: registered connections of this live instance.

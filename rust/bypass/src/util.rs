@@ -5,6 +5,7 @@ use std::io;
 use std::time::Duration;
 
 /// A C return value: 0 or a count, or -errno.
+#[inline]
 pub(crate) fn cvt(r: c_int) -> io::Result<c_int> {
     if r < 0 {
         Err(io::Error::from_raw_os_error(-r))
@@ -14,6 +15,7 @@ pub(crate) fn cvt(r: c_int) -> io::Result<c_int> {
 }
 
 /// The same for the few functions returning a wider count.
+#[inline]
 pub(crate) fn cvt_isize(r: isize) -> io::Result<usize> {
     if r < 0 {
         Err(io::Error::from_raw_os_error((-r) as i32))
@@ -24,6 +26,7 @@ pub(crate) fn cvt_isize(r: isize) -> io::Result<usize> {
 
 /// An `Option<Duration>` as the library's `int64_t timeout_ns`: `None` is
 /// BYPASS_FOREVER, longer than 292 years saturates.
+#[inline]
 pub(crate) fn timeout_ns(t: Option<Duration>) -> i64 {
     match t {
         None => bypass_sys::BYPASS_FOREVER,
