@@ -223,11 +223,12 @@ const RUST_KEYWORDS: &[&str] = &[
     "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
 ];
 
-fn rust_field(name: &str) -> String {
-    if RUST_KEYWORDS.contains(&name) {
-        format!("{name}_")
-    } else {
-        name.to_string()
+/// bindgen reports a field by its Rust name: a C field named like a Rust
+/// keyword (`type`) is `type_` there.
+fn c_field(name: &str) -> &str {
+    match name.strip_suffix('_') {
+        Some(k) if RUST_KEYWORDS.contains(&k) => k,
+        _ => name,
     }
 }
 
@@ -290,13 +291,9 @@ fn main() {
         writeln!(r, "\t(\"size {s}\", ::core::mem::size_of::<bypass_sys::{s}>() as i64),").unwrap();
         writeln!(r, "\t(\"align {s}\", ::core::mem::align_of::<bypass_sys::{s}>() as i64),").unwrap();
         for (st, f) in seen.fields.iter().filter(|(st, _)| st == *s) {
-            writeln!(c, "\t{{ \"offset {st}.{f}\", (long long)offsetof({cty}, {f}) }},").unwrap();
-            writeln!(
-                r,
-                "\t(\"offset {st}.{f}\", ::core::mem::offset_of!(bypass_sys::{st}, {}) as i64),",
-                rust_field(f)
-            )
-            .unwrap();
+            let cf = c_field(f);
+            writeln!(c, "\t{{ \"offset {st}.{cf}\", (long long)offsetof({cty}, {cf}) }},").unwrap();
+            writeln!(r, "\t(\"offset {st}.{cf}\", ::core::mem::offset_of!(bypass_sys::{st}, {f}) as i64),").unwrap();
         }
     }
     let mut consts: Vec<&String> = seen.variants.iter().collect();

@@ -49,8 +49,15 @@ fn every_public_function_is_wrapped() {
     let funcs = header_functions(&headers);
     assert!(funcs.len() > 80, "found only {} functions in the headers", funcs.len());
     let mut src = String::new();
-    for e in std::fs::read_dir(root.join("src")).unwrap().flatten() {
-        src.push_str(&std::fs::read_to_string(e.path()).unwrap());
+    let mut dirs = vec![root.join("src")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            if e.path().is_dir() {
+                dirs.push(e.path());
+            } else if e.path().extension().is_some_and(|x| x == "rs") {
+                src.push_str(&std::fs::read_to_string(e.path()).unwrap());
+            }
+        }
     }
     let missing: Vec<&String> = funcs
         .iter()

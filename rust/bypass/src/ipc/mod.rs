@@ -20,6 +20,10 @@
 //! within about 20 ms; a peer that writes garbage into the rings cannot
 //! make this process touch memory outside the arena.
 //!
+//! Library mode ([`LibService`], [`LibClient`]) is RPAL's call itself: the
+//! service's handlers, loaded from one shared object, run in the caller's
+//! thread.
+//!
 //! ```no_run
 //! use bypass::ipc::{Conn, IpcOptions};
 //! use std::time::Duration;
@@ -40,6 +44,9 @@ use std::ptr::{self, NonNull};
 use std::time::Duration;
 
 use crate::core::WaitMode;
+
+mod library;
+pub use library::{Accepted, LibClient, LibEvent, LibOptions, LibService, LibStats, Protect};
 use crate::sys;
 use crate::util::{cstring, cvt, einval, spin_ns, timeout_ns, NotSync};
 
