@@ -79,6 +79,16 @@ enum bypass_pager_mode {
 #define BYPASS_PAGER_SWAP_TEMP 0x2u   /* swap_path is a directory: use an
 					 unnamed file there (O_TMPFILE) that
 					 disappears with the pager */
+#define BYPASS_PAGER_SAMPLE 0x4u      /* access samples without privilege:
+					 while the pager evicts, a thread of
+					 its own takes a few resident pages
+					 out of the page table each interval
+					 (their data kept aside), so that the
+					 next access, a read too, faults and
+					 marks the page referenced for 2Q,
+					 clock and the policies (hint faults;
+					 its cost is in the stats and bounds
+					 its rate) */
 
 struct bypass_pager_config {
 	size_t budget;         /* resident bytes, at least 16 pages (64 KiB) */
@@ -243,10 +253,20 @@ struct bypass_pager_stats {
 	uint64_t policy_rejects;    /* answers of a policy refused: victims
 				       or prefetch ranges that are invalid or
 				       too many, callbacks that failed */
+	/* Access samples (BYPASS_PAGER_SAMPLE): pages taken out of the page
+	 * table to see whether they are used, those of them accessed before
+	 * they were put back (each a fault: hits / lat_count is the share of
+	 * faults sampling adds), the sampler thread's time, and the time the
+	 * faults of hits took (the cost per sampled page is their sum over
+	 * access_samples). */
+	uint64_t access_samples;
+	uint64_t access_hits;
+	uint64_t access_sample_ns;
+	uint64_t access_hit_ns;
 	/* Room for counters to come: zero now.  The struct is 96 words (768
 	 * bytes) and keeps that size; a new counter takes the first reserved
 	 * word (tests/pager/counters.c asserts the size). */
-	uint64_t reserved[39];
+	uint64_t reserved[35];
 };
 
 /* ---------------------------------------------------------- hints */

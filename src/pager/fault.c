@@ -321,7 +321,10 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 	switch (pg_state(w)) {
 	case PS_RESIDENT:
 	case PS_WRITEBACK:
-		if (write && (w & PW_WP)) {
+		if (w & PW_PARK) { /* an access sample hit (sample.c) */
+			e = bp_sample_fault(p, r, pg, id, pa, write);
+			kind = BYPASS_PAGER_FAULT_OTHER;
+		} else if (write && (w & PW_WP)) {
 			e = resolve_wp(p, r, pg, pa);
 			stat_add(&ST(p).wp, 1);
 			kind = BYPASS_PAGER_FAULT_WP;
@@ -487,6 +490,7 @@ static size_t drain_uffd(struct bypass_pager *p, int uffd, bool *broken)
  */
 static void *handler_main(void *arg)
 {
+	bp_pager_thread_inside(); /* the library's own thread */
 	struct bypass_pager *p = arg;
 	in_handler = true;
 	uint64_t spin_cyc = (uint64_t)(p->cfg.cyc_per_ns_q16 * 20000) >> 16; /* 20 us */

@@ -125,14 +125,15 @@ static bool victim_take(struct bypass_pager *p, uint32_t id)
 {
 	struct pg *pg = pg_of(p, id);
 	uint32_t w = atomic_load(&pg->w);
-	if (!(w & PW_LRU) || pg_state(w) != PS_RESIDENT || (w & PW_LOCK) ||
+	if (!(w & PW_LRU) || pg_state(w) != PS_RESIDENT || (w & (PW_LOCK | PW_PARK)) ||
 	    (p->ev.noprio && ((w & PW_PRIO) || (w & (PW_PF | PW_PFAGED)) == PW_PF)) ||
 	    !bp_pg_trylock(pg))
 		return false;
 	struct lru_shard *sh = shard_of(p, id);
 	bp_spin_lock(&sh->lock);
 	w = atomic_load(&pg->w);
-	bool ok = (w & PW_LRU) && pg_state(w) == PS_RESIDENT;
+	/* PW_PARK changes under the page lock only: checked again now */
+	bool ok = (w & PW_LRU) && pg_state(w) == PS_RESIDENT && !(w & PW_PARK);
 	if (ok) {
 		list_unlink(p, &sh->lru[!!(w & PW_ACTIVE)], id);
 		pg_clear(pg, PW_LRU | PW_ACTIVE);
@@ -153,8 +154,12 @@ static uint32_t select_cold(struct bypass_pager *p, struct lru_shard *sh, uint32
 	while (n < want && in->tail != PG_NONE) {
 		uint32_t id = in->tail;
 		struct pg *pg = pg_of(p, id);
-		if (!(atomic_load(&pg->w) & PW_COLD) || !bp_pg_trylock(pg))
+		if ((atomic_load(&pg->w) & (PW_COLD | PW_PARK)) != PW_COLD || !bp_pg_trylock(pg))
 			break;
+		if (atomic_load(&pg->w) & PW_PARK) { /* parked meanwhile */
+			bp_pg_unlock(pg);
+			break;
+		}
 		list_unlink(p, in, id);
 		pg_clear(pg, PW_LRU | PW_ACTIVE);
 		out[n++] = id;
@@ -208,11 +213,20 @@ static uint32_t select_shard(struct bypass_pager *p, struct lru_shard *sh, uint3
 			(*passed)++;
 			continue;
 		}
-		if (!bp_pg_trylock(pg)) {
-			list_push(p, in, id);
-			(*passed)++;
-			continue;
+		/* parked (sampled now; PW_PARK changes under the page lock, so
+		 * it is checked again once we hold it) or locked: passed */
+		bool parked = (w & PW_PARK) != 0;
+		if (!parked && bp_pg_trylock(pg)) {
+			parked = (atomic_load(&pg->w) & PW_PARK) != 0;
+			if (parked)
+				bp_pg_unlock(pg);
+			else
+				goto take;
 		}
+		list_push(p, in, id);
+		(*passed)++;
+		continue;
+take:
 		pg_clear(pg, PW_LRU | PW_ACTIVE);
 		out[n++] = id;
 	}

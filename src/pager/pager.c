@@ -82,10 +82,12 @@ static void pager_free(struct bypass_pager *p, bool child)
 {
 	bp_policy_destroy(p, child);
 	if (!child) {
+		bp_sample_stop(p);
 		bp_engine_stop(p);
 		bp_pager_thread_stop(p);
 	}
 	bp_heat_free(p); /* access heat (heat.h) */
+	bp_sample_free(p);
 	bp_evict_fini(p);
 	if (p->srv.uffd_sigbus >= 0)
 		close(p->srv.uffd_sigbus);
@@ -227,6 +229,11 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 		if (e)
 			goto fail;
 	}
+	if (cfg->flags & BYPASS_PAGER_SAMPLE) {
+		e = bp_sample_start(p, true);
+		if (e)
+			goto fail;
+	}
 	bp_info("bypass: pager: %s mode, budget %u pages (high %u, low %u, batch %u), "
 		"swap %s: %u pages%s, readahead %u",
 		p->cfg.mode == BYPASS_PAGER_UPCALL ? "upcall" : p->cfg.mode == BYPASS_PAGER_HANDLER ? "handler"
@@ -254,12 +261,14 @@ static int check_owner(struct bypass_pager *p)
 	return 0;
 }
 
-int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr)
+/* Map a region of length bytes, at `at` (inside a reservation of the
+ * caller's, which it replaces) or where the kernel likes (NULL). */
+static int map_region(bypass_pager *p, size_t length, unsigned flags, void *at, void **addr)
 {
 	int e = check_owner(p);
 	if (e)
 		return e;
-	if (!addr || !length || (length & (PG_SIZE - 1)) ||
+	if (!addr || !length || (length & (PG_SIZE - 1)) || ((uintptr_t)at & (PG_SIZE - 1)) ||
 	    (flags & ~BYPASS_PAGER_MAP_HANDLER))
 		return -EINVAL;
 	size_t np = length >> PG_SHIFT;
@@ -304,8 +313,8 @@ int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr
 		goto out;
 	}
 	have_id = true;
-	m = mmap(NULL, length, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	m = mmap(at, length, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (at ? MAP_FIXED : 0), -1, 0);
 	if (m == MAP_FAILED) {
 		e = -errno;
 		goto out;
@@ -347,13 +356,27 @@ int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr
 out:
 	if (e) {
 		free(r);
-		if (m != MAP_FAILED)
+		if (m != MAP_FAILED && at) /* the caller's reservation again */
+			mmap(m, length, PROT_NONE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+		else if (m != MAP_FAILED)
 			munmap(m, length);
 		if (have_id)
 			id_free(p, id0, (uint32_t)np);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return e;
+}
+
+int bypass_pager_map(bypass_pager *p, size_t length, unsigned flags, void **addr)
+{
+	return map_region(p, length, flags, NULL, addr);
+}
+
+int bp_pager_map_at(bypass_pager *p, void *at, size_t length, unsigned flags)
+{
+	void *got;
+	return at ? map_region(p, length, flags, at, &got) : -EINVAL;
 }
 
 static struct region *region_dup(const struct region *r, uintptr_t start, uintptr_t end)
@@ -409,6 +432,7 @@ static int unmap_locked(struct bypass_pager *p, struct region *r, uintptr_t a, s
 	atomic_fetch_sub(&p->bud.resident, res);
 	atomic_fetch_sub(&p->bud.pinned, pins);
 	bp_heat_forget(p, hid, hn); /* access heat (heat.h) */
+	bp_sample_forget(p, hid, hn); /* parked pages of the hole */
 	bp_plock_unlock(&p->ev.lock);
 	bp_policy_unmap(p, hid, hn);
 	bp_pager_progress(p);
@@ -463,6 +487,7 @@ int bypass_pager_destroy(bypass_pager *p)
 		return 0;
 	}
 	bp_heat_stop(p); /* access heat: the sampler and DAMON (heat.h) */
+	bp_sample_stop(p); /* access samples: every parked page back */
 	bp_engine_stop(p); /* no switch from now on */
 	bp_pf_stop(p);     /* no prefetch either */
 	pthread_mutex_lock(&p->lock);
@@ -497,9 +522,9 @@ static int pin_page(struct bypass_pager *p, struct region *r, uintptr_t a, bool 
 		uint32_t w = atomic_load(&pg->w);
 		unsigned st = pg_state(w);
 		if (st == PS_RESIDENT || st == PS_WRITEBACK) {
-			if (write && (w & PW_WP)) {
+			if ((write && (w & PW_WP)) || (w & PW_PARK)) { /* mapped first */
 				bp_pg_unlock(pg);
-				int e = bp_pager_serve(r, a, true, atomic_load(&r->handler));
+				int e = bp_pager_serve(r, a, write, atomic_load(&r->handler));
 				if (e && e != -EAGAIN)
 					return e;
 				continue;
@@ -668,6 +693,8 @@ int bypass_pager_stats(bypass_pager *p, struct bypass_pager_stats *st)
 	st->prefetch_pages = ST_SUM(p, pf);
 	st->prefetch_used = ST_SUM(p, pf_used);
 	st->policy_rejects = ST_SUM(p, rejects);
+	bp_sample_stats(p, &st->access_samples, &st->access_hits, &st->access_sample_ns,
+			&st->access_hit_ns);
 #undef LD
 	return 0;
 }

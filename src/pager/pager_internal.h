@@ -67,9 +67,11 @@ enum pg_state {
 #define PW_SEQ 0x4000u   /* SEQUENTIAL: prefetch ahead of faults */
 #define PW_HINTS (PW_PRIO | PW_COLD | PW_NORA | PW_SEQ)
 #define PW_PFAGED 0x8000u /* PW_PF page the prefetcher's eviction passed once */
-#define PW_PIN_SHIFT 16
+#define PW_PARK 0x10000u /* RESIDENT, but its data is in a parking slot of the
+			    access sampler (sample.c): not in the page table */
+#define PW_PIN_SHIFT 17
 #define PW_PIN_ONE (1u << PW_PIN_SHIFT)
-#define PW_PIN_MAX 0xffffu
+#define PW_PIN_MAX 0x7fffu
 
 struct pg {
 	_Atomic uint32_t w;
@@ -356,6 +358,8 @@ struct bypass_pager {
 	struct pg_polref pol;
 	struct bp_pf *_Atomic pf;       /* the prefetcher (prefetch.c), once started */
 	_Atomic(struct bp_heat *) heat; /* access heat (heat.h), NULL until enabled */
+	struct bp_sample *_Atomic samp; /* access samples (sample.c), with
+					   BYPASS_PAGER_SAMPLE */
 	/* the counters, every file adds to them (stat_add) */
 	struct pstats st[PG_STAT_SHARDS];
 };
@@ -379,6 +383,33 @@ static inline bool region_has_id(const struct region *r, uint32_t id)
 {
 	return id >= r->id0 && id - r->id0 < (r->end - r->start) >> PG_SHIFT;
 }
+
+/* ---------------------------------------------------------------- threads */
+
+/*
+ * Called first by every thread the pager starts (handler threads, the
+ * engine's monitor, the prefetcher, the heat and access samplers): it runs
+ * inside bypass for its whole life, so that a preload's wrappers pass its
+ * system calls, mmaps and mallocs straight through (core's per-thread
+ * depth, which the preloads test).  Without it, under the pager preload,
+ * the access sampler's madvise became the preload's "write zeros" and its
+ * buffers could land in pager memory it then faulted on while holding a
+ * page lock.
+ */
+static inline void bp_pager_thread_inside(void)
+{
+	bp_fault_depth++;
+}
+
+/* ---------------------------------------------------------------- pager.c */
+
+/*
+ * bypass_pager_map() at a given address: [at, at + length) must be a
+ * mapping of the caller's (a PROT_NONE reservation), which the region
+ * replaces (MAP_FIXED); on failure it is a PROT_NONE reservation again.
+ * The preload carves its heap's regions out of one reservation this way.
+ */
+int bp_pager_map_at(bypass_pager *p, void *at, size_t length, unsigned flags);
 
 /* ---------------------------------------------------------------- fault.c */
 
@@ -472,6 +503,28 @@ void bp_evict_drain(struct bypass_pager *p);
 int bp_evict_init(struct bypass_pager *p);
 void bp_evict_fini(struct bypass_pager *p);
 void bp_pager_progress(struct bypass_pager *p);
+
+/* ---------------------------------------------------------------- sample.c */
+
+struct bp_sample;
+/* Start / stop (every parked page put back) / free the access sampler;
+ * without its thread (tests), pages are parked only by bp_sample_park_now. */
+int bp_sample_start(struct bypass_pager *p, bool thread);
+void bp_sample_stop(struct bypass_pager *p);
+void bp_sample_free(struct bypass_pager *p);
+/* A fault on a parked page (locked, PW_PARK): its data back, a hit. */
+int bp_sample_fault(struct bypass_pager *p, struct region *r, struct pg *pg, uint32_t id,
+		    uintptr_t pa, bool write);
+/* Page ids [id0, id0 + n) were unmapped (no reader can reach them): their
+ * parking slots are free again (a region given the ids next must not find
+ * the old data). */
+void bp_sample_forget(struct bypass_pager *p, uint32_t id0, uint32_t n);
+/* Park the resident pages of [addr, addr + n pages) now (tests): how many. */
+uint32_t bp_sample_park_now(struct bypass_pager *p, uintptr_t addr, uint32_t n);
+/* Put every parked page back now (tests). */
+void bp_sample_unpark_now(struct bypass_pager *p);
+void bp_sample_stats(struct bypass_pager *p, uint64_t *parked, uint64_t *hits, uint64_t *ns,
+		     uint64_t *hit_ns);
 
 /* ---------------------------------------------------------------- stats */
 

@@ -170,7 +170,8 @@ int bp_check_config(const struct bypass_pager_config *cfg, struct bypass_pager *
 				cfg->mode != BYPASS_PAGER_HANDLER &&
 				cfg->mode != BYPASS_PAGER_ADAPTIVE) ||
 	    cfg->threads > PG_MAX_THREADS ||
-	    (cfg->flags & ~(BYPASS_PAGER_SWAP_CREATE | BYPASS_PAGER_SWAP_TEMP)) ||
+	    (cfg->flags & ~(BYPASS_PAGER_SWAP_CREATE | BYPASS_PAGER_SWAP_TEMP |
+			    BYPASS_PAGER_SAMPLE)) ||
 	    cfg->readahead > PG_MAX_RA || cfg->fault_around > PG_MAX_FA) {
 		bp_err("bypass: pager: bad configuration (swap_path, mode, flags, "
 		       "readahead, fault_around or threads)");
