@@ -6,7 +6,7 @@
 #   tools/deps.sh --build    only what building the library needs
 set -euo pipefail
 
-build_pkgs=(build-essential cmake pkg-config liburing-dev)
+build_pkgs=(build-essential cmake pkg-config liburing-dev libjemalloc-dev)
 test_pkgs=(clang libclang-rt-14-dev nginx-light lighttpd wrk curl procps util-linux redis-server redis-tools
            python3 python3-matplotlib)
 
