@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The malloc family: large requests become regions, the rest goes to the next allocator. */
+/*
+ * The malloc family: large requests become regions; once the heap is engaged
+ * (heap.c) the rest comes from it, before that (and where it has no room)
+ * from the next allocator.
+ */
 #include "preload.h"
 
 #include <malloc.h>
@@ -41,6 +45,23 @@ static bool ready(void)
 static inline bool large(size_t n)
 {
 	return !bp_pp_pass() && n >= bp_pp_cfg.threshold;
+}
+
+/* A small request from the heap, if it is engaged (NULL: use the next
+ * allocator). */
+static inline void *heap(size_t n, size_t align, bool zero)
+{
+	if (bp_pp_pass() || !bp_pp_heap_on())
+		return NULL;
+	return bp_pp_heap_alloc(n, align, zero);
+}
+
+/* The next allocator's block p was taken (sign 1) or is given back (-1):
+ * counted until the heap engages. */
+static inline void outside(void *p, int sign)
+{
+	if (p && !bp_pp_pass() && bp_pp_heap_counting() && bp_pp_real_malloc_usable_size)
+		bp_pp_heap_outside(sign * (int64_t)bp_pp_real_malloc_usable_size(p));
 }
 
 /*
@@ -108,7 +129,12 @@ EXPORT void *malloc(size_t n)
 		if (p)
 			return p;
 	}
-	return bp_pp_real_malloc(n);
+	void *p = heap(n, 0, false);
+	if (p)
+		return p;
+	p = bp_pp_real_malloc(n);
+	outside(p, 1);
+	return p;
 }
 
 EXPORT void *calloc(size_t a, size_t b)
@@ -125,20 +151,31 @@ EXPORT void *calloc(size_t a, size_t b)
 		if (p)
 			return p;
 	}
-	return bp_pp_real_calloc(a, b);
+	void *p = heap(n, 0, true);
+	if (p)
+		return p;
+	p = bp_pp_real_calloc(a, b);
+	outside(p, 1);
+	return p;
 }
 
 EXPORT void free(void *ptr)
 {
 	if (!ptr || in_boot(ptr))
 		return;
+	if (bp_pp_in_heap(ptr)) {
+		bp_pp_heap_free(ptr);
+		return;
+	}
 	struct bp_pp_region r;
 	if (bp_pp_cfg.enabled && region_of(ptr, &r)) {
 		region_free(&r);
 		return;
 	}
-	if (bp_likely(ready()))
+	if (bp_likely(ready())) {
+		outside(ptr, -1);
 		bp_pp_real_free(ptr);
+	}
 }
 
 static size_t usable(const struct bp_pp_region *r)
@@ -153,6 +190,31 @@ EXPORT void *realloc(void *ptr, size_t n)
 	if (bp_unlikely(!ready()))
 		return NULL;
 	struct bp_pp_region r;
+	if (bp_pp_in_heap(ptr)) {
+		if (!bp_pp_heap_on()) { /* a forked child: the parent's data is not here */
+			errno = ENOMEM;
+			return NULL;
+		}
+		if (!n) { /* glibc: realloc(p, 0) frees and returns NULL */
+			bp_pp_heap_free(ptr);
+			return NULL;
+		}
+		size_t have = bp_pp_heap_size(ptr);
+		void *q = NULL;
+		if (large(n))
+			q = region_alloc(n > 2 * have ? n : 2 * have, 0); /* room, as below */
+		if (!q && !large(n))
+			q = bp_pp_heap_realloc(ptr, n);
+		if (q && !large(n))
+			return q; /* moved or resized by jemalloc */
+		if (!q)
+			q = bp_pp_real_malloc(n);
+		if (!q)
+			return NULL; /* the old block is untouched */
+		memcpy(q, ptr, n < have ? n : have);
+		bp_pp_heap_free(ptr);
+		return q;
+	}
 	if (in_boot(ptr)) {
 		void *q = malloc(n);
 		if (q)
@@ -197,6 +259,8 @@ EXPORT void *realloc(void *ptr, size_t n)
 				q = region_alloc(n, 0);
 		}
 		if (!q)
+			q = heap(n, 0, false);
+		if (!q)
 			q = bp_pp_real_malloc(n);
 		if (!q)
 			return NULL; /* the old block is untouched */
@@ -213,11 +277,25 @@ EXPORT void *realloc(void *ptr, size_t n)
 			q = region_alloc(n, 0);
 		if (q) {
 			memcpy(q, ptr, n < have ? n : have);
+			outside(ptr, -1);
 			bp_pp_real_free(ptr);
 			return q;
 		}
 	}
-	return bp_pp_real_realloc(ptr, n);
+	if (n && !bp_pp_pass() && bp_pp_heap_on() && bp_pp_real_malloc_usable_size) {
+		/* the next allocator's block moves into the heap as it changes */
+		size_t have = bp_pp_real_malloc_usable_size(ptr);
+		void *q = heap(n, 0, false);
+		if (q) {
+			memcpy(q, ptr, n < have ? n : have);
+			bp_pp_real_free(ptr);
+			return q;
+		}
+	}
+	outside(ptr, -1);
+	void *q = bp_pp_real_realloc(ptr, n);
+	outside(q ? q : n ? ptr : NULL, 1);
+	return q;
 }
 
 EXPORT void *reallocarray(void *ptr, size_t a, size_t b)
@@ -248,7 +326,15 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	}
 	if (!ready())
 		return ENOMEM;
-	return bp_pp_real_posix_memalign(out, align, n);
+	void *p = heap(n, align, false);
+	if (p) {
+		*out = p;
+		return 0;
+	}
+	int e = bp_pp_real_posix_memalign(out, align, n);
+	if (!e)
+		outside(*out, 1);
+	return e;
 }
 
 EXPORT void *aligned_alloc(size_t align, size_t n)
@@ -262,7 +348,12 @@ EXPORT void *aligned_alloc(size_t align, size_t n)
 		if (p)
 			return p;
 	}
-	return ready() ? bp_pp_real_aligned_alloc(align, n) : NULL;
+	void *p = ready() ? heap(n, align, false) : NULL;
+	if (!p && ready()) {
+		p = bp_pp_real_aligned_alloc(align, n);
+		outside(p, 1);
+	}
+	return p;
 }
 
 EXPORT void *memalign(size_t align, size_t n)
@@ -272,7 +363,12 @@ EXPORT void *memalign(size_t align, size_t n)
 		if (p)
 			return p;
 	}
-	return ready() ? bp_pp_real_memalign(align, n) : NULL;
+	void *p = ready() && pow2(align) ? heap(n, align, false) : NULL;
+	if (!p && ready()) {
+		p = bp_pp_real_memalign(align, n);
+		outside(p, 1);
+	}
+	return p;
 }
 
 EXPORT void *valloc(size_t n)
@@ -282,7 +378,12 @@ EXPORT void *valloc(size_t n)
 		if (p)
 			return p;
 	}
-	return ready() ? bp_pp_real_valloc(n) : NULL;
+	void *p = ready() ? heap(n, PP_PAGE, false) : NULL;
+	if (!p && ready()) {
+		p = bp_pp_real_valloc(n);
+		outside(p, 1);
+	}
+	return p;
 }
 
 EXPORT void *pvalloc(size_t n)
@@ -293,7 +394,12 @@ EXPORT void *pvalloc(size_t n)
 		if (p)
 			return p;
 	}
-	return ready() ? bp_pp_real_pvalloc(n) : NULL;
+	void *p = ready() ? heap(r ? r : PP_PAGE, PP_PAGE, false) : NULL;
+	if (!p && ready()) {
+		p = bp_pp_real_pvalloc(n);
+		outside(p, 1);
+	}
+	return p;
 }
 
 EXPORT size_t malloc_usable_size(void *ptr)
@@ -301,6 +407,8 @@ EXPORT size_t malloc_usable_size(void *ptr)
 	struct bp_pp_region r;
 	if (!ptr || in_boot(ptr))
 		return 0;
+	if (bp_pp_in_heap(ptr))
+		return bp_pp_heap_size(ptr);
 	if (bp_pp_cfg.enabled && region_of(ptr, &r))
 		return usable(&r);
 	return ready() ? bp_pp_real_malloc_usable_size(ptr) : 0;

@@ -292,6 +292,32 @@ static bool configure(void)
 		return false;
 	}
 	strcpy(c.swap_dir, dir);
+	const char *hp = getenv("BYPASS_PAGER_HEAP");
+	c.heap = true;
+	if (hp && *hp) {
+		if (env_off(hp)) {
+			c.heap = false;
+		} else if (strcmp(hp, "1") && strcasecmp(hp, "on") && strcasecmp(hp, "yes") &&
+			   strcasecmp(hp, "true")) {
+			complain("bypass: pager preload: BYPASS_PAGER_HEAP=%s is neither 0/off nor "
+				 "1/on; the program runs unpaged", hp);
+			return false;
+		}
+	}
+	if (!env_size("BYPASS_PAGER_HEAP_AFTER", 16ul << 20, 0, &c.heap_after))
+		return false;
+	const char *sa = getenv("BYPASS_PAGER_SAMPLE");
+	c.sample = true;
+	if (sa && *sa) {
+		if (env_off(sa)) {
+			c.sample = false;
+		} else if (strcmp(sa, "1") && strcasecmp(sa, "on") && strcasecmp(sa, "yes") &&
+			   strcasecmp(sa, "true")) {
+			complain("bypass: pager preload: BYPASS_PAGER_SAMPLE=%s is neither 0/off "
+				 "nor 1/on; the program runs unpaged", sa);
+			return false;
+		}
+	}
 	const char *sf = getenv("BYPASS_STATS_FILE");
 	if (sf && strlen(sf) < sizeof(c.stats_file))
 		strcpy(c.stats_file, sf);
@@ -335,7 +361,7 @@ bypass_pager *bp_pp_pager(void)
 		c.swap_path = bp_pp_cfg.swap_dir;
 		c.swap_size = bp_pp_cfg.swap_size;
 		c.mode = engine_mode;
-		c.flags = BYPASS_PAGER_SWAP_TEMP;
+		c.flags = BYPASS_PAGER_SWAP_TEMP | (bp_pp_cfg.sample ? BYPASS_PAGER_SAMPLE : 0);
 		int e = bypass_pager_create(&c, &p);
 		if (e) {
 			complain("bypass: pager preload: no pager (%s, budget %zu, swap %zu "
@@ -376,6 +402,7 @@ bypass_pager *bp_pp_pager(void)
 static void atfork_child(void)
 {
 	pthread_mutex_init(&pager_lock, NULL);
+	bp_pp_heap_forked();
 	bypass_pager *p = atomic_load(&the_pager);
 	if (p)
 		stale_pager = p;
@@ -413,12 +440,13 @@ static void write_stats(void)
 	F(pinned_pages); F(budget_pages); F(swap_pages); F(swap_used);
 	F(mapped_pages); F(prefetch_pages); F(prefetch_used); F(policy_rejects);
 	F(engine_switches); F(engine_pool);
+	F(access_samples); F(access_hits); F(access_sample_ns); F(access_hit_ns);
 	PUT(",\"lat_hist\":[");
 	for (int i = 0; i < BYPASS_PAGER_HIST; i++)
 		PUT("%s%llu", i ? "," : "", (unsigned long long)st.lat_hist[i]);
 	PUT("]");
 	F(lat_count); F(lat_sum_ns);
-	PUT("}\n");
+	PUT(",\"heap\":%d}\n", (int)bp_pp_heap_on());
 #undef F
 #undef PUT
 	int fd = open(bp_pp_cfg.stats_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -440,6 +468,7 @@ __attribute__((constructor)) static void pp_init(void)
 	if (!configure())
 		return;
 	pthread_atfork(NULL, NULL, atfork_child);
+	bp_pp_heap_start();
 }
 
 __attribute__((destructor)) static void pp_fini(void)

@@ -45,13 +45,22 @@ static int pieces(uintptr_t a, uintptr_t b, struct piece *out, int max)
 	return n;
 }
 
+/* A private anonymous read-write mapping the program lets the kernel place:
+ * a region if it is large, or of any size once the heap is engaged (an
+ * interpreter's arenas count too); small ones before that are counted as
+ * memory outside the pager. */
 static bool candidate(void *addr, size_t len, int prot, int flags, int fd)
 {
 	const int bad = MAP_FIXED | MAP_FIXED_NOREPLACE | MAP_GROWSDOWN | MAP_STACK |
 			MAP_HUGETLB | MAP_32BIT | MAP_LOCKED;
-	return !addr && (flags & MAP_ANONYMOUS) && !(flags & bad) &&
-	       (flags & MAP_TYPE) == MAP_PRIVATE && prot == (PROT_READ | PROT_WRITE) &&
-	       len >= bp_pp_cfg.threshold && (fd == -1 || fd >= 0);
+	if (addr || !(flags & MAP_ANONYMOUS) || (flags & bad) ||
+	    (flags & MAP_TYPE) != MAP_PRIVATE || prot != (PROT_READ | PROT_WRITE) ||
+	    !(fd == -1 || fd >= 0))
+		return false;
+	if (len >= bp_pp_cfg.threshold || bp_pp_heap_on())
+		return true;
+	bp_pp_heap_outside((int64_t)len);
+	return false;
 }
 
 /* Unmap the region parts of [a, b) and forget them; 0 or -errno. */

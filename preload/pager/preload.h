@@ -16,9 +16,9 @@
  *
  * Files: init.c (configuration, the pager, fork, exit statistics, the real
  * functions), regions.c (the table of regions and pinning around system
- * calls), alloc.c (malloc family), mem.c (mmap, munmap, mremap, madvise,
- * mprotect), io.c (system calls and stdio with buffers), sig.c (sigaction,
- * signal).
+ * calls), alloc.c (malloc family), heap.c (small requests: jemalloc over
+ * pager regions), mem.c (mmap, munmap, mremap, madvise, mprotect), io.c
+ * (system calls and stdio with buffers), sig.c (sigaction, signal).
  */
 #ifndef BYPASS_PRELOAD_PAGER_H
 #define BYPASS_PRELOAD_PAGER_H
@@ -101,6 +101,9 @@ struct bp_pp_cfg {
 	char swap_dir[512];  /* BYPASS_PAGER_SWAP */
 	char stats_file[512];/* BYPASS_STATS_FILE ("" = none) */
 	size_t pin_max;      /* bytes one system call pins at a time */
+	bool heap;           /* BYPASS_PAGER_HEAP: small requests too (heap.c) */
+	size_t heap_after;   /* BYPASS_PAGER_HEAP_AFTER */
+	bool sample;         /* BYPASS_PAGER_SAMPLE: access samples */
 };
 extern struct bp_pp_cfg bp_pp_cfg;
 
@@ -120,8 +123,10 @@ bypass_pager *bp_pp_pager(void);
 
 /* ------------------------------------------------------------ regions */
 
-/* PP_STALE: in a fork child, a parent's region (not mapped here). */
-enum { PP_MMAP = 1, PP_MALLOC = 2, PP_STALE = 4 };
+/* PP_STALE: in a fork child, a parent's region (not mapped here).
+ * PP_HEAP: a region of the heap (heap.c): jemalloc's, never the program's
+ * to unmap. */
+enum { PP_MMAP = 1, PP_MALLOC = 2, PP_STALE = 4, PP_HEAP = 8 };
 
 struct bp_pp_region {
 	uintptr_t start, end;  /* the mapped pages */
@@ -157,6 +162,33 @@ void bp_pp_stale(void);
 int bp_pp_map(size_t len, void **out);
 /* Unmap [a, b) of regions: the pager's part; the table is updated. */
 int bp_pp_unmap(uintptr_t a, uintptr_t b);
+
+/* ------------------------------------------------------------ the heap */
+
+/* The heap's reserved range: a pointer in [lo, hi) is the heap's. */
+extern _Atomic uintptr_t bp_pp_heap_lo, bp_pp_heap_hi;
+static inline bool bp_pp_in_heap(const void *a)
+{
+	uintptr_t x = (uintptr_t)a;
+	return x >= atomic_load_explicit(&bp_pp_heap_lo, memory_order_relaxed) &&
+	       x < atomic_load_explicit(&bp_pp_heap_hi, memory_order_relaxed);
+}
+/* The heap serves small requests now. */
+bool bp_pp_heap_on(void);
+/* Not engaged yet, and it may engage: bytes outside are being counted. */
+bool bp_pp_heap_counting(void);
+/* Bytes the process took (or gave back, negative) outside the pager: the
+ * heap engages once they pass BYPASS_PAGER_HEAP_AFTER. */
+void bp_pp_heap_outside(int64_t bytes);
+/* The constructor: engage at once if BYPASS_PAGER_HEAP_AFTER is 0. */
+void bp_pp_heap_start(void);
+/* A fork child: the heap is never used again (not mapped here). */
+void bp_pp_heap_forked(void);
+/* jemalloc's calls: NULL if it has no memory (the caller falls back). */
+void *bp_pp_heap_alloc(size_t n, size_t align, bool zero);
+void *bp_pp_heap_realloc(void *ptr, size_t n);
+void bp_pp_heap_free(void *ptr);
+size_t bp_pp_heap_size(void *ptr);
 
 /* ------------------------------------------------------------ pinning */
 

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The heap: the malloc family's small requests under the budget (issue 20).
+ *
+ * jemalloc (Debian's libjemalloc2, linked by the preload) does the
+ * allocating; what it is not asked for is its memory.  Its one arena gets
+ * every extent through extent hooks, from pager regions carved out of one
+ * reserved range of addresses (PROT_NONE, MAP_NORESERVE, as large as the
+ * swap file): a free tests two bounds to know a heap pointer, without a
+ * lock.  Why jemalloc: it is the well-kept allocator whose extent hooks
+ * (jemalloc 5) hand every page of an arena to the caller while its thread
+ * caches, size classes and metadata stay its own; Debian ships it; its
+ * metadata (the arena's base) stays in ordinary memory, so its fork
+ * handlers work in a child.  mimalloc's arenas (mi_manage_os_memory) want
+ * the whole arena up front and per-thread heaps created in it.
+ *
+ * jemalloc is configured through its malloc_conf symbol, defined here:
+ * one arena (its hooks are the ones set; other automatic arenas would be
+ * created with the default hooks, their metadata in pager memory), no
+ * dedicated arena for large requests (oversize_threshold:0: it would take
+ * the default hooks too), no retained address space (retain:false: with
+ * it, the arena carved its first slabs out of a range it had reserved
+ * through the default hooks before ours were set, outside the heap's
+ * range), no purging (the hooks cannot give pages back:
+ * freed memory stays in the pager, where eviction treats it as any other
+ * cold page).
+ *
+ * The heap engages once the process's memory outside the pager (malloc by
+ * the next allocator, small anonymous mmaps) has grown past
+ * BYPASS_PAGER_HEAP_AFTER (16M by default, 0 = from the start): small
+ * processes (a shell that forks and execs) never use it, since a forked
+ * child cannot see pager memory (MADV_DONTFORK, see libbypass-pager(3)).
+ *
+ * The reserved range is mapped as pager regions 32 MiB at a time (grow()),
+ * and extents are carved from it: few regions, whatever jemalloc's extent
+ * sizes.
+ *
+ * Heap regions are served by the pager's handler threads where the process
+ * may (root, vm.unprivileged_userfaultfd = 1, /dev/userfaultfd): then a
+ * system call on any heap buffer works (getdents, poll, futex ...), not
+ * only the ones the preload pins around.  Otherwise they are upcall
+ * regions like the large ones.
+ */
+#include "preload.h"
+#include "pager/pager_internal.h" /* bp_pager_map_at */
+
+#include <pthread.h>
+
+#if BYPASS_PP_JEMALLOC
+#include <jemalloc/jemalloc.h>
+
+/* read by jemalloc when it initializes (before this library's constructor) */
+EXPORT const char *malloc_conf =
+	"narenas:1,oversize_threshold:0,retain:false,dirty_decay_ms:-1,muzzy_decay_ms:-1";
+#endif
+
+/* ------------------------------------------------------------ state */
+
+enum { HEAP_OFF = 0, HEAP_ON = 1, HEAP_DEAD = 2 };
+static _Atomic int heap_state;         /* HEAP_*: not engaged yet, in use, never again */
+_Atomic uintptr_t bp_pp_heap_lo = 1, bp_pp_heap_hi = 0; /* the reserved range */
+static uintptr_t heap_bump;            /* carved up to here (heap_lock) */
+static uintptr_t heap_mapped;          /* pager regions up to here (heap_lock) */
+#define HEAP_CHUNK (32ul << 20)        /* the reserved range is mapped this much at a time */
+static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned heap_flags;            /* bypass_pager_map flags of heap regions */
+static bool heap_flags_known;
+static _Atomic int64_t outside;        /* net bytes outside the pager */
+static __thread int64_t outside_local __attribute__((tls_model("initial-exec")));
+
+bool bp_pp_heap_on(void)
+{
+	return atomic_load_explicit(&heap_state, memory_order_acquire) == HEAP_ON;
+}
+
+bool bp_pp_heap_counting(void)
+{
+	return bp_pp_cfg.heap && bp_pp_cfg.enabled &&
+	       atomic_load_explicit(&heap_state, memory_order_relaxed) == HEAP_OFF;
+}
+
+#if BYPASS_PP_JEMALLOC
+
+/* ------------------------------------------------------------ extent hooks */
+
+/*
+ * Map [heap_mapped, end) of the reserved range as pager regions, in chunks
+ * of HEAP_CHUNK (or just what is needed when the swap file has no room for
+ * a chunk), each recorded in the preload's table (pinning around system
+ * calls).  heap_lock held.  0 or -errno.
+ */
+static int grow(bypass_pager *p, uintptr_t end)
+{
+	uintptr_t hi = atomic_load(&bp_pp_heap_hi);
+	while (heap_mapped < end) {
+		size_t want = ((end - heap_mapped) + HEAP_CHUNK - 1) & ~(uintptr_t)(HEAP_CHUNK - 1);
+		if (want > hi - heap_mapped)
+			want = hi - heap_mapped;
+		size_t need = (end - heap_mapped + PP_PAGE - 1) & ~(uintptr_t)(PP_PAGE - 1);
+		int e = -ENOSPC;
+		for (size_t len = want; e && len >= need; len = len == need ? 0 : need) {
+			bp_pp_guard++;
+			e = -EPERM;
+			if (!heap_flags_known || heap_flags)
+				e = bp_pager_map_at(p, (void *)heap_mapped, len,
+						    BYPASS_PAGER_MAP_HANDLER);
+			if (!heap_flags_known) { /* the first region says what is allowed */
+				heap_flags_known = true;
+				heap_flags = e == -EPERM ? 0 : BYPASS_PAGER_MAP_HANDLER;
+			}
+			if (e == -EPERM && !heap_flags)
+				e = bp_pager_map_at(p, (void *)heap_mapped, len, 0);
+			bp_pp_guard--;
+			if (!e) {
+				struct bp_pp_region r = { heap_mapped, heap_mapped + len, 0, PP_HEAP };
+				if (bp_pp_lock()) {
+					e = bp_pp_add(&r);
+					bp_pp_unlock();
+				} else {
+					e = -EDEADLK;
+				}
+				if (e) { /* not pinnable: back to the reservation */
+					bp_pp_guard++;
+					bypass_pager_unmap(p, (void *)heap_mapped, len);
+					bp_pp_guard--;
+					REAL(mmap)((void *)heap_mapped, len, PROT_NONE,
+						   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+							   MAP_FIXED,
+						   -1, 0);
+					return e;
+				}
+				bp_debug("bypass: pager preload: heap region %#lx + %zu",
+					 (unsigned long)heap_mapped, len);
+				heap_mapped += len;
+			}
+		}
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
+/*
+ * A new extent: size bytes at the given alignment (at new_addr if set:
+ * only where the carving stands, so that jemalloc can grow in place).
+ * Runs in jemalloc under its arena's locks; the pager's calls allocate
+ * from the next allocator (guard).
+ */
+static void *hk_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t align,
+		      bool *zero, bool *commit, unsigned ind)
+{
+	(void)h;
+	(void)ind;
+	bypass_pager *p = bp_pp_pager();
+	if (!p || !size || (size & (PP_PAGE - 1)))
+		return NULL;
+	if (align < PP_PAGE)
+		align = PP_PAGE;
+	pthread_mutex_lock(&heap_lock);
+	uintptr_t hi = atomic_load(&bp_pp_heap_hi), a;
+	if (new_addr)
+		a = (uintptr_t)new_addr == heap_bump ? heap_bump : 0;
+	else
+		a = (heap_bump + align - 1) & ~(uintptr_t)(align - 1);
+	void *out = NULL;
+	if (a && a >= heap_bump && a + size > a && a + size <= hi &&
+	    grow(p, a + size) == 0) {
+		heap_bump = a + size;
+		out = (void *)a;
+		*zero = true;   /* pager pages never handed out before read as zeros */
+		*commit = true;
+	}
+	pthread_mutex_unlock(&heap_lock);
+	return out;
+}
+
+/* Giving extents back: refused (jemalloc keeps them for reuse). */
+static bool hk_dalloc(extent_hooks_t *h, void *addr, size_t size, bool committed, unsigned ind)
+{
+	(void)h, (void)addr, (void)size, (void)committed, (void)ind;
+	return true;
+}
+
+static void hk_destroy(extent_hooks_t *h, void *addr, size_t size, bool committed,
+		       unsigned ind)
+{
+	(void)h, (void)addr, (void)size, (void)committed, (void)ind;
+}
+
+/* Pager pages are always committed. */
+static bool hk_commit(extent_hooks_t *h, void *addr, size_t size, size_t off, size_t len,
+		      unsigned ind)
+{
+	(void)h, (void)addr, (void)size, (void)off, (void)len, (void)ind;
+	return false;
+}
+
+/* Decommit and purge: not done (true: refused); the pages stay in the
+ * pager, which evicts them when they are cold. */
+static bool hk_refuse(extent_hooks_t *h, void *addr, size_t size, size_t off, size_t len,
+		      unsigned ind)
+{
+	(void)h, (void)addr, (void)size, (void)off, (void)len, (void)ind;
+	return true;
+}
+
+/* Splitting and merging extents: allowed (false), the pages do not care. */
+static bool hk_split(extent_hooks_t *h, void *addr, size_t size, size_t a, size_t b,
+		     bool committed, unsigned ind)
+{
+	(void)h, (void)addr, (void)size, (void)a, (void)b, (void)committed, (void)ind;
+	return false;
+}
+
+static bool hk_merge(extent_hooks_t *h, void *a, size_t sa, void *b, size_t sb, bool committed,
+		     unsigned ind)
+{
+	(void)h, (void)a, (void)sa, (void)b, (void)sb, (void)committed, (void)ind;
+	return false;
+}
+
+static extent_hooks_t hooks = {
+	.alloc = hk_alloc, .dalloc = hk_dalloc, .destroy = hk_destroy, .commit = hk_commit,
+	.decommit = hk_refuse, .purge_lazy = hk_refuse, .purge_forced = hk_refuse,
+	.split = hk_split, .merge = hk_merge,
+};
+
+/* ------------------------------------------------------------ engaging */
+
+static void engage(void)
+{
+	int st = HEAP_OFF;
+	if (!atomic_compare_exchange_strong(&heap_state, &st, HEAP_DEAD))
+		return; /* another thread engages, or it is decided */
+	bool ok = false;
+	bp_pp_guard++;
+	bypass_pager *p = bp_pp_pager();
+	unsigned narenas = 0;
+	size_t oversize = 1, sz = sizeof(narenas);
+	if (p && mallctl("opt.narenas", &narenas, &sz, NULL, 0) == 0 && narenas == 1 &&
+	    (sz = sizeof(oversize), mallctl("opt.oversize_threshold", &oversize, &sz, NULL, 0)) ==
+		    0 &&
+	    oversize == 0) {
+		size_t len = bp_pp_cfg.swap_size & ~(PP_PAGE - 1);
+		void *m = REAL(mmap)(NULL, len, PROT_NONE,
+					  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m != MAP_FAILED) {
+			heap_bump = heap_mapped = (uintptr_t)m;
+			/* lo first: [lo, hi) stays empty until hi is set */
+			atomic_store(&bp_pp_heap_lo, (uintptr_t)m);
+			atomic_store(&bp_pp_heap_hi, (uintptr_t)m + len);
+			extent_hooks_t *hp = &hooks;
+			ok = mallctl("arena.0.extent_hooks", NULL, NULL, &hp, sizeof(hp)) == 0;
+		}
+	} else if (p) {
+		bp_warn("bypass: pager preload: jemalloc runs with more than one arena or a "
+			"dedicated large arena (malloc_conf not taken?); the heap stays unpaged");
+	}
+	bp_pp_guard--;
+	if (ok)
+		atomic_store_explicit(&heap_state, HEAP_ON, memory_order_release);
+	bp_info("bypass: pager preload: heap %s: [%#lx, %#lx)", ok ? "engaged" : "not engaged",
+		(unsigned long)atomic_load(&bp_pp_heap_lo), (unsigned long)atomic_load(&bp_pp_heap_hi));
+}
+
+void bp_pp_heap_outside(int64_t bytes)
+{
+	if (!bp_pp_heap_counting())
+		return;
+	outside_local += bytes;
+	if (outside_local < (int64_t)(256 << 10) && outside_local > -(int64_t)(256 << 10))
+		return;
+	int64_t now = atomic_fetch_add_explicit(&outside, outside_local, memory_order_relaxed) +
+		      outside_local;
+	outside_local = 0;
+	if (now >= (int64_t)bp_pp_cfg.heap_after)
+		engage();
+}
+
+void bp_pp_heap_start(void)
+{
+	if (bp_pp_cfg.heap && !bp_pp_cfg.heap_after)
+		engage();
+}
+
+/* ------------------------------------------------------------ allocating */
+
+/* jemalloc's own calls into libc that allocate go to the next allocator
+ * (guard), never back into jemalloc. */
+void *bp_pp_heap_alloc(size_t n, size_t align, bool zero)
+{
+	int fl = (zero ? MALLOCX_ZERO : 0) | (align > 16 ? MALLOCX_ALIGN(align) : 0);
+	bp_pp_guard++;
+	void *q = mallocx(n ? n : 1, fl);
+	bp_pp_guard--;
+	return q;
+}
+
+void bp_pp_heap_free(void *ptr)
+{
+	if (!bp_pp_heap_on())
+		return; /* a forked child: not mapped here, nothing to free */
+	bp_pp_guard++;
+	dallocx(ptr, 0);
+	bp_pp_guard--;
+}
+
+size_t bp_pp_heap_size(void *ptr)
+{
+	return bp_pp_heap_on() ? sallocx(ptr, 0) : 0;
+}
+
+void *bp_pp_heap_realloc(void *ptr, size_t n)
+{
+	bp_pp_guard++;
+	void *q = rallocx(ptr, n ? n : 1, 0);
+	bp_pp_guard--;
+	return q;
+}
+
+#else /* no jemalloc at build time: the heap never engages */
+
+bool bp_pp_heap_counting(void)
+{
+	return false;
+}
+
+void bp_pp_heap_outside(int64_t bytes)
+{
+	(void)bytes;
+}
+
+void bp_pp_heap_start(void)
+{
+}
+
+void *bp_pp_heap_alloc(size_t n, size_t align, bool zero)
+{
+	(void)n, (void)align, (void)zero;
+	return NULL;
+}
+
+void bp_pp_heap_free(void *ptr)
+{
+	(void)ptr;
+}
+
+size_t bp_pp_heap_size(void *ptr)
+{
+	(void)ptr;
+	return 0;
+}
+
+void *bp_pp_heap_realloc(void *ptr, size_t n)
+{
+	(void)ptr, (void)n;
+	return NULL;
+}
+
+#endif
+
+/* A forked child: the heap's pages are not mapped here (MADV_DONTFORK);
+ * new requests go to the next allocator, heap pointers are left alone. */
+void bp_pp_heap_forked(void)
+{
+	/* jemalloc's state here describes the parent's extents: never again */
+	pthread_mutex_init(&heap_lock, NULL);
+	atomic_store(&heap_state, HEAP_DEAD);
+}
