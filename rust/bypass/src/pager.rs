@@ -98,6 +98,19 @@ impl PagerConfig {
         self.swap_size = bytes;
         self
     }
+    /// Access samples without privilege: while the pager evicts, a thread
+    /// of its own takes a few resident pages out of the page table each
+    /// interval, so that their next access (a read too) faults and marks
+    /// them referenced for the policies (`access_samples`, `access_hits`
+    /// and their cost in [`PagerStats`]).
+    pub fn access_samples(mut self, on: bool) -> Self {
+        if on {
+            self.flags |= sys::BYPASS_PAGER_SAMPLE;
+        } else {
+            self.flags &= !sys::BYPASS_PAGER_SAMPLE;
+        }
+        self
+    }
     /// How faults are served.
     pub fn mode(mut self, mode: PagerMode) -> Self {
         self.mode = mode;

@@ -175,6 +175,40 @@ fn access_heat() {
 }
 
 #[test]
+fn access_samples_see_reads() {
+    let _g = serial();
+    let dir = TempDir::new("psample");
+    let cfg = PagerConfig::new(32 * PAGE, &dir.0).temp_swap(512 * PAGE).access_samples(true);
+    let p = match cfg.create() {
+        Ok(p) => p,
+        Err(e) => {
+            assert!(matches!(errno(&e), libc::ENOSYS | libc::EPERM | libc::EOPNOTSUPP), "{e}");
+            return;
+        }
+    };
+    let mut r = p.map(128 * PAGE).unwrap();
+    // Beyond the budget, so that the pager evicts (and samples) while a
+    // small hot set is read over and over.
+    for round in 0..20u8 {
+        for (i, page) in r.chunks_mut(PAGE).enumerate() {
+            page[0] = round ^ i as u8;
+        }
+        for _ in 0..50 {
+            let sum: u32 = r[..4 * PAGE].iter().step_by(PAGE).map(|&b| b as u32).sum();
+            std::hint::black_box(sum);
+        }
+    }
+    for (i, page) in r.chunks(PAGE).enumerate() {
+        assert_eq!(page[0], 19 ^ i as u8, "page {i}");
+    }
+    let st = p.stats().unwrap();
+    assert!(st.evictions > 0, "{st:?}");
+    // Samples are taken by a thread at its own pace: their number is not a
+    // test, their effect on the data is (above).
+    assert!(st.access_hits <= st.access_samples);
+}
+
+#[test]
 fn a_forked_child_gets_echild() {
     let _g = serial();
     let dir = TempDir::new("pfork");
