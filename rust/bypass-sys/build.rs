@@ -165,9 +165,11 @@ fn link(loc: &Located, out: &Path) {
     println!("cargo:include={}", loc.include.display());
 }
 
-/// Object-like BYPASS_* macros and the struct tags, from the headers' text.
-fn scan_headers(dir: &Path) -> (Vec<String>, BTreeSet<String>) {
+/// Object-like BYPASS_* macros (numbers, then strings) and the struct
+/// tags, from the headers' text.
+fn scan_headers(dir: &Path) -> (Vec<String>, Vec<String>, BTreeSet<String>) {
     let mut macros = Vec::new();
+    let mut strings = Vec::new();
     let mut tags = BTreeSet::new();
     let mut files: Vec<_> = fs::read_dir(dir)
         .unwrap()
@@ -189,10 +191,11 @@ fn scan_headers(dir: &Path) -> (Vec<String>, BTreeSet<String>) {
                 let (name, value) = rest.split_at(end);
                 let object_like = !value.starts_with('(');
                 let value = value.trim();
-                if name.starts_with("BYPASS_")
-                    && object_like
+                let ours = name.starts_with("BYPASS_") && object_like && name != "BYPASS_API";
+                if ours && value.starts_with('"') && !strings.iter().any(|m| m == name) {
+                    strings.push(name.to_string());
+                } else if ours
                     && !value.is_empty()
-                    && name != "BYPASS_API"
                     && !value.contains('"')
                     && !value.starts_with('{')
                     && !macros.iter().any(|m| m == name)
@@ -212,7 +215,7 @@ fn scan_headers(dir: &Path) -> (Vec<String>, BTreeSet<String>) {
             }
         }
     }
-    (macros, tags)
+    (macros, strings, tags)
 }
 
 const RUST_KEYWORDS: &[&str] = &[
@@ -263,7 +266,7 @@ fn main() {
         .expect("bindgen could not parse <bypass/bypass.h> (is libclang installed?)");
     bindings.write_to_file(out.join("bindings.rs")).unwrap();
 
-    let (macros, tags) = scan_headers(&loc.include.join("bypass"));
+    let (macros, strings, tags) = scan_headers(&loc.include.join("bypass"));
     let seen = seen.lock().unwrap();
 
     // The two tables, item by item.
@@ -309,6 +312,15 @@ fn main() {
     c.push_str(
         "};\nconst size_t bypass_sys_layout_count =\n\tsizeof(bypass_sys_layout_items) / sizeof(bypass_sys_layout_items[0]);\n",
     );
+    r.push_str("];\n");
+    // String macros: the bytes, without the terminating NUL.
+    c.push_str("struct bypass_sys_layout_str { const char *name; const char *value; };\nconst struct bypass_sys_layout_str bypass_sys_layout_strs[] = {\n");
+    r.push_str("/// String macros, with their terminating NUL.\npub const RUST_STRINGS: &[(&str, &[u8])] = &[\n");
+    for k in &strings {
+        writeln!(c, "\t{{ \"{k}\", {k} }},").unwrap();
+        writeln!(r, "\t(\"{k}\", bypass_sys::{k}),").unwrap();
+    }
+    c.push_str("\t{ 0, 0 }\n};\n");
     r.push_str("];\n");
     // Macros the Rust side defines by hand (bindgen could not evaluate them).
     let by_hand: Vec<&String> = macros.iter().filter(|m| !seen.macros.contains(*m)).collect();

@@ -19,9 +19,35 @@ struct Item {
     value: i64,
 }
 
+#[repr(C)]
+struct Str {
+    name: *const c_char,
+    value: *const c_char,
+}
+
 extern "C" {
     static bypass_sys_layout_items: [Item; 0];
     static bypass_sys_layout_count: usize;
+    static bypass_sys_layout_strs: [Str; 0];
+}
+
+#[test]
+fn string_constants_match_the_c_compiler() {
+    let mut c = BTreeMap::new();
+    // SAFETY: the generated array ends with a null name; each entry names
+    // two literals.
+    unsafe {
+        let mut p = std::ptr::addr_of!(bypass_sys_layout_strs) as *const Str;
+        while !(*p).name.is_null() {
+            c.insert(CStr::from_ptr((*p).name).to_string_lossy().into_owned(), CStr::from_ptr((*p).value).to_bytes().to_vec());
+            p = p.add(1);
+        }
+    }
+    assert_eq!(c.len(), RUST_STRINGS.len());
+    for (name, rust) in RUST_STRINGS {
+        let rust = rust.strip_suffix(&[0]).unwrap_or(rust);
+        assert_eq!(c.get(*name).map(Vec::as_slice), Some(rust), "{name}");
+    }
 }
 
 fn c_table() -> BTreeMap<String, i64> {
