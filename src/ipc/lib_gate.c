@@ -179,34 +179,39 @@ static inline __attribute__((always_inline)) void gate_close(const struct lib_co
 static __attribute__((noinline, cold)) int after_fault(struct lib_core *lc,
 							const struct bp_recover *rp, int what)
 {
+	/* Broken first: a thread waiting for a lock the handler held sees
+	 * the mark as soon as it gets the lock (env->lock checks it). */
+	atomic_fetch_add(&lc->ctl->faults, 1);
+	atomic_fetch_or(&lc->ctl->broken, LIB_BROKEN);
+	depth = 0;
+	/* The locks live in the guarded heap: open it to release them (the
+	 * signal handler's PKRU, still in place, has the key access-disabled),
+	 * then close it. */
+	if (lc->guarded)
+		pkru_set_checked(pkru_in & ~key_mask, key_mask, 0);
+	bp_ipc_lib_release_held();
+	bp_ipc_lib_take_owner_dead();
 	if (lc->guarded) {
 		gate_close(lc);
 	} else if (lc->pkru_ok) {
 		uint32_t v = pkru_in, edx = 0;
 		__asm__ __volatile__(".byte 0x0f,0x01,0xef" : "+a"(v), "+d"(edx) : "c"(0) : "memory");
 	}
-	depth = 0;
-	bp_ipc_lib_release_held();
-	bp_ipc_lib_take_owner_dead();
-	atomic_fetch_add(&lc->ctl->faults, 1);
-	atomic_fetch_or(&lc->ctl->broken, LIB_BROKEN);
 	bp_warn("bypass: ipc: service %s: %s at %p in its %s: the service is broken",
 		lc->ctl->name, rp->sig == SIGBUS ? "SIGBUS" : "SIGSEGV", rp->addr,
 		what == RUN_OP ? "handler" : what == RUN_INIT ? "init hook" : "recover hook");
 	return -EFAULT;
 }
 
-/* After a handler returned: locks it left held are released, and the
- * state they guard may be half-changed. */
+/* After a handler returned (the gate still open): locks it left held are
+ * released, and the state they guard may be half-changed. */
 static __attribute__((noinline, cold)) void leaked(struct lib_core *lc)
 {
+	atomic_fetch_add(&lc->ctl->leaked, 1);
+	atomic_fetch_or(&lc->ctl->broken, LIB_BROKEN); /* before the release */
 	unsigned n = bp_ipc_lib_release_held();
-	if (n) {
-		atomic_fetch_add(&lc->ctl->leaked, 1);
-		atomic_fetch_or(&lc->ctl->broken, LIB_BROKEN);
-		bp_warn("bypass: ipc: service %s: a handler returned holding %u lock(s): "
-			"the service is broken", lc->ctl->name, n);
-	}
+	bp_warn("bypass: ipc: service %s: a handler returned holding %u lock(s): "
+		"the service is broken", lc->ctl->name, n);
 }
 
 /* The call path: kept apart from the hooks' so that it stays short. */
@@ -248,8 +253,11 @@ static int run_hook(struct lib_core *lc, int what)
 		else
 			r = lc->desc->recover(&lc->env, lc->state);
 		depth = 0;
-		if (bp_ipc_lib_nheld)
+		if (bp_ipc_lib_nheld) {
 			leaked(lc);
+			if (what == RUN_RECOVER)
+				r = -ENOTRECOVERABLE; /* it did not finish its repair */
+		}
 		gate_close(lc);
 		bp_recover_pop(&rp);
 	} else {
