@@ -126,6 +126,22 @@ fn builder_and_validator_errors() {
     let r = b.read(Fd::Raw(0), buf, 10).id();
     b.write_read(Fd::Raw(1), other, r); // not the same buffer
     assert!(b.build().is_err());
+    // A write_read whose read does not stop on errors, or whose stop
+    // branch leads to the write: a negative length would make the kernel
+    // read past the buffer.
+    let mut b = ProgramBuilder::new();
+    let buf = b.buffer(10);
+    let r = b.read(Fd::Raw(0), buf, 10).id();
+    b.write_read(Fd::Raw(1), buf, r);
+    assert_eq!(b.build().unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
+    let mut b = ProgramBuilder::new();
+    let buf = b.buffer(10);
+    let v = b.var(0);
+    let r = b.read(Fd::Raw(0), buf, 10).stop_on_negative().on_stop(AtomId::at(2)).id();
+    b.write_read(Fd::Raw(1), buf, r).then_end();
+    b.umem_add(v, 1).next(AtomId::at(1)); // the stop branch jumps to the write
+    b.max_steps(10);
+    assert_eq!(b.build().unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
     // An empty program, a jump out of it, a result used before it exists,
     // a forbidden call: the library's validator says EINVAL.
     assert_eq!(errno(&ProgramBuilder::new().build().unwrap_err()), libc::EINVAL);
@@ -134,10 +150,17 @@ fn builder_and_validator_errors() {
     b.umem_add(v, 1).next(AtomId::at(9));
     assert_eq!(errno(&b.build().unwrap_err()), libc::EINVAL);
     let mut b = ProgramBuilder::new();
-    b.close(AtomId::at(1));
+    // SAFETY: refused by the validator (a result used before it exists).
+    unsafe { b.raw(libc::SYS_close, &[Arg::Result(AtomId::at(1))]) };
     let v = b.var(0);
     b.umem_add(v, 1);
     assert_eq!(errno(&b.build().unwrap_err()), libc::EINVAL);
+    // close() only closes what an openat of the program opened.
+    let mut b = ProgramBuilder::new();
+    let v = b.var(3);
+    let a = b.umem_add(v, 0).id();
+    b.close(a);
+    assert_eq!(b.build().unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
     let mut b = ProgramBuilder::new();
     // SAFETY: refused by the validator, never run.
     unsafe { b.raw(libc::SYS_fork, &[]) };

@@ -83,6 +83,10 @@ enum Kind {
     /// A read into this buffer of at most its length: its result may be a
     /// later write's length on the same buffer.
     Read(BufId),
+    /// A write whose length is the result of the read at this index.
+    WriteRead(u16),
+    /// An openat: its result is a descriptor the program owns.
+    Open,
     Typed,
 }
 
@@ -253,7 +257,7 @@ impl ProgramBuilder {
         self.push(
             libc::SYS_openat,
             &[dir.into(), Arg::Path(path), Arg::Int(flags as i64), Arg::Int(mode as i64)],
-            Kind::Typed,
+            Kind::Open,
         )
     }
 
@@ -275,17 +279,29 @@ impl ProgramBuilder {
 
     /// `write(fd, buf, n)` where `n` is the result of `read`, an earlier
     /// [`read`](ProgramBuilder::read) into the same buffer (so it never
-    /// exceeds it): the classic copy loop.
+    /// exceeds it): the classic copy loop.  The read must stop on a
+    /// negative result (`stop_on_negative` or `stop_on_non_positive`), and
+    /// its stop branch must not lead to this write without running the
+    /// read again: [`build`](ProgramBuilder::build) refuses the program
+    /// otherwise, since a negative length would make the kernel read past
+    /// the buffer.
     pub fn write_read(&mut self, fd: Fd, buf: BufId, read: AtomId) -> AtomMut<'_> {
         match self.atoms.get(read.0 as usize).map(|a| &a.kind) {
             Some(Kind::Read(b)) if *b == buf => {}
             _ => self.error = Some("write_read: not a read into the same buffer"),
         }
-        self.push(libc::SYS_write, &[fd.into(), Arg::Buf(buf), Arg::Result(read)], Kind::Typed)
+        self.push(libc::SYS_write, &[fd.into(), Arg::Buf(buf), Arg::Result(read)], Kind::WriteRead(read.0))
     }
 
-    /// `close(fd)` of a descriptor an earlier atom opened.
+    /// `close(fd)` of the descriptor an earlier [`openat`] atom opened
+    /// (only those: a descriptor of the process's own is not the program's
+    /// to close).
+    ///
+    /// [`openat`]: ProgramBuilder::openat
     pub fn close(&mut self, opened: AtomId) -> AtomMut<'_> {
+        if !matches!(self.atoms.get(opened.0 as usize).map(|a| &a.kind), Some(Kind::Open)) {
+            self.error = Some("close: not an openat atom");
+        }
         self.push(libc::SYS_close, &[Arg::Result(opened)], Kind::Typed)
     }
 
@@ -336,6 +352,7 @@ impl ProgramBuilder {
                 }
             }
         }
+        self.check_write_reads()?;
         let n = self.atoms.len();
         let mut p = Program {
             atoms: self.atoms,
@@ -353,6 +370,65 @@ impl ProgramBuilder {
         Ok(p)
     }
 }
+
+impl ProgramBuilder {
+    /// The atoms execution may go to after atom `i`: on (no stop) and, if
+    /// it has stop flags, on a stop.
+    fn successors(&self, i: usize) -> Vec<usize> {
+        let n = self.atoms.len();
+        let a = &self.atoms[i];
+        let target = |t: u16, default: Option<usize>| match t {
+            0 => default,
+            sys::BYPASS_SYSLET_END => None,
+            g => Some(g as usize - 1),
+        };
+        let mut out = Vec::new();
+        if let Some(j) = target(a.next, (i + 1 < n).then_some(i + 1)) {
+            out.push(j);
+        }
+        if a.flags & STOPS != 0 {
+            if let Some(j) = target(a.on_stop, None) {
+                out.push(j);
+            }
+        }
+        out
+    }
+
+    /// Each write_read: its read stops on a negative result, and no path
+    /// from that stop reaches the write without running the read again.
+    fn check_write_reads(&self) -> io::Result<()> {
+        let bad = |why| Err(io::Error::new(io::ErrorKind::InvalidInput, why));
+        for (w, a) in self.atoms.iter().enumerate() {
+            let Kind::WriteRead(r) = a.kind else { continue };
+            let r = r as usize;
+            let read = &self.atoms[r];
+            let neg = sys::BYPASS_SYSLET_STOP_ON_NEGATIVE | sys::BYPASS_SYSLET_STOP_ON_NON_POSITIVE;
+            if read.flags & neg == 0 {
+                return bad("write_read: its read must stop on a negative result");
+            }
+            let start = match read.on_stop {
+                0 | sys::BYPASS_SYSLET_END => continue,
+                g => g as usize - 1,
+            };
+            let (mut seen, mut todo) = (vec![false; self.atoms.len()], vec![start]);
+            while let Some(i) = todo.pop() {
+                if i >= self.atoms.len() || i == r || std::mem::replace(&mut seen[i], true) {
+                    continue; // out of range (the validator says so), or the read runs again
+                }
+                if i == w {
+                    return bad("write_read: the read's stop branch reaches the write");
+                }
+                todo.extend(self.successors(i));
+            }
+        }
+        Ok(())
+    }
+}
+
+const STOPS: u32 = sys::BYPASS_SYSLET_STOP_ON_NONZERO
+    | sys::BYPASS_SYSLET_STOP_ON_ZERO
+    | sys::BYPASS_SYSLET_STOP_ON_NEGATIVE
+    | sys::BYPASS_SYSLET_STOP_ON_NON_POSITIVE;
 
 const NOT_RUN: i64 = i64::MIN;
 
