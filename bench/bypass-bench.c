@@ -649,11 +649,17 @@ int main(int argc, char **argv)
 		write_json(json, &c, what);
 		fprintf(c.out, "JSON written to %s\n", json);
 	}
-	if (c.quick && !c.smoke)
+	if (c.quick && !c.smoke) {
 		fprintf(c.out, "\nThis was the quick suite (smaller sizes, fewer rounds: %.0f s). "
 			"The full suite, at the sizes docs/BENCHMARKS.md publishes:\n"
 			"  make bench-full      (or: bypass bench --full, bypass-bench all)\n",
 			run_seconds);
+		if (all && run_seconds > 300)
+			fprintf(c.out, "The quick suite took %.0f s, over its 300 s budget (bench/bench.h "
+				"gives each module's share; each table's seconds are on its quiet: "
+				"line)%s\n", run_seconds,
+				run_quiet.disturbed ? ": the machine was not quiet" : "");
+	}
 	if (c.nfailed) {
 		fprintf(stderr, "bypass-bench: %d variant%s failed (see FAILED lines)\n", c.nfailed,
 			c.nfailed == 1 ? "" : "s");
