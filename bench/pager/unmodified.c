@@ -9,7 +9,20 @@
  *             system calls: read() of a file into a malloc'd buffer, a
  *             second buffer built from it, grown with realloc, written out
  *             with write(), random updates, pread() back, a checksum;
- *   sort      GNU sort (LC_ALL=C) of a generated file larger than the budget.
+ *   sort      GNU sort (LC_ALL=C) of a generated file larger than the budget;
+ *   python    a Python program whose memory is mostly small objects (a list
+ *             of ints read twice in order, and a second list from a slice);
+ *   sqlite    an in-memory SQLite database with a cache as large as it
+ *             (Python's sqlite3 module): a table and an index built, then
+ *             a range query and a sorted read.
+ *
+ * Both sides at a budget of about 40% of the program's footprint (its peak
+ * resident set without a limit, measured by the reference run and
+ * reported); for each: wall time, the peak resident set of the whole
+ * process (wait4's rusage), swap-ins (Linux: pswpin; bypass: swap-in
+ * faults), identical output.  Issue 20's targets: the preload's peak at
+ * most budget + 32 MiB, its time and swap-ins at most Linux's (sort,
+ * python, sqlite).
  *
  * Both sides produce byte-identical output (checked against a run with no
  * limit); the time of each run is the row (lower is better).  Each side
@@ -31,6 +44,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,12 +136,39 @@ __attribute__((constructor)) static void prog_hook(void)
 
 /* ------------------------------------------------------------ the experiment */
 
-enum { W_SYSCALLS, W_SORT, W_N };
-static const char *w_name[W_N] = { "C program (malloc + read/write)", "sort" };
+enum { W_SYSCALLS, W_SORT, W_PYTHON, W_SQLITE, W_N };
+static const char *w_name[W_N] = { "C program (malloc + read/write)", "sort",
+				   "python (small objects)", "sqlite (in memory)" };
+static const char *w_key[W_N] = { "syscalls", "sort", "python", "sqlite" };
+
+/* The Python programs: argv[1] sizes them; stdout is the result. */
+static const char py_objects[] =
+	"import sys\n"
+	"n = int(sys.argv[1])\n"
+	"a = [i * 3 for i in range(n)]\n"
+	"s = 0\n"
+	"for p in range(2):\n"
+	"    for x in a:\n"
+	"        s += x\n"
+	"b = [x + 1 for x in a[::7]]\n"
+	"print(s, len(a), sum(b))\n";
+static const char py_sqlite[] =
+	"import sqlite3, sys\n"
+	"n = int(sys.argv[1])\n"
+	"db = sqlite3.connect(':memory:')\n"
+	"db.execute('PRAGMA cache_size=-4000000')\n"
+	"db.execute('CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)')\n"
+	"db.executemany('INSERT INTO t VALUES(?, ?)', ((i, 'v%08d-%s' % ((i * 7919) % n, 'x' * 60))"
+	" for i in range(n)))\n"
+	"db.execute('CREATE INDEX tv ON t(v)')\n"
+	"print(db.execute(\"SELECT count(*), sum(k % 1000), min(v), max(v) FROM t WHERE v >= "
+	"'v00000500'\").fetchone())\n"
+	"print(db.execute('SELECT k FROM t ORDER BY v LIMIT 5 OFFSET ?', (n // 2,)).fetchall())\n";
+#define PYTHON "/usr/bin/python3"
 
 struct sizes {
 	size_t budget, prog_bytes, sort_bytes;
-	uint64_t updates;
+	uint64_t updates, py_n, sq_n;
 };
 
 static double now_s(void)
@@ -208,7 +249,7 @@ enum side { S_REF, S_LINUX, S_BYPASS };
  */
 static int run(enum side side, int w, const struct sizes *z, const char *dir,
 	       const struct pb_linux_env *env, const char *out, double *secs,
-	       char *why, size_t whylen)
+	       long *maxrss_kb, char *why, size_t whylen)
 {
 	char in[400], pout[400], spec[1000], buf[64], pre[600], stats[400];
 	snprintf(in, sizeof(in), "%s/%s.in", dir, w == W_SORT ? "sort" : "prog");
@@ -249,6 +290,13 @@ static int run(enum side side, int w, const struct sizes *z, const char *dir,
 			execlp("sort", "sort", "-S", buf, in, (char *)NULL);
 			_exit(127);
 		}
+		if (w == W_PYTHON || w == W_SQLITE) {
+			snprintf(buf, sizeof(buf), "%llu",
+				 (unsigned long long)(w == W_PYTHON ? z->py_n : z->sq_n));
+			execl(PYTHON, "python3", "-c", w == W_PYTHON ? py_objects : py_sqlite,
+			      buf, (char *)NULL);
+			_exit(127);
+		}
 		setenv("BYPASS_BENCH_UNMODIFIED_PROG", spec, 1);
 		execl("/proc/self/exe", "bypass-bench-unmodified", (char *)NULL);
 		_exit(127);
@@ -256,8 +304,11 @@ static int run(enum side side, int w, const struct sizes *z, const char *dir,
 	pb_running_child = pid;
 	bench_watchdog(900, "pager.unmodified: a run", pid); /* a stall fails, never hangs */
 	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	struct rusage ru;
+	memset(&ru, 0, sizeof(ru));
+	while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR)
 		;
+	*maxrss_kb = ru.ru_maxrss; /* the whole process's peak resident set */
 	bench_watchdog(0, NULL, 0);
 	pb_running_child = 0;
 	*secs = now_s() - t0;
@@ -324,15 +375,22 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	if (bench_smoke(c) || budget_mib < 16)
 		budget_mib = 16;
 	z.budget = (size_t)budget_mib << 20;
-	z.prog_bytes = z.budget * 2;
-	z.sort_bytes = z.budget * 5 / 4; /* sort's working set is about twice that */
+	/* footprints of about 2.5 budgets (the budget about 40% of each
+	 * program's peak; the reference run measures and reports it) */
+	z.prog_bytes = z.budget * 10 / 13; /* 13/4 of it in malloc at once */
+	z.sort_bytes = z.budget * 5 / 4;   /* sort's working set is about twice that */
+	z.py_n = (uint64_t)(z.budget * 5 / 2) / 50;  /* ~50 bytes per int, the lists */
+	z.sq_n = (uint64_t)(z.budget * 5 / 2) / 330; /* ~330 bytes per row, index too */
 	z.updates = bench_count(c, "updates", 100000, 10000);
 	int rounds = bench_rounds_or(c, 2, 3);
 	if (bench_smoke(c)) { /* proves it runs: one round, smaller footprints */
-		z.prog_bytes = z.budget;
+		z.prog_bytes = z.budget / 2;
 		z.sort_bytes = z.budget;
+		z.py_n /= 4;
+		z.sq_n /= 4;
 		rounds = 1;
 	}
+	bool have_python = access(PYTHON, X_OK) == 0;
 	int ret = 0;
 
 	char pre[600];
@@ -386,20 +444,24 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	char out[W_N][3][500];
 	for (int w = 0; w < W_N; w++)
 		for (int s = 0; s < 3; s++)
-			snprintf(out[w][s], sizeof(out[w][s]), "%s/%s-%d.out", dir,
-				 w == W_SORT ? "sort" : "out", s);
-	int n[W_N] = { 0, 0 };
-	int nl[W_N] = { 0, 0 }, oom[W_N] = { 0, 0 }; /* Linux runs done, killed */
-	bool bad[W_N] = { false, false };
-	uint64_t evict[W_N] = { 0, 0 }, swapin[W_N] = { 0, 0 }, peak[W_N] = { 0, 0 };
-	uint64_t pswpin[W_N] = { 0, 0 };
-	double ref_s[W_N] = { 0, 0 };
+			snprintf(out[w][s], sizeof(out[w][s]), "%s/%s-%d.out", dir, w_key[w], s);
+	int n[W_N] = { 0 };
+	int nl[W_N] = { 0 }, oom[W_N] = { 0 }; /* Linux runs done, killed */
+	bool bad[W_N] = { false }, skipped[W_N] = { false };
+	uint64_t evict[W_N] = { 0 }, swapin[W_N] = { 0 }, peak[W_N] = { 0 };
+	uint64_t pswpin[W_N] = { 0 }, hits[W_N] = { 0 }, samples[W_N] = { 0 };
+	long rss[W_N][3] = { { 0 } }; /* peak resident set, KiB: max over the runs */
+	double ref_s[W_N] = { 0 };
 	char fail_why[W_N][1024];
 	for (int w = 0; w < W_N; w++) {
 		fail_why[w][0] = 0;
+		if ((w == W_PYTHON || w == W_SQLITE) && !have_python) {
+			skipped[w] = true;
+			continue;
+		}
 		/* the reference output: the program with no limit and no preload */
-		if (run(S_REF, w, &z, dir, &env, out[w][S_REF], &ref_s[w], fail_why[w],
-			sizeof(fail_why[w]))) {
+		if (run(S_REF, w, &z, dir, &env, out[w][S_REF], &ref_s[w], &rss[w][S_REF],
+			fail_why[w], sizeof(fail_why[w]))) {
 			bad[w] = true;
 			continue;
 		}
@@ -420,8 +482,11 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				enum side side = s ? S_BYPASS : S_LINUX;
 				uint64_t in0 = pb_vmstat("pswpin");
 				double secs;
-				e = run(side, w, &z, dir, &env, out[w][side], &secs, fail_why[w],
+				long kb = 0;
+				e = run(side, w, &z, dir, &env, out[w][side], &secs, &kb, fail_why[w],
 					sizeof(fail_why[w]));
+				if (kb > rss[w][side])
+					rss[w][side] = kb;
 				if (!e && !same_file(out[w][S_REF], out[w][side])) {
 					e = -EIO;
 					snprintf(fail_why[w], sizeof(fail_why[w]),
@@ -451,6 +516,8 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				} else {
 					evict[w] += stats_take(dir, "evictions", false);
 					swapin[w] += stats_take(dir, "faults_swapin", false);
+					hits[w] += stats_take(dir, "access_hits", false);
+					samples[w] += stats_take(dir, "access_samples", false);
 					uint64_t pk = stats_take(dir, "resident_peak", true);
 					if (pk > peak[w])
 						peak[w] = pk;
@@ -464,7 +531,9 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		pb_linux_teardown(&env);
 	pb_cleanup_on_signal(NULL);
 
-	double ratio[W_N] = { NAN, NAN };
+	double ratio[W_N], rlo[W_N], rhi[W_N];
+	for (int w = 0; w < W_N; w++)
+		ratio[w] = NAN, rlo[w] = rhi[w] = 0;
 	for (int w = 0; w < W_N; w++) {
 		if (!n[w])
 			continue;
@@ -478,14 +547,18 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		double lo = 0, hi = 0;
 		if (lx && n[w] >= 2 && nl[w] >= 2)
 			bench_ratio_ci(t[w][1], (size_t)n[w], t[w][0], (size_t)nl[w], &lo, &hi);
+		rlo[w] = lo;
+		rhi[w] = hi;
 		for (int s = lx ? 0 : 1; s < 2; s++) {
-			char name[128], params[200];
+			char name[128], params[400];
 			snprintf(name, sizeof(name), "%s: %s", w_name[w],
 				 s ? "bypass preload (upcall)" : "Linux swap (memory cgroup)");
 			snprintf(params, sizeof(params),
-				 "{\"workload\": \"%s\", \"budget_mib\": %zu, \"footprint_mib\": %zu}",
-				 w == W_SORT ? "sort" : "syscalls", z.budget >> 20,
-				 (w == W_SORT ? z.sort_bytes * 2 : z.prog_bytes * 3) >> 20);
+				 "{\"workload\": \"%s\", \"budget_mib\": %zu, \"footprint_mib\": %.1f, "
+				 "\"peak_rss_mib\": %.1f, \"swap_ins\": %llu}",
+				 w_key[w], z.budget >> 20, rss[w][S_REF] / 1024.0,
+				 rss[w][s ? S_BYPASS : S_LINUX] / 1024.0,
+				 (unsigned long long)(s ? swapin[w] : pswpin[w]));
 			struct bench_row row = {
 				.variant = name, .kind = s ? BENCH_BYPASS : BENCH_BASELINE,
 				.unit = "s", .s = sum[s], .higher_is_better = false,
@@ -497,34 +570,43 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	}
 	bench_note(c, "budget %zu MiB on both sides (BYPASS_PAGER_BUDGET; the cgroup's limit); "
 		   "C program: %zu MiB input read() into one malloc, a second buffer from it grown "
-		   "by a quarter with realloc, %llu random updates, %zu MiB written with write() "
-		   "and pwrite(), %zu MiB pread() back and compared (about %zu MiB of malloc "
-		   "at once); sort: GNU sort -S over %zu MiB of lines, LC_ALL=C",
+		   "by a quarter with realloc, %llu random updates, written with write() and "
+		   "pwrite(), pread() back and compared; sort: GNU sort -S over %zu MiB of lines, "
+		   "LC_ALL=C; python: a list of %llu ints read twice, a list of a seventh of them; sqlite: %llu rows and an "
+		   "index in an in-memory database (Python's sqlite3, cache_size 4 GB)",
 		   z.budget >> 20, z.prog_bytes >> 20, (unsigned long long)z.updates,
-		   (z.prog_bytes * 9 / 4) >> 20, z.prog_bytes >> 20, (z.prog_bytes * 13 / 4) >> 20,
-		   z.sort_bytes >> 20);
-	bench_note(c, "same output: each run's output (sort's stdout; the C program's checksum "
-		   "and its output file) is compared byte for byte with a run without the "
-		   "preload and without a limit (%.2f s C program, %.2f s sort)", ref_s[0],
-		   ref_s[1]);
+		   z.sort_bytes >> 20, (unsigned long long)z.py_n, (unsigned long long)z.sq_n);
+	for (int w = 0; w < W_N; w++)
+		if (rss[w][S_REF])
+			bench_note(c, "%s: footprint %.1f MiB (peak resident set without a limit): "
+				   "the budget is %.0f%% of it; peak resident set (wait4, max over the "
+				   "runs): %.1f MiB under the preload, %.1f MiB under Linux; swap-ins "
+				   "(all rounds): %llu bypass, %llu Linux; bypass evictions %llu, "
+				   "access samples %llu (hits %llu)", w_name[w],
+				   rss[w][S_REF] / 1024.0, 100.0 * (double)z.budget /
+				   ((double)rss[w][S_REF] * 1024.0), rss[w][S_BYPASS] / 1024.0,
+				   rss[w][S_LINUX] / 1024.0, (unsigned long long)swapin[w],
+				   (unsigned long long)pswpin[w], (unsigned long long)evict[w],
+				   (unsigned long long)samples[w], (unsigned long long)hits[w]);
+	bench_note(c, "same output: each run's output (stdout; the C program's output file too) "
+		   "is compared byte for byte with a run without the preload and without a limit "
+		   "(%.2f s C program, %.2f s sort, %.2f s python, %.2f s sqlite)", ref_s[0],
+		   ref_s[1], ref_s[2], ref_s[3]);
 	bench_note(c, "each side runs in a fresh process, alternately (the first side "
 		   "alternates by round), %d round%s; ratio = bypass median / Linux median, with "
 		   "a bootstrap 95%% interval", rounds, rounds == 1 ? "" : "s");
-	bench_note(c, "the preload: threshold 1 MiB, swap in an unnamed file in %s (O_DIRECT); "
-		   "the cgroup charges the page cache of the inputs and outputs too, the "
-		   "preload's budget only the regions", pb_swapdir(c));
+	bench_note(c, "the preload: threshold 1 MiB, its heap (jemalloc over pager regions) "
+		   "engaged after 16 MiB outside the pager, access samples on, swap in an unnamed "
+		   "file in %s (O_DIRECT); the cgroup charges the page cache of the inputs and "
+		   "outputs too, the preload's budget only its own regions", pb_swapdir(c));
 	if (have_linux)
-		bench_note(c, "Linux: %s%s; pages swapped in: %llu C program, %llu sort (all rounds)",
-			   facts, swappy ? "; memory.swappiness = 100 (at the default 60 the "
-			   "cgroup's OOM killer killed sort within a second, swap empty)" : "",
-			   (unsigned long long)pswpin[0], (unsigned long long)pswpin[1]);
+		bench_note(c, "Linux: %s%s", facts, swappy ? "; memory.swappiness = 100 (at the "
+			   "default 60 the cgroup's OOM killer killed sort within a second, swap "
+			   "empty)" : "");
 	else
 		bench_note(c, "Linux side not run: %s", why);
-	bench_note(c, "bypass (all rounds): evictions %llu C program, %llu sort; swap-in faults "
-		   "%llu, %llu; resident peak %llu, %llu pages of %zu",
-		   (unsigned long long)evict[0], (unsigned long long)evict[1],
-		   (unsigned long long)swapin[0], (unsigned long long)swapin[1],
-		   (unsigned long long)peak[0], (unsigned long long)peak[1], z.budget / PB_PAGE);
+	if (!have_python)
+		bench_note(c, "python and sqlite not run: no %s", PYTHON);
 	for (int w = 0; w < W_N; w++)
 		if (oom[w])
 			bench_note(c, "%s: the Linux side was killed by the memory cgroup's OOM killer "
@@ -540,10 +622,25 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	if (!bench_quick(c) && !bench_smoke(c))
 		bench_note(c, "full size: budget %llu MiB", (unsigned long long)budget_mib);
 	for (int w = 0; w < W_N; w++) {
-		char what[160];
+		if (skipped[w])
+			continue;
+		char what[200];
 		snprintf(what, sizeof(what), "%s: identical output at a budget below the "
 			 "footprint (runs that matched)", w_name[w]);
 		bench_target_exact(c, what, bad[w] ? 0 : 1, ">=", 1);
+		if (bad[w] || !n[w])
+			continue;
+		snprintf(what, sizeof(what), "%s: peak resident set under the preload, MiB "
+			 "(<= budget + 32 MiB)", w_name[w]);
+		bench_target_exact(c, what, rss[w][S_BYPASS] / 1024.0, "<=",
+				   (double)(z.budget >> 20) + 32);
+		if (w == W_SYSCALLS || isnan(ratio[w]))
+			continue;
+		snprintf(what, sizeof(what), "%s: time vs Linux swap at the same budget", w_name[w]);
+		bench_target_ci(c, what, ratio[w], rlo[w], rhi[w], "<=", 1.0);
+		snprintf(what, sizeof(what), "%s: swap-ins, bypass / Linux (<= 1)", w_name[w]);
+		bench_target_exact(c, what, pswpin[w] ? (double)swapin[w] / (double)pswpin[w]
+						       : (swapin[w] ? INFINITY : 0), "<=", 1.0);
 	}
 	bench_end(c);
 	for (int w = 0; w < W_N; w++)
