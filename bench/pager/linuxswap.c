@@ -152,6 +152,22 @@ void pb_cleanup_on_signal(struct pb_linux_env *env)
 }
 
 /* Returns 0, or -1 with the reason in why. */
+void pb_linux_reset(const struct pb_linux_env *env)
+{
+	char path[400];
+	/* v1: reclaim every page charged to the cgroup (it has no task now);
+	 * v2: ask memory.reclaim for all of it (EAGAIN when less was freed:
+	 * fine, what is left is not the last run's) */
+	snprintf(path, sizeof(path), "%s/memory.force_empty", env->cg);
+	if (access(path, W_OK) == 0) {
+		pb_write_small(path, "0");
+	} else {
+		snprintf(path, sizeof(path), "%s/memory.reclaim", env->cg);
+		if (access(path, W_OK) == 0)
+			pb_write_small(path, "1G");
+	}
+}
+
 int pb_linux_setup(struct bench_ctx *c, size_t budget, size_t swap_size, struct pb_linux_env *env,
 		       char *why, size_t whylen, char *facts, size_t factslen)
 {

@@ -84,6 +84,9 @@ int pb_linux_setup(struct bench_ctx *c, size_t budget, size_t swap_size,
 		   struct pb_linux_env *env, char *why, size_t whylen, char *facts,
 		   size_t factslen);
 void pb_linux_teardown(struct pb_linux_env *env);
+/* Between runs: the cgroup's charged memory reclaimed (a run starts with
+ * none of the last run's page cache charged to it). */
+void pb_linux_reset(const struct pb_linux_env *env);
 /* Clean env up if the run is interrupted (NULL: stop doing so). */
 void pb_cleanup_on_signal(struct pb_linux_env *env);
 extern volatile pid_t pb_running_child;
