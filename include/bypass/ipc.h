@@ -390,7 +390,8 @@ struct bypass_ipc_env;
  * by writing at most cap bytes to resp (the caller's memory too).
  * Returns the response's length, or a negative errno of its own (which the
  * caller receives; avoid those the library reserves: -EPIPE, -EFAULT,
- * -EOWNERDEAD, -ENOTRECOVERABLE, -EDEADLK).  state is what init set.
+ * -EOWNERDEAD, -ENOTRECOVERABLE, -EDEADLK, -EOVERFLOW).  state is what init
+ * set.
  */
 typedef int (*bypass_ipc_handler)(const struct bypass_ipc_env *env, void *state,
 				  const void *req, size_t len, void *resp, size_t cap);
@@ -619,7 +620,8 @@ BYPASS_API int bypass_ipc_lib_open(const char *name, const struct bypass_ipc_lib
  * found a lock whose owner died: the service is now broken);
  * -ENOTRECOVERABLE (the service is broken: bypass_ipc_lib_recover);
  * -EDEADLK (called from inside a call: a handler, or a signal handler
- * that interrupted one).  In library mode any number of threads may call
+ * that interrupted one); -EOVERFLOW (the handler said it wrote more than
+ * cap).  In library mode any number of threads may call
  * at once.  In message mode calls on one handle take turns (one
  * connection; open a handle per thread to call in parallel), wait at most
  * call_timeout_ns, and may also return the errors of bypass_ipc_call
