@@ -51,8 +51,7 @@ extern "C" {
 				    makes no system call while it is awake */
 
 struct bypass_batch_opts {
-	unsigned entries;        /* queue depth; 0 = BYPASS_BATCH_ENTRIES from
-				    the environment, else 256 */
+	unsigned entries;        /* queue depth; 0 = 256 */
 	unsigned flags;          /* BYPASS_BATCH_* */
 	unsigned sqpoll_idle_ms; /* SQPOLL thread idle time; 0 = 50 ms */
 	uint64_t reserved[4];    /* must be zero (room to grow; else -EINVAL) */
@@ -61,7 +60,10 @@ struct bypass_batch_opts {
 /*
  * bypass_batch_configure - set the queue options for threads of this
  * process that have not made their queue yet (a thread makes it at its first
- * bypass_batch_start).  Returns 0, -EINVAL (unknown flags, entries not a
+ * bypass_batch_start).  The library reads no environment (the preload,
+ * libbypass-batch.so, turns BYPASS_BATCH_ENTRIES, _SQPOLL and
+ * _SQPOLL_IDLE_MS into this call for its own private copy of the engine).
+ * Returns 0, -EINVAL (unknown flags, entries not a
  * power of two between 2 and 32768), or -EBUSY if the calling thread's
  * queue exists already (other threads keep theirs; new ones use opts).
  */

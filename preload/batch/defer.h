@@ -55,9 +55,12 @@ struct bt_config {
 				    deferred as linked splices (src/batch/splice.c) */
 };
 extern struct bt_config bp_bt_cfg;
-/* Read the environment once, the engine's settings first (idempotent; safe
- * from a constructor).  Without it bp_bt_cfg holds the defaults. */
+/* Read the environment once (idempotent; safe from a constructor): these
+ * settings and the engine's (bypass_batch_configure, bp_bt_ecfg).  Without
+ * it both hold their defaults. */
 void bp_bt_config_init(void);
+/* Read it now, again (tests). */
+void bp_bt_config_read(void);
 /* Append the counters to BYPASS_BATCH_STATS and BYPASS_STATS_FILE (at exit). */
 void bp_bt_stats_dump(const char *why);
 

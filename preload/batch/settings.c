@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The preload's settings (read from the environment by its constructor),
- * and the line of counters it appends at exit.
+ * The preload's settings, and the engine's, read from the environment by
+ * its constructor (the library itself reads none), and the line of
+ * counters it appends at exit.
  */
 #include "defer.h"
 
@@ -44,9 +45,38 @@ static bool kernel_at_least(int major, int minor)
 	return ma > major || (ma == major && mi >= minor);
 }
 
-static void cfg_load(void)
+/*
+ * The engine's settings from the environment: the ring's through
+ * bypass_batch_configure (a program that calls it itself afterwards wins),
+ * the others straight into the engine's settings (no thread state exists
+ * yet).  Returns the ring depth.
+ */
+static unsigned engine_load(void)
 {
-	bp_bt_engine_cfg_init();
+	unsigned entries = (unsigned)bp_env_u64("BYPASS_BATCH_ENTRIES", 256);
+	if (entries < 8 || entries > 32768 || (entries & (entries - 1))) {
+		bp_warn("bypass batch: BYPASS_BATCH_ENTRIES=%u is not a power of two "
+			"in 8..32768, using 256", entries);
+		entries = 256;
+	}
+	struct bypass_batch_opts o = {
+		.entries = entries,
+		.flags = bp_env_bool("BYPASS_BATCH_SQPOLL", false) ? BYPASS_BATCH_SQPOLL : 0,
+		.sqpoll_idle_ms = (unsigned)bp_env_u64("BYPASS_BATCH_SQPOLL_IDLE_MS", 50),
+	};
+	int r = bypass_batch_configure(&o);
+	if (r)
+		bp_warn("bypass batch: the ring's settings from the environment: %s",
+			strerror(-r));
+	bp_bt_ecfg.exit_wait_ms = bp_env_u64("BYPASS_BATCH_EXIT_WAIT_MS", 2000);
+	size_t pipe = bp_env_u64("BYPASS_BATCH_PIPE_SIZE", 256 * 1024);
+	bp_bt_ecfg.pipe_size = pipe < 8192 || pipe > (1u << 30) ? 256 * 1024 : pipe;
+	return entries;
+}
+
+void bp_bt_config_read(void)
+{
+	unsigned entries = engine_load();
 	struct bt_config c = { 0 };
 	c.enabled = bp_env_bool("BYPASS_BATCH", true);
 	c.max_copy = bp_env_u64("BYPASS_BATCH_MAX_COPY", 64 * 1024);
@@ -56,7 +86,6 @@ static void cfg_load(void)
 		c.fd_bytes = c.max_copy;
 	if (c.thread_bytes < c.fd_bytes)
 		c.thread_bytes = c.fd_bytes;
-	unsigned entries = bp_bt_ecfg.entries;
 	c.max_ops = (unsigned)bp_env_u64("BYPASS_BATCH_MAX_OPS", entries);
 	if (c.max_ops < 1 || c.max_ops > entries)
 		c.max_ops = entries;
@@ -92,7 +121,7 @@ static void cfg_load(void)
 
 void bp_bt_config_init(void)
 {
-	pthread_once(&cfg_once, cfg_load);
+	pthread_once(&cfg_once, bp_bt_config_read);
 }
 
 /* ---------------------------------------------------------- counters at exit */

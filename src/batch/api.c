@@ -27,9 +27,9 @@ int bypass_batch_configure(const struct bypass_batch_opts *opts)
 	struct bt_thread *th = bp_bt_self();
 	if (th && th->ring && th->gen == bp_fork_gen_fast())
 		return -EBUSY;
-	bp_bt_opt_entries = opts->entries;
-	bp_bt_opt_sqpoll = !!(opts->flags & BYPASS_BATCH_SQPOLL);
-	bp_bt_opt_sqpoll_idle = opts->sqpoll_idle_ms;
+	bp_bt_ecfg.entries = opts->entries ? opts->entries : 256;
+	bp_bt_ecfg.sqpoll = !!(opts->flags & BYPASS_BATCH_SQPOLL);
+	bp_bt_ecfg.sqpoll_idle_ms = opts->sqpoll_idle_ms ? opts->sqpoll_idle_ms : 50;
 	return 0;
 }
 

@@ -37,20 +37,23 @@ struct bt_thread;
 
 /* ---------------------------------------------------------- configuration */
 
-/* The engine's settings: its rings, its exit, its splice pipes.  (The
- * preload's decisions have their own, preload/batch/defer.h.) */
+/*
+ * The engine's settings: its rings, its exit, its splice pipes (the
+ * preload's decisions have their own, preload/batch/defer.h).  Defaults in
+ * fdtab.c; bypass_batch_configure sets the ring's (for threads that make
+ * their ring afterwards), the preload's constructor the others (before any
+ * thread state exists).  The library reads no environment.
+ */
 struct bt_engine_cfg {
-	unsigned entries;        /* BYPASS_BATCH_ENTRIES */
-	bool sqpoll;             /* BYPASS_BATCH_SQPOLL */
-	unsigned sqpoll_idle_ms; /* BYPASS_BATCH_SQPOLL_IDLE_MS */
-	uint64_t exit_wait_ms;   /* BYPASS_BATCH_EXIT_WAIT_MS: how long a thread's
-				    exit waits for its deferred work */
-	size_t pipe_size;        /* BYPASS_BATCH_PIPE_SIZE: F_SETPIPE_SZ of the
-				    pipes splices go through */
+	unsigned entries;        /* ring depth (256) */
+	bool sqpoll;             /* IORING_SETUP_SQPOLL */
+	unsigned sqpoll_idle_ms; /* its idle time (50) */
+	uint64_t exit_wait_ms;   /* how long a thread's exit waits for its
+				    deferred work (2000) */
+	size_t pipe_size;        /* F_SETPIPE_SZ of the pipes splices go
+				    through (256 KiB) */
 };
 extern struct bt_engine_cfg bp_bt_ecfg;
-/* Read the environment once (idempotent; safe from a constructor). */
-void bp_bt_engine_cfg_init(void);
 /* Probe th's ring for opcode op (and op2 unless < 0): the answer goes to
  * *cache (1 yes, -1 no) and, once, to the log at info (name, yes, no). */
 bool bp_bt_have_ops(struct bt_thread *th, _Atomic int *cache, int op, int op2,
@@ -243,10 +246,6 @@ struct bt_thread {
 	unsigned npipes;
 	struct { int r, w; unsigned cap; } pipes[16];
 };
-
-/* Ring options set by bypass_batch_configure (0 / -1 = from bp_bt_ecfg). */
-extern unsigned bp_bt_opt_entries, bp_bt_opt_sqpoll_idle;
-extern int bp_bt_opt_sqpoll;
 
 /* The calling thread's state, or NULL. */
 struct bt_thread *bp_bt_self(void);

@@ -1,43 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* The engine's configuration from the environment, and the process-wide descriptor table. */
+/* The engine's settings, and the process-wide descriptor table. */
 #include "batch/batch_internal.h"
 
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <strings.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------- configuration */
 
-struct bt_engine_cfg bp_bt_ecfg;
-static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
-
-static void cfg_load(void)
-{
-	struct bt_engine_cfg c = { 0 };
-	c.entries = (unsigned)bp_env_u64("BYPASS_BATCH_ENTRIES", 256);
-	if (c.entries < 8 || c.entries > 32768 || (c.entries & (c.entries - 1))) {
-		bp_warn("bypass batch: BYPASS_BATCH_ENTRIES=%u is not a power of two "
-			"in 8..32768, using 256", c.entries);
-		c.entries = 256;
-	}
-	c.sqpoll = bp_env_bool("BYPASS_BATCH_SQPOLL", false);
-	c.sqpoll_idle_ms = (unsigned)bp_env_u64("BYPASS_BATCH_SQPOLL_IDLE_MS", 50);
-	c.exit_wait_ms = bp_env_u64("BYPASS_BATCH_EXIT_WAIT_MS", 2000);
-	c.pipe_size = bp_env_u64("BYPASS_BATCH_PIPE_SIZE", 256 * 1024);
-	if (c.pipe_size < 8192 || c.pipe_size > (1u << 30))
-		c.pipe_size = 256 * 1024;
-	bp_bt_ecfg = c;
-}
-
-void bp_bt_engine_cfg_init(void)
-{
-	pthread_once(&cfg_once, cfg_load);
-}
+/* The defaults; bypass_batch_configure and the preload's constructor set
+ * them (the library reads no environment). */
+struct bt_engine_cfg bp_bt_ecfg = {
+	.entries = 256,
+	.sqpoll_idle_ms = 50,
+	.exit_wait_ms = 2000,
+	.pipe_size = 256 * 1024,
+};
 
 /* ---------------------------------------------------------- descriptor table */
 

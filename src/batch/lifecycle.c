@@ -51,7 +51,6 @@ static void fork_child(void);
 
 static void engine_init_once(void)
 {
-	bp_bt_engine_cfg_init();
 	/* Core's fork handler (new pid, generation) must run before ours. */
 	(void)bp_fork_gen();
 	pthread_key_create(&th_key, th_key_destroy);
@@ -62,10 +61,6 @@ void bp_bt_engine_init(void)
 {
 	pthread_once(&engine_once, engine_init_once);
 }
-
-/* Options set with bypass_batch_configure (api.c); 0 = from bp_bt_ecfg. */
-unsigned bp_bt_opt_entries, bp_bt_opt_sqpoll_idle;
-int bp_bt_opt_sqpoll = -1;
 
 int bp_bt_self_make(struct bt_thread **out)
 {
@@ -98,10 +93,9 @@ int bp_bt_self_make(struct bt_thread **out)
 	bp_bt_lock(th);
 	if (!th->ring || th->gen != bp_fork_gen()) {
 		struct bp_ring_params p = {
-			.entries = bp_bt_opt_entries ? bp_bt_opt_entries : bp_bt_ecfg.entries,
-			.sqpoll = bp_bt_opt_sqpoll >= 0 ? bp_bt_opt_sqpoll : bp_bt_ecfg.sqpoll,
-			.sqpoll_idle_ms = bp_bt_opt_sqpoll_idle ? bp_bt_opt_sqpoll_idle
-							     : bp_bt_ecfg.sqpoll_idle_ms,
+			.entries = bp_bt_ecfg.entries,
+			.sqpoll = bp_bt_ecfg.sqpoll,
+			.sqpoll_idle_ms = bp_bt_ecfg.sqpoll_idle_ms,
 			.flags = IORING_SETUP_SUBMIT_ALL,
 		};
 		struct io_uring *ring;
