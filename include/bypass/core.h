@@ -82,8 +82,8 @@ static inline uint64_t bypass_rdtscp(unsigned *cpu)
 
 /*
  * bypass_tsc_hz - TSC ticks per second, calibrated once against
- * CLOCK_MONOTONIC_RAW (about 20 ms on first call; BYPASS_TSC_HZ in the
- * environment overrides).  Returns 0 if the TSC is not usable.
+ * CLOCK_MONOTONIC_RAW (about 20 ms on first call).  Returns 0 if the TSC is
+ * not usable.
  */
 BYPASS_API uint64_t bypass_tsc_hz(void);
 

@@ -44,8 +44,7 @@ typedef struct bypass_doorbell bypass_doorbell;
 struct bypass_notify_opts {
 	const char *backend; /* NULL or "auto", "futex", "uintr" */
 	int mode;            /* enum bypass_wait_mode */
-	uint64_t spin_ns;    /* adaptive spin budget; 0 = BYPASS_NOTIFY_SPIN_NS
-				from the environment, else 20000 */
+	uint64_t spin_ns;    /* adaptive spin budget; 0 = 20000 */
 	unsigned flags;      /* BYPASS_NOTIFY_* */
 	uint64_t reserved[4]; /* room to grow: must be zero (else -EINVAL) */
 };
@@ -160,12 +159,22 @@ BYPASS_API int bypass_notify_arm(bypass_doorbell *db);
  * cb == NULL unregisters.  Returns -EBUSY if another thread or process is
  * the receiver, -EAGAIN if 64 doorbells in this process already have
  * handlers.  The signal is bypass_notify_signal(): SIGRTMIN+4 unless
- * BYPASS_NOTIFY_SIGNAL names another number; do not use it for other things.
+ * bypass_notify_set_signal() chose another; do not use it for other things.
  */
 typedef void (*bypass_notify_cb)(bypass_doorbell *db, unsigned count, void *arg);
 BYPASS_API int bypass_notify_set_handler(bypass_doorbell *db,
 					   bypass_notify_cb cb, void *arg);
 BYPASS_API int bypass_notify_signal(void);
+
+/*
+ * bypass_notify_set_signal - the real-time signal interrupt mode uses in
+ * this process, chosen before the first bypass_notify_set_handler() (which
+ * installs its handler; the signal cannot change after that).  A ringer
+ * sends its own process's signal: every process that shares a doorbell in
+ * interrupt mode must choose the same one.  Returns 0, -EINVAL (not between
+ * SIGRTMIN and SIGRTMAX), -EBUSY (the handler is installed with another).
+ */
+BYPASS_API int bypass_notify_set_signal(int sig);
 
 /*
  * bypass_notify_peer_alive - 1 if another process that used the doorbell

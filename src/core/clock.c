@@ -31,11 +31,18 @@ static int tsc_invariant(void)
 #endif
 }
 
+static _Atomic uint64_t tsc_hz_set;
+
+void bp_tsc_set_hz(uint64_t hz)
+{
+	atomic_store(&tsc_hz_set, hz);
+}
+
 static void tsc_calibrate(void)
 {
-	uint64_t env = bp_env_u64("BYPASS_TSC_HZ", 0);
-	if (env) {
-		tsc_hz = env;
+	uint64_t set = atomic_load(&tsc_hz_set);
+	if (set) {
+		tsc_hz = set;
 		return;
 	}
 #if !BYPASS_HAVE_RDTSCP

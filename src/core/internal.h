@@ -136,10 +136,21 @@ static inline void bp_wake(struct bp_waitword *ww, bool shared)
 
 /* ------------------------------------------------------------------ misc */
 
+/*
+ * bp_tsc_set_hz - the TSC frequency bypass_tsc_hz() will report instead of
+ * calibrating, if called before its first call (tests).
+ */
+void bp_tsc_set_hz(uint64_t hz);
+
 /* bp_ns_to_cycles - how many TSC cycles ns is (0 if the TSC is unusable). */
 uint64_t bp_ns_to_cycles(uint64_t ns);
 
-/* bp_env_u64 - read an unsigned number from the environment, or def. */
+/*
+ * Environment parsing, for the preloads and the command only (env.c): the
+ * library reads no environment behind an explicit option (BYPASS_LOG, the
+ * default log level, is the one variable it reads).
+ * bp_env_u64 - read an unsigned number from the environment, or def.
+ */
 uint64_t bp_env_u64(const char *name, uint64_t def);
 /* bp_env_bool - 0/off/no/false or 1/on/yes/true from the environment, or
  * def (unset, empty, or another value: a warning). */

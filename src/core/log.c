@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Logging (BYPASS_LOG), the version string and environment helpers. */
+/*
+ * Logging and the version string.  BYPASS_LOG is the one variable the
+ * library reads: the default level, until bypass_set_log_level sets one.
+ */
 #include "core/internal.h"
 
 #include <stdarg.h>
@@ -73,33 +76,4 @@ const char *bypass_version(void)
 #define BP_STR2(x) #x
 #define BP_STR(x) BP_STR2(x)
 	return BP_STR(BYPASS_VERSION_MAJOR) "." BP_STR(BYPASS_VERSION_MINOR);
-}
-
-uint64_t bp_env_u64(const char *name, uint64_t def)
-{
-	const char *s = getenv(name);
-	if (!s || !*s)
-		return def;
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (*end) {
-		bp_warn("bypass: ignoring %s=%s (not a number)", name, s);
-		return def;
-	}
-	return v;
-}
-
-bool bp_env_bool(const char *name, bool def)
-{
-	const char *s = getenv(name);
-	if (!s || !*s)
-		return def;
-	if (!strcmp(s, "0") || !strcasecmp(s, "off") || !strcasecmp(s, "no") ||
-	    !strcasecmp(s, "false"))
-		return false;
-	if (!strcmp(s, "1") || !strcasecmp(s, "on") || !strcasecmp(s, "yes") ||
-	    !strcasecmp(s, "true"))
-		return true;
-	bp_warn("bypass: ignoring %s=%s (not 0/1)", name, s);
-	return def;
 }

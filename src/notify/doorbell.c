@@ -127,8 +127,7 @@ static void db_init_handle(struct bypass_doorbell *h, struct db_shared *sh,
 	h->intr_slot = -1;
 	h->slot = -1;
 	h->mode = o ? o->mode : BYPASS_WAIT_ADAPTIVE;
-	h->spin_ns = o && o->spin_ns ? o->spin_ns
-				     : bp_env_u64("BYPASS_NOTIFY_SPIN_NS", DEFAULT_SPIN_NS);
+	h->spin_ns = o && o->spin_ns ? o->spin_ns : DEFAULT_SPIN_NS;
 	for (unsigned i = 0; i < DB_PROCS; i++)
 		h->pidfd[i] = -1; /* pidfd_pid[i] is 0: calloc */
 	pthread_mutex_init(&h->lock, NULL);

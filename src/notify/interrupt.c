@@ -26,21 +26,34 @@ static struct intr_slot slots[INTR_SLOTS];
 static pthread_once_t sig_once = PTHREAD_ONCE_INIT;
 static int sig_installed_err;
 
+/* The signal: SIGRTMIN+4 unless bypass_notify_set_signal chose another
+ * before the handler was installed (sig_lock orders the two). */
+static _Atomic int signo;
+static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool sig_fixed;
+
 int bypass_notify_signal(void)
 {
-	static _Atomic int signo;
 	int s = atomic_load_explicit(&signo, memory_order_relaxed);
-	if (s)
+	if (bp_likely(s))
 		return s;
-	s = SIGRTMIN + 4;
-	uint64_t env = bp_env_u64("BYPASS_NOTIFY_SIGNAL", 0);
-	if (env >= (uint64_t)SIGRTMIN && env <= (uint64_t)SIGRTMAX)
-		s = (int)env;
-	else if (env)
-		bp_warn("bypass: BYPASS_NOTIFY_SIGNAL=%llu is not a real-time signal",
-			(unsigned long long)env);
-	atomic_store(&signo, s);
-	return s;
+	int def = 0;
+	atomic_compare_exchange_strong(&signo, &def, SIGRTMIN + 4);
+	return atomic_load(&signo);
+}
+
+int bypass_notify_set_signal(int sig)
+{
+	if (sig < SIGRTMIN || sig > SIGRTMAX)
+		return -EINVAL;
+	pthread_mutex_lock(&sig_lock);
+	int r = 0;
+	if (!sig_fixed)
+		atomic_store(&signo, sig);
+	else if (sig != bypass_notify_signal())
+		r = -EBUSY;
+	pthread_mutex_unlock(&sig_lock);
+	return r;
 }
 
 static void intr_handler(int sig, siginfo_t *si, void *uc)
@@ -65,6 +78,9 @@ static void intr_handler(int sig, siginfo_t *si, void *uc)
 
 static void install_handler(void)
 {
+	pthread_mutex_lock(&sig_lock);
+	sig_fixed = true;
+	pthread_mutex_unlock(&sig_lock);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = intr_handler;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * clock: the cycle clock.  Proves bypass_tsc_hz is non-zero, plausible and
- * stable, BYPASS_TSC_HZ overrides it, bypass_cycles_to_ns converts with it
+ * stable, an internal setter (bp_tsc_set_hz, tests) overrides it and the
+ * environment does not (the library reads none), bypass_cycles_to_ns converts with it
  * (hz cycles = 1 s), TSC intervals agree with CLOCK_MONOTONIC over a sleep
  * (within a factor of two: a sanity check, not a timing), bypass_now_ns
  * never goes back, and bypass_rdtscp reports a CPU number.
@@ -10,6 +11,7 @@
 #include <math.h>
 
 #include "harness.h"
+#include "core/internal.h"
 #include "core/testutil.h"
 
 int main(void)
@@ -19,10 +21,19 @@ int main(void)
 	pid_t pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
-		setenv("BYPASS_TSC_HZ", "1234567890", 1);
+		bp_tsc_set_hz(1234567890ull);
 		CHECK_EQ(bypass_tsc_hz(), 1234567890ull);
 		double ns = bypass_cycles_to_ns(1234567890ull);
 		CHECK(ns > 1e9 - 1 && ns < 1e9 + 1);
+		_exit(0);
+	}
+	wait_child(pid);
+	/* The variable bypass used to read is not read. */
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		setenv("BYPASS_TSC_HZ", "1234567890", 1);
+		CHECK(bypass_tsc_hz() != 1234567890ull);
 		_exit(0);
 	}
 	wait_child(pid);

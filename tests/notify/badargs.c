@@ -16,6 +16,7 @@
 
 #include "harness.h"
 #include "core/testutil.h"
+#include "notify/notify_internal.h"
 
 static void cb(bypass_doorbell *db, unsigned n, void *arg)
 {
@@ -50,6 +51,13 @@ static void create_opts(void)
 		o.reserved[i] = 0;
 	}
 	CHECK(db == (bypass_doorbell *)0x1); /* untouched on failure */
+	/* spin_ns 0 is 20 us: the library reads no environment. */
+	setenv("BYPASS_NOTIFY_SPIN_NS", "1", 1);
+	CHECK_ERR(bypass_notify_create(&o, &db), 0);
+	CHECK_EQ(db->spin_ns, 20000);
+	CHECK_ERR(bypass_notify_close(db), 0);
+	unsetenv("BYPASS_NOTIFY_SPIN_NS");
+	db = (bypass_doorbell *)0x1;
 
 	/* Backends. */
 	CHECK_ERR(bypass_notify_backend_available(NULL), -EINVAL);

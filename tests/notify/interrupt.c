@@ -13,7 +13,9 @@
  *  - a receiver thread that exited can be replaced by another thread;
  *  - at most 64 doorbells per process have handlers (-EAGAIN beyond);
  *  - signals are still recognised after 2^24 re-registrations;
- *  - BYPASS_NOTIFY_SIGNAL chooses the signal (real-time ones only).
+ *  - bypass_notify_set_signal chooses the signal (real-time ones only,
+ *    before the handler is installed; -EBUSY after it, with another one),
+ *    and the environment does not (BYPASS_NOTIFY_SIGNAL is not read).
  *
  * TEST_LABELS: threads
  */
@@ -255,13 +257,21 @@ static void generation_wrap(void)
 #endif
 }
 
-/* BYPASS_NOTIFY_SIGNAL picks the signal (a real-time one; else default). */
-static void signal_env(const char *value, int want)
+/* bypass_notify_set_signal picks the signal (a real-time one), before the
+ * handler is installed; the environment does not. */
+static void signal_choice(int set, int want)
 {
 	pid_t pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
-		setenv("BYPASS_NOTIFY_SIGNAL", value, 1);
+		char v[16];
+		snprintf(v, sizeof(v), "%d", SIGRTMIN + 7);
+		setenv("BYPASS_NOTIFY_SIGNAL", v, 1); /* not read */
+		if (set)
+			CHECK_ERR(bypass_notify_set_signal(set), 0);
+		CHECK_ERR(bypass_notify_set_signal(5), -EINVAL); /* SIGTRAP */
+		CHECK_ERR(bypass_notify_set_signal(SIGRTMAX + 1), -EINVAL);
+		CHECK_ERR(bypass_notify_set_signal(0), -EINVAL);
 		CHECK_EQ(bypass_notify_signal(), want);
 		bypass_doorbell *db;
 		CHECK_ERR(bypass_notify_create(NULL, &db), 0);
@@ -273,6 +283,11 @@ static void signal_env(const char *value, int want)
 		struct sigaction sa;
 		CHECK_EQ(sigaction(want, NULL, &sa), 0);
 		CHECK(sa.sa_flags & SA_SIGINFO);
+		/* Installed: the same signal is fine, another is refused. */
+		CHECK_ERR(bypass_notify_set_signal(want), 0);
+		CHECK_ERR(bypass_notify_set_signal(want == SIGRTMIN + 5 ? SIGRTMIN + 6
+									: SIGRTMIN + 5), -EBUSY);
+		CHECK_EQ(bypass_notify_signal(), want);
 		CHECK_ERR(bypass_notify_ring(db), 0);
 		wait_sum(&me, 1);
 		CHECK_ERR(bypass_notify_close(db), 0);
@@ -284,14 +299,9 @@ static void signal_env(const char *value, int want)
 int main(void)
 {
 	test_timeout(120);
-	char v[16];
-	snprintf(v, sizeof(v), "%d", SIGRTMIN + 6);
-	signal_env(v, SIGRTMIN + 6);
-	signal_env("5", SIGRTMIN + 4); /* SIGTRAP: not real-time, ignored */
-	int sig = bypass_notify_signal();
-	CHECK(sig >= SIGRTMIN && sig <= SIGRTMAX);
-	if (!getenv("BYPASS_NOTIFY_SIGNAL"))
-		CHECK_EQ(sig, SIGRTMIN + 4);
+	signal_choice(SIGRTMIN + 6, SIGRTMIN + 6);
+	signal_choice(0, SIGRTMIN + 4); /* the default */
+	CHECK_EQ(bypass_notify_signal(), SIGRTMIN + 4);
 	busy_receiver();
 	dead_receiver();
 	too_many();

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Parsing helpers for the preloads and the bypass command, which turn
+ * environment variables into options.  The library itself reads no
+ * environment (BYPASS_LOG aside, log.c): tests/core/layout.sh fails when
+ * src/ calls getenv or these outside this file and log.c.
+ */
+#include "core/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+uint64_t bp_env_u64(const char *name, uint64_t def)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return def;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (*end) {
+		bp_warn("bypass: ignoring %s=%s (not a number)", name, s);
+		return def;
+	}
+	return v;
+}
+
+bool bp_env_bool(const char *name, bool def)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return def;
+	if (!strcmp(s, "0") || !strcasecmp(s, "off") || !strcasecmp(s, "no") ||
+	    !strcasecmp(s, "false"))
+		return false;
+	if (!strcmp(s, "1") || !strcasecmp(s, "on") || !strcasecmp(s, "yes") ||
+	    !strcasecmp(s, "true"))
+		return true;
+	bp_warn("bypass: ignoring %s=%s (not 0/1)", name, s);
+	return def;
+}
