@@ -67,8 +67,7 @@ struct bypass_ipc_opts {
 	/* Both sides. */
 	int mode;           /* how this side waits: BYPASS_WAIT_ADAPTIVE (default),
 			       BYPASS_WAIT_SLEEP or BYPASS_WAIT_SPIN */
-	uint64_t spin_ns;   /* adaptive spin budget; 0 = BYPASS_IPC_SPIN_NS from
-			       the environment, else 20000 */
+	uint64_t spin_ns;   /* adaptive spin budget; 0 = 20000 */
 	int64_t handshake_timeout_ns; /* connect: wait for the server this long;
 					 0 = 5 s */
 	const uid_t *allow_uids; /* uids accepted besides this process's own */

@@ -250,8 +250,7 @@ static struct bypass_ipc_conn *conn_new(void)
 static void conn_set_mode(struct bypass_ipc_conn *c, const struct bypass_ipc_opts *o)
 {
 	c->mode = o ? o->mode : BYPASS_WAIT_ADAPTIVE;
-	uint64_t spin = o && o->spin_ns ? o->spin_ns
-					: bp_env_u64("BYPASS_IPC_SPIN_NS", DEFAULT_SPIN_NS);
+	uint64_t spin = o && o->spin_ns ? o->spin_ns : DEFAULT_SPIN_NS;
 	c->spin_cycles = bp_ns_to_cycles(spin);
 }
 
