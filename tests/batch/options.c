@@ -7,6 +7,7 @@
  * read them and pass the ring's to bypass_batch_configure, the others to
  * the engine's settings; bad values fall back to the defaults; an explicit
  * bypass_batch_configure made after them wins.
+ * TEST_LABELS: threads
  */
 #include <bypass/batch.h>
 #include <pthread.h>
