@@ -470,9 +470,11 @@ def compare(pa, pb):
         pr = d.get("provenance") or {}
         c = (pr.get("git_commit") or "unknown")[:12]
         dirty = " (dirty tree)" if pr.get("git_dirty") else ""
+        m = d.get("machine", {})
         out.append(f"- {name}: `{p}`: commit `{c}`{dirty}, {d.get('mode', '?')} mode, "
-                   f"{d.get('rounds', '?')} rounds, {d.get('date', '?')}; "
-                   f"{machine_line(d)}; quiet: {quiet_line(d.get('quiet'))}")
+                   f"{d.get('rounds', '?')} rounds, {d.get('date', '?')}, on "
+                   f"{m.get('cpu_model', '?')} ({m.get('cores', '?')} cores, Linux "
+                   f"{m.get('kernel', '?')}); quiet: {quiet_line(d.get('quiet'))}")
     out.append("")
     out.append("A figure moved when the two 95% intervals do not overlap; a ratio "
                "without an interval moved when it changed by more than 20% (this "
