@@ -59,6 +59,86 @@ static void read_event(int fd, uint32_t type, const void *data, uint32_t len, pi
 	CHECK(!len || !memcmp(e.data, data, len));
 }
 
+static bool readable(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	return poll(&p, 1, ms) == 1;
+}
+
+/*
+ * Events: queued in the arena, the loop's descriptor woken only once the
+ * server armed it; a full queue drops (and counts) the post; a service
+ * without a queue refuses posts.  The server is this process, the poster
+ * a child.
+ */
+static void events_wake_only_when_asked(const char *so)
+{
+	char name[64];
+	test_svc_name(name, sizeof(name), "libevents");
+	struct bypass_ipc_lib_opts o = { .event_slots = 3 };
+	bypass_ipc_lib_service *svc;
+	CHECK_ERR(bypass_ipc_lib_listen(name, so, &o, &svc), 0);
+	int fd = bypass_ipc_lib_service_fd(svc);
+	int go[2], done[2];
+	CHECK(pipe(go) == 0 && pipe(done) == 0);
+	pid_t ch = fork();
+	if (ch == 0) {
+		bypass_ipc_lib *l = test_lib_open(name, NULL);
+		char b = 0;
+		/* 1: three posts fill the queue, the fourth is dropped */
+		for (int i = 0; i < 3; i++)
+			CHECK_ERR(bypass_ipc_lib_call(l, TS_POST, "q", 2, NULL, 0), 0);
+		CHECK_ERR(bypass_ipc_lib_call(l, TS_POST, "x", 2, NULL, 0), -EAGAIN);
+		CHECK_EQ(write(done[1], &b, 1), 1);
+		/* 2: after the server armed */
+		CHECK_EQ(read(go[0], &b, 1), 1);
+		CHECK_ERR(bypass_ipc_lib_call(l, TS_POST, "armed", 6, NULL, 0), 0);
+		bypass_ipc_lib_close(l);
+		_exit(0);
+	}
+	CHECK_ERR(bypass_ipc_lib_accept(svc, &(bypass_ipc_conn *){ NULL }, 10 * BYPASS_SEC), 1);
+	char b;
+	CHECK_EQ(read(done[0], &b, 1), 1);
+	CHECK(!readable(fd, 0)); /* not armed: posting made no wake-up */
+	struct bypass_ipc_event e;
+	for (int i = 0; i < 3; i++) {
+		CHECK_ERR(bypass_ipc_lib_event(svc, &e), 0);
+		CHECK_EQ(e.type, TS_EVENT);
+		CHECK(!strcmp((char *)e.data, "q"));
+		CHECK_EQ(e.pid, ch);
+	}
+	CHECK_ERR(bypass_ipc_lib_event(svc, &e), -EAGAIN);
+	struct bypass_ipc_lib_stats st;
+	CHECK_ERR(bypass_ipc_lib_service_stats(svc, &st), 0);
+	CHECK_EQ(st.events, 3);
+	CHECK_EQ(st.events_dropped, 1);
+	CHECK_ERR(bypass_ipc_lib_arm(svc), 0);
+	CHECK_EQ(write(go[1], &b, 1), 1);
+	CHECK(readable(fd, 10000)); /* armed: the post woke the loop */
+	CHECK_ERR(bypass_ipc_lib_event(svc, &e), 0);
+	CHECK(!strcmp((char *)e.data, "armed"));
+	CHECK_ERR(bypass_ipc_lib_arm(svc), 0); /* drains the wake-up */
+	CHECK(!readable(fd, 0));
+	wait_child(ch);
+	CHECK_ERR(bypass_ipc_lib_service_close(svc), 0);
+	close(go[0]), close(go[1]), close(done[0]), close(done[1]);
+
+	/* no queue at all */
+	test_svc_name(name, sizeof(name), "libnoevents");
+	o.event_slots = UINT32_MAX;
+	CHECK_ERR(bypass_ipc_lib_listen(name, so, &o, &svc), 0);
+	ch = fork();
+	if (ch == 0) {
+		bypass_ipc_lib *l = test_lib_open(name, NULL);
+		CHECK_ERR(bypass_ipc_lib_call(l, TS_POST, "q", 2, NULL, 0), -ENOTSUP);
+		bypass_ipc_lib_close(l);
+		_exit(0);
+	}
+	CHECK_ERR(bypass_ipc_lib_accept(svc, &(bypass_ipc_conn *){ NULL }, 10 * BYPASS_SEC), 1);
+	wait_child(ch);
+	CHECK_ERR(bypass_ipc_lib_service_close(svc), 0);
+}
+
 int main(void)
 {
 	test_timeout(60);
@@ -268,6 +348,7 @@ int main(void)
 	CHECK_ERR(bypass_ipc_lib_service_recover(svc), 0);
 	CHECK_ERR(bypass_ipc_lib_service_close(svc), 0);
 
+	events_wake_only_when_asked(so);
 	CHECK_ERR(bypass_ipc_lib_close(l), 0);
 	test_lib_stop(srv);
 	test_lib_stop(kvsrv);
