@@ -110,6 +110,37 @@ stat_sum() {
 	sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$T/stats" | awk '{s+=$1} END {print s+0}'
 }
 
+# Whether the preload defers sendfile as splices here when asked
+# (BYPASS_BATCH_SPLICE=1): IORING_OP_SPLICE and POLL_ADD, and, for the
+# servers' non-blocking sockets, the merged wait (IORING_OP_EPOLL_WAIT), as
+# bypass doctor reports them (the library's own probes).
+splice_expected() {
+	local d f
+	d=$("$B/bypass" doctor 2>/dev/null) || return 1
+	for f in io_uring.SPLICE io_uring.POLL_ADD io_uring.EPOLL_WAIT; do
+		grep -qE "^$f +yes" <<<"$d" || return 1
+	done
+}
+
+# check_counters <label> <env...>: something was deferred (unless
+# BYPASS_BATCH=0), and where the run asked for splices and the kernel has
+# them, something was spliced.
+check_counters() {
+	local label=$1 d s; shift
+	d=$(stat_sum deferred)
+	s=$(stat_sum spliced)
+	if [ "${BYPASS_BATCH:-1}" != 0 ] && [ "$d" -le 0 ]; then
+		echo "FAIL: $label: nothing was deferred"; exit 1
+	fi
+	case " $* " in *" BYPASS_BATCH_SPLICE=1 "*) ;; *) return 0 ;; esac
+	[ "${BYPASS_BATCH:-1}" != 0 ] || return 0
+	if ! splice_expected; then
+		echo "note: $label: no splices expected here (bypass doctor: IORING_OP_SPLICE, POLL_ADD or EPOLL_WAIT missing)"
+	elif [ "$s" -le 0 ]; then
+		echo "FAIL: $label: BYPASS_BATCH_SPLICE=1 but no sendfile was spliced"; exit 1
+	fi
+}
+
 clients_all() {
 	client keep-alive --conns 24 --requests 40
 	client close --conns 16 --requests 20 --close
