@@ -3,6 +3,7 @@
 #ifndef BYPASS_TEST_IPC_LIBUTIL_H
 #define BYPASS_TEST_IPC_LIBUTIL_H
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -31,6 +32,27 @@ static void test_lib_cleanup(void)
 		fprintf(stderr, "could not remove %s\n", test_lib_dir);
 }
 
+/* Copies left by tests that failed (a failing test exits without its
+ * atexit handlers): those of processes that no longer exist. */
+static void test_lib_reap_stale(void)
+{
+	DIR *d = opendir("/tmp");
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		int pid;
+		char rest;
+		if (sscanf(e->d_name, "bypass-libtest-%d%c", &pid, &rest) != 1 || pid <= 0 ||
+		    kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf /tmp/bypass-libtest-%d", pid);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove /tmp/bypass-libtest-%d\n", pid);
+	}
+	if (d)
+		closedir(d);
+}
+
 /* The object file in the build tree's directory dir ("tests/ipc",
  * "examples"); returns the copy. */
 static inline const char *test_lib_so(const char *dir, const char *file, char *out, size_t n)
@@ -50,6 +72,7 @@ static inline const char *test_lib_so(const char *dir, const char *file, char *o
 		b = exe;
 	}
 	if (!test_lib_dir[0]) {
+		test_lib_reap_stale();
 		snprintf(test_lib_dir, sizeof(test_lib_dir), "/tmp/bypass-libtest-%d", (int)getpid());
 		if (mkdir(test_lib_dir, 0755) && errno != EEXIST)
 			TEST_FAIL("mkdir %s: %s", test_lib_dir, strerror(errno));
