@@ -16,7 +16,7 @@ MODULES  ?=
 CMAKEDEFS = $(if $(MODULES),-DBYPASS_MODULES="$(MODULES)")
 
 
-.PHONY: deps all configure check bench bench-full bench-docs install asan asan-check tsan tsan-check clang clean report doctor
+.PHONY: deps all configure check check-kernel bench bench-full bench-docs install asan asan-check tsan tsan-check clang clean report doctor
 
 all: $(BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
@@ -29,6 +29,17 @@ $(BUILD)/CMakeCache.txt:
 
 check: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTESTARGS)
+
+# The tests inside a VM on another kernel (default: Debian 12's Linux 6.1)
+# under QEMU; KERNEL=<package or vmlinuz>, ACCEL=kvm|tcg|auto,
+# KTESTS=kernel|all (the "kernel" label, tests/kernel.list, or everything).
+# See tools/check-kernel.sh and docs/kernels.md.
+KERNEL ?=
+ACCEL  ?= auto
+KTESTS ?= kernel
+check-kernel: all
+	KERNEL='$(KERNEL)' ACCEL='$(ACCEL)' KTESTS='$(KTESTS)' CTESTARGS='$(CTESTARGS)' \
+	  tools/check-kernel.sh $(BUILD)
 
 # The quick suite: every experiment, baselines beside bypass, one table,
 # within 300 s on 2 CPUs (bench/bench.h states each module's share).  The

@@ -4,14 +4,21 @@
 # but only those that are missing (apt-get update runs only then).
 #   tools/deps.sh            everything (build, tests, benchmarks, charts)
 #   tools/deps.sh --build    only what building the library needs
+#   tools/deps.sh --kernel   only what make check-kernel adds (QEMU, and
+#                            busybox and cpio for its initramfs)
 set -euo pipefail
 
 build_pkgs=(build-essential cmake pkg-config liburing-dev libjemalloc-dev)
 test_pkgs=(clang libclang-rt-14-dev nginx-light lighttpd wrk curl procps util-linux redis-server redis-tools
            python3 python3-matplotlib)
 
-pkgs=("${build_pkgs[@]}")
-[ "${1:-}" = "--build" ] || pkgs+=("${test_pkgs[@]}")
+kernel_pkgs=(qemu-system-x86 busybox-static cpio e2fsprogs xz-utils zstd)
+
+case "${1:-}" in
+--build) pkgs=("${build_pkgs[@]}") ;;
+--kernel) pkgs=("${kernel_pkgs[@]}") ;;
+*) pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+esac
 
 missing=()
 for p in "${pkgs[@]}"; do
