@@ -5,7 +5,12 @@
 #include <limits.h>
 #include <liburing.h>
 #include <stdlib.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 #define FIXED_SLOTS 4096
 #define SENDFILE_CHUNK (1u << 20)
@@ -295,6 +300,51 @@ int bypass_batch_close(int fd, ssize_t *res)
 	return queue(fd, op);
 }
 
+/*
+ * Socket commands in io_uring (SOCKET_URING_OP_SETSOCKOPT) came with Linux
+ * 6.7; before, IORING_OP_URING_CMD on a socket fails with -EOPNOTSUPP and
+ * cancels what is linked after it (Linux 6.1: the next send of the segment
+ * answered -ECANCELED).  There the option is set by a system call in its
+ * place in fd's order: what is queued on fd is entered and waited for first.
+ */
+static bool uring_sockopt(void)
+{
+	static _Atomic int known; /* 1 yes, -1 no */
+	int k = atomic_load_explicit(&known, memory_order_relaxed);
+	if (!k) {
+		struct utsname u;
+		int ma, mi;
+		bool yes = !uname(&u) && sscanf(u.release, "%d.%d", &ma, &mi) == 2 &&
+			   (ma > 6 || (ma == 6 && mi >= 7));
+		k = yes ? 1 : -1;
+		atomic_store_explicit(&known, k, memory_order_relaxed);
+	}
+	return k > 0;
+}
+
+static int sockopt_now(int fd, int level, int name, const void *val, socklen_t len,
+		       ssize_t *res)
+{
+	struct bt_thread *th = seg_thread();
+	if (!th)
+		return -ENOTCONN;
+	struct bt_fdent *fe = bp_bt_fd(fd);
+	if (!fe)
+		return -ENOMEM;
+	bp_bt_lock(th);
+	bp_bt_acquire(th, fe);
+	while (fe->nqueued || fe->ninflight) {
+		bp_bt_submit(th);
+		bp_bt_wait_fd_idle(th, fe, false);
+	}
+	long r = syscall(SYS_setsockopt, fd, level, name, val, len);
+	if (res)
+		*res = r < 0 ? -errno : 0;
+	th->seg_calls++;
+	bp_bt_unlock(th);
+	return 0;
+}
+
 int bypass_batch_setsockopt(int fd, int level, int name, const void *val,
 			    socklen_t len, ssize_t *res)
 {
@@ -302,6 +352,8 @@ int bypass_batch_setsockopt(int fd, int level, int name, const void *val,
 		return -EBADF;
 	if (len > SOCKOPT_MAX || (!val && len))
 		return -EINVAL;
+	if (!uring_sockopt())
+		return sockopt_now(fd, level, name, val, len, res);
 	struct bt_op *op = bp_bt_op_new(len);
 	if (!op)
 		return -ENOMEM;
