@@ -383,7 +383,7 @@ pub struct BatchOptions {
 }
 
 impl BatchOptions {
-    /// The defaults: 256 entries (or `BYPASS_BATCH_ENTRIES`), no SQPOLL.
+    /// The defaults: 256 entries, no SQPOLL.
     pub fn new() -> Self {
         Self::default()
     }

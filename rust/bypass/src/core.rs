@@ -96,8 +96,7 @@ pub mod clock {
     }
 
     /// TSC ticks per second (calibrated once, about 20 ms on the first
-    /// call; `BYPASS_TSC_HZ` overrides), or `None` when the TSC is not
-    /// usable.
+    /// call), or `None` when the TSC is not usable.
     pub fn tsc_hz() -> Option<u64> {
         // SAFETY: no arguments.
         Some(unsafe { sys::bypass_tsc_hz() }).filter(|&h| h != 0)

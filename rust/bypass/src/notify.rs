@@ -59,8 +59,7 @@ impl DoorbellOptions {
         self.mode = mode;
         self
     }
-    /// The adaptive spin budget (default: `BYPASS_NOTIFY_SPIN_NS` from the
-    /// environment, else 20 µs).
+    /// The adaptive spin budget (default 20 µs).
     pub fn spin(mut self, spin: Duration) -> Self {
         self.spin = Some(spin);
         self
@@ -297,11 +296,23 @@ impl Drop for Doorbell {
     }
 }
 
-/// The real-time signal of interrupt mode (SIGRTMIN+4 unless
-/// `BYPASS_NOTIFY_SIGNAL` names another).
+/// The real-time signal of interrupt mode in this process (SIGRTMIN+4
+/// unless [`set_signal`] chose another).
 pub fn signal_number() -> i32 {
     // SAFETY: no arguments.
     unsafe { sys::bypass_notify_signal() }
+}
+
+/// Choose the real-time signal of interrupt mode in this process, before
+/// the first [`Doorbell::set_handler`] (which installs its handler).  A
+/// ringer sends its own process's signal: every process that shares a
+/// doorbell in interrupt mode must choose the same one.  `EINVAL` (not
+/// between SIGRTMIN and SIGRTMAX), `EBUSY` (the handler is installed with
+/// another).
+pub fn set_signal(sig: i32) -> io::Result<()> {
+    // SAFETY: plain argument.
+    cvt(unsafe { sys::bypass_notify_set_signal(sig) })?;
+    Ok(())
 }
 
 /// Whether a backend is available here: `Ok(true)`, `Ok(false)`, or

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bypass::core::{Arena, ArenaOptions};
-use bypass::notify::{backend_available, signal_number, Doorbell, DoorbellOptions};
+use bypass::notify::{backend_available, set_signal, signal_number, Doorbell, DoorbellOptions};
 use bypass::WaitMode;
 
 const T: Option<Duration> = Some(Duration::from_secs(5));
@@ -53,6 +53,9 @@ fn options_and_modes() {
         assert!(matches!(errno(&e), libc::EOPNOTSUPP | libc::EINVAL), "{e}");
     }
     assert!(signal_number() > 0);
+    // Not a real-time signal: EINVAL.
+    assert_eq!(errno(&set_signal(libc::SIGUSR1).unwrap_err()), libc::EINVAL);
+    assert_eq!(errno(&set_signal(libc::SIGRTMAX() + 1).unwrap_err()), libc::EINVAL);
 }
 
 #[test]
@@ -178,6 +181,12 @@ unsafe extern "C" fn on_ring(_db: *mut bypass::sys::bypass_doorbell, count: u32,
 #[test]
 fn interrupt_mode() {
     let _g = serial();
+    // The signal chosen before the first handler (the one it has already,
+    // if an earlier test of this process installed it: then EBUSY for
+    // another).
+    let sig = signal_number();
+    set_signal(sig).unwrap();
+    let other = if sig == libc::SIGRTMIN() + 5 { libc::SIGRTMIN() + 6 } else { libc::SIGRTMIN() + 5 };
     let db = Doorbell::new().unwrap();
     // SAFETY: the callback only touches an atomic.
     unsafe { db.set_handler(on_ring, std::ptr::null_mut()) }.unwrap();
@@ -191,4 +200,7 @@ fn interrupt_mode() {
     db.clear_handler().unwrap();
     db.ring().unwrap();
     assert_eq!(db.wait(T).unwrap(), 1);
+    // The handler is installed now: another signal is refused.
+    assert_eq!(errno(&set_signal(other).unwrap_err()), libc::EBUSY);
+    assert_eq!(signal_number(), sig);
 }

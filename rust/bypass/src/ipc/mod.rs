@@ -87,7 +87,7 @@ impl IpcOptions {
         self.mode = mode;
         self
     }
-    /// The adaptive spin budget (default `BYPASS_IPC_SPIN_NS`, else 20 µs).
+    /// The adaptive spin budget (default 20 µs).
     pub fn spin(mut self, spin: Duration) -> Self {
         self.spin = Some(spin);
         self
