@@ -35,6 +35,7 @@
  */
 #include "pager_bench.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -352,16 +353,20 @@ static uint64_t stats_take(const char *dir, const char *key, bool remove)
 	return sum;
 }
 
+/* The scratch directory and every file in it (it holds no directory). */
 static void rmtree(const char *dir)
 {
-	const char *names[] = { "sort.in", "prog.in", "stats", "sort-0.out", "sort-1.out",
-				"sort-2.out", "prog-0.out", "prog-1.out", "prog-2.out",
-				"out-0.out", "out-1.out", "out-2.out" };
-	char p[600];
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char p[800];
+	while (d && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
 		unlink(p);
 	}
+	if (d)
+		closedir(d);
 	rmdir(dir);
 }
 
