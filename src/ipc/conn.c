@@ -732,6 +732,8 @@ int bypass_ipc_close(bypass_ipc_conn *c)
 			if (c->pkey)
 				bp_ipc_pkey_close();
 			bp_recover_pop(&rp);
+		} else if (c->pkey) {
+			bp_ipc_pkey_after_fault();
 		}
 		/* A server's arena is punched now if the client has left,
 		 * else lingers until it does (quota.c); that check comes

@@ -200,6 +200,7 @@ int bp_ipc_pkey_alloc(unsigned rights, char *why, size_t n);
 int bp_ipc_pkey_get(void);                       /* the process's key, or -errno */
 void bp_ipc_pkey_open(void);                     /* this thread may write arenas */
 void bp_ipc_pkey_close(void);
+void bp_ipc_pkey_after_fault(void);              /* PKRU of the last open, key closed */
 int bp_ipc_pkey_tag(void *addr, size_t len);
 
 /* msg.c, for epoll.c: is a message (or a hang-up) waiting?  Optionally arm. */

@@ -20,7 +20,7 @@ static int fault(bypass_ipc_conn *c, const struct bp_recover *rp)
 	c->broken = -EFAULT;
 	c->loan = NULL;
 	if (c->pkey)
-		bp_ipc_pkey_close();
+		bp_ipc_pkey_after_fault();
 	return -EFAULT;
 }
 

@@ -89,6 +89,9 @@ static inline void wrpkru(uint32_t v)
 	__asm__ __volatile__(".byte 0x0f,0x01,0xef" : : "a"(v), "c"(0), "d"(0) : "memory");
 }
 
+/* PKRU as this thread had it at its last bp_ipc_pkey_open. */
+static __thread uint32_t pkru_before __attribute__((tls_model("initial-exec")));
+
 /* PKRU has two bits per key: access-disable (bit 2k), write-disable (2k+1). */
 void bp_ipc_pkey_open(void)
 {
@@ -96,8 +99,22 @@ void bp_ipc_pkey_open(void)
 		return;
 	uint32_t v = rdpkru();
 	uint32_t nv = v & ~(3u << (2 * the_key));
+	pkru_before = v;
 	if (nv != v)
 		wrpkru(nv);
+}
+
+/*
+ * After a fault was recovered (siglongjmp from the signal handler, which
+ * restores no PKRU): the thread still runs with the kernel's default PKRU,
+ * every key but 0 access-disabled.  Put back what it had at the last open,
+ * with our key write-disabled.
+ */
+void bp_ipc_pkey_after_fault(void)
+{
+	if (the_key < 0)
+		return;
+	wrpkru((pkru_before & ~(3u << (2 * the_key))) | (2u << (2 * the_key)));
 }
 
 void bp_ipc_pkey_close(void)

@@ -6,7 +6,10 @@
  *    of an empty, unsealed memfd (what a truncated memfd looks like): every
  *    access raises SIGBUS inside the library, which its recovery point turns
  *    into -EFAULT; the connection stays dead (sticky), the process lives,
- *    and close cleans up.
+ *    and close cleans up.  Again with the client's arena guarded by a
+ *    protection key (where the CPU has them): after the recovered fault the
+ *    thread's PKRU is what it was before the call (the signal handler's,
+ *    every key access-disabled, is not left in place).
  * 2. A fake server offers an arena memfd that is not sealed against
  *    shrinking (it could truncate it under us), or one on hugetlbfs: connect
  *    refuses it with -EPROTO.  So does a hello with bad magic, sizes or
@@ -15,12 +18,20 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 
 #include "ipc/ipc_internal.h"
 #include "util.h"
 
-static void recovery(void)
+static uint32_t rdpkru(void)
+{
+	uint32_t eax, edx;
+	__asm__ __volatile__(".byte 0x0f,0x01,0xee" : "=a"(eax), "=d"(edx) : "c"(0));
+	return eax;
+}
+
+static void recovery(bool pkey)
 {
 	char name[64];
 	test_svc_name(name, sizeof(name), "bus");
@@ -38,8 +49,15 @@ static void recovery(void)
 		CHECK_ERR(bypass_ipc_close(s), 0);
 		_exit(0);
 	}
-	bypass_ipc_conn *c = test_connect(name, NULL);
+	/* Another key, open in this thread: the recovered fault must leave it
+	 * open (the signal handler ran with it access-disabled). */
+	int other = pkey ? (int)syscall(SYS_pkey_alloc, 0, 0) : -1;
+	if (pkey)
+		CHECK(other > 0);
+	struct bypass_ipc_opts o = { .flags = pkey ? BYPASS_IPC_PKEY : 0 };
+	bypass_ipc_conn *c = test_connect(name, &o);
 	CHECK_ERR(bypass_ipc_send(c, "first", 6, BYPASS_FOREVER), 0);
+	uint32_t pkru = pkey ? rdpkru() : 0;
 	/* Replace the arena with a mapping past the end of an empty file. */
 	int fd = memfd_create("vanished", MFD_CLOEXEC);
 	CHECK(fd >= 0);
@@ -49,6 +67,10 @@ static void recovery(void)
 	close(fd);
 	struct bypass_ipc_msg m;
 	CHECK_ERR(bypass_ipc_recv(c, &m, BYPASS_FOREVER), -EFAULT);
+	if (pkey) {
+		CHECK_EQ(rdpkru(), pkru);
+		CHECK_EQ(rdpkru() & (3u << (2 * other)), 0);
+	}
 	CHECK_ERR(bypass_ipc_recv(c, &m, 0), -EFAULT);
 	CHECK_ERR(bypass_ipc_send(c, "x", 1, 0), -EFAULT);
 	void *b;
@@ -57,6 +79,10 @@ static void recovery(void)
 	CHECK_ERR(bypass_ipc_close(c), 0);
 	wait_child(pid);
 	CHECK_ERR(bypass_ipc_service_close(svc), 0);
+	if (pkey) {
+		syscall(SYS_pkey_free, other);
+		return;
+	}
 	/* A fault outside any recovery point still kills (not swallowed): the
 	 * dispatcher passes it on; checked in a child. */
 	pid = fork();
@@ -195,7 +221,12 @@ int main(void)
 {
 	test_timeout(60);
 	int fds = test_count_fds();
-	recovery();
+	recovery(false);
+	const char *why;
+	if (bypass_ipc_pkey_supported(&why))
+		recovery(true);
+	else
+		TEST_LOG("the guarded variant is skipped: %s", why);
 	hostile_servers();
 	CHECK_EQ(test_count_fds(), fds);
 	return test_pass("ipc/sigbus");
