@@ -72,8 +72,8 @@ int bench_batch_redis(struct bench_ctx *c)
 	static const int pipes[] = { 1, 16 };
 	struct bsrv row[8];
 	char labels[8][96];
-	unsigned long n1 = bench_smoke(c) ? 2000 : bench_quick(c) ? 12000 : 100000;
-	unsigned long n16 = bench_smoke(c) ? 10000 : bench_quick(c) ? 75000 : 600000;
+	unsigned long n1 = bench_smoke(c) ? 2000 : bench_quick(c) ? 8000 : 100000;
+	unsigned long n16 = bench_smoke(c) ? 10000 : bench_quick(c) ? 50000 : 600000;
 	for (int k = 0; k < 8; k++) {
 		int t = (k / 2) % 2, pp = k / 4, pre = k % 2;
 		row[k] = srv[pre];

@@ -359,7 +359,7 @@ int bench_batch_sends(struct bench_ctx *c)
 	pthread_getaffinity_np(pthread_self(), sizeof(old), &old);
 	bench_pin(cpu_a);
 
-	uint64_t per_round = bench_count(c, "send_samples", 2000, 100);
+	uint64_t per_round = bench_count(c, "send_samples", 2000, 60);
 	int rounds = bench_rounds(c);
 	size_t n = per_round * (size_t)rounds;
 	uint64_t *smp[NV];

@@ -237,7 +237,9 @@ int bench_pager_prefetch(struct bench_ctx *c)
 			   3 * region >> 20);
 		return 0;
 	}
-	int rounds = bench_smoke(c) ? 1 : bench_rounds(c);
+	/* quick: 2 rounds (the prefetch ratio, 4.6x in the lead's quiet run,
+	 * lies far from its goal; issue 24's 300 s budget) */
+	int rounds = bench_smoke(c) ? 1 : bench_rounds_or(c, 2, 3);
 	uint64_t np = region / PB_PAGE, nchunks = np / CHUNK_PAGES;
 
 	struct pb_linux_env env;
