@@ -59,13 +59,15 @@ bench-full:
 
 # docs/BENCHMARKS.md from a run's JSON (the quiet full suite's by default):
 # the JSON goes to docs/results/, the page and its charts are rendered from
-# docs/BENCHMARKS.in.md.  BENCHDOCS_MORE: more JSON files (another machine).
+# docs/BENCHMARKS.in.md.  BENCHDOCS_MORE: more JSON files (other runs, another
+# machine), copied there too; the first file that has an experiment gives
+# its table.
 BENCHDOCS_JSON ?= results/bench-full.json
 BENCHDOCS_MORE ?=
 bench-docs:
-	cp $(BENCHDOCS_JSON) docs/results/$(notdir $(BENCHDOCS_JSON))
+	cp $(BENCHDOCS_JSON) $(BENCHDOCS_MORE) docs/results/
 	$(PYTHON) tools/report.py --template docs/BENCHMARKS.in.md \
-	  docs/results/$(notdir $(BENCHDOCS_JSON)) $(BENCHDOCS_MORE) \
+	  $(addprefix docs/results/,$(notdir $(BENCHDOCS_JSON) $(BENCHDOCS_MORE))) \
 	  --md docs/BENCHMARKS.md --out docs/img --chart-prefix img/
 
 # What this kernel and CPU offer each module (bypass doctor, see bypass(1)).

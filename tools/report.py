@@ -203,16 +203,21 @@ def exp_md(exp, charts, heading="####", source=None, anchor=False):
     return out
 
 
+def charts_of(charts, i):
+    """One run's charts: experiment id -> path (charts is keyed by (run, id))."""
+    return {eid: path for (j, eid), path in charts.items() if j == i}
+
+
 def markdown(docs, charts):
     out = []
-    for doc in docs:
+    for i, doc in enumerate(docs):
         out.append(f"Machine: {machine_line(doc)}.\n")
         out.append("\n".join(provenance_lines(doc)) + "\n")
         if doc.get("quiet"):
             out.append(f"The whole run ({fmt(doc.get('seconds'))} s): "
                        f"{quiet_line(doc.get('quiet'))}.\n")
         for exp in doc.get("experiments", []):
-            out += exp_md(exp, charts, heading="###")
+            out += exp_md(exp, charts_of(charts, i), heading="###")
     return "\n".join(out) + "\n"
 
 
@@ -245,6 +250,9 @@ class Runs:
         for p, link, d in self.runs:
             for e in d.get("experiments", []):
                 yield e, link, d
+
+    def index(self, d):
+        return next(i for i, r in enumerate(self.runs) if r[2] is d)
 
 
 def source_line(link, doc):
@@ -340,8 +348,8 @@ def render_doc(template, runs, charts):
         for e, link, d in runs.all_experiments():
             if e.get("id") != exp_id.strip():
                 continue
-            out.append("\n".join(exp_md(e, charts, source=source_line(link, d),
-                                         anchor=not out)))
+            out.append("\n".join(exp_md(e, charts_of(charts, runs.index(d)),
+                                         source=source_line(link, d), anchor=not out)))
         if not out:
             return f"#### {exp_id.strip()}\n\nNot in this run.\n"
         return "\n".join(out)
@@ -351,8 +359,8 @@ def render_doc(template, runs, charts):
         for e, link, d in runs.all_experiments():
             if e["id"] in placed:
                 continue
-            out.append("\n".join(exp_md(e, charts, source=source_line(link, d),
-                                         anchor=True)))
+            out.append("\n".join(exp_md(e, charts_of(charts, runs.index(d)),
+                                         source=source_line(link, d), anchor=True)))
         return "\n".join(out)
 
     def inline(m):
@@ -618,13 +626,15 @@ def main():
         print("report: matplotlib missing (apt-get install python3-matplotlib): "
               "Markdown only", file=sys.stderr)
     if plt:
-        for doc in docs:
+        for i, doc in enumerate(docs):
             for exp in doc.get("experiments", []):
                 if exp.get("skipped"):
                     continue
-                name = exp["id"].replace("/", "_") + ".png"
+                # the first run's charts keep the experiment's name; a later
+                # run's (another machine) get its index
+                name = exp["id"].replace("/", "_") + (f".{i}" if i else "") + ".png"
                 if draw(exp, os.path.join(args.out, name), plt):
-                    charts[exp["id"]] = args.chart_prefix + name
+                    charts[(i, exp["id"])] = args.chart_prefix + name
     dest = args.md or os.path.join(args.out, "report.md")
     if args.template:
         with open(args.template) as f:
