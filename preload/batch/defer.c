@@ -6,6 +6,7 @@
  * sure that earlier work on the descriptor is ahead of it.
  */
 #include "defer.h"
+#include "core/syscall.h"
 
 #include <fcntl.h>
 #include <liburing.h>
@@ -18,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-__thread int bp_bt_guard __attribute__((tls_model("initial-exec")));
 __thread unsigned bp_bt_sig_seen __attribute__((tls_model("initial-exec")));
 
 #define TX_FLAGS (MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE | MSG_EOR)
@@ -125,8 +125,7 @@ static bool inflight_all_sends(struct bt_fdent *fe)
 static bool socket_full(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLOUT };
-	struct timespec zero = { 0, 0 };
-	long r = syscall(SYS_ppoll, &p, 1, &zero, NULL, 0);
+	int r = bp_sys_poll(&p, 1, 0);
 	return r == 0 || (r == 1 && !(p.revents & (POLLOUT | POLLERR | POLLHUP)));
 }
 
@@ -261,7 +260,7 @@ static bool total_in(const struct iovec *iov, int iovcnt, size_t *total)
  * What every call that writes or controls a stream starts with.  Returns
  * BT_PASS when there is nothing to do (no segment, no pending work on fd),
  * -errno to return now (the program closed fd; a deferred error, reported
- * once if report), or 0 with *thp locked (bp_bt_guard raised) owning *fep.
+ * once if report), or 0 with *thp locked (inside bypass) owning *fep.
  */
 long bp_bt_tx_enter(int fd, struct bt_thread **thp, struct bt_fdent **fep,
 		     bool report, bool *sigpipe)

@@ -14,8 +14,9 @@
  *
  * Each bp_bt_tx_* returns what the call returns now (>= 0), -errno to return as
  * -1 with errno, or BT_PASS: run the real call now (earlier work on the
- * descriptor is out of the way).  A wrapper calls them only when bp_bt_guard is
- * 0 (not inside the library, not inside a signal handler).
+ * descriptor is out of the way).  A wrapper calls them only when the thread
+ * is not inside bypass (core's bp_inside(): not inside the library, not
+ * inside a signal handler).
  */
 #ifndef BYPASS_BATCH_DEFER_H
 #define BYPASS_BATCH_DEFER_H
@@ -66,21 +67,19 @@ void bp_bt_stats_dump(const char *why);
 
 /* ---------------------------------------------------------- the guard */
 
-/* > 0 while the thread runs library code or a signal handler. */
-extern __thread int bp_bt_guard;
 /* Counts signal handlers run on this thread (to tell io_uring's EINTR). */
 extern __thread unsigned bp_bt_sig_seen;
 
 /*
- * Entering the library from a wrapper: the guard raised (the calls the
- * library makes, and those of a signal handler that interrupts it, pass
- * through the wrappers) and th locked (th NULL: the guard alone, for code
- * that takes its own locks, or none).  bp_bt_leave undoes both.  Every
- * place that raises the guard goes through these two.
+ * Entering the library from a wrapper: inside bypass (core's per-thread
+ * depth: the calls a signal handler that interrupts it makes pass through
+ * the wrappers instead of waiting for the lock) and th locked (th NULL:
+ * the depth alone, for code that takes its own locks).  bp_bt_leave undoes
+ * both.  The library's own system calls need no guard (core/syscall.h).
  */
 static inline void bp_bt_enter(struct bt_thread *th)
 {
-	bp_bt_guard++;
+	bp_enter();
 	if (th)
 		bp_bt_lock(th);
 }
@@ -89,7 +88,7 @@ static inline void bp_bt_leave(struct bt_thread *th)
 {
 	if (th)
 		bp_bt_unlock(th);
-	bp_bt_guard--;
+	bp_leave();
 }
 
 /* ---------------------------------------------------------- the calls */

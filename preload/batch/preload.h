@@ -131,9 +131,9 @@ void pl_resolve_all(void);
 /* The real function, resolved on first use (before our constructor too). */
 #define REAL(name) (bp_likely(real_##name) ? real_##name : (pl_resolve_all(), real_##name))
 
-/* Wrappers work only once configured, and never inside the library itself
- * or inside a signal handler. */
-#define ACTIVE() (bp_likely(bp_bt_cfg.enabled) && bp_likely(!bp_bt_guard))
+/* Wrappers work only once configured, and never inside bypass (core's
+ * per-thread depth: inside the library, a fault hook, a signal handler). */
+#define ACTIVE() (bp_likely(bp_bt_cfg.enabled) && bp_likely(!bp_inside()))
 
 static inline long ret_errno(long r, bool sigpipe)
 {

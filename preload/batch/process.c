@@ -127,7 +127,7 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file,
 /* Leaving the process ends its io_uring requests: send what is deferred. */
 static void before_exit(const char *why)
 {
-	if (!bp_bt_cfg.enabled || bp_bt_guard)
+	if (!bp_bt_cfg.enabled || bp_inside())
 		return;
 	bp_bt_enter(NULL);
 	bp_bt_drain_all((int64_t)bp_bt_ecfg.exit_wait_ms * 1000000);

@@ -6,6 +6,7 @@
  * of defer.c, for sendfile.
  */
 #include "defer.h"
+#include "core/syscall.h"
 
 #include <liburing.h>
 #include <sys/syscall.h>
@@ -121,7 +122,7 @@ static off_t take_position(int in_fd, size_t count)
 {
 	if (count > (size_t)INT64_MAX)
 		return -1;
-	long r = syscall(SYS_lseek, in_fd, (off_t)count, SEEK_CUR);
+	off_t r = bp_sys_lseek(in_fd, (off_t)count, SEEK_CUR);
 	if (r < 0 || (uint64_t)r < count)
 		return -1;
 	return (off_t)((uint64_t)r - count);
@@ -156,7 +157,7 @@ long bp_bt_tx_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 		r = queue_splice(th, fe, in, in_fd, pos, count);
 	if (r == BT_PASS || r < 0) {
 		if (!offset && pos >= 0) /* the position back where it was */
-			syscall(SYS_lseek, in_fd, pos, SEEK_SET);
+			bp_sys_lseek(in_fd, pos, SEEK_SET);
 		return r < 0 && r != BT_PASS ? bp_bt_tx_leave(th, r) : bp_bt_run_behind_queue(th, fe, true);
 	}
 	if (offset)

@@ -5,6 +5,7 @@
  * counters it appends at exit.
  */
 #include "defer.h"
+#include "core/syscall.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -128,13 +129,13 @@ void bp_bt_config_init(void)
 
 static void append_line(const char *path, const char *line, size_t n)
 {
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path,
+	int fd = bp_sys_openat(AT_FDCWD, path,
 			      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
-	ssize_t w = syscall(SYS_write, fd, line, n);
+	ssize_t w = bp_sys_write(fd, line, n);
 	(void)w;
-	bp_bt_sys_close(fd);
+	bp_sys_close(fd);
 }
 
 /*

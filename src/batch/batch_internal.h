@@ -376,7 +376,5 @@ void bp_bt_splice_finish_all(struct bt_thread *th);
 /* Close the thread's free pipes (exit, fork child). */
 void bp_bt_splice_pool_drop(struct bt_thread *th);
 
-/* Raw system calls that no preload wrapper intercepts. */
-long bp_bt_sys_close(int fd);
 
 #endif

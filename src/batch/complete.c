@@ -7,6 +7,7 @@
  * before what caused them are parked.  See batch_internal.h.
  */
 #include "batch/batch_internal.h"
+#include "core/syscall.h"
 
 #include <liburing.h>
 #include <string.h>
@@ -46,7 +47,7 @@ int bp_bt_run_queued(struct bt_thread *th, struct bt_fdent *fe, bool more)
 	while (fe->head) {
 		struct bt_op *op = fe->head;
 		if (op->kind == BT_SOCKOPT) {
-			if (syscall(SYS_setsockopt, op->fd, op->u.so.level, op->u.so.name,
+			if (bp_sys_setsockopt(op->fd, op->u.so.level, op->u.so.name,
 				    op->buf, op->u.so.len) < 0) {
 				th->c.errors++;
 				bp_warn("bypass batch: deferred setsockopt(%d, %d, %d): %s",
@@ -55,7 +56,7 @@ int bp_bt_run_queued(struct bt_thread *th, struct bt_fdent *fe, bool more)
 		} else {
 			int fl = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0);
 			while (op->done < op->len) {
-				long n = syscall(SYS_sendto, op->fd, op->buf + op->done,
+				long n = bp_sys_sendto(op->fd, op->buf + op->done,
 						 op->len - op->done, fl, NULL, 0);
 				if (n > 0) {
 					op->done += (size_t)n;
@@ -202,7 +203,7 @@ static void complete_op(struct bt_thread *th, struct bt_op *op, int res)
 	if (!transparent) {
 		/* Explicit calls: the result is what the system call returned. */
 		if (op->kind == BT_CLOSE && res == -ECANCELED) {
-			res = (int)bp_bt_sys_close(op->fd);
+			res = (int)bp_sys_close(op->fd);
 			if (res < 0)
 				res = -errno;
 		}
@@ -220,7 +221,7 @@ static void complete_op(struct bt_thread *th, struct bt_op *op, int res)
 			return;
 		}
 		if (res == -ECANCELED)
-			bp_bt_sys_close(op->fd); /* the chain broke: close anyway */
+			bp_sys_close(op->fd); /* the chain broke: close anyway */
 		else if (res < 0)
 			bp_warn("bypass batch: deferred close(%d): %s", op->fd,
 				strerror(-res));
@@ -242,7 +243,7 @@ static void complete_op(struct bt_thread *th, struct bt_op *op, int res)
 			/* The data before it failed (already recorded); still
 			 * do what the program asked. */
 			if (op->kind == BT_SHUTDOWN)
-				syscall(SYS_shutdown, op->fd, op->u.how);
+				bp_sys_shutdown(op->fd, op->u.how);
 		} else if (res < 0) {
 			record_error(th, op, -res);
 		}

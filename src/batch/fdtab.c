@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The engine's settings, and the process-wide descriptor table. */
 #include "batch/batch_internal.h"
+#include "core/syscall.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -74,22 +75,22 @@ int bp_bt_fd_probe(struct bt_fdent *fe)
 	uint32_t f = atomic_load_explicit(&fe->flags, memory_order_acquire);
 	if (f & BT_FD_KNOWN)
 		return 0;
-	long fl = syscall(SYS_fcntl, fe->fd, F_GETFL);
+	long fl = bp_sys_fcntl(fe->fd, F_GETFL, 0);
 	if (fl < 0)
 		return -errno;
 	struct stat st;
-	if (syscall(SYS_fstat, fe->fd, &st) < 0)
+	if (bp_sys_fstat(fe->fd, &st) < 0)
 		return -errno;
 	uint32_t nf = BT_FD_KNOWN | BT_FD_OPEN | (fl & O_NONBLOCK ? BT_FD_NONBLOCK : 0);
 	if (S_ISSOCK(st.st_mode)) {
 		int type = 0, dom = 0;
 		socklen_t l = sizeof(type);
 		nf |= BT_FD_SOCK;
-		if (syscall(SYS_getsockopt, fe->fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 &&
+		if (bp_sys_getsockopt(fe->fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 &&
 		    type == SOCK_STREAM)
 			nf |= BT_FD_STREAM;
 		l = sizeof(dom);
-		if (syscall(SYS_getsockopt, fe->fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) == 0 &&
+		if (bp_sys_getsockopt(fe->fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) == 0 &&
 		    (dom == AF_INET || dom == AF_INET6))
 			nf |= BT_FD_INET;
 	} else if (S_ISREG(st.st_mode)) {
@@ -123,9 +124,4 @@ int bp_bt_fd_take_err(struct bt_fdent *fe)
 	if (bp_likely(!atomic_load_explicit(&fe->err, memory_order_relaxed)))
 		return 0;
 	return atomic_exchange(&fe->err, 0);
-}
-
-long bp_bt_sys_close(int fd)
-{
-	return syscall(SYS_close, fd);
 }

@@ -5,6 +5,7 @@
  * draining at exit and exec, and the process-wide counters.
  */
 #include "batch/batch_internal.h"
+#include "core/syscall.h"
 
 #include <fcntl.h>
 #include <liburing.h>
@@ -165,7 +166,7 @@ static void free_stream(struct bt_fdent *fe, void *arg)
 	if (close_zombies && (f & BT_FD_CLOSING)) {
 		/* The parent closes it once its data is out; the child has no
 		 * business holding the socket open. */
-		bp_bt_sys_close(fe->fd);
+		bp_sys_close(fe->fd);
 		bp_bt_fd_forget(fe);
 	}
 }

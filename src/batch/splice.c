@@ -25,6 +25,7 @@
  * while a splice may still resolve it.
  */
 #include "batch/batch_internal.h"
+#include "core/syscall.h"
 #include "core/uring_link.h"
 
 #include <fcntl.h>
@@ -79,14 +80,14 @@ bool bp_bt_splice_pipe(struct bt_thread *th, struct bt_op *op)
 		return true;
 	}
 	int p[2];
-	if (syscall(SYS_pipe2, p, O_CLOEXEC | O_NONBLOCK) < 0)
+	if (bp_sys_pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
 		return false;
-	long cap = syscall(SYS_fcntl, p[1], F_SETPIPE_SZ, (int)bp_bt_ecfg.pipe_size);
+	long cap = bp_sys_fcntl(p[1], F_SETPIPE_SZ, (long)bp_bt_ecfg.pipe_size);
 	if (cap < 0) /* above pipe-max-size or the user's pipe pages */
-		cap = syscall(SYS_fcntl, p[1], F_GETPIPE_SZ);
+		cap = bp_sys_fcntl(p[1], F_GETPIPE_SZ, 0);
 	if (cap < (long)(2 * PAGE) || cap > (1L << 30)) {
-		bp_bt_sys_close(p[0]);
-		bp_bt_sys_close(p[1]);
+		bp_sys_close(p[0]);
+		bp_sys_close(p[1]);
 		return false;
 	}
 	sp->pipe_r = p[0];
@@ -233,7 +234,7 @@ static void close_last(struct bt_fdent *in)
 	if (atomic_fetch_and(&in->flags, ~BT_FD_CLOSE_LAST) & BT_FD_CLOSE_LAST) {
 		int fd = in->fd;
 		bp_bt_fd_forget(in);
-		bp_bt_sys_close(fd);
+		bp_sys_close(fd);
 	}
 }
 
@@ -249,8 +250,8 @@ void bp_bt_splice_free(struct bt_thread *th, struct bt_op *op)
 			th->npipes++;
 		} else {
 			/* Bytes left in it belong to no one now. */
-			bp_bt_sys_close(sp->pipe_r);
-			bp_bt_sys_close(sp->pipe_w);
+			bp_sys_close(sp->pipe_r);
+			bp_sys_close(sp->pipe_w);
 		}
 		sp->pipe_r = sp->pipe_w = -1;
 	}
@@ -304,7 +305,7 @@ void bp_bt_splice_pool_drop(struct bt_thread *th)
 {
 	while (th->npipes) {
 		th->npipes--;
-		bp_bt_sys_close(th->pipes[th->npipes].r);
-		bp_bt_sys_close(th->pipes[th->npipes].w);
+		bp_sys_close(th->pipes[th->npipes].r);
+		bp_sys_close(th->pipes[th->npipes].w);
 	}
 }

@@ -9,6 +9,7 @@
  * free in the processes that attach later.
  */
 #include "core/internal.h"
+#include "core/syscall.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -63,12 +64,12 @@ static size_t page_size(void)
 
 static void *map_at(int fd, uint64_t addr, size_t size)
 {
-	void *p = mmap((void *)addr, size, PROT_READ | PROT_WRITE,
+	void *p = bp_sys_mmap((void *)addr, size, PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	if ((uint64_t)p != addr) { /* kernel older than 4.17: only a hint */
-		munmap(p, size);
+		bp_sys_munmap(p, size);
 		errno = EEXIST;
 		return NULL;
 	}
@@ -99,20 +100,20 @@ int bypass_arena_create(const struct bypass_arena_opts *opts,
 	if (!a)
 		return -ENOMEM;
 	const char *name = opts && opts->name ? opts->name : "bypass-arena";
-	a->fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	a->fd = bp_sys_memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (a->fd < 0) {
 		int e = -errno;
 		free(a);
 		return e;
 	}
-	if (ftruncate(a->fd, (off_t)size) < 0) {
+	if (bp_sys_ftruncate(a->fd, (off_t)size) < 0) {
 		int e = -errno;
-		close(a->fd);
+		bp_sys_close(a->fd);
 		free(a);
 		return e;
 	}
 	/* The arena never shrinks: a peer cannot truncate it under us. */
-	fcntl(a->fd, F_ADD_SEALS, F_SEAL_SHRINK);
+	bp_sys_fcntl(a->fd, F_ADD_SEALS, F_SEAL_SHRINK);
 
 	void *p = NULL;
 	if (want) {
@@ -121,7 +122,7 @@ int bypass_arena_create(const struct bypass_arena_opts *opts,
 			int e = -errno;
 			bp_err("bypass: arena: range %#llx+%zu is taken",
 			       (unsigned long long)want, size);
-			close(a->fd);
+			bp_sys_close(a->fd);
 			free(a);
 			return e;
 		}
@@ -137,7 +138,7 @@ int bypass_arena_create(const struct bypass_arena_opts *opts,
 			p = map_at(a->fd, addr, size);
 		}
 		if (!p) {
-			close(a->fd);
+			bp_sys_close(a->fd);
 			free(a);
 			return -ENOMEM;
 		}
@@ -161,15 +162,15 @@ int bypass_arena_open(int fd, bypass_arena **out)
 	if (fd < 0 || !out)
 		return -EINVAL;
 	struct stat st;
-	if (fstat(fd, &st) < 0)
+	if (bp_sys_fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode) || (size_t)st.st_size < 2 * page_size())
 		return -EINVAL;
-	struct arena_hdr *probe = mmap(NULL, ARENA_HDR, PROT_READ, MAP_SHARED, fd, 0);
+	struct arena_hdr *probe = bp_sys_mmap(NULL, ARENA_HDR, PROT_READ, MAP_SHARED, fd, 0);
 	if (probe == MAP_FAILED)
 		return -errno;
 	struct arena_hdr h = *probe;
-	munmap(probe, ARENA_HDR);
+	bp_sys_munmap(probe, ARENA_HDR);
 	if (h.magic != ARENA_MAGIC || h.version != ARENA_VERSION ||
 	    h.size != (uint64_t)st.st_size || (h.base & (page_size() - 1)) ||
 	    h.base + h.size < h.base || h.base + h.size > (128ull << 40))
@@ -178,7 +179,7 @@ int bypass_arena_open(int fd, bypass_arena **out)
 	struct bypass_arena *a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
-	a->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	a->fd = bp_sys_fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (a->fd < 0) {
 		int e = -errno;
 		free(a);
@@ -190,7 +191,7 @@ int bypass_arena_open(int fd, bypass_arena **out)
 		bp_err("bypass: arena: cannot map at %#llx+%llu in this process: %s",
 		       (unsigned long long)h.base, (unsigned long long)h.size,
 		       strerror(-e));
-		close(a->fd);
+		bp_sys_close(a->fd);
 		free(a);
 		return e;
 	}
@@ -204,8 +205,8 @@ int bypass_arena_close(bypass_arena *a)
 {
 	if (!a)
 		return -EINVAL;
-	munmap(a->hdr, a->size);
-	close(a->fd);
+	bp_sys_munmap(a->hdr, a->size);
+	bp_sys_close(a->fd);
 	free(a);
 	return 0;
 }

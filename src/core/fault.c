@@ -30,7 +30,6 @@ static bool real_sigaction_set; /* by a preload that wraps sigaction */
 
 static __thread struct bp_recover *recover_top
 	__attribute__((tls_model("initial-exec")));
-__thread unsigned bp_fault_depth __attribute__((tls_model("initial-exec")));
 
 static inline int sig_idx(int sig)
 {
@@ -86,16 +85,16 @@ static void chain(int sig, siginfo_t *si, void *uc)
 static void fault_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
-	bp_fault_depth++;
+	bp_enter();
 	for (int i = 0; i < MAX_HOOKS; i++) {
 		bp_fault_hook h = atomic_load_explicit(&hooks[i], memory_order_acquire);
 		if (h && h(sig, si, uc)) {
-			bp_fault_depth--;
+			bp_leave();
 			errno = saved;
 			return;
 		}
 	}
-	bp_fault_depth--;
+	bp_leave();
 	struct bp_recover *r = recover_top;
 	if (r && si->si_code > 0) {
 		uintptr_t a = (uintptr_t)si->si_addr;

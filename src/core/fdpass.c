@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Passing descriptors over Unix sockets (SCM_RIGHTS). */
 #include "core/internal.h"
+#include "core/syscall.h"
 
 #include <string.h>
 #include <sys/socket.h>
@@ -34,7 +35,7 @@ int bypass_send_fds(int sock, const int *fds, unsigned nfds, const void *data,
 	}
 	ssize_t r;
 	do
-		r = sendmsg(sock, &msg, MSG_NOSIGNAL);
+		r = bp_sys_sendmsg(sock, &msg, MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
 	return r < 0 ? -errno : (int)r;
 }
@@ -52,7 +53,7 @@ int bypass_recv_fds(int sock, int *fds, unsigned *nfds, void *data, size_t len)
 			      .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
 	ssize_t r;
 	do
-		r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+		r = bp_sys_recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		return -errno;
@@ -70,7 +71,7 @@ int bypass_recv_fds(int sock, int *fds, unsigned *nfds, void *data, size_t len)
 			if (got < want)
 				fds[got++] = tmp[i];
 			else {
-				close(tmp[i]);
+				bp_sys_close(tmp[i]);
 				overflow = 1;
 			}
 		}
@@ -78,7 +79,7 @@ int bypass_recv_fds(int sock, int *fds, unsigned *nfds, void *data, size_t len)
 	*nfds = got;
 	if (overflow) {
 		for (unsigned i = 0; i < got; i++)
-			close(fds[i]);
+			bp_sys_close(fds[i]);
 		*nfds = 0;
 		return -EMSGSIZE;
 	}

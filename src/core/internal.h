@@ -42,6 +42,48 @@ static inline void bp_cpu_relax(void)
 #endif
 }
 
+/* ------------------------------------------------------- inside bypass */
+
+/*
+ * One per-thread depth: how deep the calling thread is inside bypass.  It
+ * is raised around library code a preload's wrapper calls (and the lock it
+ * takes there), around core's fault handler and the hooks it runs, around
+ * a program's signal handler a preload runs through its trampoline, and
+ * for the whole life of a thread the library starts.  While it is above 0,
+ * a preload's wrappers call the real function at once: a call made there
+ * must not re-enter the preload's decisions, nor wait for a lock the
+ * interrupted code holds.  Both preloads test it (each has its own copy of
+ * the library, so the depth is per preload and thread).
+ *
+ * The library's own I/O and mapping calls need no guard: they are system
+ * calls (core/syscall.h) that no preload wraps.
+ *
+ *   bp_enter(); ... bp_leave();   raise and lower it, paired in one function
+ *   bp_inside()                   a wrapper's test: pass straight through
+ *   bp_enter_for_good()           a thread of the library's own: inside for
+ *                                 its whole life
+ */
+extern __thread unsigned bp_inside_depth __attribute__((tls_model("initial-exec")));
+static inline void bp_enter(void)
+{
+	bp_inside_depth++;
+}
+static inline void bp_leave(void)
+{
+	bp_inside_depth--;
+}
+static inline bool bp_inside(void)
+{
+	return bp_inside_depth != 0;
+}
+static inline void bp_enter_for_good(void)
+{
+	bp_inside_depth++;
+}
+/* The name the pager used before (bp_pager_thread_inside, bp_pp_pass):
+ * goes once they call the functions above. */
+#define bp_fault_depth bp_inside_depth
+
 /* ------------------------------------------------------------------ log */
 
 int bp_log_level(void);
@@ -221,12 +263,8 @@ typedef int (*bp_fault_hook)(int sig, siginfo_t *si, void *uctx);
 int bp_fault_hook_add(bp_fault_hook fn);
 int bp_fault_hook_remove(bp_fault_hook fn);
 
-/*
- * How many of core's fault handlers the calling thread is inside (hooks
- * run with it above 0): a preload's wrappers pass the system calls a hook
- * makes straight through.
- */
-extern __thread unsigned bp_fault_depth;
+/* Core's fault handler runs its hooks inside bypass (bp_enter, below):
+ * a preload's wrappers pass the system calls a hook makes straight through. */
 
 /*
  * Programs that install their own SIGSEGV/SIGBUS handlers.  Core's handler,

@@ -4,6 +4,7 @@
  * library reads: the default level, until bypass_set_log_level sets one.
  */
 #include "core/internal.h"
+#include "core/syscall.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -67,7 +68,7 @@ void bp_log_emit(int level, const char *fmt, ...)
 		len = sizeof(buf) - 2;
 	buf[len++] = '\n';
 	/* One write, so lines from several processes do not interleave. */
-	ssize_t r = write(STDERR_FILENO, buf, len);
+	ssize_t r = bp_sys_write(STDERR_FILENO, buf, len);
 	(void)r;
 }
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Process identity (cached across fork) and liveness of other processes. */
+/* Process identity (cached across fork), liveness of other processes, and
+ * the per-thread depth inside bypass (internal.h). */
 #include "core/internal.h"
+#include "core/syscall.h"
 
 #include <poll.h>
 #include <pthread.h>
@@ -13,6 +15,7 @@ _Atomic unsigned bp__fork_gen;
 static __thread pid_t cached_tid;
 static __thread unsigned cached_tid_gen;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+__thread unsigned bp_inside_depth __attribute__((tls_model("initial-exec")));
 
 static void after_fork_child(void)
 {
@@ -67,7 +70,7 @@ int bp_proc_alive(pid_t pid, int *pidfd_cache)
 	if (pidfd_cache && *pidfd_cache >= 0) {
 		/* A pidfd polls readable once the process has exited. */
 		struct pollfd p = { .fd = *pidfd_cache, .events = POLLIN };
-		int r = poll(&p, 1, 0);
+		int r = bp_sys_poll(&p, 1, 0);
 		return r == 0;
 	}
 	if (kill(pid, 0) == 0 || errno == EPERM)

@@ -12,6 +12,7 @@
  * sees them or they see its ring (see src/core/wait.c).
  */
 #include "notify/notify_internal.h"
+#include "core/syscall.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -83,7 +84,7 @@ int bypass_notify_peer_alive(bypass_doorbell *h)
 		pid_t p = atomic_load(&h->sh->procs[i]);
 		if (h->pidfd_pid[i] != p) {
 			if (h->pidfd[i] >= 0)
-				close(h->pidfd[i]);
+				bp_sys_close(h->pidfd[i]);
 			h->pidfd[i] = -1;
 			h->pidfd_pid[i] = p;
 		}
@@ -200,19 +201,19 @@ int bypass_notify_create(const struct bypass_notify_opts *o,
 	if (!h)
 		return -ENOMEM;
 	size_t len = (size_t)sysconf(_SC_PAGESIZE);
-	int fd = memfd_create("bypass-doorbell", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0 || ftruncate(fd, (off_t)len) < 0) {
+	int fd = bp_sys_memfd_create("bypass-doorbell", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || bp_sys_ftruncate(fd, (off_t)len) < 0) {
 		r = -errno;
 		if (fd >= 0)
-			close(fd);
+			bp_sys_close(fd);
 		free(h);
 		return r;
 	}
-	fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	bp_sys_fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
+	void *p = bp_sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		r = -errno;
-		close(fd);
+		bp_sys_close(fd);
 		free(h);
 		return r;
 	}
@@ -324,7 +325,7 @@ int bypass_notify_recv(int sock, bypass_doorbell **out)
 		goto fail;
 	struct stat st;
 	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
-	if (fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode) ||
+	if (bp_sys_fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode) ||
 	    (w.offset & (BP_CACHELINE - 1)) ||
 	    w.offset > (uint64_t)st.st_size ||
 	    (uint64_t)st.st_size - w.offset < sizeof(struct db_shared))
@@ -332,7 +333,7 @@ int bypass_notify_recv(int sock, bypass_doorbell **out)
 	uint64_t page_off = w.offset & ~(uint64_t)(ps - 1);
 	size_t len = (size_t)(w.offset - page_off) + sizeof(struct db_shared);
 	len = (len + ps - 1) & ~(ps - 1);
-	void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0],
+	void *map = bp_sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0],
 			 (off_t)page_off);
 	if (map == MAP_FAILED) {
 		err = -errno;
@@ -340,13 +341,13 @@ int bypass_notify_recv(int sock, bypass_doorbell **out)
 	}
 	struct db_shared *sh = (void *)((char *)map + (w.offset - page_off));
 	if (sh->magic != DB_MAGIC || atomic_load(&sh->state) != DB_ALIVE) {
-		munmap(map, len);
+		bp_sys_munmap(map, len);
 		err = -EINVAL;
 		goto fail;
 	}
 	struct bypass_doorbell *h = calloc(1, sizeof(*h));
 	if (!h) {
-		munmap(map, len);
+		bp_sys_munmap(map, len);
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -364,7 +365,7 @@ int bypass_notify_recv(int sock, bypass_doorbell **out)
 	return 0;
 fail:
 	for (unsigned i = 0; i < nfds; i++)
-		close(fds[i]);
+		bp_sys_close(fds[i]);
 	return err;
 }
 
@@ -376,19 +377,19 @@ int bypass_notify_close(bypass_doorbell *h)
 		bp_db_intr_unregister(h);
 	for (unsigned i = 0; i < DB_PROCS; i++)
 		if (h->pidfd[i] >= 0)
-			close(h->pidfd[i]);
+			bp_sys_close(h->pidfd[i]);
 	if (h->efd >= 0) {
 		/* Withdraw our eventfd from the shared state if it is ours. */
 		uint64_t mine = h->efd_loc;
 		if (h->efd_owner && (pid_t)(mine >> 32) == bp_pid() &&
 		    atomic_compare_exchange_strong(&h->sh->efd_loc, &mine, 0))
 			atomic_store(&h->sh->efd_armed, 0);
-		close(h->efd);
+		bp_sys_close(h->efd);
 	}
 	if (h->map)
-		munmap(h->map, h->map_len);
+		bp_sys_munmap(h->map, h->map_len);
 	if (h->memfd >= 0)
-		close(h->memfd);
+		bp_sys_close(h->memfd);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 	return 0;
@@ -480,7 +481,7 @@ int bypass_notify_try(bypass_doorbell *h)
 		 */
 		if (h->efd >= 0) {
 			uint64_t v;
-			ssize_t rr = read(h->efd, &v, sizeof(v)); /* non-blocking */
+			ssize_t rr = bp_sys_read(h->efd, &v, sizeof(v)); /* non-blocking */
 			(void)rr;
 		}
 		atomic_store(&sh->efd_posted, 0);
@@ -595,18 +596,18 @@ static int efd_fetch(uint64_t loc)
 	if (owner <= 0 || num < 0)
 		return -1;
 	if (owner == bp_pid()) {
-		fd = fcntl(num, F_DUPFD_CLOEXEC, 0);
+		fd = bp_sys_fcntl(num, F_DUPFD_CLOEXEC, 0);
 	} else {
 		int pfd = (int)syscall(SYS_pidfd_open, owner, 0);
 		if (pfd >= 0) {
 			fd = (int)syscall(SYS_pidfd_getfd, pfd, num, 0);
-			close(pfd);
+			bp_sys_close(pfd);
 		}
 	}
 	if (fd >= 0 && !bp_db_is_eventfd(fd)) {
 		bp_warn("bypass: doorbell names descriptor %d of pid %d, not an eventfd: "
 			"ignored", num, (int)owner);
-		close(fd);
+		bp_sys_close(fd);
 		return -1;
 	}
 	return fd;
@@ -615,7 +616,7 @@ static int efd_fetch(uint64_t loc)
 static void efd_adopt(struct bypass_doorbell *h, int fd, uint64_t loc, bool owner)
 {
 	if (h->efd >= 0)
-		close(h->efd);
+		bp_sys_close(h->efd);
 	h->efd = fd;
 	h->efd_loc = loc;
 	h->efd_owner = owner;
@@ -656,7 +657,7 @@ static int db_efd_get(struct bypass_doorbell *h, bool create)
 			ret = -ENOENT;
 			break;
 		}
-		int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		int fd = bp_sys_eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (fd < 0) {
 			ret = -errno;
 			break;
@@ -667,7 +668,7 @@ static int db_efd_get(struct bypass_doorbell *h, bool create)
 			ret = fd;
 			break;
 		}
-		close(fd); /* someone published first: use theirs */
+		bp_sys_close(fd); /* someone published first: use theirs */
 	}
 	pthread_mutex_unlock(&h->lock);
 	return ret;
@@ -684,7 +685,7 @@ int bp_db_post_eventfd(struct bypass_doorbell *h)
 			return fd;
 	}
 	uint64_t one = 1;
-	ssize_t r = write(fd, &one, sizeof(one));
+	ssize_t r = bp_sys_write(fd, &one, sizeof(one));
 	return r == (ssize_t)sizeof(one) || errno == EAGAIN ? 0 : -errno;
 }
 
