@@ -159,7 +159,8 @@ void bench_skip(struct bench_ctx *c, const char *id, const char *fmt, ...)
  * used (/proc/stat minus this process and its descendants, kernel threads
  * aside, steal included) and the load average.  A round in which other
  * processes took more than --disturbed-at of a CPU (0.10) is run again, up
- * to --reruns times (2; and no more reruns in all than rounds); if it stays
+ * to --reruns times (2; and no more reruns in all than half the rounds,
+ * at least one); if it stays
  * disturbed, the experiment's targets read "not resolved: disturbed" with
  * the figure shown.  The first `warm` rounds (warm-up, not recorded) are
  * not checked.  Leaving the loop early (break, a failure) is allowed.

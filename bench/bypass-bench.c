@@ -52,7 +52,8 @@ static void usage(FILE *f)
 		"  --disturbed-at F a round in which other processes took more than F of a\n"
 		"                   CPU is disturbed (default 0.10)\n"
 		"  --reruns N       run a disturbed round again up to N times (default 2; 0 in\n"
-		"                   --smoke); still disturbed: its targets are not resolved\n"
+		"                   --smoke), half a table's rounds at most; still disturbed:\n"
+		"                   its table's targets are not resolved\n"
 		"  --compare A B    two runs' JSON side by side, each ratio with its interval\n"
 		"                   (tools/report.py --compare)\n");
 }
