@@ -108,13 +108,18 @@ def quiet_line(q):
     return q.get("line") or "not measured"
 
 
+def _rx(v):
+    """A ratio: two decimals, or three significant digits below 0.1."""
+    return f"{v:.2f}" if abs(v) >= 0.1 or v == 0 else f"{v:.3g}"
+
+
 def ratio_cell(r):
     if r.get("ratio") is None:
         return "-"
     ci = r.get("ratio_ci")
     if ci and None not in ci:
-        return f"{r['ratio']:.2f}x [{ci[0]:.2f}, {ci[1]:.2f}]"
-    return f"{r['ratio']:.2f}x"
+        return f"{_rx(r['ratio'])}x [{_rx(ci[0])}, {_rx(ci[1])}]"
+    return f"{_rx(r['ratio'])}x"
 
 
 def table(exp):
