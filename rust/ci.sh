@@ -58,5 +58,8 @@ cargo clippy --locked --workspace --all-targets -- -D warnings
 step "rustdoc, warnings denied"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps
 step "ping-pong benchmark, smoke size"
-cargo run --locked -q -p bypass-pingpong -- --smoke --json "$CARGO_TARGET_DIR/pingpong-smoke.json"
+lib=()
+[ -e "$BYPASS_BUILD/examples/ipc-kv.so" ] && lib=(--lib "$BYPASS_BUILD/examples/ipc-kv.so")
+cargo run --locked -q -p bypass-pingpong -- --smoke --cross "${lib[@]}" \
+	--json "$CARGO_TARGET_DIR/pingpong-smoke.json"
 step "done"

@@ -42,3 +42,20 @@ int pingpong_c_client(bypass_ipc_conn *conn, size_t n, size_t len, uint64_t *out
 	}
 	return 0;
 }
+
+/* Library mode: n calls of handler op with len bytes (at most 64), each
+ * answered into a 64-byte buffer; out[i] = cycles of call i. */
+int pingpong_c_lib_client(bypass_ipc_lib *lib, unsigned op, size_t n, size_t len, uint64_t *out)
+{
+	char q[64] = "request", a[64];
+	if (len > sizeof(q))
+		return -22;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t t0 = bypass_rdtscp(NULL);
+		int r = bypass_ipc_lib_call(lib, op, q, len, a, sizeof(a));
+		out[i] = bypass_rdtscp(NULL) - t0;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}

@@ -5,15 +5,20 @@
 //! the loops of bench/ipc's ipc.call rows), in one run: every round runs
 //! each variant once, in a rotating order, each with a fresh server process
 //! forked on the second CPU.  Prints the medians, p99 and means, the ratio
-//! Rust / C (the median of the per-round ratios, with a 95% confidence
-//! interval) and the issue's target (the Rust ping-pong within 5% of the C
+//! Rust / C (the median of the per-round ratios of each run's trimmed mean,
+//! with a 95% confidence interval) and the issue's target (the Rust ping-pong within 5% of the C
 //! one: ratio <= 1.05) as met, not met or not resolved; JSON in
 //! bypass-bench's format (tools/report.py renders it) with --json.
 //! --cross adds the mixed pairs (Rust client with the C server, C client
 //! with the Rust server), which say on which side a difference lies.
+//! --lib OBJECT adds a second table: library mode's call (the C tree's
+//! key-value service, build/examples/ipc-kv.so, its 32-byte PING) through
+//! `LibClient::call` against `bypass_ipc_lib_call`, the server a process
+//! that only holds the service.
 //!
 //!   bypass-pingpong [--rounds N] [--calls N] [--size BYTES] [--cross]
-//!                   [--mode adaptive|spin|sleep] [--json FILE] [--smoke]
+//!                   [--lib OBJECT] [--mode adaptive|spin|sleep]
+//!                   [--json FILE] [--smoke]
 use std::ffi::c_int;
 use std::fmt::Write as _;
 use std::io;
@@ -21,13 +26,18 @@ use std::process::exit;
 use std::time::{Duration, Instant};
 
 use bypass::core::clock;
-use bypass::ipc::{Conn, IpcOptions, Service};
+use bypass::ipc::{Conn, IpcOptions, LibClient, LibOptions, LibService, Service};
 use bypass::{sys, WaitMode};
 
 extern "C" {
     fn pingpong_c_server(conn: *mut sys::bypass_ipc_conn, n: usize) -> c_int;
     fn pingpong_c_client(conn: *mut sys::bypass_ipc_conn, n: usize, len: usize, out: *mut u64) -> c_int;
+    fn pingpong_c_lib_client(lib: *mut sys::bypass_ipc_lib, op: u32, n: usize, len: usize, out: *mut u64) -> c_int;
 }
+
+/// The key-value service's PING (examples/ipc-kv/kv.h): echoes up to 64
+/// bytes, touches no state.
+const KV_PING: u32 = 5;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Side {
@@ -35,15 +45,23 @@ enum Side {
     Rust,
 }
 
-/// A client and a server.
+/// A client and a server; `lib`: a library-mode call (the server only
+/// holds the service).
 #[derive(Clone, Copy, Debug)]
 struct Variant {
     client: Side,
     server: Side,
+    lib: bool,
 }
 
 impl Variant {
     fn label(self) -> &'static str {
+        if self.lib {
+            return match self.client {
+                Side::C => "C: bypass_ipc_lib_call",
+                Side::Rust => "Rust: LibClient::call",
+            };
+        }
         match (self.client, self.server) {
             (Side::C, Side::C) => "C: bypass_ipc_call / recv + reply",
             (Side::Rust, Side::Rust) => "Rust: Conn::call / recv + Msg::reply",
@@ -52,6 +70,12 @@ impl Variant {
         }
     }
     fn key(self) -> &'static str {
+        if self.lib {
+            return match self.client {
+                Side::C => "c-lib",
+                Side::Rust => "rust-lib",
+            };
+        }
         match (self.client, self.server) {
             (Side::C, Side::C) => "c",
             (Side::Rust, Side::Rust) => "rust",
@@ -61,8 +85,7 @@ impl Variant {
     }
 }
 
-const C: usize = 0; // the baseline's index in the variants
-const RUST: usize = 1;
+const C: usize = 0; // the message tables's baseline, in the variants
 
 struct Args {
     rounds: usize,
@@ -72,11 +95,12 @@ struct Args {
     json: Option<String>,
     smoke: bool,
     cross: bool,
+    lib: Option<String>,
 }
 
 fn parse_args() -> Args {
     let mut a =
-        Args { rounds: 30, calls: 20_000, size: 32, mode: WaitMode::Adaptive, json: None, smoke: false, cross: false };
+        Args { rounds: 30, calls: 20_000, size: 32, mode: WaitMode::Adaptive, json: None, smoke: false, cross: false, lib: None };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
         let mut val = || it.next().unwrap_or_else(|| usage(&format!("{k} needs a value")));
@@ -86,6 +110,7 @@ fn parse_args() -> Args {
             "--size" => a.size = val().parse().unwrap_or_else(|_| usage("--size BYTES")),
             "--json" => a.json = Some(val()),
             "--cross" => a.cross = true,
+            "--lib" => a.lib = Some(val()),
             "--mode" => {
                 a.mode = match val().as_str() {
                     "adaptive" => WaitMode::Adaptive,
@@ -114,7 +139,7 @@ fn usage(why: &str) -> ! {
         eprintln!("bypass-pingpong: {why}");
     }
     eprintln!(
-        "usage: bypass-pingpong [--rounds N] [--calls N] [--size BYTES] [--cross] [--mode adaptive|spin|sleep] [--json FILE] [--smoke]"
+        "usage: bypass-pingpong [--rounds N] [--calls N] [--size BYTES] [--cross] [--lib OBJECT] [--mode adaptive|spin|sleep] [--json FILE] [--smoke]"
     );
     exit(2)
 }
@@ -203,6 +228,9 @@ fn errno(r: c_int) -> io::Result<()> {
 /// One run of a variant: a server process forked on CPU 1, the client
 /// here on CPU 0; appends the cycles of each call after the warm-up.
 fn run(v: Variant, a: &Args, round: usize, out: &mut Vec<u64>) -> io::Result<()> {
+    if v.lib {
+        return run_lib(v, a, round, out);
+    }
     let name = format!("bypass-pingpong-{}-{}-{}", std::process::id(), round, v.key());
     let opts = IpcOptions::new().mode(a.mode).ring_size(65536);
     let svc = Service::listen(&name, &opts)?;
@@ -238,6 +266,100 @@ fn run(v: Variant, a: &Args, round: usize, out: &mut Vec<u64>) -> io::Result<()>
     if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
         return Err(io::Error::other("the server process failed"));
     }
+    out.extend_from_slice(&samples[total - a.calls..]);
+    Ok(())
+}
+
+/// One run of a library-mode variant: a server process forked on CPU 1
+/// loads the service and only admits openers; the client here opens it in
+/// library mode (the handler runs in this thread) and calls PING.
+fn run_lib(v: Variant, a: &Args, round: usize, out: &mut Vec<u64>) -> io::Result<()> {
+    let obj = a.lib.as_deref().unwrap_or_default();
+    let name = format!("bypass-pingpong-{}-{}-{}", std::process::id(), round, v.key());
+    let mut ready = [0; 2];
+    let mut stop = [0; 2];
+    // SAFETY: plain system calls.
+    if unsafe { libc::pipe2(ready.as_mut_ptr(), libc::O_CLOEXEC) } < 0 || unsafe { libc::pipe2(stop.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let total = a.calls + a.calls / 50;
+    // SAFETY: single-threaded; the child serves and _exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        pin(1);
+        // SAFETY: our pipes: the ends the parent uses (the stop pipe reads
+        // end of file only once no write end is open).
+        unsafe {
+            libc::close(ready[0]);
+            libc::close(stop[1]);
+        }
+        // SAFETY: the object is the C tree's key-value service (--lib).
+        let svc = unsafe { LibService::listen(&name, obj, &LibOptions::new()) };
+        let ok = svc.is_ok() as u8;
+        // SAFETY: our pipes.
+        unsafe {
+            libc::write(ready[1], [ok].as_ptr().cast(), 1);
+            libc::fcntl(stop[0], libc::F_SETFL, libc::O_NONBLOCK);
+        }
+        if let Ok(svc) = svc {
+            loop {
+                let _ = svc.accept(Some(Duration::from_millis(20)));
+                let mut b = [0u8; 1];
+                // SAFETY: our pipe: 0 (end of file) once the parent closed it.
+                if unsafe { libc::read(stop[0], b.as_mut_ptr().cast(), 1) } == 0 {
+                    break;
+                }
+            }
+        }
+        // SAFETY: leave without the parent's destructors.
+        unsafe { libc::_exit(if ok == 1 { 0 } else { 1 }) };
+    }
+    // SAFETY: our pipes.
+    unsafe {
+        libc::close(ready[1]);
+        libc::close(stop[0]);
+    }
+    let mut ok = [0u8; 1];
+    // SAFETY: our pipe.
+    let got = unsafe { libc::read(ready[0], ok.as_mut_ptr().cast(), 1) };
+    pin(0);
+    let mut samples = vec![0u64; total];
+    let r = if got == 1 && ok[0] == 1 {
+        // SAFETY: the C tree's key-value service (--lib).
+        unsafe { LibClient::open(&name, &LibOptions::new()) }.and_then(|l| {
+            if !l.is_library() {
+                return Err(io::Error::other("library mode was not had"));
+            }
+            match v.client {
+                // SAFETY: samples has room for total values; a live handle.
+                Side::C => errno(unsafe { pingpong_c_lib_client(l.as_raw(), KV_PING, total, a.size, samples.as_mut_ptr()) }),
+                Side::Rust => {
+                    let q = [b'r'; 64];
+                    let (q, mut resp) = (&q[..a.size], [0u8; 64]);
+                    for s in samples.iter_mut() {
+                        let t0 = clock::cycles();
+                        let r = l.call(KV_PING, q, &mut resp);
+                        *s = clock::cycles() - t0;
+                        r?;
+                    }
+                    Ok(())
+                }
+            }
+        })
+    } else {
+        Err(io::Error::other("the server could not load the service object"))
+    };
+    let mut status = 0;
+    // SAFETY: our pipes and child.
+    unsafe {
+        libc::close(ready[0]);
+        libc::close(stop[1]);
+        libc::waitpid(pid, &mut status, 0);
+    }
+    r?;
     out.extend_from_slice(&samples[total - a.calls..]);
     Ok(())
 }
@@ -285,6 +407,14 @@ fn median(v: &[u64]) -> f64 {
     } else {
         (v[n / 2 - 1] + v[n / 2]) as f64 / 2.0
     }
+}
+
+/// The mean of the values at or below the 99th percentile.
+fn trimmed_mean(v: &[u64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    let keep = &v[..((v.len() * 99).div_ceil(100)).max(1)];
+    keep.iter().map(|&x| x as f64).sum::<f64>() / keep.len() as f64
 }
 
 fn median_f(x: &[f64]) -> f64 {
@@ -383,18 +513,38 @@ fn utc_now() -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", sod / 3600, sod % 3600 / 60, sod % 60)
 }
 
+/// The rows of one table: what `bypass-pingpong` prints and the JSON
+/// holds for each experiment.
+struct Table<'v> {
+    id: &'static str,
+    title: String,
+    rows: Vec<usize>, // indices into the variants; the first is the base
+    vs: &'v [Variant],
+}
+
 fn main() {
     let a = parse_args();
     let hz = clock::tsc_hz().unwrap_or(0);
     let ns = |c: f64| if hz > 0 { c * 1e9 / hz as f64 } else { f64::NAN };
-    let mut vs = vec![Variant { client: Side::C, server: Side::C }, Variant { client: Side::Rust, server: Side::Rust }];
+    let mut vs = vec![
+        Variant { client: Side::C, server: Side::C, lib: false },
+        Variant { client: Side::Rust, server: Side::Rust, lib: false },
+    ];
     if a.cross {
-        vs.push(Variant { client: Side::Rust, server: Side::C });
-        vs.push(Variant { client: Side::C, server: Side::Rust });
+        vs.push(Variant { client: Side::Rust, server: Side::C, lib: false });
+        vs.push(Variant { client: Side::C, server: Side::Rust, lib: false });
     }
+    let msg_rows: Vec<usize> = (0..vs.len()).collect();
+    let mut lib_rows = Vec::new();
+    if a.lib.is_some() {
+        lib_rows = vec![vs.len(), vs.len() + 1];
+        vs.push(Variant { client: Side::C, server: Side::C, lib: true });
+        vs.push(Variant { client: Side::Rust, server: Side::C, lib: true });
+    }
+    let base_of = |k: usize| if vs[k].lib { lib_rows[0] } else { C };
     let nv = vs.len();
     let mut all = vec![Vec::new(); nv];
-    // ratios[k][r]: variant k's median / the C median, in round r.
+    // ratios[k][r]: variant k's median / its table's base median, round r.
     let mut ratios = vec![Vec::new(); nv];
     let mut round_json = Vec::new();
     let (mut n_disturbed, mut reruns) = (0usize, 0usize);
@@ -428,12 +578,16 @@ fn main() {
         other_max = other_max.max(q.other_s / q.wall_s.max(1e-9));
         load_min = load_min.min(q.load);
         load_max = load_max.max(q.load);
-        let med: Vec<f64> = s.iter().map(|v| median(v)).collect();
+        // Each run's trimmed mean: the TSC ticks in steps of tens of
+        // cycles here, too coarse for a median of calls of tens to hundreds
+        // of cycles to tell 5% apart; the calls above the run's p99
+        // (interrupts, preemption) are left out.
+        let med: Vec<f64> = s.iter().map(|v| trimmed_mean(v)).collect();
         for k in 0..nv {
-            ratios[k].push(med[k] / med[C]);
+            ratios[k].push(med[k] / med[base_of(k)]);
         }
         round_json.push(format!(
-            "{{\"round\": {r}, \"first\": \"{}\", \"medians\": {{{}}}, \"other_cpu\": {}, \"disturbed\": {dist}}}",
+            "{{\"round\": {r}, \"first\": \"{}\", \"trimmed_means\": {{{}}}, \"other_cpu\": {}, \"disturbed\": {dist}}}",
             vs[order[0]].key(),
             (0..nv).map(|k| format!("\"{}\": {}", vs[k].key(), num(med[k]))).collect::<Vec<_>>().join(", "),
             num(q.other_s / q.wall_s.max(1e-9))
@@ -443,63 +597,17 @@ fn main() {
         }
     }
     let load_end = loadavg().1;
-    let (rmed, (lo, hi)) = (median_f(&ratios[RUST]), median_ci(&ratios[RUST]));
-    let met = rmed <= GOAL;
-    let verdict = if n_disturbed > 0 {
-        "not resolved: disturbed"
-    } else if lo <= GOAL && GOAL <= hi {
-        "not resolved"
-    } else if met {
-        "met"
-    } else {
-        "not met"
+    let verdict_of = |lo: f64, hi: f64, met: bool| {
+        if n_disturbed > 0 {
+            "not resolved: disturbed"
+        } else if lo <= GOAL && GOAL <= hi {
+            "not resolved"
+        } else if met {
+            "met"
+        } else {
+            "not met"
+        }
     };
-    println!(
-        "\n{:<38} {:>10} {:>10} {:>10} {:>10} {:>24}",
-        "round trip of a call", "median cyc", "median ns", "p99 cyc", "mean cyc", "x C (per-round, 95% CI)"
-    );
-    let mut rows = Vec::new();
-    for (k, v) in vs.iter().enumerate() {
-        let s = &mut all[k];
-        s.sort_unstable();
-        let m = median(s);
-        let p99 = pct(s, 0.99);
-        let mean = s.iter().map(|&x| x as f64).sum::<f64>() / s.len() as f64;
-        let (r, (rl, rh)) = (median_f(&ratios[k]), median_ci(&ratios[k]));
-        println!(
-            "{:<38} {:>10.0} {:>10.1} {:>10.0} {:>10.0} {:>24}",
-            v.label(),
-            m,
-            ns(m),
-            p99,
-            mean,
-            if k == C { "1".to_string() } else { format!("{r:.3} [{rl:.3}, {rh:.3}]") }
-        );
-        let ci = if k == C { "null".to_string() } else { format!("[{}, {}]", num(rl), num(rh)) };
-        rows.push(format!(
-            "{{\"variant\": {}, \"kind\": \"{}\", \"unit\": \"cycles\", \"higher_is_better\": false, \"n\": {}, \
-\"median\": {}, \"mean\": {}, \"p99\": {}, \"min\": {}, \"max\": {}, \"median_ns\": {}, \"mean_ns\": {}, \"p99_ns\": {}, \
-\"ratio\": {}, \"ratio_ci\": {ci}, \"is_base\": {}, \"source\": null, \"note\": {}}}",
-            json_str(v.label()),
-            if k == C { "baseline" } else { "rust" },
-            s.len(),
-            num(m),
-            num(mean),
-            num(p99),
-            s[0],
-            s[s.len() - 1],
-            num(ns(m)),
-            num(ns(mean)),
-            num(ns(p99)),
-            if k == C { "1".to_string() } else { num(r) },
-            k == C,
-            json_str(match k {
-                C => "c/pingpong.c: bench/ipc's ipc.call loops",
-                RUST => "the safe crate on both sides",
-                _ => "a mixed pair: on which side a difference lies",
-            }),
-        ));
-    }
     let quiet_line = format!(
         "{} rounds{}, {}; other processes {:.1}% of a CPU on average, {:.1}% at most in a round (threshold {:.0}%), load average {:.2}-{:.2}; the bench itself {:.1} CPU-s",
         a.rounds,
@@ -512,9 +620,129 @@ fn main() {
         load_max,
         own_s
     );
-    println!("\nratio Rust / C (median of the per-round ratios): {rmed:.4}, 95% CI [{lo:.4}, {hi:.4}] over {} rounds", a.rounds);
-    println!("target: Rust within 5% of C (ratio <= {GOAL}): {verdict}");
-    println!("quiet: {quiet_line} ({:.1} s)", started.elapsed().as_secs_f64());
+    let quiet = format!(
+        "{{\"measured\": true, \"rounds\": {}, \"disturbed_rounds\": {n_disturbed}, \"reruns\": {reruns}, \"seconds\": {}, \
+\"other_cpu_mean\": {}, \"other_cpu_max\": {}, \"own_cpu_seconds\": {}, \"loadavg_min\": {}, \"loadavg_max\": {}, \"threshold\": {}, \"line\": {}}}",
+        a.rounds,
+        num(wall_s),
+        num(other_s / wall_s.max(1e-9)),
+        num(other_max),
+        num(own_s),
+        num(load_min),
+        num(load_max),
+        num(DISTURBED_AT),
+        json_str(&quiet_line)
+    );
+    let mut tables = vec![Table {
+        id: "rust.pingpong",
+        title: format!("round trip of a {}-byte call over bypass ipc: the Rust crate against the C API, alternating", a.size),
+        rows: msg_rows,
+        vs: &vs,
+    }];
+    if !lib_rows.is_empty() {
+        tables.push(Table {
+            id: "rust.lib_call",
+            title: format!(
+                "library mode: a {}-byte call of the key-value service's PING run in the caller's thread, the Rust crate against the C API",
+                a.size
+            ),
+            rows: lib_rows.clone(),
+            vs: &vs,
+        });
+    }
+    let mut exps = Vec::new();
+    for t in &tables {
+        println!(
+            "\n{}\n{:<38} {:>10} {:>10} {:>10} {:>10} {:>24}",
+            t.id, "round trip of a call", "median cyc", "median ns", "p99 cyc", "mean cyc", "x base (per-round, 95% CI)"
+        );
+        let mut rows = Vec::new();
+        for (i, &k) in t.rows.iter().enumerate() {
+            let v = t.vs[k];
+            let s = &mut all[k];
+            s.sort_unstable();
+            let m = median(s);
+            let p99 = pct(s, 0.99);
+            let mean = s.iter().map(|&x| x as f64).sum::<f64>() / s.len() as f64;
+            let (r, (rl, rh)) = (median_f(&ratios[k]), median_ci(&ratios[k]));
+            println!(
+                "{:<38} {:>10.0} {:>10.1} {:>10.0} {:>10.0} {:>24}",
+                v.label(),
+                m,
+                ns(m),
+                p99,
+                mean,
+                if i == 0 { "1".to_string() } else { format!("{r:.3} [{rl:.3}, {rh:.3}]") }
+            );
+            let ci = if i == 0 { "null".to_string() } else { format!("[{}, {}]", num(rl), num(rh)) };
+            rows.push(format!(
+                "{{\"variant\": {}, \"kind\": \"{}\", \"unit\": \"cycles\", \"higher_is_better\": false, \"n\": {}, \
+\"median\": {}, \"mean\": {}, \"p99\": {}, \"min\": {}, \"max\": {}, \"median_ns\": {}, \"mean_ns\": {}, \"p99_ns\": {}, \
+\"ratio\": {}, \"ratio_ci\": {ci}, \"is_base\": {}, \"source\": null, \"note\": {}}}",
+                json_str(v.label()),
+                if i == 0 { "baseline" } else { "rust" },
+                s.len(),
+                num(m),
+                num(mean),
+                num(p99),
+                s[0],
+                s[s.len() - 1],
+                num(ns(m)),
+                num(ns(mean)),
+                num(ns(p99)),
+                if i == 0 { "1".to_string() } else { num(r) },
+                i == 0,
+                json_str(match (v.lib, v.client, v.server) {
+                    (true, Side::C, _) => "c/pingpong.c's loop over bypass_ipc_lib_call",
+                    (true, Side::Rust, _) => "the safe crate's LibClient::call",
+                    (false, Side::C, Side::C) => "c/pingpong.c: bench/ipc's ipc.call loops",
+                    (false, Side::Rust, Side::Rust) => "the safe crate on both sides",
+                    _ => "a mixed pair: on which side a difference lies",
+                }),
+            ));
+        }
+        // The target: the Rust row against the base, per round.
+        let rust = t.rows[1];
+        let (rmed, (lo, hi)) = (median_f(&ratios[rust]), median_ci(&ratios[rust]));
+        let met = rmed <= GOAL;
+        let verdict = verdict_of(lo, hi, met);
+        let what = if t.id == "rust.pingpong" {
+            "Rust ping-pong / C ping-pong over bypass ipc (median of per-round ratios of trimmed means) <= 1.05"
+        } else {
+            "Rust library-mode call / C library-mode call (median of per-round ratios of trimmed means) <= 1.05"
+        };
+        println!("\nratio {} / {} (median of the per-round ratios of trimmed means): {rmed:.4}, 95% CI [{lo:.4}, {hi:.4}] over {} rounds", t.vs[rust].label(), t.vs[t.rows[0]].label(), a.rounds);
+        println!("target: within 5% (ratio <= {GOAL}): {verdict}");
+        let mut notes = vec![
+            format!(
+                "{} calls of {} bytes per variant in each of {} rounds, every variant of the run in a rotating order; each run forks a fresh server process on CPU 1, the client runs on CPU 0; the first 2% of each run's calls are dropped as warm-up",
+                a.calls, a.size, a.rounds
+            ),
+            "ratio: the median of the per-round ratios of trimmed means (each run's mean of its calls at or below its p99: the TSC ticks in steps of tens of cycles, too coarse for medians to tell 5% apart); its 95% interval: distribution-free, from the order statistics of the per-round ratios".to_string(),
+            "both sides link the same libbypass.so; the C loops are compiled by the cc crate at -O2, the Rust loops in the profile the binary was built with (the command uses --release)".to_string(),
+        ];
+        if t.id == "rust.pingpong" {
+            notes.insert(1, format!("{:?} waits on both sides (bypass_ipc_opts.mode), 64 KiB rings, as bench/ipc's ipc.call rows", a.mode));
+        } else {
+            notes.insert(1, format!("the service: {} (examples/ipc-kv), opened in library mode with the default protection (the gate where the CPU has protection keys); the server process only admits openers", a.lib.as_deref().unwrap_or("")));
+        }
+        exps.push(format!(
+            "    {{\"id\": \"{}\", \"title\": {}, \"ratio_base\": {}, \"skipped\": null, \"ratio_rule\": \"x baseline time, lower is better\",\n     \"rows\": [\n      {}\n     ],\n\
+     \"notes\": [{}],\n     \"failures\": [],\n     \"targets\": [{{\"what\": \"{what}\", \"value\": {}, \"ci\": [{}, {}], \"op\": \"<=\", \"goal\": {GOAL}, \"met\": {met}, \"resolved\": {}, \"verdict\": \"{verdict}\"}}],\n\
+     \"quiet\": {quiet},\n     \"rounds\": [{}]}}",
+            t.id,
+            json_str(&t.title),
+            json_str(t.vs[t.rows[0]].label()),
+            rows.join(",\n      "),
+            notes.iter().map(|n| json_str(n)).collect::<Vec<_>>().join(", "),
+            num(rmed),
+            num(lo),
+            num(hi),
+            !verdict.starts_with("not resolved"),
+            round_json.join(", ")
+        ));
+    }
+    println!("\nquiet: {quiet_line} ({:.1} s)", started.elapsed().as_secs_f64());
     if let Some(path) = &a.json {
         let commit = git(&["rev-parse", "HEAD"]);
         let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty());
@@ -523,36 +751,11 @@ fn main() {
             .map(|(k, v)| format!("{}: {}", json_str(&k), json_str(&v)))
             .collect();
         let command: Vec<String> = std::env::args().collect();
-        let quiet = format!(
-            "{{\"measured\": true, \"rounds\": {}, \"disturbed_rounds\": {n_disturbed}, \"reruns\": {reruns}, \"seconds\": {}, \
-\"other_cpu_mean\": {}, \"other_cpu_max\": {}, \"own_cpu_seconds\": {}, \"loadavg_min\": {}, \"loadavg_max\": {}, \"threshold\": {}, \"line\": {}}}",
-            a.rounds,
-            num(wall_s),
-            num(other_s / wall_s.max(1e-9)),
-            num(other_max),
-            num(own_s),
-            num(load_min),
-            num(load_max),
-            num(DISTURBED_AT),
-            json_str(&quiet_line)
-        );
-        let notes = [
-            format!(
-                "{} calls of {} bytes per variant in each of {} rounds, the variants in a rotating order; each run forks a fresh server process on CPU 1, the client runs on CPU 0; the first 2% of each run's calls are dropped as warm-up",
-                a.calls, a.size, a.rounds
-            ),
-            format!("{:?} waits on both sides (bypass_ipc_opts.mode), 64 KiB rings, as bench/ipc's ipc.call rows", a.mode),
-            "ratio: the median of the per-round ratios (the row's median / the C median of the same round); its 95% interval: distribution-free, from the order statistics of the per-round ratios".to_string(),
-            "both sides link the same libbypass.so; the C loops are compiled by the cc crate at -O2, the Rust loops in the profile the binary was built with (the command uses --release)".to_string(),
-        ];
         let j = format!(
             "{{\n  \"tool\": \"bypass-pingpong\",\n  \"version\": {},\n  \"date\": \"{}\",\n  \"command\": {},\n  \"mode\": \"{}\",\n  \"rounds\": {},\n\
   \"machine\": {{\"cpu_model\": {}, \"kernel\": {}, \"arch\": \"{}\", \"cores\": {}, \"tsc_hz\": {hz}, \"cpus_used\": [0, 1]}},\n\
   \"provenance\": {{\"git_commit\": {}, \"git_dirty\": {}, \"env\": {{{}}}, \"loadavg_start\": {}, \"loadavg_end\": {}, \
-\"cpu\": {{\"model\": {}, \"online\": {}, \"usable\": {}}}}},\n  \"quiet\": {quiet},\n  \"experiments\": [\n    {{\"id\": \"rust.pingpong\", \
-\"title\": {}, \"ratio_base\": {}, \"skipped\": null, \"ratio_rule\": \"x baseline time, lower is better\",\n     \"rows\": [\n      {}\n     ],\n\
-     \"notes\": [{}],\n     \"failures\": [],\n     \"targets\": [{{\"what\": \"Rust ping-pong / C ping-pong over bypass ipc (median of per-round ratios) <= 1.05\", \
-\"value\": {}, \"ci\": [{}, {}], \"op\": \"<=\", \"goal\": {GOAL}, \"met\": {met}, \"resolved\": {}, \"verdict\": \"{verdict}\"}}],\n     \"quiet\": {quiet},\n     \"rounds\": [{}]}}\n  ]\n}}\n",
+\"cpu\": {{\"model\": {}, \"online\": {}, \"usable\": {}}}}},\n  \"quiet\": {quiet},\n  \"experiments\": [\n{}\n  ]\n}}\n",
             json_str(bypass::version()),
             utc_now(),
             json_str(&command.join(" ")),
@@ -570,18 +773,7 @@ fn main() {
             json_str(&cpu_model()),
             ncpus(),
             ncpus(),
-            json_str(&format!(
-                "round trip of a {}-byte call over bypass ipc: the Rust crate against the C API, alternating",
-                a.size
-            )),
-            json_str(vs[C].label()),
-            rows.join(",\n      "),
-            notes.iter().map(|n| json_str(n)).collect::<Vec<_>>().join(", "),
-            num(rmed),
-            num(lo),
-            num(hi),
-            !verdict.starts_with("not resolved"),
-            round_json.join(", ")
+            exps.join(",\n")
         );
         if let Err(e) = std::fs::write(path, j) {
             eprintln!("bypass-pingpong: {path}: {e}");

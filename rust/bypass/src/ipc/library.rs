@@ -364,6 +364,7 @@ impl LibClient {
     /// [`Conn::call`](super::Conn::call) too.
     ///
     /// [`recover`]: LibClient::recover
+    #[inline]
     pub fn call(&self, op: u32, req: &[u8], resp: &mut [u8]) -> io::Result<usize> {
         // SAFETY: the buffers are valid for their lengths; the handler is
         // the code the caller of open vouched for (or runs in the server).
@@ -394,6 +395,11 @@ impl LibClient {
         // SAFETY: s is valid for the call.
         cvt(unsafe { sys::bypass_ipc_lib_stats(self.raw.as_ptr(), &mut s) })?;
         Ok(s)
+    }
+
+    /// The raw handle, for calls of [`bypass_sys`] (it stays owned here).
+    pub fn as_raw(&self) -> *mut sys::bypass_ipc_lib {
+        self.raw.as_ptr()
     }
 
     /// Whether calls run here (library mode) rather than in the server.
