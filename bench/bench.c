@@ -409,6 +409,16 @@ static void fmt_num(char *buf, size_t len, double v)
 		snprintf(buf, len, "%.2f", v);
 }
 
+/* A ratio: two decimals, or three significant digits below 0.1 (0.0035x,
+ * not 0.00x). */
+static void fmt_ratio(char *buf, size_t len, double v)
+{
+	if (fabs(v) >= 0.1 || v == 0 || isnan(v))
+		snprintf(buf, len, "%.2f", v);
+	else
+		snprintf(buf, len, "%.3g", v);
+}
+
 bool bench_row_is_rate(const struct bench_row *r)
 {
 	size_t n = r->unit ? strlen(r->unit) : 0;
@@ -488,7 +498,7 @@ void bench_print_table(FILE *out, const struct bench_exp *e)
 	fprintf(out, "\n");
 	for (size_t i = 0; i < e->nrows; i++) {
 		const struct bench_row *r = &e->rows[i];
-		char m[32], a[32], p[32], mn[32], pn[32], ra[32];
+		char m[32], a[32], p[32], mn[32], pn[32], ra[96];
 		fmt_num(m, sizeof(m), r->s.median);
 		fmt_num(a, sizeof(a), r->s.mean);
 		fmt_num(p, sizeof(p), r->s.p99);
@@ -502,13 +512,16 @@ void bench_print_table(FILE *out, const struct bench_exp *e)
 		}
 		fprintf(out, " %-10s |", r->unit ? r->unit : "");
 		if (any_ratio) {
+			char x[3][24];
+			fmt_ratio(x[0], sizeof(x[0]), r->ratio);
+			fmt_ratio(x[1], sizeof(x[1]), r->ci_lo);
+			fmt_ratio(x[2], sizeof(x[2]), r->ci_hi);
 			if (isnan(r->ratio))
 				snprintf(ra, sizeof(ra), "-");
 			else if (r->ci_lo != 0 || r->ci_hi != 0)
-				snprintf(ra, sizeof(ra), "%.2fx [%.2f, %.2f]", r->ratio, r->ci_lo,
-					 r->ci_hi);
+				snprintf(ra, sizeof(ra), "%sx [%s, %s]", x[0], x[1], x[2]);
 			else
-				snprintf(ra, sizeof(ra), "%.2fx", r->ratio);
+				snprintf(ra, sizeof(ra), "%sx", x[0]);
 			fprintf(out, " %8s |", ra);
 		}
 		if (any_src)
