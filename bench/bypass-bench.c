@@ -153,6 +153,7 @@ static char *file_line(const char *path)
 static char *git_commit;
 static int git_dirty = -1; /* -1: unknown (no git, not a work tree) */
 static int git_dirty_files; /* changed tracked + untracked compiled files */
+static char *git_dirty_list; /* the first 20 of them, space-separated */
 static char *load_start;   /* /proc/loadavg when the run started */
 
 static void provenance_start(void)
@@ -172,11 +173,15 @@ static void provenance_start(void)
 	snprintf(cmd, sizeof(cmd),
 		 "git -C '%s' status --porcelain --untracked-files=all 2>/dev/null | "
 		 "awk '$1 != \"??\" || $2 ~ /(\\.[chS]|CMakeLists\\.txt|\\.cmake|\\.map|\\.in)$/' | "
-		 "wc -l", src);
+		 "awk '{ n++; if (n <= 20) l = l (n > 1 ? \" \" : \"\") $NF } "
+		 "END { printf \"%%d %%s\\n\", n, l }'", src);
 	char *n = command_line(cmd);
 	if (n) {
-		git_dirty = atoi(n) > 0;
 		git_dirty_files = atoi(n);
+		git_dirty = git_dirty_files > 0;
+		char *sp = strchr(n, ' ');
+		if (sp && sp[1])
+			git_dirty_list = strdup(sp + 1);
 	}
 	free(n);
 }
@@ -250,8 +255,10 @@ static void write_provenance(FILE *f, struct bench_ctx *c, const char *model)
 	extern char **environ;
 	fprintf(f, "  \"provenance\": {\"git_commit\": ");
 	json_str(f, git_commit);
-	fprintf(f, ", \"git_dirty\": %s, \"git_dirty_files\": %d,\n    \"env\": {",
+	fprintf(f, ", \"git_dirty\": %s, \"git_dirty_files\": %d, \"git_dirty_list\": ",
 		git_dirty < 0 ? "null" : git_dirty ? "true" : "false", git_dirty_files);
+	json_str(f, git_dirty_list);
+	fprintf(f, ",\n    \"env\": {");
 	bool first = true;
 	for (char **e = environ; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
@@ -669,6 +676,7 @@ int main(int argc, char **argv)
 	bench_free(&c);
 	free(c.params);
 	free(git_commit);
+	free(git_dirty_list);
 	free(load_start);
 	free(run_command);
 	return status;
