@@ -52,6 +52,8 @@ def provenance_lines(doc):
     dirty = p.get("git_dirty")
     state = (" with uncommitted changes (dirty tree)" if dirty else
              " (clean tree)" if dirty is False else " (tree state unknown)")
+    if dirty and p.get("git_dirty_list"):
+        state += f": `{p['git_dirty_list']}`"
     out = [f"- source: commit `{commit[:12]}`{state}"]
     env = p.get("env") or {}
     out.append("- BYPASS_* environment: " +
