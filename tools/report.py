@@ -4,6 +4,7 @@
 
     report.py results/bench.json [more.json ...] [--out DIR] [--md FILE]
     report.py --compare A.json B.json     (bypass bench --compare)
+    report.py --times run.json            (seconds per table and module)
 
 Writes DIR/<experiment>.png (one chart per experiment) and a Markdown file
 (default DIR/report.md) with, per experiment, the side-by-side table, its
@@ -591,7 +592,31 @@ def expect_failed(exp_id, path):
     return 0
 
 
+def times(path):
+    """report.py --times run.json: seconds per table and per module, and the
+    run's total (the quick suite's budget is in bench/bench.h)."""
+    d = json.load(open(path))
+    per = {}
+    out = []
+    for e in d.get("experiments", []):
+        sec = e.get("seconds") or 0
+        mod = e["id"].split(".")[0]
+        per[mod] = per.get(mod, 0) + sec
+        q = e.get("quiet") or {}
+        extra = f", {q.get('reruns')} reruns" if q.get("reruns") else ""
+        out.append(f"  {e['id']:28s} {sec:7.1f} s{extra}")
+    head = [f"{path}: {d.get('mode', '?')} mode, {fmt(d.get('seconds'))} s in all"]
+    head += [f"{m:8s} {v:7.1f} s" for m, v in per.items()]
+    return "\n".join(head + ["per table:"] + out) + "\n"
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--times":
+        if len(sys.argv) != 3:
+            print("usage: report.py --times run.json", file=sys.stderr)
+            sys.exit(2)
+        sys.stdout.write(times(sys.argv[2]))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "--expect-failed":
         if len(sys.argv) != 4:
             print("usage: report.py --expect-failed ID run.json", file=sys.stderr)

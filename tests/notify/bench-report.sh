@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench-report: the report tooling over two tiny notify runs (issue 24):
 # bypass-bench --compare (tools/report.py --compare: every ratio of both
-# runs, with its interval), --status (README's lines) and --template (how
+# runs, with its interval), --status (README's lines), --times (seconds per
+# table and module) and --template (how
 # docs/BENCHMARKS.md is made: each table with its JSON and command, the
 # targets with the JSON's verdicts, no placeholder left).  Each JSON carries
 # the run's quiet record, its command and every target's verdict.  No
@@ -47,6 +48,10 @@ grep -q '| adaptive doorbell' "$tmp/cmp.md" || bad "--compare: no target row"
 
 $py "$src/tools/report.py" --status "$tmp/a.json" >"$tmp/status" || bad "--status: exit $?"
 grep -q 'notify\*\*: [0-9]* of 3 targets met' "$tmp/status" || bad "--status: $(cat "$tmp/status")"
+
+$py "$src/tools/report.py" --times "$tmp/a.json" >"$tmp/times" || bad "--times: exit $?"
+grep -q '^notify ' "$tmp/times" && grep -q 'notify.pingpong' "$tmp/times" ||
+	bad "--times: $(cat "$tmp/times")"
 
 printf '# t\n\n{{run}}\n\n{{targets}}\n\n{{table notify.pingpong}}\n\n%s\n\n{{tables}}\n' \
 	'{{ratio notify.pingpong|bypass doorbell: adaptive}} {{target notify.pingpong|sleeping}}' \
