@@ -285,6 +285,16 @@ static uint32_t reap(struct bypass_pager *p, struct ectx *c, bool wait)
 	return freed;
 }
 
+/* Every write-back in flight was submitted by the calling thread. */
+static bool wb_all_mine(struct bypass_pager *p)
+{
+	pid_t me = bp_tid();
+	for (uint32_t i = 0; i < p->ev.nwb; i++)
+		if (p->ev.wbs[i].used && p->ev.wbs[i].tid != me)
+			return false;
+	return true;
+}
+
 static struct wb *wb_get(struct bypass_pager *p, struct ectx *c, uint32_t *idx)
 {
 	for (;;) {
@@ -379,6 +389,7 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 			sqe = io_uring_get_sqe(&p->ev.ring);
 		}
 		io_uring_prep_writev(sqe, p->swap.fd, b->iov, niov, (uint64_t)s * PG_SIZE);
+		b->tid = bp_tid(); /* its completion runs in this thread's task work */
 		io_uring_sqe_set_data64(sqe, ri);
 		p->ev.wb_inflight++;
 		queued = true;
@@ -465,12 +476,18 @@ static uint32_t evict_run(struct bypass_pager *p, bool need)
 		done += n;
 	}
 	/* The budget is full of pages under write-back: wait for some, and
-	 * put more under way meanwhile (see reap()). */
+	 * put more under way meanwhile (see reap()), unless this thread
+	 * submitted every write in flight: their completions run in its own
+	 * wait, so it only waits (a forced round would take pages the policy
+	 * keeps, such as clock's referenced ones, whenever a write is slower
+	 * than reap()'s wait). */
 	for (int tries = 0; need && atomic_load(&p->bud.resident) >= p->cfg.budget && tries < 100;
 	     tries++) {
 		uint32_t got = reap(p, &c, true);
 		if (atomic_load(&p->bud.resident) < p->cfg.budget)
 			break;
+		if (!got && p->ev.wb_inflight && wb_all_mine(p))
+			continue;
 		uint32_t n = evict_round(p, &c, true);
 		done += got + n;
 		if (!got && !n && !p->ev.wb_inflight)
@@ -487,6 +504,13 @@ void bp_evict_drain(struct bypass_pager *p)
 	while (p->ev.wb_inflight)
 		reap(p, &c, true);
 	bp_tab_leave(idx);
+}
+
+void bp_evict_settle(struct bypass_pager *p)
+{
+	bp_plock_lock(&p->ev.lock);
+	bp_evict_drain(p);
+	bp_plock_unlock(&p->ev.lock);
 }
 
 static void wait_progress(struct bypass_pager *p, uint32_t seen)

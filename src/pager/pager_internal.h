@@ -205,6 +205,7 @@ struct bp_heat; /* heat.h */
 struct wb {           /* one write-back request in flight */
 	uint32_t n;
 	uint32_t used;
+	pid_t tid;           /* the thread that submitted it */
 	uint32_t *ids;
 	struct iovec *iov;
 };
@@ -500,6 +501,9 @@ uint32_t bp_select_victims(struct bypass_pager *p, uint32_t want, uint32_t *out)
 void bp_slot_free(struct bypass_pager *p, struct pg *pg);
 /* Wait for every write-back in flight and finish it (evict lock held). */
 void bp_evict_drain(struct bypass_pager *p);
+/* Take the evict lock and finish every write-back in flight (tests: the
+ * resident pages then no longer depend on how fast the disk wrote). */
+void bp_evict_settle(struct bypass_pager *p);
 int bp_evict_init(struct bypass_pager *p);
 void bp_evict_fini(struct bypass_pager *p);
 void bp_pager_progress(struct bypass_pager *p);
