@@ -30,7 +30,7 @@ static int touch(volatile char *p, int write)
 }
 
 static char *hook_page;
-static int hook_calls;
+static volatile int hook_calls; /* changed in the signal handler */
 static int resolve_hook(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
@@ -107,8 +107,10 @@ int main(void)
 	/* A hook resolves the fault; the access then succeeds. */
 	hook_page = mmap(NULL, ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(bp_fault_hook_add(resolve_hook) == 0);
-	hook_page[5] = 42;
-	CHECK_EQ(hook_page[5], 42);
+	/* volatile: the store that faults must come before hook_calls is
+	 * read (the compiler may move a plain store past that load) */
+	((volatile char *)hook_page)[5] = 42;
+	CHECK_EQ(((volatile char *)hook_page)[5], 42);
 	CHECK_EQ(hook_calls, 1);
 	CHECK(bp_fault_hook_remove(resolve_hook) == 0);
 	CHECK_ERR(bp_fault_hook_remove(resolve_hook), -ENOENT);
