@@ -25,6 +25,7 @@
 
 #define TEST_FAIL(fmt, ...)                                                   \
 	do {                                                                  \
+		fflush(stdout); /* what TEST_LOG said before, piped or not */ \
 		fprintf(stderr, "FAIL %s:%d: " fmt "\n", __FILE__, __LINE__,  \
 			##__VA_ARGS__);                                       \
 		fflush(stderr);                                               \
