@@ -133,7 +133,13 @@ int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
 	uint64_t want = cfg->swap_size;
 	if (size < want && S_ISREG(st.st_mode) &&
 	    (cfg->flags & (BYPASS_PAGER_SWAP_CREATE | BYPASS_PAGER_SWAP_TEMP))) {
-		int e = posix_fallocate(fd, 0, (off_t)want);
+		/* EINTR: tmpfs gives up (and frees what it took) when the
+		 * thread has a signal or io_uring task work pending (seen on
+		 * Linux 6.1 with a swap file in a tmpfs /tmp): try again. */
+		int e, tries = 0;
+		do
+			e = posix_fallocate(fd, 0, (off_t)want);
+		while (e == EINTR && ++tries < 100);
 		if (e == EOPNOTSUPP || e == EINVAL)
 			e = ftruncate(fd, (off_t)want) < 0 ? errno : 0;
 		if (e) {
