@@ -13,7 +13,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------- configuration */
@@ -35,16 +34,6 @@ struct bt_config bp_bt_cfg = {
 	.merged_linger_ns = 50 * 1000,
 };
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
-
-/* Socket setsockopt through IORING_OP_URING_CMD arrived in Linux 6.7. */
-static bool kernel_at_least(int major, int minor)
-{
-	struct utsname u;
-	int ma, mi;
-	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
-		return false;
-	return ma > major || (ma == major && mi >= minor);
-}
 
 /*
  * The engine's settings from the environment: the ring's through
@@ -113,7 +102,7 @@ void bp_bt_config_read(void)
 	c.stats_path = st && *st ? strdup(st) : NULL;
 	st = getenv("BYPASS_STATS_FILE");
 	c.stats_file = st && *st ? strdup(st) : NULL;
-	c.uring_sockopt = kernel_at_least(6, 7);
+	c.uring_sockopt = bp_bt_uring_sockopt();
 	c.merged_wait = bp_env_bool("BYPASS_BATCH_MERGED_WAIT", true);
 	c.merged_linger_ns = bp_env_u64("BYPASS_BATCH_MERGED_LINGER_US", 50) * 1000;
 	c.splice = bp_env_bool("BYPASS_BATCH_SPLICE", false);

@@ -307,7 +307,7 @@ int bypass_batch_close(int fd, ssize_t *res)
  * answered -ECANCELED).  There the option is set by a system call in its
  * place in fd's order: what is queued on fd is entered and waited for first.
  */
-static bool uring_sockopt(void)
+bool bp_bt_uring_sockopt(void)
 {
 	static _Atomic int known; /* 1 yes, -1 no */
 	int k = atomic_load_explicit(&known, memory_order_relaxed);
@@ -352,7 +352,7 @@ int bypass_batch_setsockopt(int fd, int level, int name, const void *val,
 		return -EBADF;
 	if (len > SOCKOPT_MAX || (!val && len))
 		return -EINVAL;
-	if (!uring_sockopt())
+	if (!bp_bt_uring_sockopt())
 		return sockopt_now(fd, level, name, val, len, res);
 	struct bt_op *op = bp_bt_op_new(len);
 	if (!op)

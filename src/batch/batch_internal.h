@@ -287,6 +287,9 @@ int bp_bt_submit(struct bt_thread *th);
 /* The kernel has IORING_OP_EPOLL_WAIT (probed once, on the calling thread's
  * ring). */
 bool bp_bt_merged_wait_available(void);
+/* The kernel has io_uring socket commands (SOCKET_URING_OP_SETSOCKOPT,
+ * Linux 6.7): setsockopt can be queued; elsewhere it is a system call. */
+bool bp_bt_uring_sockopt(void);
 struct bt_epw_req {
 	int epfd;
 	void *events;
