@@ -404,6 +404,13 @@ static void check_modules(void)
 	if (merged != avail_of("io_uring.EPOLL_WAIT"))
 		add("batch.epoll_wait", 0, "batch's probe says %d, the opcode probe %d: a bug",
 		    merged, avail_of("io_uring.EPOLL_WAIT"));
+	/* batch's own answer (the explicit API's and the preload's) */
+	add("batch.sockopt", ring && bp_bt_uring_sockopt(), "%s",
+	    !ring ? "needs io_uring"
+	    : bp_bt_uring_sockopt()
+		? "setsockopt is queued as an io_uring socket command (Linux 6.7)"
+		: "no io_uring socket commands (Linux 6.7): bypass_batch_setsockopt() and "
+		  "the preload's TCP_CORK/TCP_NODELAY run as system calls, in order");
 #else
 	add("batch", 0, "not built");
 #endif
