@@ -4,7 +4,7 @@
  * to bypass's modules, and why not.  Where the library has its own detection
  * the answer is the library's (bypass_ipc_pkey_supported,
  * bypass_notify_backend_available, bp_uffd_features_available,
- * bp_bt_merged_wait_available, bp_uintr_available, bp_thread_ring), so doctor
+ * bp_bt_merged_wait_available, bp_uintr_available), so doctor
  * and the library cannot disagree; tests/core/cli-doctor checks that.
  */
 #include "cli.h"
@@ -133,9 +133,11 @@ static void check_io_uring(void)
 	else
 		snprintf(why, sizeof(why), "kernel.io_uring_disabled = %s: disabled for all", dis);
 
-	/* The library's own path: a per-thread ring as the modules make it. */
-	struct io_uring *ring = NULL;
-	int e = bp_thread_ring(BP_RING_PAGER, NULL, &ring);
+	/* A ring as the modules make theirs (liburing's defaults). */
+	struct io_uring ring_mem, *ring = NULL;
+	int e = io_uring_queue_init(256, &ring_mem, 0);
+	if (!e)
+		ring = &ring_mem;
 	if (e) {
 		add("io_uring", 0, "io_uring_setup: %s (%s); batch, syslet and the pager's "
 		    "swap cannot work", strerror(-e), why);
@@ -157,7 +159,7 @@ static void check_io_uring(void)
 	if (p)
 		io_uring_free_probe(p);
 	if (ring)
-		bp_thread_ring_close(BP_RING_PAGER);
+		io_uring_queue_exit(ring);
 }
 
 /* ------------------------------------------------------------ userfaultfd */

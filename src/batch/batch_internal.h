@@ -221,7 +221,8 @@ struct bt_counters {
 
 struct bt_thread {
 	pthread_mutex_t lock;
-	struct io_uring *ring;
+	struct io_uring *ring;     /* the thread's own ring (lifecycle.c), or NULL */
+	struct io_uring *ring_mem; /* its memory, kept with the thread state */
 	unsigned gen;              /* fork generation of ring */
 	unsigned segment;          /* BT_SEG_* */
 	uint64_t seg_ns;           /* when the oldest queued op was queued */

@@ -63,6 +63,46 @@ void bp_bt_engine_init(void)
 	pthread_once(&engine_once, engine_init_once);
 }
 
+/*
+ * The thread's io_uring: the engine's own, made on the thread's first
+ * segment with the engine's settings, ended when the thread retires (or,
+ * in a child after fork, dropped at once: the child's copy of the parent's
+ * ring must not be used).  Its memory stays with the thread state.
+ */
+static int ring_make(struct bt_thread *th)
+{
+	if (!th->ring_mem && !(th->ring_mem = calloc(1, sizeof(*th->ring_mem))))
+		return -ENOMEM;
+	struct io_uring_params ip;
+	memset(&ip, 0, sizeof(ip));
+	ip.flags = IORING_SETUP_SUBMIT_ALL;
+	if (bp_bt_ecfg.sqpoll) {
+		ip.flags |= IORING_SETUP_SQPOLL;
+		ip.sq_thread_idle = bp_bt_ecfg.sqpoll_idle_ms ? bp_bt_ecfg.sqpoll_idle_ms : 50;
+	}
+	unsigned entries = bp_bt_ecfg.entries ? bp_bt_ecfg.entries : 256;
+	int r = io_uring_queue_init_params(entries, th->ring_mem, &ip);
+	if (r < 0) {
+		/* SQPOLL asked for and refused is reported, not dropped. */
+		bp_warn("bypass batch: io_uring_queue_init(%u, flags %#x): %s", entries,
+			ip.flags, strerror(-r));
+		return r;
+	}
+	th->ring = th->ring_mem;
+	th->gen = bp_fork_gen();
+	th->fixed_slots = 0;
+	return 0;
+}
+
+/* Under th's lock (or in a fork child): end the thread's ring. */
+static void ring_end(struct bt_thread *th)
+{
+	if (th->ring)
+		io_uring_queue_exit(th->ring);
+	th->ring = NULL;
+	th->fixed_slots = 0;
+}
+
 int bp_bt_self_make(struct bt_thread **out)
 {
 	struct bt_thread *th = self_th;
@@ -93,21 +133,11 @@ int bp_bt_self_make(struct bt_thread **out)
 	}
 	bp_bt_lock(th);
 	if (!th->ring || th->gen != bp_fork_gen()) {
-		struct bp_ring_params p = {
-			.entries = bp_bt_ecfg.entries,
-			.sqpoll = bp_bt_ecfg.sqpoll,
-			.sqpoll_idle_ms = bp_bt_ecfg.sqpoll_idle_ms,
-			.flags = IORING_SETUP_SUBMIT_ALL,
-		};
-		struct io_uring *ring;
-		int r = bp_thread_ring(BP_RING_BATCH, &p, &ring);
+		int r = ring_make(th);
 		if (r) {
 			bp_bt_unlock(th);
 			return r;
 		}
-		th->ring = ring;
-		th->gen = bp_fork_gen();
-		th->fixed_slots = 0;
 	}
 	bp_bt_unlock(th);
 	*out = th;
@@ -196,10 +226,6 @@ static void drop_owned(struct bt_fdent *fe, void *arg)
 void bp_bt_thread_retire(struct bt_thread *th)
 {
 	bp_bt_lock(th);
-	/* Thread-exit destructors run in an order of glibc's: if core's ring
-	 * went first, its requests went with it. */
-	if (th->ring && bp_thread_ring_peek(BP_RING_BATCH) != th->ring)
-		th->ring = NULL;
 	int r = th->ring ? bp_bt_drain(th, (int64_t)bp_bt_ecfg.exit_wait_ms * 1000000) : 0;
 	struct owned_arg a = { th, 0 };
 	bp_bt_fd_each(drop_owned, &a);
@@ -223,7 +249,7 @@ void bp_bt_thread_retire(struct bt_thread *th)
 	bp_bt_lock(th);
 	add_counters(&dead, &th->c);
 	memset(&th->c, 0, sizeof(th->c));
-	th->ring = NULL;
+	ring_end(th);
 	th->live = false;
 	bp_bt_unlock(th);
 	pthread_mutex_unlock(&list_lock);
@@ -279,7 +305,8 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-	/* Only the forking thread exists here; its ring is rebuilt on use. */
+	/* Only the forking thread exists here; its ring is rebuilt on use, and
+	 * the child's copies of every thread's ring are dropped now. */
 	bp_bt_fd_each(free_stream, (void *)1);
 	for (struct bt_thread *th = all_threads; th; th = th->next) {
 		pthread_mutex_init(&th->lock, NULL);
@@ -292,8 +319,7 @@ static void fork_child(void)
 		bp_bt_splice_pool_drop(th);
 		th->bytes = 0;
 		th->segment = 0;
-		th->ring = NULL;
-		th->fixed_slots = 0;
+		ring_end(th);
 		memset(&th->c, 0, sizeof(th->c));
 		th->live = th == self_th;
 	}

@@ -210,39 +210,6 @@ int bp_cpu_has_uintr(void);
 int bp_uintr_available(void);
 const char *bp_uintr_absent_reason(void);
 
-/* ------------------------------------------------------------ io_uring */
-
-struct io_uring;
-
-/*
- * Per-thread io_uring rings, created on first use, one per user so that one
- * module's submission never carries another's queued entries (a pager fault
- * inside a batch segment must not flush the segment).  Rebuilt in a child
- * after fork (the parent's ring is not touched), torn down at thread exit.
- */
-enum bp_ring_user { BP_RING_BATCH, BP_RING_PAGER, BP_RING_SYSLET, BP_RING_IPC,
-		    BP_RING_USERS };
-
-struct bp_ring_params {
-	unsigned entries;        /* 0 = 256 */
-	bool sqpoll;             /* IORING_SETUP_SQPOLL */
-	unsigned sqpoll_idle_ms; /* 0 = 50 */
-	unsigned flags;          /* extra IORING_SETUP_* flags */
-};
-
-/*
- * bp_thread_ring - the calling thread's ring for user u, created with p (or
- * defaults) on first use; p is ignored afterwards.  Returns 0 and *out, or
- * -errno from io_uring_queue_init_params (SQPOLL asked for and refused is
- * reported, not silently dropped).
- */
-int bp_thread_ring(enum bp_ring_user u, const struct bp_ring_params *p,
-		   struct io_uring **out);
-/* bp_thread_ring_peek - the ring if it exists already, else NULL. */
-struct io_uring *bp_thread_ring_peek(enum bp_ring_user u);
-/* bp_thread_ring_close - tear the calling thread's ring for u down now. */
-void bp_thread_ring_close(enum bp_ring_user u);
-
 /* ------------------------------------------------- faults and recovery */
 
 #include <setjmp.h>

@@ -2,8 +2,8 @@
 /*
  * cli-doctor: `bypass doctor` says what the library itself detects.  Runs
  * the command (--json and the text form) and checks each answer against the
- * library's own probe, called here in the same process: io_uring
- * (bp_thread_ring), userfaultfd and its SIGBUS and write-protect features
+ * library's own probe, called here in the same process: io_uring (a ring
+ * made as the modules make theirs), userfaultfd and its SIGBUS and write-protect features
  * (the pager's bp_uffd_features_available), IORING_OP_EPOLL_WAIT (batch's
  * bp_bt_merged_wait_available and the opcode probe), protection keys (bypass_ipc_pkey_supported),
  * user interrupts (core's bp_uintr_available and notify's
@@ -196,8 +196,8 @@ int main(void)
 	CHECK(n >= 20);
 	TEST_LOG("%u checks, text and JSON agree", n);
 
-	struct io_uring *ring;
-	int e = bp_thread_ring(BP_RING_PAGER, NULL, &ring);
+	struct io_uring ring_mem, *ring = &ring_mem;
+	int e = io_uring_queue_init(256, ring, 0);
 	expect("io_uring", e == 0);
 	if (!e) {
 		struct io_uring_probe *p = io_uring_get_probe_ring(ring);
@@ -205,7 +205,7 @@ int main(void)
 		expect("io_uring.SEND", p && io_uring_opcode_supported(p, IORING_OP_SEND));
 		if (p)
 			io_uring_free_probe(p);
-		bp_thread_ring_close(BP_RING_PAGER);
+		io_uring_queue_exit(ring);
 	}
 
 	CHECK_EQ(bp_uintr_available(), 0); /* no uintr data path: never */

@@ -50,6 +50,15 @@ check_includes() { # dir module
 	done
 }
 check_includes src/core core
+# ... nor names one in its code (comments and strings aside): modules
+# register with core, and what one module alone uses lives in that module.
+for f in src/core/*.[ch]; do
+	perl -0777 -pe 's{/\*.*?\*/}{ }gs; s{//[^\n]*}{}g; s{"(?:[^"\\\n]|\\.)*"}{""}g' "$f" |
+		grep -noiE "\b[a-z_0-9]*($(echo $modules | tr ' ' '|'))[a-z_0-9]*\b" |
+		while IFS=: read -r line word; do
+			echo "FAIL: $f: \"$word\" names a module in core's code (core never names a module)"
+		done
+done | grep . && fail=1
 for m in $modules; do
 	for d in src/$m preload/$m tests/$m bench/$m; do
 		[ -d "$d" ] && check_includes "$d" "$m"
