@@ -42,7 +42,7 @@ typedef struct bypass_doorbell bypass_doorbell;
 					carry it to other processes */
 
 struct bypass_notify_opts {
-	const char *backend; /* NULL or "auto", "futex", "uintr" */
+	const char *backend; /* NULL or "auto", "futex" */
 	int mode;            /* enum bypass_wait_mode */
 	uint64_t spin_ns;    /* adaptive spin budget; 0 = 20000 */
 	unsigned flags;      /* BYPASS_NOTIFY_* */
@@ -54,7 +54,7 @@ struct bypass_notify_opts {
  * threads of this process and by children forked after the call (and by any
  * process it is sent to).  opts may be NULL.  Returns 0, -EINVAL (bad
  * options: an unknown mode, flag or backend, reserved not zero),
- * -EOPNOTSUPP (backend absent on this machine), -ENOMEM.
+ * -ENOMEM.
  */
 BYPASS_API int bypass_notify_create(const struct bypass_notify_opts *opts,
 				      bypass_doorbell **out);
@@ -184,9 +184,10 @@ BYPASS_API int bypass_notify_set_signal(int sig);
 BYPASS_API int bypass_notify_peer_alive(bypass_doorbell *db);
 
 /*
- * Backends.  "futex": shared memory, futex sleeps and signals (every Linux).
- * "uintr": user interrupts (CPUID.(EAX=7,ECX=0):EDX[5] and the kernel's
- * uintr system calls); reported absent elsewhere.
+ * Backends.  "futex": shared memory, futex sleeps and signals (every Linux);
+ * "auto" picks the best available, today always "futex".  (User interrupts
+ * have no backend: bypass has no data path for them, and no mainline kernel
+ * has their system calls; bypass doctor reports the CPU's bit.)
  * bypass_notify_backend_available returns 1, 0, or -EINVAL for an unknown
  * name; bypass_notify_backend names the one a doorbell uses.
  */

@@ -148,19 +148,8 @@ static int check_opts(const struct bypass_notify_opts *o, uint32_t *backend)
 			return -EINVAL;
 	if (!o->backend || !strcmp(o->backend, "auto") || !strcmp(o->backend, "futex"))
 		return 0;
-	if (!strcmp(o->backend, "uintr")) {
-		if (!bp_uintr_available()) {
-			bp_info("bypass: uintr backend asked for, but absent: %s",
-				bp_uintr_absent_reason());
-			return -EOPNOTSUPP;
-		}
-		/*
-		 * Never reached on any machine we can test: see
-		 * docs/notify.md.  Refuse rather than pretend.
-		 */
-		bp_warn("bypass: uintr present but its data path is not implemented");
-		return -EOPNOTSUPP;
-	}
+	/* "uintr" too: no data path, so no such backend (bypass doctor
+	 * reports the CPU's bit; see docs/notify.md). */
 	return -EINVAL;
 }
 
@@ -725,7 +714,7 @@ const char *bypass_notify_backend(const bypass_doorbell *h)
 {
 	if (!h)
 		return NULL;
-	return h->sh->backend == DB_BACKEND_UINTR ? "uintr" : "futex";
+	return "futex";
 }
 
 int bypass_notify_backend_available(const char *name)
@@ -734,7 +723,5 @@ int bypass_notify_backend_available(const char *name)
 		return -EINVAL;
 	if (!strcmp(name, "futex") || !strcmp(name, "auto"))
 		return 1;
-	if (!strcmp(name, "uintr"))
-		return bp_uintr_available();
 	return -EINVAL;
 }

@@ -3,8 +3,9 @@
  * Interrupt mode: a ring interrupts the receiver thread with a queued
  * real-time signal whose handler consumes the rings and runs the user's
  * callback.  One signal is in flight at a time per doorbell (intr_posted),
- * so a burst of rings costs one signal.  (Whether the uintr backend is
- * available is core's answer: src/core/probe.c.)
+ * so a burst of rings costs one signal: the stock-kernel stand-in for a
+ * user interrupt (bypass has no uintr data path; bypass doctor reports
+ * the CPU's bit, src/core/probe.c).
  */
 #include "notify/notify_internal.h"
 

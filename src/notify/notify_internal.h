@@ -13,8 +13,7 @@
 #define DB_ALIVE 0x414c4956u
 #define DB_DEAD 0x44454144u
 #define DB_PROCS 8
-#define DB_BACKEND_FUTEX 1u
-#define DB_BACKEND_UINTR 2u
+#define DB_BACKEND_FUTEX 1u /* the only one (shared memory, futex, signals) */
 
 /* The doorbell as it lives in shared memory; it holds no pointers. */
 struct db_shared {
