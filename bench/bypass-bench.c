@@ -55,7 +55,9 @@ static void usage(FILE *f)
 		"                   --smoke), half a table's rounds at most; still disturbed:\n"
 		"                   its table's targets are not resolved\n"
 		"  --compare A B    two runs' JSON side by side, each ratio with its interval\n"
-		"                   (tools/report.py --compare)\n");
+		"                   (tools/report.py --compare)\n"
+		"  --quiet-check S  watch the machine for S seconds, say how much CPU other\n"
+		"                   processes took, exit 1 if a round would count as disturbed\n");
 }
 
 /* ------------------------------------------------------------------ JSON */
@@ -518,6 +520,7 @@ int main(int argc, char **argv)
 			       .disturbed_at = 0.10, .reruns = -1 };
 	const char *json = NULL;
 	bool compare_mode = false;
+	double quiet_check = 0;
 	static const struct option opts[] = {
 		{ "quick", no_argument, 0, 'q' },  { "smoke", no_argument, 0, 's' },
 		{ "full", no_argument, 0, 'f' },
@@ -526,6 +529,7 @@ int main(int argc, char **argv)
 		{ "disturbed-at", required_argument, 0, 'd' },
 		{ "reruns", required_argument, 0, 'R' },
 		{ "compare", no_argument, 0, 'C' },
+		{ "quiet-check", required_argument, 0, 'Q' },
 		{ "help", no_argument, 0, 'h' },   { 0, 0, 0, 0 }
 	};
 	run_command = join_args(argc, argv);
@@ -540,6 +544,7 @@ int main(int argc, char **argv)
 		case 'd': c.disturbed_at = atof(optarg); break;
 		case 'R': c.reruns = atoi(optarg); break;
 		case 'C': compare_mode = true; break;
+		case 'Q': quiet_check = atof(optarg); break;
 		case 'c':
 			if (sscanf(optarg, "%d,%d", &c.cpu_a, &c.cpu_b) != 2) {
 				usage(stderr);
@@ -571,6 +576,25 @@ int main(int argc, char **argv)
 	}
 	if (c.reruns < 0)
 		c.reruns = c.smoke ? 0 : 2;
+	if (quiet_check > 0) {
+		/* how quiet the machine is now, before a run: exit 1 if disturbed */
+		struct bench_snap a, b;
+		struct bench_quiet q = { 0 };
+		double frac;
+		c.ncpus = bench_ncpus();
+		bench_snap_take(&a);
+		struct timespec ts = { (time_t)quiet_check,
+				       (long)((quiet_check - (double)(time_t)quiet_check) * 1e9) };
+		nanosleep(&ts, NULL);
+		bench_snap_take(&b);
+		bool d = bench_quiet_add(&c, &q, &a, &b, &frac);
+		q.rounds = 1;
+		q.disturbed = d;
+		char line[400];
+		bench_quiet_line(line, sizeof(line), &c, &q);
+		printf("the last %.0f s: %s\n", quiet_check, line);
+		return d ? 1 : 0;
+	}
 	const char *what = optind < argc ? argv[optind] : "all";
 	int ncpu = bench_ncpus();
 	c.ncpus = ncpu;
