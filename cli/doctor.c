@@ -28,6 +28,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #if defined(__x86_64__)
@@ -275,7 +276,9 @@ static void check_memory(void)
 		add("pagemap_scan", 1, "ioctl(PAGEMAP_SCAN) on /proc/self/pagemap works; "
 		    "the pager's access heat reads written bits with it");
 	else
-		add("pagemap_scan", 0, "ioctl(PAGEMAP_SCAN): %s%s", strerror(err),
+		add("pagemap_scan", 0, "ioctl(PAGEMAP_SCAN): %s%s; the pager's access heat has "
+		    "no written source (left out when the sources are optional, "
+		    "-EOPNOTSUPP when asked for alone)", strerror(err),
 		    err == ENOTTY ? " (kernel before 6.7)" : "");
 
 	if (access("/sys/kernel/mm/damon/admin", F_OK) == 0) {
@@ -300,7 +303,8 @@ static void check_memory(void)
 		    access("/sys/kernel/mm/damon/admin", W_OK) == 0 ? "writable" : "needs root",
 		    dops, running[0] ? running : " none");
 	} else
-		add("damon", 0, "no /sys/kernel/mm/damon/admin (kernel without CONFIG_DAMON_SYSFS)");
+		add("damon", 0, "no /sys/kernel/mm/damon/admin (kernel without CONFIG_DAMON_SYSFS); "
+		    "the pager's access heat has no DAMON source");
 
 	/* cgroup and swap: what the pager benchmark's Linux baseline needs */
 	char ctl[256];
@@ -431,6 +435,21 @@ static void check_modules(void)
 #if BYPASS_WITH_SYSLET
 	add("syslet", 1, "%s", ring ? "io_uring links, and worker threads where a chain does not fit"
 				    : "inline and on worker threads only (no io_uring)");
+	/* what bypass_syslet_run tries on a pipe: preadv2(RWF_NOWAIT) */
+	int pp[2];
+	if (pipe2(pp, O_CLOEXEC) == 0) {
+		char c;
+		struct iovec v = { &c, 1 };
+		long r = syscall(SYS_preadv2, pp[0], &v, 1, -1L, 0L, 0x8L /* RWF_NOWAIT */);
+		int e = r < 0 ? errno : 0;
+		close(pp[0]);
+		close(pp[1]);
+		add("syslet.pipe_nowait", e == EAGAIN, "%s", e == EAGAIN
+		    ? "RWF_NOWAIT on pipes: a syslet's pipe reads and writes run inline "
+		      "when they would not block"
+		    : "no RWF_NOWAIT on pipes (Linux 6.1 refuses it): a syslet's pipe reads "
+		      "and writes go to a worker thread");
+	}
 #else
 	add("syslet", 0, "not built");
 #endif
