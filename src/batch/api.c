@@ -444,6 +444,7 @@ int bypass_batch_stats(struct bypass_batch_stats *out)
 	bp_bt_engine_init();
 	struct bt_counters c;
 	bp_bt_stats_sum(&c);
+	memset(out, 0, sizeof(*out));
 #define COPY(n) out->n = c.n;
 	BT_COUNTERS(COPY)
 #undef COPY

@@ -414,6 +414,20 @@ static void *restore_defaults(void *arg)
 	return bypass_batch_configure(&def) ? (void *)1 : NULL;
 }
 
+/* The counters' struct keeps its size (256 bytes) as counters are added
+ * into its reserved tail, which the call fills with zeros. */
+_Static_assert(sizeof(struct bypass_batch_stats) == 256, "bypass_batch_stats is 256 bytes");
+static void stats_struct(void)
+{
+	struct bypass_batch_stats st;
+	memset(&st, 0xa5, sizeof(st));
+	CHECK_ERR(bypass_batch_stats(&st), 0);
+	for (size_t i = 0; i < sizeof(st.reserved) / sizeof(st.reserved[0]); i++)
+		CHECK_EQ(st.reserved[i], 0);
+	CHECK(st.segments > 0 && st.segments != 0xa5a5a5a5a5a5a5a5ull);
+	CHECK_ERR(bypass_batch_stats(NULL), -EINVAL);
+}
+
 static void options(void)
 {
 	struct bypass_batch_opts small = { .entries = 8 };
@@ -453,5 +467,6 @@ int main(void)
 	registered_files();
 	many_calls();
 	options();
+	stats_struct();
 	return test_pass("batch/api");
 }
