@@ -47,9 +47,9 @@ impl DoorbellOptions {
     pub fn new() -> Self {
         Self::default()
     }
-    /// The backend by name: `"auto"`, `"futex"` or `"uintr"` (creating
-    /// fails with `EOPNOTSUPP` where it is absent, `EINVAL` for an
-    /// unknown name).
+    /// The backend by name: `"auto"` (the best available, today always
+    /// `"futex"`) or `"futex"`; creating fails with `EINVAL` for another
+    /// name.
     pub fn backend(mut self, name: &str) -> Self {
         self.backend = Some(name.to_string());
         self
