@@ -41,9 +41,12 @@
  *    pinned.  The library reads no environment: the mode is config.mode
  *    (the preload's BYPASS_PAGER_ENGINE becomes that option).
  *
- * A forked child does not inherit the regions (they are mapped
- * MADV_DONTFORK): touching one in the child is a SIGSEGV, never stale or
- * zeroed data.  In the child, every call on an inherited pager except
+ * A forked child inherits the regions, every byte, as ordinary private
+ * memory (copy-on-write, outside any budget): the pager's fork handlers
+ * read every evicted page back before fork() returns (the parent is above
+ * its budget until then, and evicts back within it before the fork
+ * returns; vfork and posix_spawn need nothing).  The child unmaps them with
+ * munmap().  In the child, every call on an inherited pager except
  * bypass_pager_destroy() (which frees the child's copy) and
  * bypass_pager_stats() returns -ECHILD; the child may create pagers of its
  * own.

@@ -108,15 +108,17 @@ static int region_of(void *ptr, struct bp_pp_region *out)
 	return found;
 }
 
-/* A stale region (a fork child's copy of the parent's) is only forgotten:
- * it is not mapped here. */
+/* A stale region (a fork child's copy of the parent's) is ordinary memory
+ * here: unmapped as such. */
 static void region_free(const struct bp_pp_region *r)
 {
 	if (bp_pp_lock()) {
 		bp_pp_forget(r->start, r->end);
 		bp_pp_unlock();
 	}
-	if (!(r->kind & PP_STALE))
+	if (r->kind & PP_STALE)
+		REAL(munmap)((void *)r->start, r->end - r->start);
+	else
 		bp_pp_unmap(r->start, r->end);
 }
 
@@ -191,10 +193,6 @@ EXPORT void *realloc(void *ptr, size_t n)
 		return NULL;
 	struct bp_pp_region r;
 	if (bp_pp_in_heap(ptr)) {
-		if (!bp_pp_heap_on()) { /* a forked child: the parent's data is not here */
-			errno = ENOMEM;
-			return NULL;
-		}
 		if (!n) { /* glibc: realloc(p, 0) frees and returns NULL */
 			bp_pp_heap_free(ptr);
 			return NULL;
@@ -224,11 +222,19 @@ EXPORT void *realloc(void *ptr, size_t n)
 	}
 	if (bp_pp_cfg.enabled && region_of(ptr, &r)) {
 		if (r.kind & PP_STALE) {
-			/* The parent's data is not in this child: no copy. */
-			if (!n)
+			/* A fork child's copy of the parent's: moved into memory
+			 * of its own, the copy unmapped. */
+			if (!n) {
 				region_free(&r);
-			errno = ENOMEM;
-			return NULL;
+				return NULL;
+			}
+			size_t have = usable(&r);
+			void *q = malloc(n);
+			if (!q)
+				return NULL; /* the old block is untouched */
+			memcpy(q, ptr, n < have ? n : have);
+			region_free(&r);
+			return q;
 		}
 		if (!n) { /* glibc: realloc(p, 0) frees and returns NULL */
 			region_free(&r);

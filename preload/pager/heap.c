@@ -28,8 +28,9 @@
  * The heap engages once the process's memory outside the pager (malloc by
  * the next allocator, small anonymous mmaps) has grown past
  * BYPASS_PAGER_HEAP_AFTER (16M by default, 0 = from the start): small
- * processes (a shell that forks and execs) never use it, since a forked
- * child cannot see pager memory (MADV_DONTFORK, see libbypass-pager(3)).
+ * processes (a shell that forks and execs) never use it.  A forked child
+ * has the heap's memory (fork reads every evicted page back first, see
+ * libbypass-pager(3)) and goes on using it (bp_pp_heap_forked).
  *
  * The reserved range is mapped as pager regions 32 MiB at a time (grow()),
  * and extents are carved from it: few regions, whatever jemalloc's extent
@@ -299,7 +300,7 @@ void *bp_pp_heap_alloc(size_t n, size_t align, bool zero)
 void bp_pp_heap_free(void *ptr)
 {
 	if (!bp_pp_heap_on())
-		return; /* a forked child: not mapped here, nothing to free */
+		return; /* cannot happen: a heap pointer comes from the heap on */
 	bp_pp_guard++;
 	dallocx(ptr, 0);
 	bp_pp_guard--;
@@ -359,11 +360,12 @@ void *bp_pp_heap_realloc(void *ptr, size_t n)
 
 #endif
 
-/* A forked child: the heap's pages are not mapped here (MADV_DONTFORK);
- * new requests go to the next allocator, heap pointers are left alone. */
+/* A forked child: the heap's pages are ordinary memory here (the library
+ * read them back before the fork) and jemalloc's state describes them
+ * (its own fork handlers keep it whole): it goes on, its new extents
+ * carved from the rest of the reserved range as regions of the child's
+ * own pager (created on first use). */
 void bp_pp_heap_forked(void)
 {
-	/* jemalloc's state here describes the parent's extents: never again */
 	pthread_mutex_init(&heap_lock, NULL);
-	atomic_store(&heap_state, HEAP_DEAD);
 }

@@ -395,9 +395,12 @@ bypass_pager *bp_pp_pager(void)
 }
 
 /*
- * The child of a fork has none of the regions (they are MADV_DONTFORK: a
- * touch is a SIGSEGV, never stale data) and cannot use the parent's pager;
- * it forgets both and makes a pager of its own when it needs one.
+ * The child of a fork has the regions' memory, every byte (the library
+ * read every evicted page back before the fork), as ordinary memory, and
+ * cannot use the parent's pager: its records become PP_STALE (the child
+ * frees and unmaps them as ordinary memory), and it makes a pager of its
+ * own when it needs one (its new large allocations, the heap's new
+ * extents).
  */
 static void atfork_child(void)
 {

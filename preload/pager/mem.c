@@ -170,8 +170,17 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 		}
 		bp_pp_unlock();
 	}
-	if (!ours)
-		return REAL(mremap)(old, oldlen, newlen, flags, fixed);
+	if (!ours) {
+		void *m = REAL(mremap)(old, oldlen, newlen, flags, fixed);
+		if (m != MAP_FAILED && !bp_pp_pass() && oldlen && bp_pp_maybe(old, oldlen) &&
+		    bp_pp_lock()) {
+			/* a fork child's stale record there: ordinary memory,
+			 * moved or resized by the kernel, not tracked now */
+			bp_pp_forget(a & ~(PP_PAGE - 1), (a + oldlen + PP_PAGE - 1) & ~(PP_PAGE - 1));
+			bp_pp_unlock();
+		}
+		return m;
+	}
 	size_t ol = (oldlen + PP_PAGE - 1) & ~(PP_PAGE - 1);
 	size_t nl = (newlen + PP_PAGE - 1) & ~(PP_PAGE - 1);
 	if (a + ol > r.end || !newlen || (flags & ~(MREMAP_MAYMOVE | MREMAP_FIXED)) ||
@@ -258,7 +267,7 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 				willneed(x, y);
 				break;
 			case MADV_FREE:        /* may keep the data: keeping is allowed */
-			case MADV_DOFORK:      /* regions stay MADV_DONTFORK (see fork) */
+			case MADV_DOFORK:      /* regions are always inherited (see fork) */
 			case MADV_DONTFORK:
 			case MADV_HUGEPAGE:    /* the pager's unit is the 4 KiB page */
 			case MADV_NOHUGEPAGE:

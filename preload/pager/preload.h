@@ -123,7 +123,8 @@ bypass_pager *bp_pp_pager(void);
 
 /* ------------------------------------------------------------ regions */
 
-/* PP_STALE: in a fork child, a parent's region (not mapped here).
+/* PP_STALE: in a fork child, a parent's region: ordinary memory here (the
+ * library read every page back before the fork), the child's to unmap.
  * PP_HEAP: a region of the heap (heap.c): jemalloc's, never the program's
  * to unmap. */
 enum { PP_MMAP = 1, PP_MALLOC = 2, PP_STALE = 4, PP_HEAP = 8 };
@@ -155,7 +156,7 @@ struct bp_pp_region *bp_pp_next(uintptr_t a);
 int bp_pp_add(const struct bp_pp_region *r);
 /* Under the lock: forget [a, b) of the table (splits and trims records). */
 void bp_pp_forget(uintptr_t a, uintptr_t b);
-/* In the child of a fork: every record becomes PP_STALE (not mapped here). */
+/* In the child of a fork: every record becomes PP_STALE (ordinary memory). */
 void bp_pp_stale(void);
 
 /* Map a region of len bytes (a page multiple); 0 and *out, or -errno. */
@@ -182,7 +183,8 @@ bool bp_pp_heap_counting(void);
 void bp_pp_heap_outside(int64_t bytes);
 /* The constructor: engage at once if BYPASS_PAGER_HEAP_AFTER is 0. */
 void bp_pp_heap_start(void);
-/* A fork child: the heap is never used again (not mapped here). */
+/* A fork child: the heap's lock reset; its pages are ordinary memory here,
+ * new extents come from the child's own pager. */
 void bp_pp_heap_forked(void);
 /* jemalloc's calls: NULL if it has no memory (the caller falls back). */
 void *bp_pp_heap_alloc(size_t n, size_t align, bool zero);

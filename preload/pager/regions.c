@@ -210,8 +210,7 @@ ssize_t bp_pp_pin(const struct iovec *v, int n, bool write, struct bp_pp_pins *p
 			break;
 	if (k == n)
 		return SSIZE_MAX; /* nothing in a region */
-	bypass_pager *p = bp_pp_pager();
-	if (!p || !bp_pp_lock())
+	if (!bp_pp_lock())
 		return SSIZE_MAX;
 	/*
 	 * The region parts of the first bytes, with their offsets from the
@@ -232,6 +231,12 @@ ssize_t bp_pp_pin(const struct iovec *v, int n, bool write, struct bp_pp_pins *p
 			if (r->start > a) {
 				off += r->start - a;
 				a = r->start;
+			}
+			if (r->kind & PP_STALE) { /* a fork child's ordinary memory */
+				uintptr_t e = end < r->end ? end : r->end;
+				off += e - a;
+				a = e;
+				continue;
 			}
 			if (np == PP_MAXPIN || !left) {
 				limit = off;
@@ -254,6 +259,9 @@ ssize_t bp_pp_pin(const struct iovec *v, int n, bool write, struct bp_pp_pins *p
 		}
 	}
 	bp_pp_unlock();
+	bypass_pager *p = np ? bp_pp_pager() : NULL;
+	if (!p)
+		return SSIZE_MAX;
 	for (int i = 0; i < np; i++) {
 		ssize_t got = pin_some(p, part[i].a, part[i].len, write);
 		if (got == -EINVAL) /* unmapped meanwhile: the program's race */

@@ -568,11 +568,24 @@ int bp_pager_reserve_prefetch(struct bypass_pager *p, uint32_t n)
 	return e;
 }
 
+/* A fork is being prepared (bp_evict_fork_begin): take the room at once,
+ * above the budget if need be (nothing may be evicted until the fork). */
+static int reserve_forking(struct bypass_pager *p, uint32_t n)
+{
+	uint32_t r = atomic_fetch_add(&p->bud.resident, n) + n;
+	uint64_t peak = atomic_load_explicit(&p->bud.peak, memory_order_relaxed);
+	while (r > peak && !atomic_compare_exchange_weak(&p->bud.peak, &peak, r))
+		;
+	return 0;
+}
+
 int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 {
 	bool evicted = false;
 	uint64_t stuck = 0;
 	for (;;) {
+		if (bp_unlikely(atomic_load(&p->bud.forking)))
+			return reserve_forking(p, n);
 		uint32_t r = atomic_load(&p->bud.resident);
 		if (r + n <= p->cfg.budget) {
 			if (must && r + n > p->cfg.high && !evicted && bp_plock_trylock(&p->ev.lock)) {
@@ -624,6 +637,41 @@ int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 		struct timespec ts = { 0, 100000 };
 		nanosleep(&ts, NULL);
 	}
+}
+
+/* ------------------------------------------------------------ fork */
+
+void bp_evict_fork_begin(struct bypass_pager *p)
+{
+	atomic_store(&p->bud.forking, true);
+	bp_pager_progress(p); /* faults waiting for room take it now */
+	bp_plock_lock(&p->ev.lock);
+}
+
+bool bp_evict_forking(struct bypass_pager *p)
+{
+	return atomic_load(&p->bud.forking);
+}
+
+void bp_evict_fork_end(struct bypass_pager *p, bool child)
+{
+	atomic_store(&p->bud.forking, false);
+	if (child) { /* a copy nobody uses: its lock free, nothing evicted */
+		atomic_store(&p->ev.lock.v, 0);
+		return;
+	}
+	/* Back within the budget: the pages read back for the fork are clean
+	 * (their slots kept), so this is mostly dropping them. */
+	uint32_t seen = atomic_load(&p->bud.progress);
+	for (int tries = 0; atomic_load(&p->bud.resident) > p->cfg.budget && tries < 1000; tries++) {
+		uint32_t done = evict_run(p, true);
+		uint32_t now = atomic_load(&p->bud.progress);
+		if (!done && now == seen && !p->ev.wb_inflight)
+			break; /* pinned or locked: the next faults evict */
+		seen = now;
+	}
+	bp_plock_unlock(&p->ev.lock);
+	bp_pager_progress(p);
 }
 
 /* ------------------------------------------------------------ setup */

@@ -393,8 +393,9 @@ static int pager_hook(int sig, siginfo_t *si, void *uc)
 	uintptr_t a = (uintptr_t)si->si_addr;
 	struct region *r = bp_tab_find(bp_tab_get(), a);
 	int handled = 0;
-	/* After fork the table is the parent's: its userfaultfd would act
-	 * on the parent's memory.  The child has no regions (DONTFORK). */
+	/* After fork the child forgets the table (fork.c: its regions are
+	 * ordinary memory there); a region of another generation is never
+	 * served, its userfaultfd would act on the parent's memory. */
 	if (!r || r->gen != bp_fork_gen_fast()) {
 		/* not ours */
 	} else if (segv) {

@@ -234,6 +234,9 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 		if (e)
 			goto fail;
 	}
+	e = bp_fork_add(p); /* last: a fork prepares it from now on */
+	if (e)
+		goto fail;
 	bp_info("bypass: pager: %s mode, budget %u pages (high %u, low %u, batch %u), "
 		"swap %s: %u pages%s, readahead %u",
 		p->cfg.mode == BYPASS_PAGER_UPCALL ? "upcall" : p->cfg.mode == BYPASS_PAGER_HANDLER ? "handler"
@@ -319,12 +322,9 @@ static int map_region(bypass_pager *p, size_t length, unsigned flags, void *at, 
 		e = -errno;
 		goto out;
 	}
-	/* 4 KiB pages only (the pager's unit); not inherited by fork. */
+	/* 4 KiB pages only (the pager's unit).  Inherited by fork: fork.c
+	 * makes every page resident first. */
 	madvise(m, length, MADV_NOHUGEPAGE);
-	if (madvise(m, length, MADV_DONTFORK) < 0) {
-		e = -errno;
-		goto out;
-	}
 	bool adaptive = !handler && p->cfg.mode == BYPASS_PAGER_ADAPTIVE;
 	bool pooled = adaptive && atomic_load(&p->eng.pool_now);
 	int uffd = handler ? p->srv.uffd_thread : pooled ? atomic_load(&p->eng.uffd_pool) : p->srv.uffd_sigbus;
@@ -477,11 +477,13 @@ int bypass_pager_destroy(bypass_pager *p)
 {
 	if (!p)
 		return -EINVAL;
+	bp_fork_remove(p); /* no fork prepares it from now on */
 	if (p->cfg.gen != bp_fork_gen()) {
 		/*
-		 * A forked child: the regions are not mapped here (the table
-		 * forgot them at fork) and the parent's threads and locks do
-		 * not exist; release our copy only.
+		 * A forked child: the regions are ordinary memory here (the
+		 * table forgot them at fork; the program unmaps them as any
+		 * memory) and the parent's threads do not exist; release our
+		 * copy only.
 		 */
 		pager_free(p, true);
 		return 0;

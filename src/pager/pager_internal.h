@@ -294,6 +294,8 @@ struct pg_budget {
 	_Atomic uint32_t progress;    /* bumped when pages are freed */
 	_Atomic uint32_t waiters;     /* sleeping on progress */
 	_Atomic uint64_t peak;        /* the most pages ever resident */
+	_Atomic bool forking;         /* a fork is being prepared (fork.c):
+					 reservations take room at once */
 } __attribute__((aligned(BP_CACHELINE)));
 
 /* Eviction (evict.c): everything here is under the evict lock (lock),
@@ -412,6 +414,17 @@ static inline void bp_pager_thread_inside(void)
  */
 int bp_pager_map_at(bypass_pager *p, void *at, size_t length, unsigned flags);
 
+/* ---------------------------------------------------------------- fork.c */
+
+/* A pager in the list of those a fork prepares (every region resident
+ * before the fork: see fork.c); 0 or -ENOMEM.  Remove: at destroy. */
+int bp_fork_add(struct bypass_pager *p);
+void bp_fork_remove(struct bypass_pager *p);
+/* table.c's part, called by fork.c's handlers. */
+void bp_tab_fork_prepare(void);
+void bp_tab_fork_parent(void);
+void bp_tab_fork_child(void);
+
 /* ---------------------------------------------------------------- fault.c */
 
 /*
@@ -504,6 +517,17 @@ void bp_evict_drain(struct bypass_pager *p);
 /* Take the evict lock and finish every write-back in flight (tests: the
  * resident pages then no longer depend on how fast the disk wrote). */
 void bp_evict_settle(struct bypass_pager *p);
+/*
+ * Fork (fork.c): begin sets the forking flag (reservations succeed at once,
+ * above the budget if need be, and the access sampler parks nothing), then
+ * takes the evict lock: from then on no page leaves the page table.  End,
+ * in the parent: the flag cleared, eviction back within the budget, the
+ * lock released; in the child (child = true): the flag cleared and the
+ * lock reset, nothing else.
+ */
+void bp_evict_fork_begin(struct bypass_pager *p);
+void bp_evict_fork_end(struct bypass_pager *p, bool child);
+bool bp_evict_forking(struct bypass_pager *p);
 int bp_evict_init(struct bypass_pager *p);
 void bp_evict_fini(struct bypass_pager *p);
 void bp_pager_progress(struct bypass_pager *p);

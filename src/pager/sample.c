@@ -21,9 +21,9 @@
  * that both together stay near a share of one CPU (1%), between 8 and
  * SAMPLE_MAX pages.  A parked page counts as resident (its data is in the
  * parking slot); the evictor passes it (lru.c), a pin brings it back first
- * (pager.c), an unmap forgets it (the sampler checks that the page is
- * still parked before it puts it back, inside a region-table read section,
- * so an unmap waits for it).
+ * (pager.c), so does a fork (fork.c), an unmap forgets it (the sampler
+ * checks that the page is still parked before it puts it back, inside a
+ * region-table read section, so an unmap waits for it).
  */
 #include "pager/policy.h"
 
@@ -158,7 +158,10 @@ static uint32_t park(struct bypass_pager *p, struct bp_sample *s, const uint32_t
 			continue;
 		}
 		uint32_t w = atomic_load(&pg->w);
-		if (pg_state(w) != PS_RESIDENT || (w & (PW_REF | PW_PARK)) || (w >> PW_PIN_SHIFT)) {
+		/* a fork being prepared: nothing leaves the page table (checked
+		 * under the page lock, which the fork takes page by page) */
+		if (pg_state(w) != PS_RESIDENT || (w & (PW_REF | PW_PARK)) || (w >> PW_PIN_SHIFT) ||
+		    bp_evict_forking(p)) {
 			atomic_store(&s->id[slot], 0);
 			bp_pg_unlock(pg);
 			continue;

@@ -24,26 +24,29 @@ static struct {
 	char pad[BP_CACHELINE - sizeof(long)];
 } g_readers[2] __attribute__((aligned(BP_CACHELINE)));
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 /* A child forked while another thread maps or unmaps must not inherit
- * g_lock held: it may create pagers of its own. */
-static void fork_prepare(void)
+ * g_lock held: it may create pagers of its own.  (fork.c calls these from
+ * its fork handlers, after it has prepared the pagers: a map holds its
+ * pager's lock while it takes g_lock.) */
+void bp_tab_fork_prepare(void)
 {
 	pthread_mutex_lock(&g_lock);
 }
 
-static void fork_parent(void)
+void bp_tab_fork_parent(void)
 {
 	pthread_mutex_unlock(&g_lock);
 }
 
 /*
- * The child has none of the regions (they are MADV_DONTFORK) and a single
- * thread: forget them all, or a pager or mapping created in the child at a
- * recycled address would be mistaken for the parent's.
+ * The child has the regions' memory (fork.c made every page resident
+ * first) but not their userfaultfd registrations, and a single thread: it
+ * forgets them all, so that its memory there is ordinary memory and a pager
+ * or mapping created in the child at a recycled address is not mistaken
+ * for the parent's.
  */
-static void fork_child(void)
+void bp_tab_fork_child(void)
 {
 	pthread_mutex_init(&g_lock, NULL);
 	/* Readers counted by the parent's other threads do not exist here. */
@@ -55,11 +58,6 @@ static void fork_child(void)
 			free(t->r[i]);
 		free(t);
 	}
-}
-
-static void tab_init(void)
-{
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 unsigned bp_tab_enter(void)
@@ -133,7 +131,6 @@ static int cmp_region(const void *a, const void *b)
 
 int bp_tab_replace(struct region **old, size_t nold, struct region **add, size_t nadd)
 {
-	pthread_once(&g_once, tab_init);
 	pthread_mutex_lock(&g_lock);
 	struct regtab *cur = atomic_load(&g_tab);
 	size_t n = cur ? cur->n : 0;

@@ -10,9 +10,8 @@
  * arenas) as regions; a footprint eight times the budget.  The resident
  * set stays near the budget (VmHWM grows by less than the budget plus
  * 16 MiB of slack for the process's own bookkeeping), and the statistics
- * line shows the heap engaged and pages evicted and read back.  A forked
- * child allocates from the next allocator (the heap's pages are not
- * mapped there).  With BYPASS_PAGER_HEAP=0 small requests stay the next
+ * line shows the heap engaged and pages evicted and read back (a fork,
+ * which reads every evicted page back, is tests/pager/preload-fork's).  With BYPASS_PAGER_HEAP=0 small requests stay the next
  * allocator's.  Skips where the preload was built without jemalloc.
  * TEST_LABELS: threads
  */
@@ -224,21 +223,6 @@ static void heap_part(void)
 	CHECK(f);
 	fprintf(f, "%ld %ld %zu\n", rss0, hwm, total + nbig * 65536);
 	fclose(f);
-
-	/* a forked child: the next allocator's memory */
-	fflush(NULL);
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (!pid) {
-		unsigned char *c = malloc(1000);
-		if (!c)
-			_exit(2);
-		fill_block(c, 1000, 77);
-		_exit(check_block(c, 1000, 77) ? 0 : 3);
-	}
-	int st;
-	CHECK_EQ(waitpid(pid, &st, 0), pid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 int main(int argc, char **argv)
