@@ -418,8 +418,11 @@ impl Advice {
 }
 
 /// Memory served by a pager, used as a `[u8]` (`Deref`/`DerefMut`).
-/// Dropping it unmaps it.  A forked child does not inherit it: touching
-/// it there is a SIGSEGV.
+/// Dropping it unmaps it.  A forked child inherits its bytes as ordinary
+/// private memory (copy-on-write, outside any budget: the pager reads
+/// every evicted page back before `fork` returns); calls on the pager
+/// answer `ECHILD` there, so a `Region` dropped in the child leaves the
+/// child's copy mapped (`munmap` it, or let the child exit).
 #[derive(Debug)]
 pub struct Region<'p> {
     pager: &'p Pager,

@@ -213,11 +213,21 @@ fn a_forked_child_gets_echild() {
     let _g = serial();
     let dir = TempDir::new("pfork");
     let Some(p) = pager(&dir, 32, 256) else { return };
+    // Twice the budget: half of it is in the swap file when fork comes.
+    let mut r = p.map(64 * PAGE).unwrap();
+    for (i, page) in r.chunks_mut(PAGE).enumerate() {
+        page[7] = i as u8 ^ 0x5a;
+    }
     let pid = fork_child(|| {
+        // Every byte, evicted pages included, as private memory.
+        let same = r.chunks(PAGE).enumerate().all(|(i, page)| page[7] == i as u8 ^ 0x5a);
         let e = p.map(16 * PAGE).map(|_| ()).unwrap_err();
-        errno(&e) == libc::ECHILD && p.stats().is_ok()
+        same && errno(&e) == libc::ECHILD && p.stats().is_ok()
     });
     assert_eq!(wait_child(pid), 0);
+    // The parent's pages are its own still.
+    assert!(r.chunks(PAGE).enumerate().all(|(i, page)| page[7] == i as u8 ^ 0x5a));
+    assert!(p.stats().unwrap().resident_pages <= 32);
 }
 
 #[test]
