@@ -423,6 +423,31 @@ static void check_modules(void)
 	    up && ring ? "userfaultfd SIGBUS mode + write-protect + io_uring swap"
 	    : !ring ? "needs io_uring for its swap file"
 		    : "needs userfaultfd with SIGBUS mode and write-protect");
+	/* how eviction discards pages: what src/pager/evict.c tries first */
+	{
+		long ps = sysconf(_SC_PAGESIZE);
+		void *pg = mmap(NULL, (size_t)ps, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		int pfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+		long r = -1;
+		int e = ENOMEM;
+		if (pg != MAP_FAILED && pfd >= 0) {
+			struct iovec v = { pg, (size_t)ps };
+			r = syscall(SYS_process_madvise, pfd, &v, 1UL, MADV_DONTNEED, 0U);
+			e = r < 0 ? errno : 0;
+		} else if (pfd < 0) {
+			e = errno;
+		}
+		if (pfd >= 0)
+			close(pfd);
+		if (pg != MAP_FAILED)
+			munmap(pg, (size_t)ps);
+		add("pager.drop", r >= 0, r >= 0
+		    ? "process_madvise(MADV_DONTNEED): eviction discards each batch of pages "
+		      "with one system call"
+		    : "process_madvise(MADV_DONTNEED): %s; eviction discards pages with one "
+		      "madvise per range", strerror(e));
+	}
 	int hm = avail_of("userfaultfd") && avail_of("uffd.wp") && avail_of("uffd.kernel_faults");
 	add("pager.handler", hm && ring, "%s",
 	    hm && ring ? "a handler thread serves faults, those inside system calls too"
