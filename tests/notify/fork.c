@@ -4,8 +4,9 @@
  * mode.  Proves that a doorbell created before fork() works in both
  * processes: a ping-pong over two doorbells with exact counts (each wait
  * returns 1), a child asleep on the futex is woken by the parent, rings made
- * by a child that has since exited are still delivered, and a doorbell's
- * peers (parent and a live child) are reported alive.
+ * by a child that has since exited are still delivered, a doorbell's
+ * peers (parent and a live child) are reported alive, and the rings of
+ * several children at once are all counted.
  */
 #include <bypass/notify.h>
 #include <stdatomic.h>
@@ -69,26 +70,43 @@ int main(void)
 		one_mode(m);
 	}
 
-	/* Several children ring one parent at once: nothing is lost. */
+	/*
+	 * Several children ring one parent at once: nothing is lost.  Each
+	 * child stays alive, blocked on a pipe, until the parent has counted
+	 * every ring: a child that had rung all its rings and exited before
+	 * the next one rang at all would leave the parent no live peer, and
+	 * its wait would rightly answer -EPIPE (notify.h).  The parent closes
+	 * the pipe (by exiting too, if a check fails) to let them go.
+	 */
 	bypass_doorbell *db;
 	CHECK_ERR(bypass_notify_create(NULL, &db), 0);
 	enum { KIDS = 4, EACH = 5000 };
+	int hold[2];
+	CHECK_ERR(pipe(hold), 0);
 	pid_t kids[KIDS];
 	for (int k = 0; k < KIDS; k++) {
 		kids[k] = fork();
 		CHECK(kids[k] >= 0);
 		if (kids[k] == 0) {
+			close(hold[1]);
 			for (int i = 0; i < EACH; i++)
 				CHECK_ERR(bypass_notify_ring(db), 0);
+			char c;
+			ssize_t n;
+			while ((n = read(hold[0], &c, 1)) < 0 && errno == EINTR)
+				;
+			CHECK_EQ(n, 0); /* end of file: the parent is done */
 			_exit(0);
 		}
 	}
+	close(hold[0]);
 	long total = 0;
 	while (total < KIDS * EACH) {
 		int r = bypass_notify_wait(db, BYPASS_FOREVER);
 		CHECK(r > 0);
 		total += r;
 	}
+	close(hold[1]);
 	for (int k = 0; k < KIDS; k++)
 		wait_child(kids[k]);
 	CHECK_EQ(total, KIDS * EACH);
