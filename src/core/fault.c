@@ -24,12 +24,11 @@ static _Atomic(bp_fault_hook) hooks[MAX_HOOKS];
 static struct sigaction prev_act[2][2]; /* [SIGBUS?][copy] */
 static _Atomic int prev_cur[2];
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic bool installed;
+_Atomic bool bp_fault_installed;
 static bp_sigaction_fn real_sigaction = sigaction;
 static bool real_sigaction_set; /* by a preload that wraps sigaction */
 
-static __thread struct bp_recover *recover_top
-	__attribute__((tls_model("initial-exec")));
+__thread struct bp_recover *bp_recover_top __attribute__((tls_model("initial-exec")));
 
 static inline int sig_idx(int sig)
 {
@@ -95,13 +94,13 @@ static void fault_handler(int sig, siginfo_t *si, void *uc)
 		}
 	}
 	bp_leave();
-	struct bp_recover *r = recover_top;
+	struct bp_recover *r = bp_recover_top;
 	if (r && si->si_code > 0) {
 		uintptr_t a = (uintptr_t)si->si_addr;
 		if ((!r->lo && !r->hi) || (a >= r->lo && a < r->hi)) {
 			r->sig = sig;
 			r->addr = si->si_addr;
-			recover_top = r->prev;
+			bp_recover_top = r->prev;
 			errno = saved;
 			siglongjmp(r->jb, 1);
 		}
@@ -110,13 +109,13 @@ static void fault_handler(int sig, siginfo_t *si, void *uc)
 	chain(sig, si, uc);
 }
 
-static int install(void)
+int bp_fault_install(void)
 {
-	if (atomic_load_explicit(&installed, memory_order_acquire))
+	if (atomic_load_explicit(&bp_fault_installed, memory_order_acquire))
 		return 0;
 	pthread_mutex_lock(&install_lock);
 	int r = 0;
-	if (!atomic_load(&installed)) {
+	if (!atomic_load(&bp_fault_installed)) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = fault_handler;
@@ -127,7 +126,7 @@ static int install(void)
 		    real_sigaction(SIGBUS, &sa, &prev_act[1][0]) < 0)
 			r = -errno;
 		else
-			atomic_store_explicit(&installed, true, memory_order_release);
+			atomic_store_explicit(&bp_fault_installed, true, memory_order_release);
 	}
 	pthread_mutex_unlock(&install_lock);
 	return r;
@@ -144,7 +143,7 @@ void bp_fault_set_sigaction(bp_sigaction_fn fn)
 bool bp_fault_owns(int sig)
 {
 	return (sig == SIGSEGV || sig == SIGBUS) &&
-	       atomic_load_explicit(&installed, memory_order_acquire);
+	       atomic_load_explicit(&bp_fault_installed, memory_order_acquire);
 }
 
 int bp_fault_chain_sigaction(int sig, const struct sigaction *act,
@@ -169,7 +168,7 @@ int bp_fault_hook_add(bp_fault_hook fn)
 {
 	if (!fn)
 		return -EINVAL;
-	int r = install();
+	int r = bp_fault_install();
 	if (r)
 		return r;
 	for (int i = 0; i < MAX_HOOKS; i++) {
@@ -195,22 +194,3 @@ int bp_fault_hook_remove(bp_fault_hook fn)
 	return -ENOENT;
 }
 
-void bp_recover_push(struct bp_recover *r, const void *lo, size_t len)
-{
-	if (bp_unlikely(!atomic_load_explicit(&installed, memory_order_acquire)))
-		install();
-	r->lo = (uintptr_t)lo;
-	r->hi = lo ? (uintptr_t)lo + len : 0;
-	r->sig = 0;
-	r->addr = NULL;
-	r->prev = recover_top;
-	/* The handler must see a complete record before it sees the link. */
-	atomic_signal_fence(memory_order_seq_cst);
-	recover_top = r;
-}
-
-void bp_recover_pop(struct bp_recover *r)
-{
-	if (recover_top == r)
-		recover_top = r->prev;
-}

@@ -264,8 +264,32 @@ struct bp_recover {
 	struct bp_recover *prev;
 };
 
-void bp_recover_push(struct bp_recover *r, const void *lo, size_t len);
-void bp_recover_pop(struct bp_recover *r);
+/* The thread's innermost recovery point, and whether the handler is in
+ * place (fault.c; inline below: ipc's library-mode call pushes one per
+ * call, where a function call and back is a tenth of its cost). */
+extern __thread struct bp_recover *bp_recover_top __attribute__((tls_model("initial-exec")));
+extern _Atomic bool bp_fault_installed;
+int bp_fault_install(void);
+
+static inline void bp_recover_push(struct bp_recover *r, const void *lo, size_t len)
+{
+	if (bp_unlikely(!atomic_load_explicit(&bp_fault_installed, memory_order_acquire)))
+		bp_fault_install();
+	r->lo = (uintptr_t)lo;
+	r->hi = lo ? (uintptr_t)lo + len : 0;
+	r->sig = 0;
+	r->addr = NULL;
+	r->prev = bp_recover_top;
+	/* The handler must see a complete record before it sees the link. */
+	atomic_signal_fence(memory_order_seq_cst);
+	bp_recover_top = r;
+}
+
+static inline void bp_recover_pop(struct bp_recover *r)
+{
+	if (bp_recover_top == r)
+		bp_recover_top = r->prev;
+}
 /*
  * Usage, in the frame that stays alive for the whole section:
  *
