@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define MAX_HOOKS 8
@@ -102,6 +103,14 @@ static void fault_handler(int sig, siginfo_t *si, void *uc)
 			r->addr = si->si_addr;
 			bp_recover_top = r->prev;
 			errno = saved;
+#ifdef __x86_64__
+			if (r->land_ip) {
+				ucontext_t *u = uc;
+				u->uc_mcontext.gregs[REG_RSP] = (greg_t)r->land_sp;
+				u->uc_mcontext.gregs[REG_RIP] = (greg_t)r->land_ip;
+				return;
+			}
+#endif
 			siglongjmp(r->jb, 1);
 		}
 	}

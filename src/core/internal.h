@@ -257,11 +257,17 @@ int bp_fault_chain_sigaction(int sig, const struct sigaction *act,
 			     struct sigaction *old);
 
 struct bp_recover {
-	sigjmp_buf jb;
+	/* The first three at fixed offsets: assembly fills them (ipc's
+	 * library-mode gate, src/ipc/lib_gate.c). */
+	struct bp_recover *prev;
+	/* land_ip != 0: recovery resumes there, with the stack pointer
+	 * land_sp, by the signal's return (the code there restores what it
+	 * saved on that stack); 0: by siglongjmp to jb. */
+	uintptr_t land_sp, land_ip;
 	uintptr_t lo, hi;          /* faults in [lo, hi) recover; 0,0 = any */
 	int sig;                   /* filled in on recovery */
 	void *addr;                /* the faulting address */
-	struct bp_recover *prev;
+	sigjmp_buf jb;
 };
 
 /* The thread's innermost recovery point, and whether the handler is in
@@ -279,6 +285,7 @@ static inline void bp_recover_push(struct bp_recover *r, const void *lo, size_t 
 	r->hi = lo ? (uintptr_t)lo + len : 0;
 	r->sig = 0;
 	r->addr = NULL;
+	r->land_ip = 0;
 	r->prev = bp_recover_top;
 	/* The handler must see a complete record before it sees the link. */
 	atomic_signal_fence(memory_order_seq_cst);
