@@ -114,21 +114,20 @@ struct lib_core {
 	int evfd;                   /* the server's eventfd (a client's copy) */
 	bool guarded;               /* the heap carries the key here */
 	bool pkru_ok;               /* RDPKRU/WRPKRU usable (OSPKE) */
+	bool landing;               /* calls recover by the landing (lib_gate.c) */
 	bool server;
 };
 
 /* lib_gate.c: the protection key of library mode and the call gate. */
 int bp_ipc_lib_key(void);                 /* the key, or -EOPNOTSUPP */
 bool bp_ipc_lib_pkru_ok(void);            /* the OS enabled PKRU (OSPKE) */
+bool bp_ipc_lib_landing_ok(void);         /* lib_gate.c's landing usable here */
 bool bp_ipc_lib_in_call(void);            /* this thread runs a handler or hook */
 const char *bp_ipc_lib_key_reason(void);
 /* Tag [addr, addr+len) with the key and close it in this thread. */
 int bp_ipc_lib_guard(void *addr, size_t len);
 /* Outside calls, the key is access-disabled too from now on. */
 void bp_ipc_lib_noread(void);
-/* Run ops[op] (or, with op == UINT32_MAX, fn) behind the gate. */
-int bp_ipc_lib_run(struct lib_core *lc, uint32_t op, const void *req, size_t len,
-		   void *resp, size_t cap);
 int bp_ipc_lib_run_init(struct lib_core *lc);
 int bp_ipc_lib_run_recover(struct lib_core *lc);
 /* -EPIPE / -ENOTRECOVERABLE / 0, without a system call. */
@@ -163,6 +162,10 @@ unsigned bp_ipc_lib_release_held(void);
 void bp_ipc_lib_set_recovering(bool on);
 /* This thread's call met a lock whose owner died (cleared by the read). */
 bool bp_ipc_lib_take_owner_dead(void);
+/* The calling thread's count of held locks and its owner-died mark, read
+ * by the call path after a handler returns (one test for both). */
+extern __thread unsigned bp_ipc_lib_nheld __attribute__((tls_model("initial-exec")));
+extern __thread bool bp_ipc_lib_odead __attribute__((tls_model("initial-exec")));
 int bp_ipc_lib_event_take(struct lib_core *lc, struct bypass_ipc_event *ev);
 int bp_ipc_lib_events_waiting(struct lib_core *lc);
 

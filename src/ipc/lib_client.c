@@ -155,6 +155,7 @@ static int open_library(struct bypass_ipc_lib *h, const char *name,
 	if ((r = check_ctl(&hello, lc->ctl, size)))
 		goto out;
 	lc->pkru_ok = bp_ipc_lib_pkru_ok();
+	lc->landing = bp_ipc_lib_landing_ok();
 	bp_ipc_lib_env_init(lc);
 	if ((r = bp_ipc_lib_load(lc, objfd, allow_wrpkru)))
 		goto out;
@@ -256,7 +257,8 @@ int bypass_ipc_lib_open(const char *name, const struct bypass_ipc_lib_opts *o,
 
 /* ---------------------------------------------------------------- calls */
 
-static int msg_call(struct bypass_ipc_lib *h, unsigned op, const void *req, size_t len,
+/* Out of line: library mode's call stays a tail jump. */
+static __attribute__((noinline)) int msg_call(struct bypass_ipc_lib *h, unsigned op, const void *req, size_t len,
 		    void *resp, size_t cap)
 {
 	if ((len && !req) || (cap && !resp) || cap > UINT32_MAX || op > INT32_MAX)

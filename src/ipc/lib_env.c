@@ -28,7 +28,7 @@ _Static_assert(sizeof(struct bypass_ipc_event) == 64, "event");
 __thread unsigned bp_ipc_lib_nheld __attribute__((tls_model("initial-exec")));
 static __thread bypass_ipc_lock *held[LIB_MAX_HELD] __attribute__((tls_model("initial-exec")));
 static __thread bool recovering __attribute__((tls_model("initial-exec")));
-static __thread bool owner_dead_seen __attribute__((tls_model("initial-exec")));
+__thread bool bp_ipc_lib_odead __attribute__((tls_model("initial-exec")));
 
 static inline struct lib_core *core_of(const struct bypass_ipc_env *env)
 {
@@ -42,8 +42,8 @@ void bp_ipc_lib_set_recovering(bool on)
 
 bool bp_ipc_lib_take_owner_dead(void)
 {
-	bool r = owner_dead_seen;
-	owner_dead_seen = false;
+	bool r = bp_ipc_lib_odead;
+	bp_ipc_lib_odead = false;
 	return r;
 }
 
@@ -104,7 +104,7 @@ static int env_lock(const struct bypass_ipc_env *env, bypass_ipc_lock *l)
 		atomic_fetch_add(&lc->ctl->owner_dead, 1);
 		if (!recovering) {
 			atomic_store(&lc->ctl->broken, 1);
-			owner_dead_seen = true;
+			bp_ipc_lib_odead = true;
 			bp_warn("bypass: ipc: service %s: a lock's owner died holding it: "
 				"the service is broken", lc->ctl->name);
 		}

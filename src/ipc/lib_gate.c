@@ -8,11 +8,13 @@
  * (bit 2k+1).  Outside a call the key is write-disabled (access-disabled
  * too once a handle asked for BYPASS_IPC_LIB_NOREAD); inside, both bits are
  * clear.  The gate writes PKRU with WRPKRU on entry and on exit, and after
- * each write reads PKRU back and compares our key's bits with the value it
- * meant to set, trapping (ud2: SIGILL) on a mismatch: ERIM's pattern, so
+ * each write checks the value set (EAX, which WRPKRU wrote to PKRU whole)
+ * against memory, trapping (ud2: SIGILL) on a mismatch: ERIM's pattern, so
  * that a jump into the middle of the gate (to a WRPKRU with another value
- * in EAX) gains nothing.  Every other key's bits are kept as the thread had
- * them at entry.
+ * in EAX) gains nothing: after the entry's write our key's bits must be
+ * clear, after the exit's the value must be the one the entry computed (in
+ * this thread's TLS) and must have our key write-disabled.  Every other
+ * key's bits are kept as the thread had them at entry.
  *
  * PKRU facts the gate relies on (Intel SDM vol. 3 "protection keys", the
  * kernel's arch/x86/kernel/fpu and signal code):
@@ -59,9 +61,11 @@ _Static_assert(__builtin_offsetof(pthread_mutex_t, __data.__lock) == 0,
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int lib_key = -EOPNOTSUPP;
 static char reason[160] = "not checked";
-/* PKRU bits of our key outside a call: WD, or AD|WD once NOREAD was asked. */
-static _Atomic uint32_t closed_bits;
-static uint32_t key_mask;
+/* PKRU bits of our key outside a call: WD, or AD|WD once NOREAD was asked
+ * (read by each entry of the gate); both bits of our key, and its WD bit
+ * (the gate's constants, set once by probe). */
+static uint32_t closed_bits;
+static uint32_t key_mask, wd_bit;
 
 static void probe(void)
 {
@@ -70,7 +74,8 @@ static void probe(void)
 		return;
 	lib_key = k;
 	key_mask = 3u << (2 * lib_key);
-	atomic_store(&closed_bits, 2u << (2 * lib_key));
+	wd_bit = 2u << (2 * lib_key);
+	__atomic_store_n(&closed_bits, 2u << (2 * lib_key), __ATOMIC_RELEASE);
 	snprintf(reason, sizeof(reason), "protection key %d", lib_key);
 }
 
@@ -100,24 +105,61 @@ static inline uint32_t rdpkru(void)
 }
 
 /*
- * Write val to PKRU, read PKRU back and trap unless (PKRU & mask) == want.
- * One asm block: nothing the compiler schedules can sit between the write
- * and its check.
+ * The two checked writes of PKRU.  WRPKRU writes EAX to PKRU whole (or
+ * faults), so the EAX it leaves is the PKRU actually set: the check reads
+ * no PKRU back (an RDPKRU would wait for the write to complete; ERIM checks
+ * EAX too).  What it is compared with is memory read after the write, not
+ * a register loaded before it: a jump straight to the WRPKRU with other
+ * values in the registers still meets the gate's own constants.  One asm
+ * block each: nothing the compiler schedules sits between the write and its
+ * check, and the trap is out of line (the hot path falls through), in a
+ * section of its own: never the one the code is in (a cold function's
+ * .text.unlikely would put it right after the branch).
+ *
+ * PKRU_OPEN: our key's bits in what was written must be clear (key_mask).
+ * PKRU_CLOSE: what was written must equal *out (this thread's closing
+ * value, computed by the entry) and have our key write-disabled (wd_bit).
  */
-static inline __attribute__((always_inline)) void pkru_set_checked(uint32_t val, uint32_t mask,
-								   uint32_t want)
+#define PKRU_OPEN(val)                                                                 \
+	do {                                                                           \
+		uint32_t eax_ = (val), edx_ = 0;                                       \
+		__asm__ __volatile__(".byte 0x0f,0x01,0xef\n\t" /* wrpkru */           \
+				     "testl %[mask], %%eax\n\t"                        \
+				     "jnz 9f\n\t"                                      \
+				     ".pushsection .text.bp_pkru_trap,\"ax\"\n"       \
+				     "9: ud2\n\t"                                      \
+				     ".popsection"                                      \
+				     : "+a"(eax_), "+d"(edx_)                          \
+				     : "c"(0), [mask] "m"(key_mask)                    \
+				     : "memory", "cc");                                \
+	} while (0)
+
+#define PKRU_CLOSE(val, out)                                                           \
+	do {                                                                           \
+		uint32_t eax_ = (val), edx_ = 0;                                       \
+		__asm__ __volatile__(".byte 0x0f,0x01,0xef\n\t" /* wrpkru */           \
+				     "cmpl %[want], %%eax\n\t"                         \
+				     "jne 9f\n\t"                                      \
+				     "testl %[wd], %%eax\n\t"                          \
+				     "jz 9f\n\t"                                       \
+				     ".pushsection .text.bp_pkru_trap,\"ax\"\n"       \
+				     "9: ud2\n\t"                                      \
+				     ".popsection"                                      \
+				     : "+a"(eax_), "+d"(edx_)                          \
+				     : "c"(0), [want] "m"(out), [wd] "m"(wd_bit)       \
+				     : "memory", "cc");                                \
+	} while (0)
+
+/* Per thread: inside a call; the PKRU the exit of the gate writes (the
+ * thread's own at entry, our key closed). */
+static __thread unsigned depth __attribute__((tls_model("initial-exec")));
+static __thread uint32_t pkru_out __attribute__((tls_model("initial-exec")));
+
+/* Close our key in this thread (outside a call), keeping the others. */
+static void close_here(void)
 {
-	uint32_t eax = val, edx = 0;
-	__asm__ __volatile__(".byte 0x0f,0x01,0xef\n\t" /* wrpkru */
-			     ".byte 0x0f,0x01,0xee\n\t" /* rdpkru */
-			     "andl %[mask], %%eax\n\t"
-			     "cmpl %[want], %%eax\n\t"
-			     "je 1f\n\t"
-			     "ud2\n"
-			     "1:"
-			     : "+a"(eax), "+d"(edx)
-			     : "c"(0), [mask] "r"(mask), [want] "r"(want)
-			     : "memory", "cc");
+	pkru_out = (rdpkru() & ~key_mask) | __atomic_load_n(&closed_bits, __ATOMIC_ACQUIRE);
+	PKRU_CLOSE(pkru_out, pkru_out);
 }
 
 void bp_ipc_lib_noread(void)
@@ -125,8 +167,8 @@ void bp_ipc_lib_noread(void)
 	int k = bp_ipc_lib_key();
 	if (k < 0)
 		return;
-	uint32_t cl = atomic_fetch_or(&closed_bits, 1u << (2 * k)) | (1u << (2 * k));
-	pkru_set_checked((rdpkru() & ~key_mask) | cl, key_mask, cl);
+	__atomic_fetch_or(&closed_bits, 1u << (2 * k), __ATOMIC_SEQ_CST);
+	close_here();
 }
 
 int bp_ipc_lib_guard(void *addr, size_t len)
@@ -136,44 +178,156 @@ int bp_ipc_lib_guard(void *addr, size_t len)
 		return -EOPNOTSUPP;
 	if (syscall(SYS_pkey_mprotect, addr, len, PROT_READ | PROT_WRITE, k) < 0)
 		return -errno;
-	uint32_t cl = atomic_load(&closed_bits);
-	pkru_set_checked((rdpkru() & ~key_mask) | cl, key_mask, cl);
+	close_here();
 	return 0;
 }
 
 /* ------------------------------------------------------------- the gate */
 
-/* Per thread: inside a call, and PKRU as it was at entry. */
-static __thread unsigned depth __attribute__((tls_model("initial-exec")));
-static __thread uint32_t pkru_in __attribute__((tls_model("initial-exec")));
-
-extern __thread unsigned bp_ipc_lib_nheld; /* lib_env.c */
-
 enum { RUN_OP, RUN_INIT, RUN_RECOVER };
 
+/*
+ * The call's recovery point without sigsetjmp (x86-64; not under ASan or
+ * TSan, whose bookkeeping follows longjmp only, nor with a shadow stack):
+ * bp_ipc_lib_enter saves the callee-saved registers on its stack, fills
+ * the record's landing (that stack pointer, bp_ipc_lib_land), links it as
+ * the thread's innermost recovery point, calls the handler and unlinks it.
+ * A fault in the handler comes back from core's signal handler at
+ * bp_ipc_lib_land with that stack: it restores the registers and returns
+ * to the caller of bp_ipc_lib_enter, whose record then has sig set.  The
+ * fast path thus costs 6 pushes and pops, no jmp_buf; core's order holds
+ * (hooks first, then the innermost point: a recovery point that code inside
+ * the handler pushed is still innermost).  The signal's return also puts
+ * back the PKRU and signal mask of the interrupted handler.
+ */
+#if defined(__x86_64__) && !BP_TSAN && !defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if !__has_feature(address_sanitizer)
+#define LIB_LANDING 1
+#endif
+#else
+#define LIB_LANDING 1
+#endif
+#endif
+
+#ifdef LIB_LANDING
+_Static_assert(__builtin_offsetof(struct bp_recover, prev) == 0, "lib_gate asm");
+_Static_assert(__builtin_offsetof(struct bp_recover, land_sp) == 8, "lib_gate asm");
+_Static_assert(__builtin_offsetof(struct bp_recover, land_ip) == 16, "lib_gate asm");
+
+__attribute__((visibility("hidden"))) int
+bp_ipc_lib_enter(const struct bypass_ipc_env *env, void *state, const void *req, size_t len,
+		 void *resp, size_t cap, bypass_ipc_handler fn, struct bp_recover *rp);
+__attribute__((visibility("hidden"))) void bp_ipc_lib_land(void);
+
+/* On entry the stack holds the return address, fn (8(%rsp)) and rp
+ * (16(%rsp)); after the six pushes and the alignment, 64 and 72. */
+__asm__(".text\n"
+	".p2align 4\n"
+	".globl bp_ipc_lib_enter\n"
+	".hidden bp_ipc_lib_enter\n"
+	".type bp_ipc_lib_enter, @function\n"
+	"bp_ipc_lib_enter:\n"
+	".cfi_startproc\n"
+	"	pushq %rbp\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"	pushq %rbx\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"	pushq %r12\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"	pushq %r13\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"	pushq %r14\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"	pushq %r15\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"	subq $8, %rsp\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"	movq 72(%rsp), %rbx\n"              /* rp */
+	"	movq 64(%rsp), %rax\n"              /* fn */
+	"	movq %rsp, 8(%rbx)\n"               /* rp->land_sp */
+	"	leaq bp_ipc_lib_land(%rip), %r11\n"
+	"	movq %r11, 16(%rbx)\n"              /* rp->land_ip */
+	"	movq bp_recover_top@gottpoff(%rip), %r11\n"
+	"	movq %rbx, %fs:(%r11)\n"            /* linked: a fault lands now */
+	"	call *%rax\n"
+	"	movq (%rbx), %rcx\n"                /* unlinked: rp->prev */
+	"	movq bp_recover_top@gottpoff(%rip), %r11\n"
+	"	movq %rcx, %fs:(%r11)\n"
+	"	addq $8, %rsp\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"	popq %r15\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"	popq %r14\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"	popq %r13\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"	popq %r12\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"	popq %rbx\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"	popq %rbp\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size bp_ipc_lib_enter, .-bp_ipc_lib_enter\n"
+	".p2align 4\n"
+	".globl bp_ipc_lib_land\n"
+	".hidden bp_ipc_lib_land\n"
+	".type bp_ipc_lib_land, @function\n"
+	"bp_ipc_lib_land:\n"                    /* %rsp = rp->land_sp; core popped rp */
+	"	addq $8, %rsp\n"
+	"	popq %r15\n"
+	"	popq %r14\n"
+	"	popq %r13\n"
+	"	popq %r12\n"
+	"	popq %rbx\n"
+	"	popq %rbp\n"
+	"	movl $-14, %eax\n"                  /* -EFAULT; the caller reads rp->sig */
+	"	ret\n"
+	".size bp_ipc_lib_land, .-bp_ipc_lib_land\n");
+
+/* With a shadow stack (CET) the landing's return would not match it:
+ * RDSSP reads 0 where none is enabled (a no-op on CPUs without CET). */
+bool bp_ipc_lib_landing_ok(void)
+{
+	uint64_t ssp = 0;
+	__asm__ __volatile__("rdsspq %0" : "+r"(ssp));
+	return ssp == 0 && bp_fault_install() == 0;
+}
+#else
+bool bp_ipc_lib_landing_ok(void)
+{
+	return false;
+}
+#endif
+
+/* Entry: where the heap is guarded, the closing value for the exit (the
+ * thread's PKRU with our key closed), then our key opened; where it is
+ * not but PKRU exists, the thread's PKRU (a fault's recovery puts it
+ * back: the signal handler's is still in place then). */
 static inline __attribute__((always_inline)) void gate_open(const struct lib_core *lc)
 {
-	if (lc->guarded) {
-		uint32_t cur = rdpkru();
-		pkru_in = cur;
-		pkru_set_checked(cur & ~key_mask, key_mask, 0);
+	if (bp_likely(lc->guarded)) {
+		uint32_t cur = rdpkru() & ~key_mask;
+		pkru_out = cur | __atomic_load_n(&closed_bits, __ATOMIC_RELAXED);
+		PKRU_OPEN(cur);
 	} else if (lc->pkru_ok) {
-		pkru_in = rdpkru();
+		pkru_out = rdpkru();
 	}
 }
 
 static inline __attribute__((always_inline)) void gate_close(const struct lib_core *lc)
 {
-	if (lc->guarded) {
-		uint32_t cl = atomic_load_explicit(&closed_bits, memory_order_relaxed);
-		pkru_set_checked((pkru_in & ~key_mask) | cl, key_mask, cl);
-	}
+	if (bp_likely(lc->guarded))
+		PKRU_CLOSE(pkru_out, pkru_out);
 }
 
 /*
  * A fault left a handler through the recovery point: the signal handler's
- * PKRU (the kernel's default) is still in place.  Put the thread's own
- * back, with our key closed, release what the handler held, and mark the
+ * PKRU (the kernel's default) is still in place after siglongjmp, the
+ * handler's (our key open) after the landing.  Put the thread's own back,
+ * with our key closed, release what the handler held, and mark the
  * service broken.
  */
 static __attribute__((noinline, cold)) int after_fault(struct lib_core *lc,
@@ -188,13 +342,13 @@ static __attribute__((noinline, cold)) int after_fault(struct lib_core *lc,
 	 * signal handler's PKRU, still in place, has the key access-disabled),
 	 * then close it. */
 	if (lc->guarded)
-		pkru_set_checked(pkru_in & ~key_mask, key_mask, 0);
+		PKRU_OPEN(pkru_out & ~key_mask);
 	bp_ipc_lib_release_held();
 	bp_ipc_lib_take_owner_dead();
 	if (lc->guarded) {
 		gate_close(lc);
 	} else if (lc->pkru_ok) {
-		uint32_t v = pkru_in, edx = 0;
+		uint32_t v = pkru_out, edx = 0;
 		__asm__ __volatile__(".byte 0x0f,0x01,0xef" : "+a"(v), "+d"(edx) : "c"(0) : "memory");
 	}
 	bp_warn("bypass: ipc: service %s: %s at %p in its %s: the service is broken",
@@ -214,28 +368,13 @@ static __attribute__((noinline, cold)) void leaked(struct lib_core *lc)
 		"the service is broken", lc->ctl->name, n);
 }
 
-/* The call path: kept apart from the hooks' so that it stays short. */
-int bp_ipc_lib_run(struct lib_core *lc, uint32_t op, const void *req, size_t len, void *resp,
-		   size_t cap)
+/* A handler returned with locks held or having met a dead owner's lock. */
+static __attribute__((noinline, cold)) int after_call(struct lib_core *lc, int r)
 {
-	if (bp_unlikely(depth))
-		return -EDEADLK;
-	struct bp_recover rp;
-	int r;
-	if (BP_RECOVER_TRY(&rp, NULL, 0)) {
-		gate_open(lc);
-		depth = 1;
-		r = lc->ops[op](&lc->env, lc->state, req, len, resp, cap);
-		depth = 0;
-		if (bp_unlikely(bp_ipc_lib_nheld))
-			leaked(lc);
-		if (bp_unlikely(bp_ipc_lib_take_owner_dead()))
-			r = -EOWNERDEAD;
-		gate_close(lc);
-		bp_recover_pop(&rp);
-	} else {
-		r = after_fault(lc, &rp, RUN_OP);
-	}
+	if (bp_ipc_lib_nheld)
+		leaked(lc);
+	if (bp_ipc_lib_take_owner_dead())
+		r = -EOWNERDEAD;
 	return r;
 }
 
@@ -304,15 +443,88 @@ void bp_ipc_lib_stats_fill(const struct lib_core *lc, struct bypass_ipc_lib_stat
 
 /* ------------------------------------------------------ calls and recovery */
 
+/* The call's recovery point by sigsetjmp (where the landing is not used):
+ * a function of its own, so that the fast path's registers are not spilled
+ * around a setjmp. */
+static __attribute__((noinline)) int run_jmp(struct lib_core *lc, uint32_t op, const void *req,
+					     size_t len, void *resp, size_t cap)
+{
+	struct bp_recover rp;
+	int r;
+	if (BP_RECOVER_TRY(&rp, NULL, 0)) {
+		gate_open(lc);
+		depth = 1;
+		r = lc->ops[op](&lc->env, lc->state, req, len, resp, cap);
+		depth = 0;
+		if (bp_unlikely(bp_ipc_lib_nheld | bp_ipc_lib_odead))
+			r = after_call(lc, r);
+		gate_close(lc);
+		bp_recover_pop(&rp);
+	} else {
+		r = after_fault(lc, &rp, RUN_OP);
+	}
+	return r;
+}
+
+/* Why a call may not run, in the order of the checks: -EPIPE or
+ * -ENOTRECOVERABLE, -EINVAL, -EDEADLK (a call from inside a handler). */
+static __attribute__((noinline, cold)) int refuse(const struct lib_core *lc, uint32_t op,
+						  const void *req, size_t len, void *resp,
+						  size_t cap)
+{
+	int r = bp_ipc_lib_alive(lc);
+	if (r)
+		return r;
+	if (op >= lc->nops || (len && !req) || (cap && !resp))
+		return -EINVAL;
+	return depth ? -EDEADLK : 0;
+}
+
+/*
+ * One call (a client's, or the server's thread for a message-mode call).
+ * The hot path is straight: every check that can refuse the call is one
+ * test of values already in registers or in the control block's first
+ * line (the live word and the broken mark share it), its reason worked
+ * out out of line; the two per-thread marks a handler can leave (locks
+ * held, a dead owner met) are one more test after it returns.
+ */
 int bp_ipc_lib_invoke(struct lib_core *lc, uint32_t op, const void *req, size_t len,
 		      void *resp, size_t cap)
 {
-	int r = bp_ipc_lib_alive(lc);
-	if (bp_unlikely(r))
-		return r;
-	if (bp_unlikely(op >= lc->nops || (len && !req) || (cap && !resp)))
-		return -EINVAL;
-	r = bp_ipc_lib_run(lc, op, req, len, resp, cap);
+	const struct lib_ctl *c = lc->ctl;
+	uint32_t w = __atomic_load_n((const uint32_t *)&c->live, __ATOMIC_ACQUIRE);
+	uint32_t b = atomic_load_explicit(&c->broken, memory_order_acquire);
+	/* Never-taken branches: each a fused compare-and-jump.  A NULL req
+	 * or resp is legal with a zero length: refuse() tells. */
+	if (bp_unlikely(!(w & LIB_FUTEX_TID_MASK)) || bp_unlikely((w & LIB_FUTEX_OWNER_DIED) | b) ||
+	    bp_unlikely(op >= lc->nops) || bp_unlikely(!req) || bp_unlikely(!resp) ||
+	    bp_unlikely(depth)) {
+		int e = refuse(lc, op, req, len, resp, cap);
+		if (e)
+			return e;
+	}
+	int r;
+#ifdef LIB_LANDING
+	if (bp_likely(lc->landing)) {
+		struct bp_recover rp;
+		rp.prev = bp_recover_top;
+		rp.lo = rp.hi = 0;
+		rp.sig = 0;
+		rp.addr = NULL;
+		gate_open(lc);
+		depth = 1;
+		r = bp_ipc_lib_enter(&lc->env, lc->state, req, len, resp, cap, lc->ops[op], &rp);
+		depth = 0;
+		if (bp_unlikely(rp.sig))
+			return after_fault(lc, &rp, RUN_OP);
+		if (bp_unlikely(bp_ipc_lib_nheld | bp_ipc_lib_odead))
+			r = after_call(lc, r);
+		gate_close(lc);
+	} else
+#endif
+	{
+		r = run_jmp(lc, op, req, len, resp, cap);
+	}
 	if (bp_unlikely(r > 0 && (size_t)r > cap))
 		r = -EOVERFLOW; /* the handler wrote past the response buffer */
 	return r;

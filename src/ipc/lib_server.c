@@ -246,6 +246,7 @@ int bypass_ipc_lib_listen(const char *name, const char *path, const struct bypas
 	struct lib_core *lc = &s->lc;
 	lc->server = true;
 	lc->pkru_ok = bp_ipc_lib_pkru_ok();
+	lc->landing = bp_ipc_lib_landing_ok();
 	bp_ipc_lib_env_init(lc);
 	if ((r = bp_ipc_lib_load(lc, s->objfd, allow_wrpkru)) || (r = make_arena(s, o, &st)))
 		goto fail;
