@@ -100,7 +100,7 @@ static int grow(bypass_pager *p, uintptr_t end)
 		size_t need = (end - heap_mapped + PP_PAGE - 1) & ~(uintptr_t)(PP_PAGE - 1);
 		int e = -ENOSPC;
 		for (size_t len = want; e && len >= need; len = len == need ? 0 : need) {
-			bp_pp_guard++;
+			bp_enter();
 			e = -EPERM;
 			if (!heap_flags_known || heap_flags)
 				e = bp_pager_map_at(p, (void *)heap_mapped, len,
@@ -111,7 +111,7 @@ static int grow(bypass_pager *p, uintptr_t end)
 			}
 			if (e == -EPERM && !heap_flags)
 				e = bp_pager_map_at(p, (void *)heap_mapped, len, 0);
-			bp_pp_guard--;
+			bp_leave();
 			if (!e) {
 				struct bp_pp_region r = { heap_mapped, heap_mapped + len, 0, PP_HEAP };
 				if (bp_pp_lock()) {
@@ -121,9 +121,9 @@ static int grow(bypass_pager *p, uintptr_t end)
 					e = -EDEADLK;
 				}
 				if (e) { /* not pinnable: back to the reservation */
-					bp_pp_guard++;
+					bp_enter();
 					bypass_pager_unmap(p, (void *)heap_mapped, len);
-					bp_pp_guard--;
+					bp_leave();
 					REAL(mmap)((void *)heap_mapped, len, PROT_NONE,
 						   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
 							   MAP_FIXED,
@@ -145,7 +145,7 @@ static int grow(bypass_pager *p, uintptr_t end)
  * A new extent: size bytes at the given alignment (at new_addr if set:
  * only where the carving stands, so that jemalloc can grow in place).
  * Runs in jemalloc under its arena's locks; the pager's calls allocate
- * from the next allocator (guard).
+ * from the next allocator (bp_enter).
  */
 static void *hk_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t align,
 		      bool *zero, bool *commit, unsigned ind)
@@ -234,7 +234,7 @@ static void engage(void)
 	if (!atomic_compare_exchange_strong(&heap_state, &st, HEAP_DEAD))
 		return; /* another thread engages, or it is decided */
 	bool ok = false;
-	bp_pp_guard++;
+	bp_enter();
 	bypass_pager *p = bp_pp_pager();
 	unsigned narenas = 0;
 	size_t oversize = 1, sz = sizeof(narenas);
@@ -257,7 +257,7 @@ static void engage(void)
 		bp_warn("bypass: pager preload: jemalloc runs with more than one arena or a "
 			"dedicated large arena (malloc_conf not taken?); the heap stays unpaged");
 	}
-	bp_pp_guard--;
+	bp_leave();
 	if (ok)
 		atomic_store_explicit(&heap_state, HEAP_ON, memory_order_release);
 	bp_info("bypass: pager preload: heap %s: [%#lx, %#lx)", ok ? "engaged" : "not engaged",
@@ -287,13 +287,13 @@ void bp_pp_heap_start(void)
 /* ------------------------------------------------------------ allocating */
 
 /* jemalloc's own calls into libc that allocate go to the next allocator
- * (guard), never back into jemalloc. */
+ * (bp_enter), never back into jemalloc. */
 void *bp_pp_heap_alloc(size_t n, size_t align, bool zero)
 {
 	int fl = (zero ? MALLOCX_ZERO : 0) | (align > 16 ? MALLOCX_ALIGN(align) : 0);
-	bp_pp_guard++;
+	bp_enter();
 	void *q = mallocx(n ? n : 1, fl);
-	bp_pp_guard--;
+	bp_leave();
 	return q;
 }
 
@@ -301,9 +301,9 @@ void bp_pp_heap_free(void *ptr)
 {
 	if (!bp_pp_heap_on())
 		return; /* cannot happen: a heap pointer comes from the heap on */
-	bp_pp_guard++;
+	bp_enter();
 	dallocx(ptr, 0);
-	bp_pp_guard--;
+	bp_leave();
 }
 
 size_t bp_pp_heap_size(void *ptr)
@@ -313,9 +313,9 @@ size_t bp_pp_heap_size(void *ptr)
 
 void *bp_pp_heap_realloc(void *ptr, size_t n)
 {
-	bp_pp_guard++;
+	bp_enter();
 	void *q = rallocx(ptr, n ? n : 1, 0);
-	bp_pp_guard--;
+	bp_leave();
 	return q;
 }
 

@@ -15,7 +15,6 @@ PP_REAL_FUNCS(PP_DEFINE)
 #undef PP_DEFINE
 
 struct bp_pp_cfg bp_pp_cfg;
-__thread unsigned bp_pp_guard __attribute__((tls_model("initial-exec")));
 
 /*
  * dlsym may allocate (its error state) while malloc itself is being
@@ -350,7 +349,7 @@ bypass_pager *bp_pp_pager(void)
 	pthread_mutex_lock(&pager_lock);
 	p = atomic_load(&the_pager);
 	if (!p && !atomic_load(&pager_failed)) {
-		bp_pp_guard++;
+		bp_enter();
 		if (stale_pager) {
 			bypass_pager_destroy(stale_pager);
 			stale_pager = NULL;
@@ -382,7 +381,7 @@ bypass_pager *bp_pp_pager(void)
 				 strerror(-e));
 			e = 0;
 		}
-		bp_pp_guard--;
+		bp_leave();
 		if (e) {
 			atomic_store(&pager_failed, true);
 			p = NULL;
@@ -423,9 +422,9 @@ static void write_stats(void)
 	memset(&st, 0, sizeof(st));
 	bypass_pager *p = atomic_load(&the_pager);
 	if (p) {
-		bp_pp_guard++;
+		bp_enter();
 		bypass_pager_stats(p, &st);
-		bp_pp_guard--;
+		bp_leave();
 	}
 	char buf[4096];
 	size_t n = 0;
@@ -455,9 +454,9 @@ static void write_stats(void)
 	int fd = open(bp_pp_cfg.stats_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
-	bp_pp_guard++;
+	bp_enter();
 	ssize_t w = write(fd, buf, n);
-	bp_pp_guard--;
+	bp_leave();
 	(void)w;
 	close(fd);
 }

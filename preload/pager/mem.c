@@ -232,10 +232,10 @@ static void willneed(uintptr_t a, uintptr_t b)
 	size_t len = b - a;
 	if (len > bp_pp_cfg.pin_max)
 		len = bp_pp_cfg.pin_max;
-	bp_pp_guard++;
+	bp_enter();
 	if (p && bypass_pager_pin(p, (void *)a, len, 0) == 0)
 		bypass_pager_unpin(p, (void *)a, len);
-	bp_pp_guard--;
+	bp_leave();
 }
 
 EXPORT int madvise(void *addr, size_t len, int advice)

@@ -108,14 +108,15 @@ struct bp_pp_cfg {
 extern struct bp_pp_cfg bp_pp_cfg;
 
 /*
- * Set while the preload calls into the library: the library's own mmap,
- * madvise, pread ... pass straight through the wrappers.  Core's
- * bp_fault_depth does the same for calls made by the pager's fault hook.
+ * Pass straight through to the real function: the preload is off, or the
+ * calling thread is inside bypass (core's per-thread depth: raised with
+ * bp_enter()/bp_leave() around the preload's calls into the library, so
+ * that the library's own mmap, madvise, pread ... pass; by core's fault
+ * handler around the pager's fault hook; for good in the pager's threads).
  */
-extern __thread unsigned bp_pp_guard __attribute__((tls_model("initial-exec")));
 static inline bool bp_pp_pass(void)
 {
-	return !bp_pp_cfg.enabled || bp_pp_guard || bp_fault_depth;
+	return !bp_pp_cfg.enabled || bp_inside();
 }
 
 /* The process's pager, created on first use; NULL if that failed. */

@@ -147,9 +147,9 @@ int bp_pp_map(size_t len, void **out)
 	bypass_pager *p = bp_pp_pager();
 	if (!p)
 		return -ENODEV;
-	bp_pp_guard++;
+	bp_enter();
 	int e = bypass_pager_map(p, len, 0, out);
-	bp_pp_guard--;
+	bp_leave();
 	return e;
 }
 
@@ -158,9 +158,9 @@ int bp_pp_unmap(uintptr_t a, uintptr_t b)
 	bypass_pager *p = bp_pp_pager();
 	if (!p)
 		return -ENODEV;
-	bp_pp_guard++;
+	bp_enter();
 	int e = bypass_pager_unmap(p, (void *)a, b - a);
-	bp_pp_guard--;
+	bp_leave();
 	return e;
 }
 
@@ -180,9 +180,9 @@ static ssize_t pin_some(bypass_pager *p, uintptr_t a, size_t len, bool write)
 	for (int waited = 0;;) {
 		size_t n = len;
 		for (;;) {
-			bp_pp_guard++;
+			bp_enter();
 			int e = bypass_pager_pin(p, (void *)a, n, flags);
-			bp_pp_guard--;
+			bp_leave();
 			if (!e)
 				return (ssize_t)n;
 			if (e != -ENOMEM)
@@ -286,9 +286,9 @@ void bp_pp_unpin(struct bp_pp_pins *pins)
 {
 	bypass_pager *p = bp_pp_pager();
 	for (int i = 0; p && i < pins->n; i++) {
-		bp_pp_guard++;
+		bp_enter();
 		bypass_pager_unpin(p, pins->r[i].a, pins->r[i].len);
-		bp_pp_guard--;
+		bp_leave();
 	}
 	pins->n = 0;
 }

@@ -293,7 +293,7 @@ static unsigned bucket(uint32_t threads)
 
 static void *monitor_main(void *arg)
 {
-	bp_pager_thread_inside(); /* the library's own thread */
+	bp_enter_for_good(); /* the library's own thread */
 	struct bypass_pager *p = arg;
 	double rate[2][NBUCKETS] = { { 0 } };
 	uint64_t when[2][NBUCKETS] = { { 0 } };

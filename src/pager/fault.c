@@ -491,7 +491,7 @@ static size_t drain_uffd(struct bypass_pager *p, int uffd, bool *broken)
  */
 static void *handler_main(void *arg)
 {
-	bp_pager_thread_inside(); /* the library's own thread */
+	bp_enter_for_good(); /* the library's own thread */
 	struct bypass_pager *p = arg;
 	in_handler = true;
 	uint64_t spin_cyc = (uint64_t)(p->cfg.cyc_per_ns_q16 * 20000) >> 16; /* 20 us */

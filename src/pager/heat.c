@@ -400,7 +400,7 @@ static __thread bool in_sampler;
 
 static void *sampler_main(void *arg)
 {
-	bp_pager_thread_inside(); /* the library's own thread */
+	bp_enter_for_good(); /* the library's own thread */
 	struct bp_heat *h = arg;
 	in_sampler = true;
 	struct bp_damon_range *d = NULL;

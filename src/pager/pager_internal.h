@@ -390,19 +390,14 @@ static inline bool region_has_id(const struct region *r, uint32_t id)
 /* ---------------------------------------------------------------- threads */
 
 /*
- * Called first by every thread the pager starts (handler threads, the
- * engine's monitor, the prefetcher, the heat and access samplers): it runs
- * inside bypass for its whole life, so that a preload's wrappers pass its
- * system calls, mmaps and mallocs straight through (core's per-thread
- * depth, which the preloads test).  Without it, under the pager preload,
- * the access sampler's madvise became the preload's "write zeros" and its
- * buffers could land in pager memory it then faulted on while holding a
- * page lock.
+ * Every thread the pager starts (handler threads, the engine's monitor, the
+ * prefetcher, the heat and access samplers) calls bp_enter_for_good()
+ * first (core's per-thread "inside bypass" depth, which the preloads test):
+ * a preload's wrappers pass its system calls, mmaps and mallocs straight
+ * through.  Without it, under the pager preload, the access sampler's
+ * madvise became the preload's "write zeros" and its buffers could land in
+ * pager memory it then faulted on while holding a page lock.
  */
-static inline void bp_pager_thread_inside(void)
-{
-	bp_fault_depth++;
-}
 
 /* ---------------------------------------------------------------- pager.c */
 

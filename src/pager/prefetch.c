@@ -284,7 +284,7 @@ static bool pf_start_read(struct bypass_pager *p, struct bp_pf *pf)
  */
 static void *pf_main(void *arg)
 {
-	bp_pager_thread_inside(); /* the library's own thread */
+	bp_enter_for_good(); /* the library's own thread */
 	struct bp_pf *pf = arg; /* not p->pf: bp_pf_stop() clears that first */
 	struct bypass_pager *p = pf->p;
 	while (!atomic_load(&pf->stop)) {

@@ -238,7 +238,7 @@ static void unpark_all(struct bypass_pager *p, struct bp_sample *s)
 
 static void *sampler_main(void *arg)
 {
-	bp_pager_thread_inside(); /* the library's own thread */
+	bp_enter_for_good(); /* the library's own thread */
 	struct bp_sample *s = arg;
 	struct bypass_pager *p = s->p;
 	uint32_t ids[SAMPLE_MAX];
