@@ -151,6 +151,7 @@ struct region {
 /* A snapshot of every region of every pager, sorted by address. */
 struct regtab {
 	size_t n;
+	struct region **by_id; /* the same, sorted by pager and first page id */
 	struct region *r[];
 };
 
