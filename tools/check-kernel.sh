@@ -42,20 +42,14 @@ set -euo pipefail
 # (Both halves are functions: bash has read all of this file before it runs
 # either, so editing it while a VM runs changes nothing in that run.)
 guest() {
-		build=$2
+		build=$2 src=$3
 		export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 		export HOME=/tmp/home TERM=dumb LANG=C.UTF-8
 		state=$build/kernel-vm
 		rc=2
+		trap 'echo o >/proc/sysrq-trigger; read -r -t 30 _ </dev/ttyS0 2>/dev/null' EXIT
 		# shellcheck disable=SC1091
-		. "$state/run.env"
-		finish() {
-			echo "$rc" >"$state/rc.tmp" && mv "$state/rc.tmp" "$state/rc"
-			sync
-			echo o >/proc/sysrq-trigger
-			read -r -t 30 _ </dev/ttyS0 2>/dev/null # builtin: 9p is gone
-		}
-		trap finish EXIT
+		. /.bypass/build/kernel-vm/run.env # $state/run.env, before $build is in place
 		mount -t proc proc /proc
 		mount -t sysfs sysfs /sys
 		mount -t devtmpfs devtmpfs /dev
@@ -76,6 +70,23 @@ guest() {
 		chmod 1777 /tmp/var-tmp
 		mount --bind /tmp/var-tmp /var/tmp
 		mount --bind /tmp/var-log /var/log
+		# The source tree and the build directory at their own paths, now
+		# that /tmp and /var/tmp have the guest's filesystems (a checkout
+		# under either, as CI's may be, would be hidden by them): init left
+		# the host's root and the build's share under /.bypass.
+		if [ ! -e "$src/tools/check-kernel.sh" ]; then
+			mkdir -p "$src"
+			mount --bind "/.bypass/host$src" "$src"
+		fi
+		mkdir -p "$build" 2>/dev/null || true
+		mount --bind /.bypass/build "$build"
+		finish() {
+			echo "$rc" >"$state/rc.tmp" && mv "$state/rc.tmp" "$state/rc"
+			sync
+			echo o >/proc/sysrq-trigger
+			read -r -t 30 _ </dev/ttyS0 2>/dev/null # builtin: 9p is gone
+		}
+		trap finish EXIT
 		ln -sf /proc/self/fd /dev/fd 2>/dev/null || true
 		hostname bypass-guest 2>/dev/null || true
 		ulimit -n 65536 2>/dev/null || true
@@ -239,11 +250,16 @@ host() {
 			case $n in proc|sys|dev|run|tmp) ;; *) busybox mount -o bind "$e" "/newroot/$n" ;; esac
 		fi
 	done
-	busybox mount -t 9p -o trans=virtio,version=9p2000.L,cache=mmap,msize=512000 build /newroot$build ||
+	# The build's share and the whole host root under /.bypass: the guest
+	# half binds them at their paths once /tmp is mounted (the tree may
+	# live under /tmp, which the guest replaces).
+	busybox mkdir -p /newroot/.bypass/host /newroot/.bypass/build
+	busybox mount -o bind /host /newroot/.bypass/host
+	busybox mount -t 9p -o trans=virtio,version=9p2000.L,cache=mmap,msize=512000 build /newroot/.bypass/build ||
 		die "cannot mount the build directory"
 	busybox umount /proc /sys
 	busybox umount /dev 2>/dev/null
-	exec busybox switch_root /newroot /bin/bash "$src/tools/check-kernel.sh" --guest "$build"
+	exec busybox switch_root /newroot /bin/bash "/.bypass/host$src/tools/check-kernel.sh" --guest "$build" "$src"
 	INIT
 		chmod +x "$ird/init"
 		(cd "$ird" && find . | cpio -o -H newc --quiet | gzip -1) >"$initrd.tmp"
