@@ -167,22 +167,26 @@ static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *i
 	 * Without process_madvise (or when it failed), one madvise per range.
 	 * A range that fails (a page of it is mlock()ed: EINVAL) may have been
 	 * discarded up to the page that failed, so its pages are retried one
-	 * by one: exactly those that cannot be discarded stay resident.
+	 * by one: exactly those that cannot be discarded stay resident.  The
+	 * system call itself, never the symbol madvise: under the pager
+	 * preload that is the preload's own madvise, which zeroes a region's
+	 * range by writing it (and so faults on the pages locked here: a
+	 * deadlock, seen on Linux 6.1 from the fork handler's eviction).
 	 */
 	bool retry = done != (long)total;
 	uint32_t dropped = 0;
 	for (uint32_t k = 0, i = 0; k < niov; k++) {
 		char *base = iov[k].iov_base;
 		uint32_t cnt = (uint32_t)(iov[k].iov_len >> PG_SHIFT);
-		bool range_ok = !retry || madvise(base, iov[k].iov_len, MADV_DONTNEED) == 0;
+		bool range_ok = !retry || syscall(SYS_madvise, base, iov[k].iov_len, MADV_DONTNEED) == 0;
 		if (!range_ok)
 			bp_err("bypass: pager: madvise(%p, %zu, DONTNEED): %s; those pages "
 			       "that cannot be discarded stay resident", (void *)base,
 			       iov[k].iov_len, strerror(errno));
 		for (uint32_t j = 0; j < cnt; j++, i++) {
 			struct pg *pg = pg_of(p, ids[i]);
-			if (!range_ok && madvise(base + (size_t)j * PG_SIZE, PG_SIZE,
-						 MADV_DONTNEED) < 0) {
+			if (!range_ok && syscall(SYS_madvise, base + (size_t)j * PG_SIZE,
+						 PG_SIZE, MADV_DONTNEED) < 0) {
 				pg_set_state(pg, PS_RESIDENT);
 				bp_pg_unlock(pg);
 				bp_lru_add(p, ids[i], false);
