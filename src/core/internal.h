@@ -80,9 +80,6 @@ static inline void bp_enter_for_good(void)
 {
 	bp_inside_depth++;
 }
-/* The name the pager used before (bp_pager_thread_inside, bp_pp_pass):
- * goes once they call the functions above. */
-#define bp_fault_depth bp_inside_depth
 
 /* ------------------------------------------------------------------ log */
 
