@@ -45,10 +45,20 @@ int main(int argc, char **argv)
 		TEST_LOG("%-8s served %ld, connections ended by errors %ld, deferred "
 			 "calls failed %ld, reported %ld", bodies[i], served, errors, err, rep);
 		CHECK(served > 0);
+		/* the resets were seen: a connection a client reset ends in an
+		 * error the server met (120 of 120 in every run here) */
+		CHECK(errors > 0);
 		reported += rep;
 		errors_total += err;
 	}
-	/* Every deferred failure was reported or belonged to a closed socket. */
+	/* Every deferred failure was reported or belonged to a closed socket;
+	 * and the check cannot hold vacuously: deferred calls did fail (about
+	 * 330 in all per run here) and some of those failures reached the
+	 * server's next call (about 40: send and sendfile 20 each, writev's
+	 * bodies 0-3, since most of its resets land on a socket the server
+	 * then closes). */
+	CHECK(errors_total > 0);
+	CHECK(reported > 0);
 	CHECK(reported <= errors_total);
 	TEST_LOG("deferred failures %ld, reported to the server %ld", errors_total, reported);
 	rm_tree(dir);
