@@ -190,7 +190,10 @@ static double tput_unix(struct bench_ctx *c, size_t len, size_t n)
 
 static size_t tput_ring(size_t len);
 
-static double tput_bypass(struct bench_ctx *c, size_t len, size_t n, bool touch)
+/* plant (--param plant=ipc.tput.<size>): the last message is one byte short,
+ * which the server's check of each message's length must catch
+ * (tests/ipc/bench-plant.sh). */
+static double tput_bypass(struct bench_ctx *c, size_t len, size_t n, bool touch, bool plant)
 {
 	size_t ring = tput_ring(len);
 	struct bypass_ipc_opts o = { .ring_size = ring, .max_msg = len };
@@ -223,7 +226,7 @@ static double tput_bypass(struct bench_ctx *c, size_t len, size_t n, bool touch)
 	memset(b, 0x5a, len);
 	uint64_t t0 = bypass_now_ns();
 	for (size_t i = 0; i < n && !r; i++)
-		r = bypass_ipc_send(conn, b, len, BYPASS_FOREVER);
+		r = bypass_ipc_send(conn, b, plant && i + 1 == n ? len - 1 : len, BYPASS_FOREVER);
 	struct bypass_ipc_msg a;
 	if (!r)
 		r = bypass_ipc_recv(conn, &a, BYPASS_FOREVER);
@@ -333,7 +336,8 @@ int ipcb_throughput(struct bench_ctx *c)
 					continue;
 				double t = k == TP_UNIX ? tput_unix(c, len, n)
 					   : k == TP_MEMCPY ? tput_memcpy(c, len, n)
-					   : tput_bypass(c, len, n, k == TP_BYPASS_READ);
+					   : tput_bypass(c, len, n, k == TP_BYPASS_READ,
+						       bench_planted(c, id));
 				if (t <= 0) {
 					failed[k] = true;
 					bench_fail(c, "%s failed to run", info[k].label);

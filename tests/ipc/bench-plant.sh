@@ -2,7 +2,8 @@
 # bench-plant: bypass-bench's failure paths for ipc (issue 24).  The adaptive
 # row of ipc.oneway failing to run (its summary must not be a median of 0 that
 # meets a <= target); the library-mode row of ipc.lib.call (the one its
-# targets read) answering wrong.
+# targets read) answering wrong; a short message in ipc.tput.32 (the bypass
+# rows' server checks every message's length).
 # Each must end up in the JSON's "failures", leave no target of its table
 # met ("no verdict: failed") and make bypass-bench exit 1
 # (tools/report.py --expect-failed checks the JSON).  No figure is judged.
@@ -19,7 +20,8 @@ bad() { echo "FAIL: $*"; fail=1; }
 small=(--smoke --rounds 2 --param iceoryx2=0 --param messages=400)
 
 # <plant>:<the table that must carry the failure>:<--param only=...>
-for spec in ipc.oneway:ipc.oneway:ipc=oneway ipc.lib.call:ipc.lib.call:ipc=lib; do
+for spec in ipc.oneway:ipc.oneway:ipc=oneway ipc.lib.call:ipc.lib.call:ipc=lib \
+	ipc.tput.32:ipc.tput.32:ipc=tput; do
 	IFS=: read -r id table only <<<"$spec"
 	name=${table//./-}
 	"$bench" ipc "${small[@]}" --param "$only" --param plant="$id" \
