@@ -67,6 +67,7 @@ struct pf_run {
 	struct pf_result *res;
 	uint64_t *got[2]; /* per-page checksums seen by the two scans */
 	uint64_t *lat;    /* ns per chunk of the read scan */
+	bool plant; /* --param plant=pager.prefetch: one word changes before the scans */
 };
 
 static uint64_t now_ns(void)
@@ -140,6 +141,8 @@ static void pf_side(void *arg)
 			w[j] = word_value(r->seed, i, j);
 	}
 	res->write_secs = (double)(now_ns() - t0) * 1e-9;
+	if (r->plant) /* the scans' checksums must catch it (tests/pager/bench-plant.sh) */
+		((volatile uint64_t *)m)[np / 2 * (PB_PAGE / 8) + 3] += 1;
 	/* the read scan, timed per chunk */
 	t0 = now_ns();
 	uint64_t tc = t0;
@@ -329,7 +332,8 @@ int bench_pager_prefetch(struct bench_ctx *c)
 				continue;
 			}
 						struct pf_run run = { s, region, budget, bswap, seed, res,
-					      { got[0], got[1] }, lat };
+					      { got[0], got[1] }, lat,
+					      s == S_SYNC && bench_planted(c, id) };
 			uint64_t in0 = pb_vmstat("pswpin"), out0 = pb_vmstat("pswpout");
 			if (!pb_side_run(&t, s, s == S_LINUX ? &env : NULL, pf_side, &run, limit,
 					 &res->rep, s_name[s]))

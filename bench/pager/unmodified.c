@@ -222,6 +222,17 @@ static int make_prog_input(const char *path, size_t bytes)
 	return e;
 }
 
+/* --param plant=pager.unmodified: the bypass side's output gains a byte,
+ * which the comparison with the reference must catch. */
+static void append_byte(const char *path)
+{
+	FILE *f = fopen(path, "a");
+	if (f) {
+		fputc('x', f);
+		fclose(f);
+	}
+}
+
 /* Byte-identical files? */
 static bool same_file(const char *a, const char *b)
 {
@@ -492,6 +503,8 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					sizeof(fail_why[w]));
 				if (kb > rss[w][side])
 					rss[w][side] = kb;
+				if (!e && side == S_BYPASS && w == W_SYSCALLS && bench_planted(c, id))
+					append_byte(out[w][side]); /* tests/pager/bench-plant.sh */
 				if (!e && !same_file(out[w][S_REF], out[w][side])) {
 					e = -EIO;
 					snprintf(fail_why[w], sizeof(fail_why[w]),

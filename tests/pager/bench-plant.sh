@@ -2,7 +2,11 @@
 # bench-plant: bypass-bench's failure paths for pager (issue 24).  A fault
 # engine error planted in pager.latency (the upcall kind fails), lost data in
 # pager.throughput (the bypass side changes a word before the check) and wrong
-# ranks in pager.pagerank (the window side's ranks off by one part in 10^9).
+# ranks in pager.pagerank (the window side's ranks off by one part in 10^9);
+# lost data in pager.prefetch (the synchronous read-ahead side changes a word
+# before its scans' checksums); a wrong output in pager.unmodified (a byte
+# added to the C program's output under the preload before its comparison
+# with the reference run).
 # Each must end up in the JSON's "failures", leave no target of its table
 # met ("no verdict: failed") and make bypass-bench exit 1
 # (tools/report.py --expect-failed checks the JSON).  No figure is judged.
@@ -31,7 +35,9 @@ small=(--smoke
 for spec in \
 	pager.latency:pager.latency:only=latency \
 	pager.throughput:pager.throughput:only=throughput \
-	pager.pagerank:pager.pagerank:only=pagerank; do
+	pager.pagerank:pager.pagerank:only=pagerank \
+	pager.prefetch:pager.prefetch:only=prefetch \
+	pager.unmodified:pager.unmodified:only=unmodified; do
 	IFS=: read -r id table only <<<"$spec"
 	name=${table//./-}
 	"$bench" pager "${small[@]}" --param "$only" --param plant="$id" \
