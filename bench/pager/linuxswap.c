@@ -6,6 +6,7 @@
  */
 #include "pager_bench.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -168,6 +169,67 @@ void pb_linux_reset(const struct pb_linux_env *env)
 	}
 }
 
+/* The pid in NAME if it is PREFIX<pid>SUFFIX and that process is gone. */
+static bool stale_name(const char *name, const char *prefix, const char *suffix)
+{
+	size_t pl = strlen(prefix);
+	if (strncmp(name, prefix, pl))
+		return false;
+	char *end;
+	long pid = strtol(name + pl, &end, 10);
+	if (end == name + pl || strcmp(end, suffix) || pid <= 0)
+		return false;
+	return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+/*
+ * What a run killed by SIGKILL left behind (its cleanup could not run):
+ * a swap file still swapped on, swap files, a memory cgroup, each named
+ * with the pid of a process that no longer exists.  Removed before a new
+ * run sets up, so that no stale swap area takes the baseline's pages; the
+ * count goes into the table's facts.
+ */
+static int reap_stale(const char *cgroot, const char *swapdir)
+{
+	int n = 0;
+	char line[512], path[600];
+	FILE *f = fopen("/proc/swaps", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *sp = strpbrk(line, " \t");
+		if (sp)
+			*sp = 0;
+		const char *base = strrchr(line, '/');
+		if (base && stale_name(base + 1, "bypass-bench-linux-", ".swap") &&
+		    swapoff(line) == 0)
+			n++;
+	}
+	if (f)
+		fclose(f);
+	DIR *d = opendir(swapdir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (!stale_name(de->d_name, "bypass-bench-linux-", ".swap") &&
+		    !stale_name(de->d_name, "bypass-bench-pager-", ".swap"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", swapdir, de->d_name);
+		if (unlink(path) == 0)
+			n++;
+	}
+	if (d)
+		closedir(d);
+	d = opendir(cgroot);
+	while (d && (de = readdir(d))) {
+		if (!stale_name(de->d_name, "bypass-bench-", ""))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", cgroot, de->d_name);
+		if (rmdir(path) == 0)
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 int pb_linux_setup(struct bench_ctx *c, size_t budget, size_t swap_size, struct pb_linux_env *env,
 		       char *why, size_t whylen, char *facts, size_t factslen)
 {
@@ -208,6 +270,13 @@ int pb_linux_setup(struct bench_ctx *c, size_t budget, size_t swap_size, struct 
 		snprintf(why, whylen, "no memory cgroup controller (cgroup v1 memory or v2 "
 			 "with memory enabled in subtree_control)");
 		return -1;
+	}
+	int stale = reap_stale(root, pb_swapdir(c));
+	if (stale) {
+		size_t sl = strlen(facts);
+		snprintf(facts + sl, factslen - sl,
+			 "; %d leftovers of a killed run removed first (stale swap area, swap "
+			 "files, cgroup)", stale);
 	}
 	snprintf(env->cg, sizeof(env->cg), "%s/bypass-bench-%d", root, (int)getpid());
 	if (mkdir(env->cg, 0755) < 0) {
