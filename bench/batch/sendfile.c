@@ -20,6 +20,8 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -45,7 +47,24 @@ struct sf {
 	int tx[NCONN];
 	int file, ep;
 	pid_t reader;
+	int count;         /* the reader's byte count comes back on this pipe */
+	size_t len;        /* what the deferred rows ask for: FILE_SIZE, less one
+			    * when planted */
+	uint64_t sent;     /* bytes reported sent, all samples */
+	char err[200];     /* the first wrong result ("" if none) */
 };
+
+/* A wrong result: the first is kept, the experiment reports it as a failure. */
+__attribute__((cold, noinline, format(printf, 2, 3))) static void
+fault(struct sf *s, const char *fmt, ...)
+{
+	if (s->err[0])
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->err, sizeof(s->err), fmt, ap);
+	va_end(ap);
+}
 
 static uint64_t cpu_ns(void)
 {
@@ -54,9 +73,11 @@ static uint64_t cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Read and discard until every connection is closed (the child). */
-static void reader(int *rx)
+/* Read and discard until every connection is closed (the child), then
+ * write the number of bytes received on fd `count`. */
+static void reader(int *rx, int count)
 {
+	uint64_t total = 0;
 	int ep = epoll_create1(0);
 	static char buf[1 << 16];
 	for (int k = 0; k < NCONN; k++) {
@@ -72,10 +93,12 @@ static void reader(int *rx)
 			if (r <= 0) {
 				epoll_ctl(ep, EPOLL_CTL_DEL, ev[i].data.fd, NULL);
 				open_--;
+			} else {
+				total += (uint64_t)r;
 			}
 		}
 	}
-	_exit(0);
+	_exit(write(count, &total, sizeof(total)) == sizeof(total) ? 0 : 1);
 }
 
 static bool setup(struct sf *s)
@@ -98,14 +121,20 @@ static bool setup(struct sf *s)
 		bp_bt_fd_created(s->tx[k], 0); /* the library learns what it is */
 	}
 	close(l);
+	int pp[2];
+	if (pipe2(pp, O_CLOEXEC))
+		return false;
 	s->reader = fork();
 	if (s->reader < 0)
 		return false;
 	if (s->reader == 0) {
 		for (int k = 0; k < NCONN; k++)
 			close(s->tx[k]);
-		reader(rx);
+		close(pp[0]);
+		reader(rx, pp[1]);
 	}
+	close(pp[1]);
+	s->count = pp[0];
 	for (int k = 0; k < NCONN; k++)
 		close(rx[k]);
 	char path[] = "/tmp/bypass-bench-sendfile-XXXXXX";
@@ -134,7 +163,7 @@ static bool setup(struct sf *s)
 }
 
 /* sendfile(2) of the whole file, as a server does on a full socket. */
-static void direct_one(int fd, int file)
+static void direct_one(struct sf *s, int fd, int file)
 {
 	off_t off = 0;
 	while ((size_t)off < FILE_SIZE) {
@@ -143,7 +172,8 @@ static void direct_one(int fd, int file)
 			struct pollfd p = { fd, POLLOUT, 0 };
 			poll(&p, 1, -1);
 		} else if (n <= 0) {
-			abort();
+			fault(s, "sendfile(): %s", n ? strerror(errno) : "0 bytes sent");
+			return;
 		}
 	}
 }
@@ -166,25 +196,25 @@ static void iteration(struct sf *s, int v)
 	struct epoll_event ev[8];
 	if (v == SF_DIRECT) {
 		for (int k = 0; k < NCONN; k++)
-			direct_one(s->tx[k], s->file);
+			direct_one(s, s->tx[k], s->file);
 		if (epoll_wait(s->ep, ev, 8, -1) != 1)
-			abort();
+			fault(s, "epoll_wait: not the one ready event: %s", strerror(errno));
 		return;
 	}
 	bp_bt_segment_begin();
 	for (int k = 0; k < NCONN; k++) {
 		off_t off = 0;
-		long r = bp_bt_tx_sendfile(s->tx[k], s->file, &off, FILE_SIZE);
+		long r = bp_bt_tx_sendfile(s->tx[k], s->file, &off, s->len);
 		for (int t = 0; r == -EAGAIN && t < 1000; t++) {
 			/* The socket is full behind earlier deferred data: a
 			 * server waits for EPOLLOUT; here, for the data to go. */
 			settle_all();
-			r = bp_bt_tx_sendfile(s->tx[k], s->file, &off, FILE_SIZE);
+			r = bp_bt_tx_sendfile(s->tx[k], s->file, &off, s->len);
 		}
 		if (r == BT_PASS)
-			direct_one(s->tx[k], s->file);
+			direct_one(s, s->tx[k], s->file);
 		else if (r != (long)FILE_SIZE)
-			abort();
+			fault(s, "a deferred sendfile of %zu bytes returned %ld", FILE_SIZE, r);
 	}
 	long r = bp_bt_epoll_wait(s->ep, ev, 8, -1, NULL);
 	if (r == BT_PASS) {
@@ -192,7 +222,7 @@ static void iteration(struct sf *s, int v)
 		r = epoll_wait(s->ep, ev, 8, -1);
 	}
 	if (r != 1)
-		abort();
+		fault(s, "the deferred rows' epoll wait returned %ld, want 1", r);
 }
 
 static void mode(int v)
@@ -206,7 +236,8 @@ struct sf_sample {
 	double cycles, cpu_ns, enters, spliced, direct;
 };
 
-static void sample(struct sf *s, int v, struct sf_sample *out)
+/* One sample; false on a wrong result (s->err). */
+static bool sample(struct sf *s, int v, struct sf_sample *out)
 {
 	mode(v);
 	struct bt_thread *th = bp_bt_self();
@@ -223,6 +254,8 @@ static void sample(struct sf *s, int v, struct sf_sample *out)
 	out->enters = th ? (double)(th->c.enters - e0) / CALLS : 0;
 	out->spliced = th ? (double)(th->c.spliced - s0) / CALLS : 0;
 	out->direct = th ? (double)(th->c.direct - d0) / CALLS : 0;
+	s->sent += (uint64_t)CALLS * FILE_SIZE;
+	return !s->err[0];
 }
 
 static const char *const names[SF_N] = {
@@ -238,6 +271,9 @@ int bench_batch_sendfile(struct bench_ctx *c)
 	const char *sz = bench_param(c, "sendfile_size", NULL);
 	if (sz && atol(sz) > 0 && atol(sz) <= (1L << 30))
 		fsize = (size_t)atol(sz);
+	/* The plant: the deferred rows ask for one byte less than the file,
+	 * which the check of each call's count catches (a short send). */
+	s.len = bench_planted(c, "batch.sendfile") ? FILE_SIZE - 1 : FILE_SIZE;
 	int r = bypass_batch_start();
 	if (r) {
 		bench_skip(c, "batch.sendfile", "io_uring unavailable: %s", strerror(-r));
@@ -266,19 +302,41 @@ int bench_batch_sendfile(struct bench_ctx *c)
 	for (int v = 0; v < SF_N; v++)
 		smp[v] = calloc(n, sizeof(struct sf_sample));
 	struct sf_sample warm;
-	for (int v = 0; v < SF_N; v++)
+	int failed = -1; /* the row that gave a wrong result */
+	for (int v = 0; v < SF_N && failed < 0; v++)
 		if (v != SF_SPLICE || splice_ok)
-			for (int i = 0; i < 5; i++)
-				sample(&s, v, &warm);
+			for (int i = 0; i < 5 && failed < 0; i++)
+				if (!sample(&s, v, &warm))
+					failed = v;
 	struct bench_rounds rr;
 	int rd;
 	bench_rounds_init(c, &rr, rounds, 0);
-	while (bench_round(c, &rr, &rd))
-		for (int v = 0; v < SF_N; v++)
-			for (uint64_t i = 0; i < per_round; i++)
-				if (v != SF_SPLICE || splice_ok)
-					sample(&s, v, &smp[v][(size_t)rd * per_round + i]);
+	while (failed < 0 && bench_round(c, &rr, &rd))
+		for (int v = 0; v < SF_N && failed < 0; v++)
+			for (uint64_t i = 0; i < per_round && failed < 0; i++)
+				if ((v != SF_SPLICE || splice_ok) &&
+				    !sample(&s, v, &smp[v][(size_t)rd * per_round + i]))
+					failed = v;
 	bp_bt_cfg = saved;
+	/* Every byte reported sent must have reached the reader: closing the
+	 * connections ends it, and it writes back what it received. */
+	for (int k = 0; k < NCONN; k++) {
+		close(s.tx[k]);
+		s.tx[k] = -1;
+	}
+	uint64_t got = 0;
+	int st = 0;
+	bool counted = read(s.count, &got, sizeof(got)) == sizeof(got);
+	waitpid(s.reader, &st, 0);
+	close(s.count);
+	if (failed < 0 && (!counted || got != s.sent)) {
+		failed = SF_N;
+		if (counted)
+			fault(&s, "the reader received %llu bytes of the %llu reported sent",
+			      (unsigned long long)got, (unsigned long long)s.sent);
+		else
+			fault(&s, "the reader did not report what it received (status %d)", st);
+	}
 
 	for (int table = 0; table < 2; table++) {
 		char title[160];
@@ -291,6 +349,8 @@ int bench_batch_sendfile(struct bench_ctx *c)
 			bench_quiet_again(c); /* the same rounds */
 		bench_begin(c, table ? "batch.sendfile_cpu" : "batch.sendfile", title,
 			    names[SF_DIRECT]);
+		if (failed >= 0)
+			bench_fail(c, "%s: %s", failed < SF_N ? names[failed] : "all rows", s.err);
 		double med[SF_N] = { 0 };
 		for (int v = 0; v < SF_N; v++) {
 			if (v == SF_SPLICE && !splice_ok) {
@@ -343,10 +403,6 @@ int bench_batch_sendfile(struct bench_ctx *c)
 	}
 	for (int v = 0; v < SF_N; v++)
 		free(smp[v]);
-	for (int k = 0; k < NCONN; k++)
-		close(s.tx[k]);
-	int st;
-	waitpid(s.reader, &st, 0);
 	close(s.file);
 	close(s.ep);
 	return 0;
