@@ -12,6 +12,7 @@
 
 #include <bypass/ipc.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -25,6 +26,28 @@ static const char *call_label[CALL_KINDS] = {
 	"unix socket request/response", "unix socket, busy-poll",
 	"bypass_ipc_call adaptive", "bypass_ipc_call sleeping", "bypass_ipc_call polling",
 };
+
+/*
+ * Every call's request is distinct (its number in the first 8 bytes) and
+ * the server's handler answers it with the request itself, 32 bytes: the
+ * client checks each reply's length and content after the timed span, so a
+ * reply lost, duplicated, reordered, cut short or garbled by the transport
+ * is a failure (call_err says which), not a figure.
+ */
+static char call_err[160];
+
+static bool call_wrong(size_t i, const void *a, size_t alen, const char *q)
+{
+	if (alen == 32 && !memcmp(a, q, 32))
+		return false;
+	uint64_t got = 0;
+	if (alen >= 8)
+		memcpy(&got, a, 8);
+	snprintf(call_err, sizeof(call_err),
+		 "call %zu: the reply is %zu bytes%s (it carries the number %llu), want its 32-byte request",
+		 i, alen, alen == 32 ? ", wrong content" : "", (unsigned long long)got);
+	return true;
+}
 
 static int call_unix(struct bench_ctx *c, bool busy, uint64_t *out, size_t n)
 {
@@ -45,17 +68,24 @@ static int call_unix(struct bench_ctx *c, bool busy, uint64_t *out, size_t n)
 	close(sv[1]);
 	bench_pin(ca);
 	int r = 0;
-	char q[32] = "request", a[32];
+	char q[32] = "........request", a[32];
 	for (size_t i = 0; i < n && !r; i++) {
+		uint64_t k = i;
+		memcpy(q, &k, 8);
 		uint64_t t0 = bypass_rdtscp(NULL);
 		r = ipcb_write(sv[0], q, 32) || ipcb_read(sv[0], a, 32, busy) ? -1 : 0;
 		out[i] = bypass_rdtscp(NULL) - t0;
+		if (!r && call_wrong(i, a, 32, q))
+			r = -2;
 	}
 	close(sv[0]);
 	return ipcb_wait(pid) ? -1 : r;
 }
 
-static int call_bypass(struct bench_ctx *c, int mode, uint64_t *out, size_t n)
+/* plant (--param plant=ipc.call): the server's handler garbles the last
+ * reply's first byte, which the client's check of the content must catch
+ * (tests/ipc/bench-plant.sh). */
+static int call_bypass(struct bench_ctx *c, int mode, uint64_t *out, size_t n, bool plant)
 {
 	struct bypass_ipc_opts o = { .mode = mode, .ring_size = 65536 };
 	bypass_ipc_conn *conn;
@@ -66,26 +96,43 @@ static int call_bypass(struct bench_ctx *c, int mode, uint64_t *out, size_t n)
 	if (pid == 0) {
 		for (size_t i = 0; i < n; i++) {
 			struct bypass_ipc_msg m;
-			if (bypass_ipc_recv(conn, &m, BYPASS_FOREVER) ||
-			    bypass_ipc_reply(conn, &m, m.data, m.len, BYPASS_FOREVER))
+			char b[32];
+			const void *ans;
+			if (bypass_ipc_recv(conn, &m, BYPASS_FOREVER) || m.len != 32)
+				_exit(1);
+			ans = m.data; /* in place, as before */
+			if (plant && i + 1 == n) {
+				memcpy(b, m.data, 32);
+				b[0] ^= 1;
+				ans = b;
+			}
+			if (bypass_ipc_reply(conn, &m, ans, 32, BYPASS_FOREVER))
 				_exit(1);
 			bypass_ipc_release(conn, &m);
 		}
 		bypass_ipc_close(conn);
 		_exit(0);
 	}
-	char q[32] = "request";
+	char q[32] = "........request";
 	for (size_t i = 0; i < n && !r; i++) {
 		struct bypass_ipc_msg a;
+		uint64_t k = i;
+		memcpy(q, &k, 8);
 		uint64_t t0 = bypass_rdtscp(NULL);
 		r = bypass_ipc_call(conn, q, 32, &a, BYPASS_FOREVER);
 		out[i] = bypass_rdtscp(NULL) - t0;
-		if (!r)
+		if (!r) {
+			bool wrong = call_wrong(i, a.data, a.len, q);
 			r = bypass_ipc_release(conn, &a);
+			if (wrong)
+				r = -2;
+		}
 	}
 	if (conn)
 		bypass_ipc_close(conn);
-	return ipcb_wait(pid) ? -1 : r;
+	/* a wrong reply first: the server may then have exited on its own */
+	int w = ipcb_wait(pid);
+	return r == -2 ? -2 : w ? -1 : r;
 }
 
 int ipcb_calls(struct bench_ctx *c)
@@ -117,10 +164,14 @@ int ipcb_calls(struct bench_ctx *c)
 				: k == CALL_UNIX_BUSY ? call_unix(c, true, buf, per)
 				: call_bypass(c, k == CALL_SLEEP ? BYPASS_WAIT_SLEEP
 					      : k == CALL_SPIN ? BYPASS_WAIT_SPIN
-					      : BYPASS_WAIT_ADAPTIVE, buf, per);
+					      : BYPASS_WAIT_ADAPTIVE, buf, per,
+					      bench_planted(c, "ipc.call"));
 			if (r) {
 				failed[k] = true;
-				bench_fail(c, "%s failed to run", call_label[k]);
+				if (r == -2)
+					bench_fail(c, "%s: %s", call_label[k], call_err);
+				else
+					bench_fail(c, "%s failed to run", call_label[k]);
 				continue;
 			}
 			/* at round's place: a rerun overwrites it */

@@ -3,7 +3,8 @@
 # row of ipc.oneway failing to run (its summary must not be a median of 0 that
 # meets a <= target); the library-mode row of ipc.lib.call (the one its
 # targets read) answering wrong; a short message in ipc.tput.32 (the bypass
-# rows' server checks every message's length).
+# rows' server checks every message's length); ipc.call's server garbling a
+# reply (the client checks every reply's length and content).
 # Each must end up in the JSON's "failures", leave no target of its table
 # met ("no verdict: failed") and make bypass-bench exit 1
 # (tools/report.py --expect-failed checks the JSON).  No figure is judged.
@@ -21,7 +22,7 @@ small=(--smoke --rounds 2 --param iceoryx2=0 --param messages=400)
 
 # <plant>:<the table that must carry the failure>:<--param only=...>
 for spec in ipc.oneway:ipc.oneway:ipc=oneway ipc.lib.call:ipc.lib.call:ipc=lib \
-	ipc.tput.32:ipc.tput.32:ipc=tput; do
+	ipc.tput.32:ipc.tput.32:ipc=tput ipc.call:ipc.call:ipc=call; do
 	IFS=: read -r id table only <<<"$spec"
 	name=${table//./-}
 	"$bench" ipc "${small[@]}" --param "$only" --param plant="$id" \
