@@ -6,11 +6,21 @@
  * UFFDIO_MOVE of each page out to a scratch area freed by one MADV_DONTNEED.
  * Batches of 32 pages (the pager's default round) chosen at random from a
  * registered, populated region, as an eviction round's victims are.
+ *
+ * Checked outside the timed spans: every page is populated with its data
+ * (UFFDIO_COPY's count, the bytes read back), every drop call returns what
+ * it must (madvise 0, process_madvise the batch's bytes, UFFDIO_MOVE the
+ * page), and after each row's round no page of the region nor of the
+ * scratch area is still in memory (mincore): a dropped page of a
+ * registered region holds nothing; its next access faults to the pager.
+ * A wrong result is a failure of the row, not a figure.
  */
 #include "pager_bench.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <linux/userfaultfd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +48,32 @@ static const char *dname[D_N] = {
 	"MADV_DONTNEED, one process_madvise per batch (bypass)",
 	"UFFDIO_MOVE per page + one MADV_DONTNEED per batch",
 };
+
+static char drop_err[200]; /* the first wrong result ("" if none) */
+
+__attribute__((cold, noinline, format(printf, 1, 2))) static void drop_fault(const char *fmt,
+									      ...)
+{
+	if (drop_err[0])
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(drop_err, sizeof(drop_err), fmt, ap);
+	va_end(ap);
+}
+
+/* The first page of [p, p + n pages) still in memory, or -1. */
+static long resident(unsigned char *vec, char *p, size_t n)
+{
+	if (mincore(p, n * PB_PAGE, vec)) {
+		drop_fault("mincore: %s", strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (vec[i] & 1)
+			return (long)i;
+	return -1;
+}
 
 void bench_pager_drop(struct bench_ctx *c)
 {
@@ -87,31 +123,50 @@ void bench_pager_drop(struct bench_ctx *c)
 	size_t nb = npages / BATCH;
 	uint64_t *s[D_N];
 	for (int d = 0; d < D_N; d++)
-		s[d] = malloc(sizeof(uint64_t) * nb * (size_t)rounds);
+		s[d] = calloc(nb * (size_t)rounds, sizeof(uint64_t));
 	bool pm_ok = pidfd >= 0, move_ok = true;
+	/* The plant: the bypass row's first batch names its second page twice
+	 * and misses its first, which the check that no page is left in memory
+	 * catches (process_madvise still returns the batch's bytes). */
+	bool plant = bench_planted(c, id);
+	int failed = -1; /* the row that gave a wrong result */
+	drop_err[0] = 0;
+	unsigned char *vec = malloc(npages);
 	struct bench_rounds rr;
 	int r;
 	bench_rounds_init(c, &rr, rounds, 0);
-	while (bench_round(c, &rr, &r))
-		for (int d = 0; d < D_N; d++) {
+	while (failed < 0 && bench_round(c, &rr, &r))
+		for (int d = 0; d < D_N && failed < 0; d++) {
 			for (size_t i = 0; i < npages; i++) { /* populate, as pages are */
 				struct uffdio_copy cp = { .dst = (uintptr_t)m + i * PB_PAGE,
 							  .src = (uintptr_t)src, .len = PB_PAGE };
-				ioctl(uffd, UFFDIO_COPY, &cp);
+				if (ioctl(uffd, UFFDIO_COPY, &cp) || cp.copy != PB_PAGE)
+					drop_fault("UFFDIO_COPY of page %zu: %s (copied %lld)", i,
+						   strerror(errno), (long long)cp.copy);
+				else if (m[i * PB_PAGE] != 7 || m[(i + 1) * PB_PAGE - 1] != 7)
+					drop_fault("page %zu does not read back its data", i);
 			}
 			for (size_t b = 0; b < nb; b++) {
 				uint32_t *v = perm + b * BATCH;
 				uint64_t t0 = bypass_rdtscp(NULL);
 				if (d == D_MADVISE) {
 					for (int k = 0; k < BATCH; k++)
-						madvise(m + (size_t)v[k] * PB_PAGE, PB_PAGE, MADV_DONTNEED);
+						if (madvise(m + (size_t)v[k] * PB_PAGE, PB_PAGE,
+							    MADV_DONTNEED))
+							drop_fault("madvise: %s", strerror(errno));
 				} else if (d == D_PMADVISE) {
 					struct iovec iov[BATCH];
 					for (int k = 0; k < BATCH; k++)
 						iov[k] = (struct iovec){ m + (size_t)v[k] * PB_PAGE, PB_PAGE };
-					if (syscall(SYS_process_madvise, pidfd, iov, BATCH,
-						    MADV_DONTNEED, 0u) < 0)
-						pm_ok = false;
+					if (plant && b == 0)
+						iov[0] = iov[1];
+					long got = syscall(SYS_process_madvise, pidfd, iov, BATCH,
+							   MADV_DONTNEED, 0u);
+					if (got < 0)
+						pm_ok = false; /* before Linux 6.13: a note */
+					else if (got != BATCH * PB_PAGE)
+						drop_fault("process_madvise advised %ld bytes of %d", got,
+							   (int)(BATCH * PB_PAGE));
 				} else {
 					for (int k = 0; k < BATCH; k++) {
 						struct uffdio_move mv = {
@@ -120,14 +175,34 @@ void bench_pager_drop(struct bench_ctx *c)
 							.len = PB_PAGE };
 						if (ioctl(uffd, UFFDIO_MOVE, &mv) < 0)
 							move_ok = false;
+						else if (mv.move != PB_PAGE)
+							drop_fault("UFFDIO_MOVE moved %lld bytes of %d",
+								   (long long)mv.move, (int)PB_PAGE);
 					}
-					madvise(scratch, BATCH * PB_PAGE, MADV_DONTNEED);
+					if (madvise(scratch, BATCH * PB_PAGE, MADV_DONTNEED))
+						drop_fault("madvise: %s", strerror(errno));
 				}
 				s[d][(size_t)r * nb + b] = (bypass_rdtscp(NULL) - t0 + BATCH / 2) / BATCH;
 			}
+			/* Every page was a victim once: none may be left in memory
+			 * (unless the row could not run here at all). */
+			if ((d != D_PMADVISE || pm_ok) && (d != D_MOVE || move_ok) && !drop_err[0]) {
+				long p = resident(vec, m, npages);
+				if (p >= 0)
+					drop_fault("page %ld of the region is still in memory after "
+						   "its drop", p);
+				else if ((p = resident(vec, scratch, BATCH)) >= 0)
+					drop_fault("page %ld of the scratch area is still in memory "
+						   "after its drop", p);
+			}
+			if (drop_err[0])
+				failed = d;
 		}
+	free(vec);
 	bench_begin(c, id, "dropping evicted pages: cost per page in batches of 32 random pages",
 		    "MADV_DONTNEED, one call per page");
+	if (failed >= 0)
+		bench_fail(c, "%s: %s", dname[failed], drop_err);
 	struct bench_summary sum[D_N];
 	for (int d = 0; d < D_N; d++)
 		bench_summarize(s[d], nb * (size_t)rounds, &sum[d]);

@@ -6,7 +6,9 @@
 # lost data in pager.prefetch (the synchronous read-ahead side changes a word
 # before its scans' checksums); a wrong output in pager.unmodified (a byte
 # added to the C program's output under the preload before its comparison
-# with the reference run).
+# with the reference run); a page left in memory by pager.drop's bypass row
+# (its first batch names one page twice; the check that every dropped page is
+# gone catches it).
 # Each must end up in the JSON's "failures", leave no target of its table
 # met ("no verdict: failed") and make bypass-bench exit 1
 # (tools/report.py --expect-failed checks the JSON).  No figure is judged.
@@ -37,7 +39,8 @@ for spec in \
 	pager.throughput:pager.throughput:only=throughput \
 	pager.pagerank:pager.pagerank:only=pagerank \
 	pager.prefetch:pager.prefetch:only=prefetch \
-	pager.unmodified:pager.unmodified:only=unmodified; do
+	pager.unmodified:pager.unmodified:only=unmodified \
+	pager.drop:pager.drop:only=drop; do
 	IFS=: read -r id table only <<<"$spec"
 	name=${table//./-}
 	"$bench" pager "${small[@]}" --param "$only" --param plant="$id" \
