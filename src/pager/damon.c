@@ -17,6 +17,7 @@
  * processes are gone; the stopped kdamond's directory is taken over by the
  * next user (its pid_target names a dead process).
  */
+#include "core/syscall.h"
 #include "pager/heat.h"
 
 #include <dirent.h>
@@ -68,8 +69,9 @@ static int sys_write(const char *rel, const char *val)
 		return -errno;
 	size_t len = strlen(val);
 	ssize_t n;
-	do
-		n = write(fd, val, len);
+	do /* the system call (core/syscall.h): the atexit handler runs this
+	    * outside bypass, where write is the pager preload's wrapper */
+		n = bp_sys_write(fd, val, len);
 	while (n < 0 && errno == EINTR);
 	int e = n < 0 ? -errno : (size_t)n == len ? 0 : -EIO;
 	close(fd);

@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -55,11 +56,19 @@ static void bounce_put(struct bypass_pager *p, unsigned slot)
 				  memory_order_release);
 }
 
+/*
+ * The system call itself, never the symbol pread: under the pager preload
+ * that is the preload's wrapper, and this runs outside bypass too (the fork
+ * handler's fetch_all serves the pages of every region from the forking
+ * program's own thread).  The bounce buffer is no region, so the wrapper
+ * would only pass it on, but nothing on the paths that hold page locks
+ * should go through the preload.
+ */
 static int pread_full(int fd, char *buf, size_t len, off_t off)
 {
 	size_t done = 0;
 	while (done < len) {
-		ssize_t n = pread(fd, buf + done, len - done, off + (off_t)done);
+		ssize_t n = syscall(SYS_pread64, fd, buf + done, len - done, off + (off_t)done);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
