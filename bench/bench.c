@@ -324,6 +324,16 @@ int bench_median_ci(const double *v, size_t n, double *lo, double *hi)
 	return 0;
 }
 
+void bench_first_error(char *buf, size_t len, const char *fmt, ...)
+{
+	if (!len || buf[0])
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
 void bench_fail(struct bench_ctx *c, const char *fmt, ...)
 {
 	char *s;

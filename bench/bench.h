@@ -131,6 +131,14 @@ int bench_median_ci(const double *v, size_t n, double *lo, double *hi);
 void bench_fail(struct bench_ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /*
+ * A wrong result seen inside a sample, where bench_fail cannot be called
+ * yet: the first one is kept in buf ("" while there is none; later ones are
+ * dropped) for the experiment to pass to bench_fail after the sample.  Cold
+ * and out of line, so a check on a timed path costs a branch.
+ */
+void bench_first_error(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((cold, noinline, format(printf, 3, 4)));
+/*
  * A fact about the run that changes its figures (provenance), kept in the
  * JSON's "provenance" object and printed by tools/report.py; e.g. the pager
  * experiment's bench_fact(c, "swap_o_direct", "true").  The value is a

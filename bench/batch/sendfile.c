@@ -20,7 +20,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,16 +54,7 @@ struct sf {
 };
 
 /* A wrong result: the first is kept, the experiment reports it as a failure. */
-__attribute__((cold, noinline, format(printf, 2, 3))) static void
-fault(struct sf *s, const char *fmt, ...)
-{
-	if (s->err[0])
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(s->err, sizeof(s->err), fmt, ap);
-	va_end(ap);
-}
+#define fault(s, ...) bench_first_error((s)->err, sizeof((s)->err), __VA_ARGS__)
 
 static uint64_t cpu_ns(void)
 {

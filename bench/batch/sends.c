@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,16 +59,7 @@ struct sender {
 
 /* A wrong result: kept (the first one) and reported by the experiment as a
  * failure after the sample; the sample goes on, as before at the same cost. */
-__attribute__((cold, noinline, format(printf, 2, 3))) static void
-fault(struct sender *s, const char *fmt, ...)
-{
-	if (s->err[0])
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(s->err, sizeof(s->err), fmt, ap);
-	va_end(ap);
-}
+#define fault(s, ...) bench_first_error((s)->err, sizeof((s)->err), __VA_ARGS__)
 
 /*
  * Empty every receiver (not timed), checking that each got exactly what was

@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <linux/userfaultfd.h>
 #include <stdlib.h>
@@ -51,16 +50,7 @@ static const char *dname[D_N] = {
 
 static char drop_err[200]; /* the first wrong result ("" if none) */
 
-__attribute__((cold, noinline, format(printf, 1, 2))) static void drop_fault(const char *fmt,
-									      ...)
-{
-	if (drop_err[0])
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(drop_err, sizeof(drop_err), fmt, ap);
-	va_end(ap);
-}
+#define drop_fault(...) bench_first_error(drop_err, sizeof(drop_err), __VA_ARGS__)
 
 /* The first page of [p, p + n pages) still in memory, or -1. */
 static long resident(unsigned char *vec, char *p, size_t n)
