@@ -48,9 +48,10 @@ struct bp_syslet_req {
 	uint16_t pending;                     /* io_uring: atoms not completed */
 	uint16_t base_atom;                   /* io_uring: the chain is atoms
 						 base_atom.. of the program */
-	/* io_uring: set (release) once the request is complete, before its
-	   chain is queued; read (acquire) by the collector.  The kernel orders
-	   the two already; this says so to ThreadSanitizer. */
+	/* io_uring: set (release) once the request is complete and its chain
+	   prepared, before the chain can be submitted; read (acquire) by the
+	   collector.  The kernel orders the two already; this says so to
+	   ThreadSanitizer. */
 	_Atomic uint32_t armed;
 	uint64_t chain_open;                  /* io_uring: openat atoms */
 	uint32_t nslots;

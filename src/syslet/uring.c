@@ -246,7 +246,6 @@ int bp_syslet_uring_queue_at(bypass_syslet *s, const struct bypass_syslet_prog *
 	rq->pending = (uint16_t)p->natoms;
 	rq->base_atom = (uint16_t)base_atom;
 	rq->steps = base_steps;
-	atomic_store_explicit(&rq->armed, 1, memory_order_release);
 	atomic_fetch_add(&s->uring_inflight, 1);
 
 	pthread_mutex_lock(&s->sqlock);
@@ -273,6 +272,9 @@ int bp_syslet_uring_queue_at(bypass_syslet *s, const struct bypass_syslet_prog *
 								     : IOSQE_IO_HARDLINK);
 		prep(rq, i, sqe);
 	}
+	/* After prep(), which reads rq: the chain is not submitted before
+	 * sqlock is released, and its completion may free rq at once. */
+	atomic_store_explicit(&rq->armed, 1, memory_order_release);
 	pthread_mutex_unlock(&s->sqlock);
 	return 0;
 }
