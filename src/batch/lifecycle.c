@@ -6,6 +6,7 @@
  */
 #include "batch/batch_internal.h"
 #include "core/syscall.h"
+#include "core/uring.h"
 
 #include <fcntl.h>
 #include <liburing.h>
@@ -81,7 +82,7 @@ static int ring_make(struct bt_thread *th)
 		ip.sq_thread_idle = bp_bt_ecfg.sqpoll_idle_ms ? bp_bt_ecfg.sqpoll_idle_ms : 50;
 	}
 	unsigned entries = bp_bt_ecfg.entries ? bp_bt_ecfg.entries : 256;
-	int r = io_uring_queue_init_params(entries, th->ring_mem, &ip);
+	int r = bp_uring_init(entries, th->ring_mem, &ip);
 	if (r < 0) {
 		/* SQPOLL asked for and refused is reported, not dropped. */
 		bp_warn("bypass batch: io_uring_queue_init(%u, flags %#x): %s", entries,
@@ -98,7 +99,7 @@ static int ring_make(struct bt_thread *th)
 static void ring_end(struct bt_thread *th)
 {
 	if (th->ring)
-		io_uring_queue_exit(th->ring);
+		bp_uring_exit(th->ring);
 	th->ring = NULL;
 	th->fixed_slots = 0;
 }

@@ -23,6 +23,7 @@
  * asynchronously; other threads write synchronously (pwritev).
  */
 #include "pager/policy.h"
+#include "core/uring.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -701,7 +702,7 @@ int bp_evict_init(struct bypass_pager *p)
 		p->ev.wbs[i].ids = p->ev.wb_ids + (size_t)i * WB_MAX_PAGES;
 		p->ev.wbs[i].iov = p->ev.wb_iov + (size_t)i * WB_MAX_PAGES;
 	}
-	int e = io_uring_queue_init(RING_ENTRIES, &p->ev.ring, 0);
+	int e = bp_uring_init(RING_ENTRIES, &p->ev.ring, NULL);
 	if (e < 0) {
 		bp_err("bypass: pager: io_uring_queue_init: %s", strerror(-e));
 		return e;
@@ -713,7 +714,7 @@ int bp_evict_init(struct bypass_pager *p)
 void bp_evict_fini(struct bypass_pager *p)
 {
 	if (p->ev.ring_live)
-		io_uring_queue_exit(&p->ev.ring);
+		bp_uring_exit(&p->ev.ring);
 	p->ev.ring_live = false;
 	free(p->ev.wbs);
 	free(p->ev.wb_ids);

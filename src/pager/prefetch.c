@@ -21,6 +21,7 @@
  * the stream, up to bp_pf_max() pages.
  */
 #include "pager/policy.h"
+#include "core/uring.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -338,7 +339,7 @@ int bp_pf_start(struct bypass_pager *p)
 	}
 	for (uint32_t i = 0; i < PF_QD; i++)
 		pf->rd[i].buf = pf->bufs + (size_t)i * PF_RUN * PG_SIZE;
-	int e = io_uring_queue_init(2 * PF_QD, &pf->ring, 0);
+	int e = bp_uring_init(2 * PF_QD, &pf->ring, NULL);
 	if (e < 0) {
 		bp_err("bypass: pager: prefetch io_uring_queue_init: %s", strerror(-e));
 		munmap(pf->bufs, blen);
@@ -353,7 +354,7 @@ int bp_pf_start(struct bypass_pager *p)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e) {
 		/* never published: no fault can be pushing into it */
-		io_uring_queue_exit(&pf->ring);
+		bp_uring_exit(&pf->ring);
 		munmap(pf->bufs, blen);
 		free(pf);
 		return -e;
@@ -374,7 +375,7 @@ void bp_pf_stop(struct bypass_pager *p)
 	atomic_fetch_add(&pf->wake, 1);
 	bp_futex_wake(&pf->wake, 1, false);
 	pthread_join(pf->thread, NULL);
-	io_uring_queue_exit(&pf->ring);
+	bp_uring_exit(&pf->ring);
 	munmap(pf->bufs, (size_t)PF_QD * PF_RUN * PG_SIZE);
 	free(pf);
 }
@@ -386,7 +387,7 @@ void bp_pf_forget(struct bypass_pager *p)
 		return;
 	/* the child's copies: the ring's descriptor and mappings, the read
 	 * buffers (the thread and its reads are the parent's) */
-	io_uring_queue_exit(&pf->ring);
+	bp_uring_exit(&pf->ring);
 	munmap(pf->bufs, (size_t)PF_QD * PF_RUN * PG_SIZE);
 	free(pf);
 }

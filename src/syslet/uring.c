@@ -16,6 +16,7 @@
  * a completion meanwhile wakes it with a no-op request (the "kick").
  */
 #include "syslet/syslet_internal.h"
+#include "core/uring.h"
 #include "core/uring_link.h"
 
 #include <fcntl.h>
@@ -36,7 +37,7 @@ int bp_syslet_uring_setup(bypass_syslet *s)
 		entries = 4096;
 	struct io_uring_params p;
 	memset(&p, 0, sizeof(p));
-	int r = io_uring_queue_init_params(entries, ring, &p);
+	int r = bp_uring_init(entries, ring, &p);
 	if (r < 0) {
 		free(ring);
 		return r;
@@ -53,7 +54,7 @@ int bp_syslet_uring_setup(bypass_syslet *s)
 	}
 	s->slotmap = nslots ? calloc(nslots / 64 + 1, sizeof(uint64_t)) : NULL;
 	if (nslots && !s->slotmap) {
-		io_uring_queue_exit(ring);
+		bp_uring_exit(ring);
 		free(ring);
 		return -ENOMEM;
 	}
@@ -78,7 +79,7 @@ void bp_syslet_uring_teardown(bypass_syslet *s, bool forked)
 	bool lost = atomic_load(&s->broken);
 	if (lost)
 		s->ring->ring_fd = s->ring->enter_ring_fd = -1;
-	io_uring_queue_exit(s->ring);
+	bp_uring_exit(s->ring);
 	if (!lost)
 		bp_syslet_fd_release(fd);
 	free(s->ring);
