@@ -2,8 +2,11 @@
 /*
  * io_uring set-up and tear-down (see uring.h): one lock, in TSan builds
  * only, orders every ring's unmapping before a later mapping of the same
- * range.  A fork child gets the lock free (pthread_atfork), since it may
- * end its inherited rings.
+ * range.  It is a leaf: nothing else is taken while it is held.  A fork
+ * child gets it free (pthread_atfork's child handler), since it may end its
+ * inherited rings; there is no prepare handler, because other modules'
+ * prepare handlers take the locks under which rings are ended, and taking
+ * this one first would invert that order.
  */
 #include "core/internal.h"
 #include "core/uring.h"
@@ -14,11 +17,6 @@
 #if BP_TSAN
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void take(void)
-{
-	pthread_mutex_lock(&lock);
-}
 
 static void give(void)
 {
@@ -32,13 +30,13 @@ static void child(void)
 
 static void setup(void)
 {
-	pthread_atfork(take, give, child);
+	pthread_atfork(NULL, NULL, child);
 }
 
 static void enter(void)
 {
 	pthread_once(&once, setup);
-	take();
+	pthread_mutex_lock(&lock);
 }
 #else
 static void enter(void)
