@@ -184,7 +184,8 @@ static uint32_t park(struct bypass_pager *p, struct bp_sample *s, const uint32_t
 			bp_pg_unlock(pg);
 			continue;
 		}
-		memcpy(s->park + (size_t)slot * PG_SIZE, (const void *)a, PG_SIZE);
+		bp_copy_kernel_ordered(s->park + (size_t)slot * PG_SIZE, (const void *)a,
+				       PG_SIZE);
 		if (madvise((void *)a, PG_SIZE, MADV_DONTNEED) != 0) {
 			if (!(w & PW_WP))
 				bp_uffd_wp(uffd, a, PG_SIZE, false, false);
