@@ -36,6 +36,10 @@ struct result {
 	uint64_t accesses[PH_N];
 	uint64_t swapins[PH_N]; /* bypass: swap-in reads; Linux: pswpin pages */
 	struct bypass_pager_stats st; /* bypass side */
+	/* bypass side, per phase: faults by kind, pages read ahead, time in
+	 * the fault handler (the signal delivery not included) */
+	uint64_t ph_zero[PH_N], ph_swapin[PH_N], ph_wp[PH_N], ph_ra[PH_N], ph_rad[PH_N],
+		ph_lat_ns[PH_N];
 	/* the check after the timed loops: every page's final contents */
 	uint64_t pages_checked, pages_bad, first_bad;
 	double verify_secs;
@@ -117,14 +121,26 @@ static bool plant_loss;
 
 /* swapins(): this side's count of swap-ins so far (see struct result). */
 static void access_loop(char *m, const struct sizes *z, const uint64_t *exp,
-			uint64_t (*swapins)(void *), void *arg, struct result *res, bool plant)
+			uint64_t (*swapins)(void *), void *arg, bypass_pager *bp,
+			struct result *res, bool plant)
 {
 	for (int ph = 0; ph < PH_N; ph++) {
+		struct bypass_pager_stats s0, s1;
+		if (bp)
+			bypass_pager_stats(bp, &s0);
 		uint64_t in0 = swapins(arg);
 		double t0 = now_s();
 		res->accesses[ph] = phase(ph, m, NULL, z);
 		res->secs[ph] = now_s() - t0;
 		res->swapins[ph] = swapins(arg) - in0;
+		if (bp && bypass_pager_stats(bp, &s1) == 0) {
+			res->ph_zero[ph] = s1.faults_zero - s0.faults_zero;
+			res->ph_swapin[ph] = s1.faults_swapin - s0.faults_swapin;
+			res->ph_wp[ph] = s1.faults_wp - s0.faults_wp;
+			res->ph_ra[ph] = s1.readahead_pages - s0.readahead_pages;
+			res->ph_rad[ph] = s1.readahead_dirty - s0.readahead_dirty;
+			res->ph_lat_ns[ph] = s1.lat_sum_ns - s0.lat_sum_ns;
+		}
 	}
 	/* Untimed: read every word of every page back. */
 	uint64_t np = z->region / PB_PAGE;
@@ -171,7 +187,7 @@ static void linux_child(const struct pb_linux_env *env, const struct sizes *z, c
 		_exit(1);
 	}
 	madvise(m, z->region, MADV_NOHUGEPAGE); /* 4 KiB pages, as bypass's */
-	access_loop(m, z, exp, linux_swapins, NULL, res, false);
+	access_loop(m, z, exp, linux_swapins, NULL, NULL, res, false);
 	_exit(0);
 }
 
@@ -200,7 +216,7 @@ static void bypass_child(const char *swapfile, const struct sizes *z, const uint
 		snprintf(res->msg, sizeof(res->msg), "bypass_pager: %s", strerror(-e));
 		_exit(1);
 	}
-	access_loop(m, z, exp, bypass_swapins, p, res, plant_loss);
+	access_loop(m, z, exp, bypass_swapins, p, p, res, plant_loss);
 	bypass_pager_stats(p, &res->st);
 	bypass_pager_destroy(p);
 	_exit(0);
@@ -393,6 +409,8 @@ int bench_pager_throughput(struct bench_ctx *c)
 	char dev_why[200] = "";
 	double verify_s[2] = { 0, 0 };
 	struct bypass_pager_stats bst = { 0 };
+	uint64_t ph_zero[PH_N] = { 0 }, ph_swapin[PH_N] = { 0 }, ph_wp[PH_N] = { 0 },
+		 ph_ra[PH_N] = { 0 }, ph_rad[PH_N] = { 0 }, ph_lat_ns[PH_N] = { 0 };
 	uint64_t pswpin = 0, pswpout = 0;
 	int n = 0;
 	const char *fail = NULL;
@@ -445,6 +463,15 @@ int bench_pager_throughput(struct bench_ctx *c)
 				bst.readahead_pages += res->st.readahead_pages;
 				bst.evictions += res->st.evictions;
 				bst.evictions_clean += res->st.evictions_clean;
+				bst.faults_wp += res->st.faults_wp;
+				for (int ph = 0; ph < PH_N; ph++) {
+					ph_zero[ph] += res->ph_zero[ph];
+					ph_swapin[ph] += res->ph_swapin[ph];
+					ph_wp[ph] += res->ph_wp[ph];
+					ph_ra[ph] += res->ph_ra[ph];
+					ph_rad[ph] += res->ph_rad[ph];
+					ph_lat_ns[ph] += res->ph_lat_ns[ph];
+				}
 				bst.bytes_read += res->st.bytes_read;
 				bst.bytes_written += res->st.bytes_written;
 				if (res->st.resident_peak > bst.resident_peak)
@@ -564,6 +591,13 @@ int bench_pager_throughput(struct bench_ctx *c)
 		   (unsigned long long)bst.evictions_clean, (double)bst.bytes_read / 1048576.0,
 		   (double)bst.bytes_written / 1048576.0, (unsigned long long)bst.resident_peak,
 		   z.budget / PB_PAGE);
+	for (int ph = 0; ph < PH_N; ph++)
+		bench_note(c, "bypass, %s phase over all rounds: %llu zero-fill, %llu swap-in "
+			   "(+%llu readahead pages, %llu of them mapped dirty) and %llu "
+			   "write-protect faults, %.0f ms in the fault handler", phase_name[ph],
+			   (unsigned long long)ph_zero[ph], (unsigned long long)ph_swapin[ph],
+			   (unsigned long long)ph_ra[ph], (unsigned long long)ph_rad[ph],
+			   (unsigned long long)ph_wp[ph], (double)ph_lat_ns[ph] / 1e6);
 	bench_note(c, "not in either budget: bypass's page table (16 bytes a page: %zu MiB) and "
 		   "Linux's page tables; the cgroup also charges the child's own small footprint",
 		   (z.region / PB_PAGE * 16) >> 20);

@@ -266,10 +266,13 @@ struct bypass_pager_stats {
 	uint64_t access_hits;
 	uint64_t access_sample_ns;
 	uint64_t access_hit_ns;
+	uint64_t readahead_dirty;   /* readahead pages mapped writable and
+				       dirty, in a write stream (counted in
+				       readahead_pages too; docs/pager.md) */
 	/* Room for counters to come: zero now.  The struct is 96 words (768
 	 * bytes) and keeps that size; a new counter takes the first reserved
 	 * word (tests/pager/counters.c asserts the size). */
-	uint64_t reserved[35];
+	uint64_t reserved[34];
 };
 
 /* ---------------------------------------------------------- hints */

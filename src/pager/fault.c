@@ -214,13 +214,38 @@ unlock:
  * previous swap-in of the region ended (a sequential stream), the window
  * doubles, up to p->cfg.ra pages; any other fault resets it to one page.  The
  * window takes the following pages of the region that were evicted into
- * the following slots (evicted together, in order), in one read.  Only the
- * faulting page of a write fault is mapped writable (dirty); every other
- * page is mapped write-protected and clean (its slot keeps its copy), so
- * that a readahead page that is never written is dropped again without a
+ * the following slots (evicted together, in order), in one read.
+ *
+ * Only the faulting page of a write fault is mapped writable (dirty); every
+ * other page is mapped write-protected and clean (its slot keeps its copy),
+ * so that a readahead page that is never written is dropped again without a
  * write, and one that is written becomes dirty through a write-protect
- * fault.
+ * fault.  Except in a write stream (ra_write_mode()): when every readahead
+ * page of the last window was written, the window is mapped writable and
+ * dirty but for its last page, the probe, which stays clean: its
+ * write-protect fault says the stream still writes.  A write stream then
+ * takes two faults a window instead of one a page; a stream that stops
+ * writing costs the write-back of one window of pages it never wrote.
  */
+#define RA_WMODE_MIN 3u /* clean readahead pages, all written, that start write mode */
+
+static bool ra_write_mode(struct region *r)
+{
+	uint32_t clean = atomic_load_explicit(&r->ra_clean, memory_order_relaxed);
+	uint32_t wp = atomic_load_explicit(&r->ra_wp, memory_order_relaxed);
+	if (atomic_load_explicit(&r->ra_wmode, memory_order_relaxed))
+		return clean && wp >= clean; /* the probe was written */
+	return clean >= RA_WMODE_MIN && wp >= clean;
+}
+
+/* A write-protect fault on page id: one of the last readahead window's? */
+static void ra_note_wp(struct region *r, uint32_t id)
+{
+	uint32_t from = atomic_load_explicit(&r->ra_from, memory_order_relaxed);
+	if (id - from < atomic_load_explicit(&r->ra_next, memory_order_relaxed) - from)
+		atomic_fetch_add_explicit(&r->ra_wp, 1, memory_order_relaxed);
+}
+
 static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 		   uint32_t id, uintptr_t pa, bool write, uint32_t *mapped)
 {
@@ -258,18 +283,24 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 	}
 	if (e)
 		goto unlock;
+	/* write mode: pages [0, nw) are mapped writable and dirty */
+	bool wmode = k > 1 && ra_write_mode(r);
+	uint32_t nw = wmode ? k - 1 : write ? 1 : 0;
 
 	unsigned bslot;
 	char *buf = bounce_get(p, &bslot);
 	e = pread_full(p->swap.fd, buf, (size_t)k * PG_SIZE,
 		       (off_t)(slot1 - 1) * (off_t)PG_SIZE);
 	/* All write-protected when there is readahead (one copy), then the
-	 * faulting page of a write fault is unprotected. */
+	 * pages to write are unprotected (one call). */
 	if (!e)
 		e = bp_uffd_copy(r->uffd, pa, buf, (size_t)k * PG_SIZE, !write || k > 1, false);
 	bounce_put(p, bslot);
-	if (!e && write && k > 1 && bp_uffd_wp(r->uffd, pa, PG_SIZE, false, false) != 0)
-		write = false; /* mapped clean: the write faults again (wp) */
+	if (!e && nw && k > 1 &&
+	    bp_uffd_wp(r->uffd, pa, (size_t)nw * PG_SIZE, false, false) != 0) {
+		wmode = false; /* mapped clean: writes fault again (wp) */
+		nw = 0;
+	}
 	if (e) {
 		bp_err("bypass: pager: swap-in of %#lx (%u pages, slot %u): %s",
 		       (unsigned long)pa, k, slot1 - 1, strerror(-e));
@@ -277,16 +308,24 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 		goto unlock;
 	}
 	*mapped = k;
+	/* this window, for the next fault's ra_write_mode() (none: a stream
+	 * that starts again learns again) */
+	atomic_store_explicit(&r->ra_wp, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->ra_from, id + 1, memory_order_relaxed);
+	atomic_store_explicit(&r->ra_clean, wmode ? 1 : k - 1, memory_order_relaxed);
+	atomic_store_explicit(&r->ra_wmode, wmode, memory_order_relaxed);
 	atomic_store_explicit(&r->ra_next, id + k, memory_order_relaxed);
 	atomic_store_explicit(&r->ra_win, win, memory_order_relaxed);
 	stat_add(&ST(p).rd, (uint64_t)k * PG_SIZE);
 	stat_add(&ST(p).swapin, 1);
 	stat_add(&ST(p).ra, k - 1);
+	if (wmode)
+		stat_add(&ST(p).ra_dirty, nw - 1);
 	uint32_t seq = atomic_load_explicit(&p->ev.seq, memory_order_relaxed);
 	for (uint32_t j = 0; j < k; j++) {
 		struct pg *q = pg_of(p, id + j);
 		uint32_t shadow = q->prev;
-		if (write && j == 0) {
+		if (j < nw) {
 			bp_slot_free(p, q);
 			pg_set(q, PW_DIRTY);
 		} else {
@@ -336,6 +375,7 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 		} else if (write && (w & PW_WP)) {
 			e = resolve_wp(p, r, pg, pa);
 			stat_add(&ST(p).wp, 1);
+			ra_note_wp(r, id);
 			kind = BYPASS_PAGER_FAULT_WP;
 		} else {
 			e = resolve_other(p, r, pg, pa);

@@ -695,6 +695,7 @@ int bypass_pager_stats(bypass_pager *p, struct bypass_pager_stats *st)
 	st->prefetch_pages = ST_SUM(p, pf);
 	st->prefetch_used = ST_SUM(p, pf_used);
 	st->policy_rejects = ST_SUM(p, rejects);
+	st->readahead_dirty = ST_SUM(p, ra_dirty);
 	bp_sample_stats(p, &st->access_samples, &st->access_hits, &st->access_sample_ns,
 			&st->access_hit_ns);
 #undef LD

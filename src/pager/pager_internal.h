@@ -140,6 +140,14 @@ struct region {
 	/* readahead: the page id where the last swap-in cluster ended and
 	 * the current window; a swap-in fault there is sequential */
 	_Atomic uint32_t ra_next, ra_win;
+	/* readahead of a write stream (fault.c, swap_in): the last window's
+	 * readahead pages are [ra_from, ra_next); ra_clean of them were
+	 * mapped clean (write-protected), all of them or, in write mode
+	 * (ra_wmode), the last one only (the probe); ra_wp counts the
+	 * write-protect faults on them since.  Hints only: read and written
+	 * without a lock (a wrong guess costs a fault or a write-back). */
+	_Atomic uint32_t ra_from, ra_clean, ra_wp;
+	_Atomic bool ra_wmode;
 	/* the prefetch stream of the region (prefetch.c): the last fault,
 	 * the next page not yet asked for in the stream's direction, the
 	 * stride (0: no stream), the candidate stride and the window */
@@ -197,7 +205,7 @@ struct lru_shard {
 #define PG_STAT_SHARDS 8u
 struct pstats {
 	_Atomic uint64_t zero, swapin, wp, other, ra, evict, evict_clean, rd, wr, wr_err,
-		lat_count, lat_sum_ns, fa, switches, pf, pf_used, rejects;
+		lat_count, lat_sum_ns, fa, switches, pf, pf_used, rejects, ra_dirty;
 	_Atomic uint64_t hist[BYPASS_PAGER_HIST];
 } __attribute__((aligned(BP_CACHELINE)));
 
