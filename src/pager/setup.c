@@ -19,7 +19,7 @@
 #endif
 
 #define DEFAULT_BATCH 32u
-#define DEFAULT_RA 8u
+#define DEFAULT_RA 32u
 #define DEFAULT_FA 16u
 
 /* ------------------------------------------------------------ userfaultfd */
@@ -222,7 +222,14 @@ int bp_check_config(const struct bypass_pager_config *cfg, struct bypass_pager *
 	}
 	p->cfg.high = (uint32_t)high;
 	p->cfg.low = (uint32_t)low;
-	p->cfg.ra = cfg->readahead ? cfg->readahead : DEFAULT_RA;
+	/* the default: DEFAULT_RA, but no more than 1/32 of the budget above
+	 * 8 pages (large windows locked or under write-back in a small
+	 * budget crowd out what the policy keeps, PRIORITY pages included) */
+	p->cfg.ra = DEFAULT_RA;
+	if (p->cfg.ra > p->cfg.budget / 32)
+		p->cfg.ra = p->cfg.budget / 32 > 8 ? p->cfg.budget / 32 : 8;
+	if (cfg->readahead)
+		p->cfg.ra = cfg->readahead;
 	if (p->cfg.ra > p->cfg.budget / 4)
 		p->cfg.ra = p->cfg.budget / 4;
 	p->cfg.fa = cfg->fault_around ? cfg->fault_around : DEFAULT_FA;
