@@ -36,7 +36,11 @@ tmp=$(mktemp -d)
 trap 'cleanup; rm -rf "$tmp"' EXIT
 install -m 0755 "$ex/ipc-kv.so" "$tmp/ipc-kv.so" # library mode refuses a group-writable object
 name="examples-kv-$$"
-timeout 60 "$ex/ipc-kv-server" "$name" "$tmp/ipc-kv.so" 30 >"$tmp/log" &
+# --foreground: the kill below reaches the server alone, with no SIGCONT
+# after it.  timeout's SIGCONT, sent just after the SIGTERM it forwards, can
+# cancel the SIGSTOP of LeakSanitizer's exit-time attach in an ASan build,
+# which then waits for the server forever (seen on a loaded machine).
+timeout --foreground 60 "$ex/ipc-kv-server" "$name" "$tmp/ipc-kv.so" 30 >"$tmp/log" &
 srv=$!
 pids+=("$srv")
 for i in $(seq 100); do grep -q serving "$tmp/log" 2>/dev/null && break; sleep 0.05; done
