@@ -32,6 +32,7 @@
 struct io_uring;
 struct io_uring_getevents_arg;
 struct io_uring_cqe;
+struct io_uring_sqe;
 struct bp_link;
 struct bt_thread;
 
@@ -156,6 +157,12 @@ enum bt_state { BT_QUEUED, BT_INFLIGHT };
 				   round waits for room first */
 #define BT_OP_PARKED 0x80u      /* cancelled behind a splice round still in
 				   flight: its fate waits for the round */
+#define BT_OP_READING 0x100u    /* sendfile: its file read is in flight */
+#define BT_OP_CUT 0x200u        /* behind a failure on its stream: dropped
+				   when its file read in flight completes */
+/* Completions interrupted (bt_restartable) are issued again, at most this
+ * many times per op; then the op fails (bp_bt_visible_err). */
+#define BT_MAX_RESTARTS 16
 
 struct bt_op {
 	struct bt_op *next;       /* in the descriptor's FIFO */
@@ -164,6 +171,7 @@ struct bt_op {
 	uint8_t kind, state;
 	uint16_t flags;
 	int msg_flags;
+	unsigned restarts;        /* interrupted completions issued again */
 	char *buf;                /* payload (ours when transparent) */
 	size_t len, done;
 	size_t cap;               /* room in data[] (transparent sends grow) */
@@ -228,6 +236,7 @@ struct bt_thread {
 	uint64_t seg_ns;           /* when the oldest queued op was queued */
 	struct bt_fdent *act_head, *act_tail; /* streams with queued ops */
 	unsigned nqueued, ninflight, nexplicit, nreads;
+	unsigned nreading;         /* of nreads, file reads in flight */
 	unsigned seg_calls;        /* explicit calls queued in this segment */
 	size_t bytes;              /* payload queued + in flight */
 	struct bt_counters c;
@@ -334,6 +343,47 @@ void bp_bt_stats_sum(struct bt_counters *out);
 
 /* fork: prepare / parent / child handlers (installed by bp_bt_engine_init). */
 void bp_bt_engine_init(void);
+
+/* ---------------------------------------------------------- interrupted completions */
+
+/*
+ * io_uring may complete a request with -EINTR, or (from a worker that was
+ * interrupted, on paths that do not translate them) with one of the
+ * kernel's restart codes, which a program must never see: ERESTARTSYS 512,
+ * ERESTARTNOINTR 513, ERESTARTNOHAND 514, ERESTART_RESTARTBLOCK 516.  None
+ * says the request failed: it is issued again for what it has not done.
+ */
+static inline bool bt_restartable(int res)
+{
+	return res == -EINTR || (res <= -512 && res >= -516 && res != -515);
+}
+/*
+ * An errno (> 0) a program may see for op: a restart code of a request that
+ * could not be issued again becomes EINTR where op's system call could
+ * have failed with it (the sends, write, writev, close: an explicit call,
+ * whose result is that call's), else EIO.  A transparent op's error is
+ * reported by a later call on the descriptor, whatever it is: EINTR there
+ * would have the program retry that call, not the data that was lost, so
+ * it is EIO.
+ */
+int bp_bt_visible_err(const struct bt_op *op, int err);
+
+/*
+ * Tests only (tests/batch/restart.c): the next count requests of class cls
+ * that the engine prepares complete as if the kernel had answered res
+ * (negative: the request is made to fail with EBADF, on an invalid
+ * descriptor, so that it does nothing and breaks its chain as a failure
+ * would, and its completion carries res instead), or, for BT_INJ_READ_SHORT,
+ * read only part of what they ask (the rest is still to be read when they
+ * complete).  count 0 disarms it.  Returns how many of the previous
+ * arming's requests were left.
+ */
+enum { BT_INJ_READ, BT_INJ_READ_SHORT, BT_INJ_SEND, BT_INJ_SPLICE };
+int bp_bt_inject(int cls, int res, int count);
+/* The engine, for each request it prepares: apply an armed injection to
+ * sqe (of class cls), returning the user_data bit that marks it. */
+uint64_t bp_bt_inject_sqe(struct io_uring_sqe *sqe, int cls);
+#define BT_TAG_INJECTED 4u
 
 /* ---------------------------------------------------------- splices (splice.c) */
 

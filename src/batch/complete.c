@@ -92,26 +92,150 @@ static void mark_rest_requeue(struct bt_op *op)
 			o->flags |= BT_OP_REQUEUE;
 }
 
+int bp_bt_visible_err(const struct bt_op *op, int err)
+{
+	if (err != EINTR && !bt_restartable(-err))
+		return err;
+	if (op->flags & BT_OP_TRANSPARENT)
+		return EIO;
+	switch (op->kind) {
+	case BT_SEND:
+	case BT_SENDMSG:
+	case BT_WRITE:
+	case BT_WRITEV:
+	case BT_CLOSE:
+		return EINTR;
+	default: /* sendfile (its read), shutdown, setsockopt: no EINTR */
+		return EIO;
+	}
+}
+
+/* ------------------------------------------------------------ injection */
+
+static struct {
+	_Atomic int count, cls, res;
+} inj;
+
+int bp_bt_inject(int cls, int res, int count)
+{
+	int left = atomic_exchange(&inj.count, 0);
+	atomic_store(&inj.cls, cls);
+	atomic_store(&inj.res, res);
+	atomic_store(&inj.count, count);
+	return left;
+}
+
+uint64_t bp_bt_inject_sqe(struct io_uring_sqe *sqe, int cls)
+{
+	if (bp_likely(!atomic_load_explicit(&inj.count, memory_order_relaxed)))
+		return 0;
+	int want = atomic_load(&inj.cls);
+	if (want != cls && !(cls == BT_INJ_READ && want == BT_INJ_READ_SHORT))
+		return 0;
+	int c = atomic_load(&inj.count);
+	while (c > 0 && !atomic_compare_exchange_weak(&inj.count, &c, c - 1))
+		;
+	if (c <= 0)
+		return 0;
+	if (want == BT_INJ_READ_SHORT) {
+		/* Part of it, whole pages where it can (as an interrupted
+		 * read of the page cache ends). */
+		unsigned half = sqe->len / 2;
+		sqe->len = half >= 4096 ? half & ~4095u : half ? half : sqe->len;
+		return 0;
+	}
+	sqe->fd = -1;
+	sqe->flags &= (uint8_t)~IOSQE_FIXED_FILE;
+	return BT_TAG_INJECTED;
+}
+
+/* ------------------------------------------------------------ completions */
+
+/*
+ * A transparent op failed for good (its error is recorded): the bytes
+ * queued behind it on the stream must never go out, for the peer would
+ * take them for the ones lost (the program was told they were sent; the
+ * error it is told next ends the connection).  The data queued behind op
+ * is dropped (an explicit call's reports -ECANCELED), an op whose file
+ * read is in flight when that read completes; the in-flight ones, cancelled
+ * with op's chain, are not requeued.  Closes, shutdowns and socket options
+ * stay: the program asked for them, and they carry no bytes.  Before op
+ * itself is finished.
+ */
+static void cut_stream(struct bt_thread *th, struct bt_op *op)
+{
+	for (struct bt_op *o = op->next, *n; o; o = n) {
+		n = o->next;
+		if (o->kind == BT_CLOSE || o->kind == BT_SHUTDOWN || o->kind == BT_SOCKOPT)
+			continue;
+		if (o->state == BT_INFLIGHT) {
+			o->flags &= (uint16_t)~BT_OP_REQUEUE;
+			continue;
+		}
+		if (o->flags & BT_OP_READING) {
+			o->flags |= BT_OP_CUT;
+			continue;
+		}
+		if (o->kind == BT_SENDFILE && !(o->flags & BT_OP_READ_DONE))
+			th->nreads--;
+		if (!(o->flags & BT_OP_TRANSPARENT))
+			bp_bt_store_result(o, -ECANCELED);
+		o->fe->nqueued--;
+		th->nqueued--;
+		bp_bt_finish(th, o);
+	}
+}
+
+/*
+ * A sendfile's file read completed (the op is queued: its send waits for
+ * it).  Interrupted, or done in part, it is issued again by read_phase for
+ * what is left; a read that failed drops the op, the end of the file
+ * shortens it, and on a transparent op both cut the stream behind it.
+ */
 static void read_done(struct bt_thread *th, struct bt_op *op, int res)
 {
+	if (op->flags & BT_OP_READING) {
+		op->flags &= (uint16_t)~BT_OP_READING;
+		th->nreading--;
+	}
+	bool transparent = op->flags & BT_OP_TRANSPARENT;
+	bool cut = op->flags & BT_OP_CUT;
+	if (!cut && bt_restartable(res) && op->restarts < BT_MAX_RESTARTS) {
+		op->restarts++;
+		return;
+	}
+	if (!cut && res > 0 && (size_t)res < op->u.sf.len) {
+		op->u.sf.at += (size_t)res;
+		if (op->u.sf.off >= 0) /* else the file position moved */
+			op->u.sf.off += res;
+		op->u.sf.len -= (size_t)res;
+		return;
+	}
 	th->nreads--;
 	bp_bt_release_reader(op);
 	op->flags |= BT_OP_READ_DONE;
-	bool transparent = op->flags & BT_OP_TRANSPARENT;
-	if (res < 0) {
-		if (transparent)
-			record_error(th, op, -res);
-		else
-			bp_bt_store_result(op, res);
+	if (res < 0 || cut) {
+		if (cut) {
+			/* Behind a failure: dropped (its error was recorded). */
+		} else if (transparent) {
+			record_error(th, op, bp_bt_visible_err(op, -res));
+			cut_stream(th, op);
+		} else {
+			bp_bt_store_result(op, -bp_bt_visible_err(op, -res));
+		}
 		op->fe->nqueued--;
 		th->nqueued--;
 		bp_bt_finish(th, op);
 		return;
 	}
 	if ((size_t)res < op->u.sf.len) {
-		/* The file is shorter than when the program looked at it. */
-		if (transparent)
+		/* The file ends before what is left (it is shorter than when
+		 * the program looked at it): the op sends what it holds, and
+		 * nothing may follow it on a transparent stream. */
+		if (transparent) {
 			record_error(th, op, EIO);
+			cut_stream(th, op);
+		}
 		size_t miss = op->u.sf.len - (size_t)res;
 		op->fe->bytes -= miss;
 		th->bytes -= miss;
@@ -171,8 +295,14 @@ static void complete(struct bt_thread *th, const struct io_uring_cqe *cqe)
 	int res = cqe->res;
 	if (ud == BT_UD_EPWAIT) {
 		th->epw_done = true;
-		th->epw_res = res;
+		/* epoll_wait may fail with EINTR, never with a restart code. */
+		th->epw_res = bt_restartable(res) ? -EINTR : res;
 		return;
+	}
+	if (bp_unlikely(ud & BT_TAG_INJECTED)) {
+		ud &= ~(uintptr_t)BT_TAG_INJECTED;
+		if (res == -EBADF)
+			res = atomic_load(&inj.res);
 	}
 	struct bt_op *op = (struct bt_op *)(ud & ~(uintptr_t)BT_TAG_MASK);
 	unsigned tag = (unsigned)(ud & BT_TAG_MASK);
@@ -192,6 +322,18 @@ static void complete(struct bt_thread *th, const struct io_uring_cqe *cqe)
 		unpark(th, fe);
 }
 
+/* An interrupted completion (bt_restartable) of op: issued again, with
+ * what was linked behind it (cancelled), unless it has been too often. */
+static bool restart(struct bt_thread *th, struct bt_op *op, int res)
+{
+	if (!bt_restartable(res) || op->restarts >= BT_MAX_RESTARTS || op->kind == BT_CLOSE)
+		return false; /* a close is never issued twice: the number may be reused */
+	op->restarts++;
+	mark_rest_requeue(op);
+	bp_bt_requeue(th, op);
+	return true;
+}
+
 static void complete_op(struct bt_thread *th, struct bt_op *op, int res)
 {
 	struct bt_fdent *fe = op->fe;
@@ -201,14 +343,23 @@ static void complete_op(struct bt_thread *th, struct bt_op *op, int res)
 	bool requeue_me = op->flags & BT_OP_REQUEUE;
 
 	if (!transparent) {
-		/* Explicit calls: the result is what the system call returned. */
+		/* Explicit calls: the result is what the system call returned
+		 * (cancelled behind an interrupted request: issued again). */
+		if (res == -ECANCELED && requeue_me) {
+			bp_bt_requeue(th, op);
+			return;
+		}
+		if (restart(th, op, res))
+			return;
 		if (op->kind == BT_CLOSE && res == -ECANCELED) {
 			res = (int)bp_sys_close(op->fd);
 			if (res < 0)
 				res = -errno;
 		}
-		if (res < 0 && res != -ECANCELED)
+		if (res < 0 && res != -ECANCELED) {
 			th->c.errors++;
+			res = -bp_bt_visible_err(op, -res);
+		}
 		bp_bt_store_result(op, res);
 		bp_bt_finish(th, op);
 		return;
@@ -222,7 +373,7 @@ static void complete_op(struct bt_thread *th, struct bt_op *op, int res)
 		}
 		if (res == -ECANCELED)
 			bp_sys_close(op->fd); /* the chain broke: close anyway */
-		else if (res < 0)
+		else if (res < 0 && !bt_restartable(res))
 			bp_warn("bypass batch: deferred close(%d): %s", op->fd,
 				strerror(-res));
 		{
@@ -239,13 +390,16 @@ static void complete_op(struct bt_thread *th, struct bt_op *op, int res)
 			bp_bt_requeue(th, op);
 			return;
 		}
+		if (restart(th, op, res))
+			return;
 		if (res == -ECANCELED) {
 			/* The data before it failed (already recorded); still
 			 * do what the program asked. */
 			if (op->kind == BT_SHUTDOWN)
 				bp_sys_shutdown(op->fd, op->u.how);
 		} else if (res < 0) {
-			record_error(th, op, -res);
+			record_error(th, op, bp_bt_visible_err(op, -res));
+			cut_stream(th, op);
 		}
 		bp_bt_finish(th, op);
 		return;
@@ -261,6 +415,9 @@ static void complete_op(struct bt_thread *th, struct bt_op *op, int res)
 		bp_bt_finish(th, op);
 		return;
 	}
+	/* Interrupted: the rest goes again, what was linked behind it too. */
+	if (restart(th, op, res))
+		return;
 	if (requeue_me && (res >= 0 || res == -ECANCELED)) {
 		bp_bt_requeue(th, op);
 		return;
@@ -275,8 +432,10 @@ static void complete_op(struct bt_thread *th, struct bt_op *op, int res)
 		bp_bt_requeue(th, op);
 		return;
 	}
-	if (res != -ECANCELED)
-		record_error(th, op, -res);
+	if (res != -ECANCELED) {
+		record_error(th, op, bp_bt_visible_err(op, -res));
+		cut_stream(th, op);
+	}
 	bp_bt_finish(th, op);
 }
 

@@ -212,6 +212,9 @@ void bp_bt_requeue(struct bt_thread *th, struct bt_op *op)
 
 void bp_bt_store_result(struct bt_op *op, long res)
 {
+	/* complete.c maps restart codes (bp_bt_visible_err); the last line. */
+	if (res >= -516 && res <= -512)
+		res = -EIO;
 	if (op->res)
 		*op->res = res;
 }
@@ -254,7 +257,10 @@ static void prep(struct bt_op *op, struct io_uring_sqe *sqe)
 	}
 	if (op->flags & BT_OP_FIXED)
 		sqe->flags |= IOSQE_FIXED_FILE;
-	io_uring_sqe_set_data(sqe, op);
+	uint64_t mark = 0;
+	if (op->kind <= BT_SENDFILE) /* the data kinds (tests' injection) */
+		mark = bp_bt_inject_sqe(sqe, BT_INJ_SEND);
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | mark);
 }
 
 static bool ring_needs_enter(struct io_uring *ring)
@@ -327,34 +333,55 @@ int bp_bt_wait_unlocked(struct bt_thread *th, const struct io_uring_getevents_ar
 	return -e;
 }
 
-/* Phase one of a flush: read the files of queued sendfile calls. */
-static void read_phase(struct bt_thread *th)
+/* Issue the file reads of queued sendfile calls not read yet (nor being
+ * read); stops when the ring is full.  Returns how many it issued. */
+static unsigned issue_reads(struct bt_thread *th)
 {
 	struct io_uring *ring = th->ring;
+	unsigned n = 0;
 	for (struct bt_fdent *fe = th->act_head; fe; fe = fe->next_active) {
 		for (struct bt_op *op = fe->head; op; op = op->next) {
 			if (op->kind != BT_SENDFILE || op->state != BT_QUEUED ||
-			    (op->flags & (BT_OP_READ_DONE | BT_OP_REQUEUE)) ||
+			    (op->flags & (BT_OP_READ_DONE | BT_OP_REQUEUE | BT_OP_READING)) ||
 			    op->done)
 				continue;
 			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-			if (!sqe) {
-				do_submit(th);
-				sqe = io_uring_get_sqe(ring);
-				if (!sqe)
-					return;
-			}
+			if (!sqe)
+				return n;
 			io_uring_prep_read(sqe, op->u.sf.in_fd, op->buf + op->u.sf.at,
 					   (unsigned)op->u.sf.len, (uint64_t)op->u.sf.off);
-			io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | BT_TAG_READ);
+			uint64_t mark = bp_bt_inject_sqe(sqe, BT_INJ_READ);
+			io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | BT_TAG_READ | mark);
+			op->flags |= BT_OP_READING;
+			th->nreading++;
+			n++;
 		}
 	}
-	do_submit(th);
-	bp_bt_reap(th);
-	/* Disk reads take their time; nothing else may touch the ops meanwhile. */
+	return n;
+}
+
+/*
+ * Phase one of a flush: read the files of queued sendfile calls.  A read
+ * that comes back interrupted or in part (complete.c) is issued again for
+ * what is left, until every read is done or failed: a send never carries a
+ * buffer its read has not filled.
+ */
+static void read_phase(struct bt_thread *th)
+{
 	uint64_t t0 = bypass_now_ns();
-	while (th->nreads && bypass_now_ns() - t0 < 60000000000ull)
-		bp_bt_wait_one_locked(th);
+	while (th->nreads && bypass_now_ns() - t0 < 60000000000ull) {
+		if (!io_uring_sq_space_left(th->ring))
+			do_submit(th);
+		issue_reads(th);
+		if (!th->nreading)
+			break; /* none left to read, or none could be issued */
+		do_submit(th);
+		bp_bt_reap(th);
+		/* Disk reads take their time; nothing else may touch the ops
+		 * meanwhile. */
+		while (th->nreading && bypass_now_ns() - t0 < 60000000000ull)
+			bp_bt_wait_one_locked(th);
+	}
 	if (th->nreads)
 		bp_err("bypass batch: %u file reads of sendfile calls did not "
 		       "complete in 60 s", th->nreads);

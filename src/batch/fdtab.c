@@ -114,6 +114,10 @@ void bp_bt_fd_forget(struct bt_fdent *fe)
 
 void bp_bt_fd_set_err(struct bt_fdent *fe, int err, bool sigpipe)
 {
+	/* A kernel restart code never reaches the program (complete.c maps
+	 * them; this is the last line). */
+	if (bt_restartable(-err))
+		err = EIO;
 	int v = err | (sigpipe ? BT_ERR_SIGPIPE : 0), zero = 0;
 	atomic_compare_exchange_strong(&fe->err, &zero, v);
 	atomic_fetch_or(&fe->flags, BT_FD_BROKEN);

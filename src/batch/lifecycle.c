@@ -235,7 +235,7 @@ void bp_bt_thread_retire(struct bt_thread *th)
 		       "sent within %llu ms and are lost", a.lost,
 		       (unsigned long long)bp_bt_ecfg.exit_wait_ms);
 	th->act_head = th->act_tail = NULL;
-	th->nqueued = th->ninflight = th->nexplicit = th->nreads = 0;
+	th->nqueued = th->ninflight = th->nexplicit = th->nreads = th->nreading = 0;
 	th->nsplice = 0;
 	th->nparked = 0;
 	th->merged_ok = false;
@@ -312,7 +312,7 @@ static void fork_child(void)
 	for (struct bt_thread *th = all_threads; th; th = th->next) {
 		pthread_mutex_init(&th->lock, NULL);
 		th->act_head = th->act_tail = NULL;
-		th->nqueued = th->ninflight = th->nexplicit = th->nreads = 0;
+		th->nqueued = th->ninflight = th->nexplicit = th->nreads = th->nreading = 0;
 		th->nsplice = 0;
 		th->nparked = 0;
 		th->merged_ok = false;

@@ -121,7 +121,8 @@ static struct io_uring_sqe *next(struct bp_link *chain, struct bt_op *op, unsign
 
 static void set_req(struct io_uring_sqe *sqe, struct bt_op *op, unsigned n)
 {
-	io_uring_sqe_set_data64(sqe, (uint64_t)((uintptr_t)&op->u.sp.req[n] | BT_TAG_SPLICE));
+	uint64_t mark = op->u.sp.req[n].kind == REQ_POLL ? 0 : bp_bt_inject_sqe(sqe, BT_INJ_SPLICE);
+	io_uring_sqe_set_data64(sqe, (uint64_t)((uintptr_t)&op->u.sp.req[n] | BT_TAG_SPLICE) | mark);
 }
 
 unsigned bp_bt_splice_prep(struct bt_thread *th, struct bt_op *op, struct bp_link *chain,
@@ -184,6 +185,19 @@ struct bt_op *bp_bt_splice_cqe(struct bt_thread *th, void *req, int res, int *ou
 	struct bt_splice *sp = &op->u.sp;
 	if (res != -ECANCELED)
 		sp->ran++;
+	if (bt_restartable(res)) {
+		/* Interrupted: the round ends here, short, and the op goes
+		 * again from where it is (a wait for room included), unless
+		 * it has been too often. */
+		if (op->restarts < BT_MAX_RESTARTS) {
+			op->restarts++;
+			if (rq->kind == REQ_POLL)
+				sp->full = true;
+		} else if (!sp->err) {
+			sp->err = EIO;
+		}
+		res = -ECANCELED; /* counted: nothing else to record */
+	}
 	switch (rq->kind) {
 	case REQ_POLL:
 		if (res < 0 && res != -ECANCELED && !sp->err)
