@@ -184,6 +184,7 @@ int main(void)
 	unsetenv("BYPASS_PAGER_HEAT");
 	if (geteuid() != 0)
 		SKIP("needs root (DAMON's sysfs, and dropping to nobody)");
+	tmpdir(); /* made here, so that the children's pagers share it */
 	unprivileged();
 	char before[256], after[256];
 	running(before, sizeof(before));

@@ -7,26 +7,72 @@
 #include "core/testutil.h"
 
 #include <bypass/pager.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
 #define PAGE 4096ul
 
-/* A temporary directory for swap files, removed at exit (even on failure:
- * the harness exits through _exit, so tests call tmpdir_cleanup() from
- * their own paths too; a leftover is only an empty directory). */
+/*
+ * A temporary directory for swap files, removed however the test ends: by
+ * its own process at exit (atexit; tests also call tmpdir_cleanup() on
+ * their paths), and, for the paths that skip atexit (the harness fails
+ * through _exit, a child exits through _exit, a signal kills the test), by
+ * a janitor process that waits for the end of a pipe only the test and its
+ * forked children hold (close-on-exec: a program they exec does not hold
+ * it), then removes it.  The directory is made once, by the first call, in
+ * the process that calls it: a test that forks children which make pagers
+ * calls tmpdir() first, so that they share the parent's; only the process
+ * that made it removes it at exit (a child's exit leaves it to its parent).
+ */
 static char test_dir[64];
+static pid_t test_dir_owner;
+
+static inline void tmpdir_rm(const char *dir)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
 
 static inline void tmpdir_cleanup(void)
 {
-	if (test_dir[0]) {
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", test_dir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", test_dir);
+	if (test_dir[0] && test_dir_owner == getpid()) {
+		tmpdir_rm(test_dir);
 		test_dir[0] = 0;
 	}
+}
+
+static inline void tmpdir_janitor(void)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC))
+		TEST_FAIL("pipe2: %s", strerror(errno));
+	/* Forked twice: not a child of the test (whose waits for its own
+	 * children must not see it). */
+	pid_t pid = fork();
+	if (pid < 0)
+		TEST_FAIL("fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(p[1]);
+		setsid(); /* outlives a kill of the test's process group */
+		if (fork() != 0)
+			_exit(0);
+		char c;
+		for (;;) {
+			ssize_t n = read(p[0], &c, 1);
+			if (n == 0 || (n < 0 && errno != EINTR))
+				break;
+		}
+		if (access(test_dir, F_OK) == 0)
+			tmpdir_rm(test_dir);
+		_exit(0);
+	}
+	close(p[0]); /* p[1] stays open until the test (and its children) end */
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
 }
 
 static inline const char *tmpdir(void)
@@ -36,6 +82,8 @@ static inline const char *tmpdir(void)
 		snprintf(test_dir, sizeof(test_dir), "%s/bypass-pager-XXXXXX", base);
 		if (!mkdtemp(test_dir))
 			TEST_FAIL("mkdtemp: %s", strerror(errno));
+		test_dir_owner = getpid();
+		tmpdir_janitor();
 		atexit(tmpdir_cleanup);
 	}
 	return test_dir;
