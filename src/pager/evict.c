@@ -465,11 +465,12 @@ static uint32_t evict_round(struct bypass_pager *p, struct ectx *c, bool force)
 }
 
 /*
- * Evict down to the low watermark (evict lock held).  With need, also wait
- * for write-backs until the budget has room.  Returns pages dropped or put
- * under write-back.
+ * Evict down to the low watermark (evict lock held).  With need pages, also
+ * wait for write-backs (and take more victims) until the budget has room for
+ * them (a readahead window may want more than the watermarks free).
+ * Returns pages dropped or put under write-back.
  */
-static uint32_t evict_run(struct bypass_pager *p, bool need)
+static uint32_t evict_run(struct bypass_pager *p, uint32_t need)
 {
 	unsigned idx = bp_tab_enter();
 	struct ectx c = { bp_tab_get(), NULL };
@@ -486,10 +487,10 @@ static uint32_t evict_run(struct bypass_pager *p, bool need)
 	 * wait, so it only waits (a forced round would take pages the policy
 	 * keeps, such as clock's referenced ones, whenever a write is slower
 	 * than reap()'s wait). */
-	for (int tries = 0; need && atomic_load(&p->bud.resident) >= p->cfg.budget && tries < 100;
+	for (int tries = 0; need && atomic_load(&p->bud.resident) + need > p->cfg.budget && tries < 100;
 	     tries++) {
 		uint32_t got = reap(p, &c, true);
-		if (atomic_load(&p->bud.resident) < p->cfg.budget)
+		if (atomic_load(&p->bud.resident) + need <= p->cfg.budget)
 			break;
 		if (!got && p->ev.wb_inflight && wb_all_mine(p))
 			continue;
@@ -594,7 +595,7 @@ int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 		uint32_t r = atomic_load(&p->bud.resident);
 		if (r + n <= p->cfg.budget) {
 			if (must && r + n > p->cfg.high && !evicted && bp_plock_trylock(&p->ev.lock)) {
-				evict_run(p, false);
+				evict_run(p, 0);
 				bp_plock_unlock(&p->ev.lock);
 				evicted = true;
 				continue;
@@ -615,7 +616,7 @@ int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 			wait_progress(p, seen);
 			continue;
 		}
-		uint32_t done = evict_run(p, true);
+		uint32_t done = evict_run(p, n);
 		bool busy = p->ev.wb_inflight != 0;
 		bp_plock_unlock(&p->ev.lock);
 		/* Progress is pages freed, not write-backs started: a write
@@ -669,7 +670,7 @@ void bp_evict_fork_end(struct bypass_pager *p, bool child)
 	 * (their slots kept), so this is mostly dropping them. */
 	uint32_t seen = atomic_load(&p->bud.progress);
 	for (int tries = 0; atomic_load(&p->bud.resident) > p->cfg.budget && tries < 1000; tries++) {
-		uint32_t done = evict_run(p, true);
+		uint32_t done = evict_run(p, 1);
 		uint32_t now = atomic_load(&p->bud.progress);
 		if (!done && now == seen && !p->ev.wb_inflight)
 			break; /* pinned or locked: the next faults evict */

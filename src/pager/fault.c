@@ -274,13 +274,22 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 		}
 		k++;
 	}
-	int e = bp_pager_reserve(p, 1, true);
-	if (!e && k > 1 && bp_pager_reserve(p, k - 1, false) != 0) {
-		/* Readahead only where it needs no eviction. */
-		for (uint32_t j = 1; j < k; j++)
-			bp_pg_unlock(pg_of(p, id + j));
-		k = 1;
+	/* A window (a stream: win > 1) takes its room as the faulting page
+	 * does, evicting for it: a stream's readahead is read anyway.  Not
+	 * when pinned pages leave the budget little else to evict: then only
+	 * where it needs no eviction. */
+	int e = -EAGAIN;
+	if (k > 1) {
+		bool evict = atomic_load(&p->bud.pinned) + 4 * k <= p->cfg.budget;
+		e = evict ? bp_pager_reserve(p, k, true) : bp_pager_reserve(p, k, false);
+		if (e) {
+			for (uint32_t j = 1; j < k; j++)
+				bp_pg_unlock(pg_of(p, id + j));
+			k = 1;
+		}
 	}
+	if (e)
+		e = bp_pager_reserve(p, 1, true);
 	if (e)
 		goto unlock;
 	/* write mode: pages [0, nw) are mapped writable and dirty */
