@@ -50,6 +50,7 @@ struct result {
 struct sizes {
 	size_t region, budget; /* bytes */
 	uint64_t seq_passes, rand_accesses;
+	unsigned readahead; /* bypass's window, pages (0: the library's default) */
 };
 
 static double now_s(void)
@@ -204,7 +205,7 @@ static void bypass_child(const char *swapfile, const struct sizes *z, const uint
 {
 	struct bypass_pager_config cfg = {
 		.budget = z->budget, .swap_path = swapfile, .swap_size = z->region,
-		.mode = BYPASS_PAGER_UPCALL,
+		.mode = BYPASS_PAGER_UPCALL, .readahead = z->readahead,
 	};
 	bypass_pager *p;
 	char *m;
@@ -366,6 +367,8 @@ int bench_pager_throughput(struct bench_ctx *c)
 	if (bench_smoke(c))
 		z.seq_passes = 1;
 	z.rand_accesses = bench_count(c, "rand_accesses", 4000000, 12500);
+	/* --param readahead=N: bypass's readahead window (pages) */
+	z.readahead = (unsigned)strtoul(bench_param(c, "readahead", "0"), NULL, 10);
 	uint64_t dev_reads = bench_count(c, "dev_reads", 20000, 1000);
 	if (dev_reads < 2)
 		dev_reads = 2;

@@ -110,7 +110,7 @@ struct bypass_pager_config {
 	unsigned batch;        /* pages evicted per round; 0 = 32 */
 	unsigned readahead;    /* pages read per swap-in when the following
 				  pages were evicted together (Linux's
-				  page-cluster); 0 = 32 (at most 1/32 of
+				  page-cluster); 0 = 64 (at most 1/32 of
 				  the budget, at least 8), 1 = none,
 				  max 64; at most a quarter of the budget */
 	/* Fault-around for first touch: a first-touch fault right after the

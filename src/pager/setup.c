@@ -19,7 +19,7 @@
 #endif
 
 #define DEFAULT_BATCH 32u
-#define DEFAULT_RA 32u
+#define DEFAULT_RA 64u
 #define DEFAULT_FA 16u
 
 /* ------------------------------------------------------------ userfaultfd */
