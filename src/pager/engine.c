@@ -34,7 +34,16 @@
  * higher rate, and tries the other one (for one interval) when threads have
  * faulted steadily for 3 intervals and it has no figure for this number of
  * threads or its figure is old; a trial that loses doubles the time before
- * the next one (up to 32 s).
+ * the next one (up to 32 s).  It tries the pool only when at least
+ * POOL_MIN_PAR threads can fault at once (the faulting threads, at most the
+ * CPUs the process may run on): signals serialize only when many deliver in
+ * parallel.  On 2 CPUs the signal cost stayed flat from 1 to 4 threads
+ * (7,046-8,372 cycles), the pool lost to the upcall in every first-touch and
+ * swap-in row at 1, 2 and 4 threads, and a trial (two switches and an
+ * interval on the pool) cost a short run a fifth of its rate
+ * (docs/BENCHMARKS.md, pager.latency: adaptive 0.81x the upcall at 4
+ * threads).  On the 16-core Xeon of issue 12 one signal cost 4,678 cycles
+ * with one thread faulting and 70,904 with 16.
  */
 #include "pager/pager_internal.h"
 
@@ -56,6 +65,7 @@
 #define PROBE_AGE 100u           /* intervals before a figure is tried again */
 #define NBUCKETS 6
 #define SWITCH_WAIT_NS 200000000ull /* give up a switch after 200 ms */
+#define POOL_MIN_PAR 4u          /* threads faulting in parallel before the pool is tried */
 
 static uint64_t now_ns(void)
 {
@@ -66,19 +76,78 @@ static uint64_t now_ns(void)
 
 /* ------------------------------------------------------------ serving */
 
-bool bp_engine_enter(struct region *r)
+static __thread struct {
+	uintptr_t addr;
+	uint32_t seq;
+	uint32_t tid;
+} tls __attribute__((tls_model("initial-exec")));
+
+static uint32_t my_tid(void)
 {
-	atomic_fetch_add(&r->active, 1);
+	if (!tls.tid)
+		tls.tid = (uint32_t)syscall(SYS_gettid);
+	return tls.tid;
+}
+
+/* This thread's serve counter of r (the same one at enter and leave). */
+static _Atomic uint32_t *my_slot(struct region *r)
+{
+	return &r->active[my_tid() % PG_ENG_SLOTS].n;
+}
+
+int bp_region_engine_init(struct region *r)
+{
+	if (!r->adaptive)
+		return 0;
+	r->active = aligned_alloc(sizeof(struct bp_eng_slot),
+				  PG_ENG_SLOTS * sizeof(struct bp_eng_slot));
+	if (!r->active)
+		return -ENOMEM;
+	for (unsigned i = 0; i < PG_ENG_SLOTS; i++)
+		atomic_init(&r->active[i].n, 0);
+	return 0;
+}
+
+void bp_region_free(struct region *r)
+{
+	if (r) {
+		free(r->active);
+		free(r);
+	}
+}
+
+/* Serves of r in flight, any thread (each counter read after the odd
+ * switch_seq was stored: a serve that entered before is seen, one that
+ * enters after sees the switch and backs out). */
+static bool serving(struct region *r)
+{
+	for (unsigned i = 0; i < PG_ENG_SLOTS; i++)
+		if (atomic_load(&r->active[i].n))
+			return true;
+	return false;
+}
+
+bool bp_engine_enter_nowait(struct region *r)
+{
+	_Atomic uint32_t *a = my_slot(r);
+	atomic_fetch_add(a, 1);
 	if (!(atomic_load(&r->switch_seq) & 1))
 		return true;
-	atomic_fetch_sub(&r->active, 1);
+	atomic_fetch_sub(a, 1);
+	return false;
+}
+
+bool bp_engine_enter(struct region *r)
+{
+	if (bp_engine_enter_nowait(r))
+		return true;
 	bp_engine_wait(r);
 	return false;
 }
 
 void bp_engine_leave(struct region *r)
 {
-	atomic_fetch_sub_explicit(&r->active, 1, memory_order_release);
+	atomic_fetch_sub_explicit(my_slot(r), 1, memory_order_release);
 }
 
 void bp_engine_wait(struct region *r)
@@ -91,11 +160,6 @@ void bp_engine_wait(struct region *r)
 	}
 }
 
-static __thread struct {
-	uintptr_t addr;
-	uint32_t seq;
-	uint32_t tid;
-} tls __attribute__((tls_model("initial-exec")));
 
 __thread uint32_t bp_serving_tid __attribute__((tls_model("initial-exec")));
 
@@ -126,11 +190,8 @@ int bp_engine_segv(struct region *r, uintptr_t addr)
  */
 void bp_engine_note_thread(struct bypass_pager *p, uint32_t tid)
 {
-	if (!tid) {
-		if (!tls.tid)
-			tls.tid = (uint32_t)syscall(SYS_gettid);
-		tid = tls.tid;
-	}
+	if (!tid)
+		tid = my_tid();
 	uint64_t e = atomic_load_explicit(&p->eng.epoch, memory_order_relaxed);
 	uint64_t key = e << 32 | tid;
 	for (unsigned i = 0; i < 4; i++) {
@@ -190,7 +251,7 @@ static int region_switch(struct bypass_pager *p, struct region *r, bool to_pool)
 		return 0;
 	atomic_fetch_add(&r->switch_seq, 1); /* odd: new serves wait */
 	uint64_t t0 = now_ns();
-	while (atomic_load(&r->active)) {
+	while (serving(r)) {
 		if (now_ns() - t0 > SWITCH_WAIT_NS) {
 			switch_end(r);
 			return -EBUSY;
@@ -303,6 +364,8 @@ static void *monitor_main(void *arg)
 	uint64_t tick = 0, last = ST_SUM(p, lat_count), t_last = now_ns();
 	unsigned streak = 0, last_b = NBUCKETS;
 	bool skip = true;     /* the first interval, and one with a switch */
+	cpu_set_t cpus;
+	uint32_t ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? (uint32_t)CPU_COUNT(&cpus) : 1;
 	bool probing = false; /* the current engine is on trial */
 	while (!atomic_load(&p->eng.mon_stop)) {
 		struct timespec ts = { 0, (long)INTERVAL_NS };
@@ -340,9 +403,11 @@ static void *monitor_main(void *arg)
 				}
 			} else if (known && rate[other][b] > 1.1 * rate[pool][b]) {
 				want = other;
-			} else if (!known && streak >= 3) {
+			} else if (!known && streak >= 3 &&
+				   (pool || (threads < ncpu ? threads : ncpu) >= POOL_MIN_PAR)) {
 				/* faulting steadily, and no recent figure for the
-				 * other engine at this many threads: try it */
+				 * other engine at this many threads: try it (the
+				 * pool only where signals can serialize) */
 				want = other;
 				probing = true;
 			}
