@@ -346,7 +346,9 @@ static int map_region(bypass_pager *p, size_t length, unsigned flags, void *at, 
 	atomic_init(&r->handler, handler || pooled);
 	r->adaptive = adaptive;
 	r->gen = p->cfg.gen;
-	e = bp_tab_replace(NULL, 0, &r, 1);
+	e = bp_region_engine_init(r);
+	if (!e)
+		e = bp_tab_replace(NULL, 0, &r, 1);
 	if (e)
 		goto out;
 	p->ids.mapped += (uint32_t)np;
@@ -355,7 +357,7 @@ static int map_region(bypass_pager *p, size_t length, unsigned flags, void *at, 
 		 handler ? "handler thread" : "upcall");
 out:
 	if (e) {
-		free(r);
+		bp_region_free(r);
 		if (m != MAP_FAILED && at) /* the caller's reservation again */
 			mmap(m, length, PROT_NONE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
@@ -394,6 +396,10 @@ static struct region *region_dup(const struct region *r, uintptr_t start, uintpt
 		/* faults in r update these meanwhile: read them atomically */
 		atomic_init(&n->ra_next, atomic_load_explicit(&r->ra_next, memory_order_relaxed));
 		atomic_init(&n->ra_win, atomic_load_explicit(&r->ra_win, memory_order_relaxed));
+		if (bp_region_engine_init(n)) {
+			free(n);
+			n = NULL;
+		}
 	}
 	return n;
 }
@@ -439,11 +445,11 @@ static int unmap_locked(struct bypass_pager *p, struct region *r, uintptr_t a, s
 	munmap((void *)a, len);
 	id_free(p, hid, hn);
 	p->ids.mapped -= hn;
-	free(r);
+	bp_region_free(r);
 	return 0;
 nomem:
 	while (np)
-		free(piece[--np]);
+		bp_region_free(piece[--np]);
 	return -ENOMEM;
 }
 

@@ -125,6 +125,14 @@ static inline void pg_set_state(struct pg *pg, unsigned st)
 
 /* ------------------------------------------------------------- regions */
 
+/* An adaptive region's serves in flight, counted by thread on cache lines of
+ * their own (engine.c): every fault adds and subtracts one, so one shared
+ * counter would move between the faulting CPUs twice a fault. */
+#define PG_ENG_SLOTS 8u
+struct bp_eng_slot {
+	_Atomic uint32_t n;
+} __attribute__((aligned(64)));
+
 struct region {
 	uintptr_t start, end;
 	struct bypass_pager *pager;
@@ -134,9 +142,9 @@ struct region {
 	bool adaptive;    /* its engine may change (engine.c) */
 	unsigned gen;     /* fork generation of the process that mapped it */
 	/* engine switches (adaptive regions): odd while one is under way;
-	 * serves in flight */
+	 * serves in flight (PG_ENG_SLOTS counters; NULL if not adaptive) */
 	_Atomic uint32_t switch_seq;
-	_Atomic uint32_t active;
+	struct bp_eng_slot *active;
 	/* readahead: the page id where the last swap-in cluster ended and
 	 * the current window; a swap-in fault there is sequential */
 	_Atomic uint32_t ra_next, ra_win;
@@ -467,7 +475,12 @@ void bp_engine_stop(struct bypass_pager *p);
 /* A serve of an adaptive region: enter it, unless a switch is under way
  * (then wait for its end and return false: the fault is to be retried). */
 bool bp_engine_enter(struct region *r);
+/* bp_engine_enter() that never waits: false (not entered) during a switch */
+bool bp_engine_enter_nowait(struct region *r);
 void bp_engine_leave(struct region *r);
+/* An adaptive region's serve counters (0 or -ENOMEM); a region's end. */
+int bp_region_engine_init(struct region *r);
+void bp_region_free(struct region *r);
 /* A SIGSEGV in an adaptive region: 1 if it came from a switch (retry). */
 int bp_engine_segv(struct region *r, uintptr_t addr);
 /* Count thread tid (0: the calling thread) among this interval's

@@ -168,12 +168,10 @@ static void pf_complete(struct bypass_pager *p, struct pf_read *rd, int res)
 	bool ok = res == (int)(rd->k * PG_SIZE);
 	bool entered = false;
 	if (ok && r->adaptive) {
-		/* bp_engine_enter() without waiting: a switch waits for the
-		 * faults in flight, which may wait for these pages */
-		atomic_fetch_add(&r->active, 1);
-		entered = true;
-		if (atomic_load(&r->switch_seq) & 1)
-			ok = false;
+		/* without waiting: a switch waits for the faults in
+		 * flight, which may wait for these pages */
+		entered = bp_engine_enter_nowait(r);
+		ok = entered;
 	}
 	if (ok && bp_uffd_copy(atomic_load(&r->uffd), region_addr(r, rd->id0), rd->buf,
 			       (size_t)rd->k * PG_SIZE, true, true) != 0)

@@ -55,7 +55,7 @@ void bp_tab_fork_child(void)
 	struct regtab *t = atomic_exchange(&g_tab, NULL);
 	if (t) {
 		for (size_t i = 0; i < t->n; i++)
-			free(t->r[i]);
+			bp_region_free(t->r[i]);
 		free(t);
 	}
 }
