@@ -51,6 +51,7 @@ struct sizes {
 	size_t region, budget; /* bytes */
 	uint64_t seq_passes, rand_accesses;
 	unsigned readahead; /* bypass's window, pages (0: the library's default) */
+	unsigned batch;     /* bypass's eviction round, pages (0: the default) */
 };
 
 static double now_s(void)
@@ -205,7 +206,7 @@ static void bypass_child(const char *swapfile, const struct sizes *z, const uint
 {
 	struct bypass_pager_config cfg = {
 		.budget = z->budget, .swap_path = swapfile, .swap_size = z->region,
-		.mode = BYPASS_PAGER_UPCALL, .readahead = z->readahead,
+		.mode = BYPASS_PAGER_UPCALL, .readahead = z->readahead, .batch = z->batch,
 	};
 	bypass_pager *p;
 	char *m;
@@ -369,6 +370,8 @@ int bench_pager_throughput(struct bench_ctx *c)
 	z.rand_accesses = bench_count(c, "rand_accesses", 4000000, 12500);
 	/* --param readahead=N: bypass's readahead window (pages) */
 	z.readahead = (unsigned)strtoul(bench_param(c, "readahead", "0"), NULL, 10);
+	/* --param batch=N: bypass's eviction round (pages) */
+	z.batch = (unsigned)strtoul(bench_param(c, "batch", "0"), NULL, 10);
 	uint64_t dev_reads = bench_count(c, "dev_reads", 20000, 1000);
 	if (dev_reads < 2)
 		dev_reads = 2;
