@@ -407,15 +407,15 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 
 /*
  * One round: up to a batch of victims dropped or put under write-back, down
- * to the low watermark counting the pages already under write-back (with
- * force: a batch more, whatever the watermark).
+ * to low pages counting the pages already under write-back (with force: a
+ * batch more, whatever the level).
  */
-static uint32_t evict_round(struct bypass_pager *p, struct ectx *c, bool force)
+static uint32_t evict_round(struct bypass_pager *p, struct ectx *c, bool force, uint32_t low)
 {
 	uint32_t res = atomic_load(&p->bud.resident), wb = atomic_load(&p->bud.writeback);
-	if (res <= wb + (force ? 0 : p->cfg.low))
+	if (res <= wb + (force ? 0 : low))
 		return 0;
-	uint32_t want = res - wb - (force ? 0 : p->cfg.low);
+	uint32_t want = res - wb - (force ? 0 : low);
 	if (want > p->cfg.batch)
 		want = p->cfg.batch;
 	uint32_t *v = p->ev.victims, *clean = p->ev.clean_ids;
@@ -467,7 +467,10 @@ static uint32_t evict_round(struct bypass_pager *p, struct ectx *c, bool force)
 /*
  * Evict down to the low watermark (evict lock held).  With need pages, also
  * wait for write-backs (and take more victims) until the budget has room for
- * them (a readahead window may want more than the watermarks free).
+ * them (a readahead window may want more than the watermarks free).  For a
+ * window (need > 1), the write-backs go on down to room for two: the next
+ * window of the stream then finds its room written back while this one was
+ * read, instead of waiting for its own writes before its read.
  * Returns pages dropped or put under write-back.
  */
 static uint32_t evict_run(struct bypass_pager *p, uint32_t need)
@@ -475,8 +478,11 @@ static uint32_t evict_run(struct bypass_pager *p, uint32_t need)
 	unsigned idx = bp_tab_enter();
 	struct ectx c = { bp_tab_get(), NULL };
 	uint32_t done = reap(p, &c, false);
+	uint32_t low = p->cfg.low;
+	if (need > 1 && p->cfg.budget > 4 * need && p->cfg.budget - 2 * need < low)
+		low = p->cfg.budget - 2 * need;
 	for (int round = 0; round < 64; round++) {
-		uint32_t n = evict_round(p, &c, false);
+		uint32_t n = evict_round(p, &c, false, low);
 		if (!n)
 			break;
 		done += n;
@@ -494,7 +500,7 @@ static uint32_t evict_run(struct bypass_pager *p, uint32_t need)
 			break;
 		if (!got && p->ev.wb_inflight && wb_all_mine(p))
 			continue;
-		uint32_t n = evict_round(p, &c, true);
+		uint32_t n = evict_round(p, &c, true, 0);
 		done += got + n;
 		if (!got && !n && !p->ev.wb_inflight)
 			break;
@@ -565,7 +571,7 @@ int bp_pager_reserve_prefetch(struct bypass_pager *p, uint32_t n)
 		}
 		/* a round may find only unused prefetched pages, which it
 		 * passes once (PW_PFAGED): the next one can take them */
-		if (!evict_round(p, &c, true) && ++empty == 2)
+		if (!evict_round(p, &c, true, 0) && ++empty == 2)
 			break;
 	}
 	bp_tab_leave(idx);
