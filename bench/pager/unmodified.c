@@ -648,7 +648,8 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		   "alternates by round), %d round%s; ratio = bypass median / Linux median, with "
 		   "a bootstrap 95%% interval", rounds, rounds == 1 ? "" : "s");
 	bench_note(c, "the preload: threshold 1 MiB, its heap (jemalloc over pager regions) "
-		   "engaged after 16 MiB outside the pager, access samples on, swap in an unnamed "
+		   "engaged after 16 MiB outside the pager, access samples on, its default policy "
+		   "(prefetch: 2Q and asynchronous prefetch of fault streams), swap in an unnamed "
 		   "file in %s (O_DIRECT); the cgroup charges the page cache of the inputs and "
 		   "outputs too, the preload's budget only its own regions", pb_swapdir(c));
 	if (have_linux)

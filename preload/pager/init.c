@@ -97,8 +97,13 @@ static bool env_off(const char *s)
 }
 
 /* BYPASS_PAGER_POLICY, given to bypass_pager_set_policy() once the pager
- * exists ("" = the default) */
-static char policy_spec[512];
+ * exists ("" = the library's default, 2q).  Unset, the preload's own
+ * default: prefetch (2Q plus asynchronous prefetch of fault streams).  An
+ * unmodified program's heap is read in streams whose pages were not
+ * evicted in address order, where the synchronous readahead (the
+ * following swap slots only) reads single pages: quick pager.unmodified,
+ * 16 MiB budget, the Python program 1.36 s against 3.05-3.70 s under 2q. */
+static char policy_spec[512] = "prefetch";
 
 /*
  * A policy spec that can work: a built-in name (2q, clock, prefetch,
