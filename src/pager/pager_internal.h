@@ -162,6 +162,12 @@ struct region {
 	_Atomic uint32_t pf_last, pf_next;
 	_Atomic int32_t pf_stride, pf_cand;
 	_Atomic uint32_t pf_win;
+	/* write evidence for the prefetcher (prefetch.c, pf_write_mode):
+	 * prefetched pages installed clean and write-protect faults on
+	 * prefetched pages (halved as they grow), write mode, and the last
+	 * write-mode run's probe (page id + 1).  Hints only, as ra_*. */
+	_Atomic uint32_t pf_clean, pf_wp, pf_probe;
+	_Atomic bool pf_wmode;
 };
 
 /* A snapshot of every region of every pager, sorted by address. */

@@ -540,8 +540,11 @@ void bp_policy_fault(struct bypass_pager *p, struct region *r, uint32_t id, unsi
 	uint32_t w = atomic_load_explicit(&pg->w, memory_order_relaxed);
 	if (kind == BYPASS_PAGER_FAULT_OTHER || kind == BYPASS_PAGER_FAULT_WP) {
 		pg_set(pg, PW_REF);
-		if (w & PW_PF)
+		if (w & PW_PF) {
 			bp_pf_mark_used(p, pg);
+			if (kind == BYPASS_PAGER_FAULT_WP) /* a prefetched page written */
+				atomic_fetch_add_explicit(&r->pf_wp, 1, memory_order_relaxed);
+		}
 	}
 	bool nora = (w & PW_NORA) != 0;
 	if (!atomic_load_explicit(&p->pol.cur, memory_order_acquire)) {

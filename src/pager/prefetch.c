@@ -3,7 +3,13 @@
  * Asynchronous prefetch: a thread per pager (started the first time a
  * policy or a hint needs it) reads swapped pages ahead of the faulting
  * threads with io_uring, several reads in flight, and installs them with
- * UFFDIO_COPY, write-protected (clean: their slot keeps its copy).
+ * UFFDIO_COPY, write-protected (clean: their slot keeps its copy).  Except
+ * in an ascending write stream: when at least 3/4 of the prefetched pages
+ * the stream passed took a write-protect fault (each one an upcall;
+ * pf_write_mode), runs are installed writable and dirty (their slots
+ * freed) but for one page in 16, which stays clean as a probe of whether
+ * the stream still writes (the synchronous readahead's write mode, fault.c,
+ * keeps one probe per window).
  *
  * The fault path, in a signal handler, asks for pages through a bounded
  * lock-free queue (Vyukov's, with a sequence number per cell) and wakes
@@ -161,21 +167,113 @@ static void pf_unlock_run(struct bypass_pager *p, uint32_t id0, uint32_t k)
 		bp_pg_unlock(pg_of(p, id0 + j));
 }
 
+/*
+ * Write mode: install a run writable and dirty, but for its probes?  Only
+ * in an ascending stream.  Entering: at least 8 prefetched pages the stream
+ * has passed (those installed clean, less the ones still ahead of it) and
+ * write-protect faults on at least 3/4 as many prefetched pages (counted
+ * since the region's stream began, halved beyond PF_WMODE_DECAY).  Leaving:
+ * the stream passed the last probe installed and did not write it.  The
+ * probes: every page whose id is PF_PROBE - 1 modulo PF_PROBE stays clean,
+ * so that a stream that stops writing is seen within that many pages.  Only
+ * the prefetch thread decides; the fault path only counts (hints).
+ */
+#define PF_WMODE_DECAY 256u
+#define PF_PROBE 16u
+
+static bool pf_write_mode(struct bypass_pager *p, struct region *r)
+{
+	if (atomic_load_explicit(&r->pf_stride, memory_order_relaxed) != 1)
+		return false;
+	bool wmode = atomic_load_explicit(&r->pf_wmode, memory_order_relaxed);
+	uint32_t last = atomic_load_explicit(&r->pf_last, memory_order_relaxed);
+	if (wmode) {
+		uint32_t probe = atomic_load_explicit(&r->pf_probe, memory_order_relaxed);
+		if (probe && last >= probe && region_has_id(r, probe - 1)) {
+			uint32_t w = atomic_load_explicit(&pg_of(p, probe - 1)->w,
+							  memory_order_relaxed);
+			if (pg_state(w) == PS_RESIDENT && (w & PW_WP)) {
+				wmode = false; /* passed and not written */
+				atomic_store_explicit(&r->pf_clean, 0, memory_order_relaxed);
+				atomic_store_explicit(&r->pf_wp, 0, memory_order_relaxed);
+			}
+		}
+	} else {
+		uint32_t clean = atomic_load_explicit(&r->pf_clean, memory_order_relaxed);
+		uint32_t wp = atomic_load_explicit(&r->pf_wp, memory_order_relaxed);
+		uint32_t next = atomic_load_explicit(&r->pf_next, memory_order_relaxed);
+		uint32_t ahead = next > last ? next - last : 0;
+		uint32_t passed = clean > ahead ? clean - ahead : 0;
+		wmode = passed >= 8 && 4 * (uint64_t)wp >= 3 * (uint64_t)passed;
+	}
+	atomic_store_explicit(&r->pf_wmode, wmode, memory_order_relaxed);
+	return wmode;
+}
+
+/* Pages of a run installed clean: the evidence for pf_write_mode(). */
+static void pf_note_clean(struct region *r, uint32_t n)
+{
+	uint32_t clean = atomic_fetch_add_explicit(&r->pf_clean, n, memory_order_relaxed) + n;
+	if (clean > PF_WMODE_DECAY) {
+		atomic_store_explicit(&r->pf_clean, clean / 2, memory_order_relaxed);
+		atomic_store_explicit(&r->pf_wp,
+				      atomic_load_explicit(&r->pf_wp, memory_order_relaxed) / 2,
+				      memory_order_relaxed);
+	}
+}
+
+static bool pf_is_probe(uint32_t id)
+{
+	return id % PF_PROBE == PF_PROBE - 1;
+}
+
+/*
+ * Unprotect the pages of a run installed write-protected that write mode
+ * maps writable (all but the probes), a range at a time; dirty[j] says
+ * which were.  Returns how many.
+ */
+static uint32_t pf_unprotect(int uffd, struct region *r, struct pf_read *rd, bool *dirty)
+{
+	uint32_t n = 0;
+	for (uint32_t j = 0; j < rd->k;) {
+		if (pf_is_probe(rd->id0 + j)) {
+			dirty[j++] = false;
+			continue;
+		}
+		uint32_t e = j + 1;
+		while (e < rd->k && !pf_is_probe(rd->id0 + e))
+			e++;
+		bool ok = bp_uffd_wp(uffd, region_addr(r, rd->id0 + j), (size_t)(e - j) * PG_SIZE,
+				     false, true) == 0;
+		for (; j < e; j++) {
+			dirty[j] = ok; /* else mapped clean: a write faults (wp) */
+			n += ok;
+		}
+	}
+	return n;
+}
+
 /* A read finished: install its pages, or give them up. */
 static void pf_complete(struct bypass_pager *p, struct pf_read *rd, int res)
 {
 	struct region *r = rd->r;
 	bool ok = res == (int)(rd->k * PG_SIZE);
 	bool entered = false;
+	bool wmode = ok && pf_write_mode(p, r);
+	bool dirty[PF_RUN];
+	uint32_t nw = 0;
 	if (ok && r->adaptive) {
 		/* without waiting: a switch waits for the faults in
 		 * flight, which may wait for these pages */
 		entered = bp_engine_enter_nowait(r);
 		ok = entered;
 	}
-	if (ok && bp_uffd_copy(atomic_load(&r->uffd), region_addr(r, rd->id0), rd->buf,
-			       (size_t)rd->k * PG_SIZE, true, true) != 0)
+	int uffd = atomic_load(&r->uffd);
+	if (ok && bp_uffd_copy(uffd, region_addr(r, rd->id0), rd->buf, (size_t)rd->k * PG_SIZE,
+			       true, true) != 0)
 		ok = false;
+	if (ok && wmode)
+		nw = pf_unprotect(uffd, r, rd, dirty);
 	if (entered)
 		bp_engine_leave(r);
 	if (!ok) {
@@ -185,15 +283,28 @@ static void pf_complete(struct bypass_pager *p, struct pf_read *rd, int res)
 		pf_unlock_run(p, rd->id0, rd->k);
 		bp_pager_unreserve(p, rd->k);
 	} else {
+		uint32_t probe = 0;
 		for (uint32_t j = 0; j < rd->k; j++) {
 			struct pg *pg = pg_of(p, rd->id0 + j);
-			pg_set(pg, PW_WP | PW_PF);
+			if (nw && dirty[j]) { /* written, most likely: as a written page */
+				bp_slot_free(p, pg);
+				pg_set(pg, PW_DIRTY);
+			} else {
+				pg_set(pg, PW_WP | PW_PF);
+				if (wmode && pf_is_probe(rd->id0 + j))
+					probe = rd->id0 + j + 1;
+			}
 			pg_set_state(pg, PS_RESIDENT);
 			bp_lru_add(p, rd->id0 + j, false);
 			bp_pg_unlock(pg);
 		}
 		stat_add(&ST(p).rd, (uint64_t)rd->k * PG_SIZE);
 		stat_add(&ST(p).pf, rd->k);
+		if (nw)
+			stat_add(&ST(p).ra_dirty, nw);
+		if (probe)
+			atomic_store_explicit(&r->pf_probe, probe, memory_order_relaxed);
+		pf_note_clean(r, rd->k - nw);
 	}
 	bp_tab_leave(rd->tab);
 }
