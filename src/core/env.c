@@ -7,6 +7,7 @@
  */
 #include "core/internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -16,10 +17,24 @@ uint64_t bp_env_u64(const char *name, uint64_t def)
 	const char *s = getenv(name);
 	if (!s || !*s)
 		return def;
+	/* strtoull takes "-5" as 2^64-5 and clamps what is too large to
+	 * ULLONG_MAX (ERANGE): both would pass as huge values. */
+	const char *p = s;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p == '-') {
+		bp_warn("bypass: ignoring %s=%s (negative)", name, s);
+		return def;
+	}
 	char *end;
+	errno = 0;
 	unsigned long long v = strtoull(s, &end, 0);
-	if (*end) {
+	if (*end || end == s) {
 		bp_warn("bypass: ignoring %s=%s (not a number)", name, s);
+		return def;
+	}
+	if (errno == ERANGE) {
+		bp_warn("bypass: ignoring %s=%s (out of range)", name, s);
 		return def;
 	}
 	return v;

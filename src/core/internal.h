@@ -204,7 +204,8 @@ uint64_t bp_ns_to_cycles(uint64_t ns);
  * Environment parsing, for the preloads and the command only (env.c): the
  * library reads no environment behind an explicit option (BYPASS_LOG, the
  * default log level, is the one variable it reads).
- * bp_env_u64 - read an unsigned number from the environment, or def.
+ * bp_env_u64 - read an unsigned number from the environment, or def (unset,
+ * empty, or a malformed, negative or out-of-range value: a warning).
  */
 uint64_t bp_env_u64(const char *name, uint64_t def);
 /* bp_env_bool - 0/off/no/false or 1/on/yes/true from the environment, or
