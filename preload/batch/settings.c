@@ -64,6 +64,19 @@ static unsigned engine_load(void)
 	return entries;
 }
 
+/* A time in microseconds from the environment, in nanoseconds: one whose
+ * nanoseconds do not fit 64 bits gets the default too (with a warning), not
+ * a wrapped product. */
+static uint64_t env_us_ns(const char *name, uint64_t def_us)
+{
+	uint64_t us = bp_env_u64(name, def_us);
+	if (us > UINT64_MAX / 1000) {
+		bp_warn("bypass batch: ignoring %s=%s (out of range)", name, getenv(name));
+		us = def_us;
+	}
+	return us * 1000;
+}
+
 void bp_bt_config_read(void)
 {
 	unsigned entries = engine_load();
@@ -79,7 +92,7 @@ void bp_bt_config_read(void)
 	c.max_ops = (unsigned)bp_env_u64("BYPASS_BATCH_MAX_OPS", entries);
 	if (c.max_ops < 1 || c.max_ops > entries)
 		c.max_ops = entries;
-	c.max_delay_ns = bp_env_u64("BYPASS_BATCH_MAX_DELAY_US", 1000) * 1000;
+	c.max_delay_ns = env_us_ns("BYPASS_BATCH_MAX_DELAY_US", 1000);
 	const char *sf = getenv("BYPASS_BATCH_SENDFILE");
 	c.sendfile_mode = BT_SENDFILE_COPY;
 	if (sf && !strcasecmp(sf, "sync"))
@@ -104,7 +117,7 @@ void bp_bt_config_read(void)
 	c.stats_file = st && *st ? strdup(st) : NULL;
 	c.uring_sockopt = bp_bt_uring_sockopt();
 	c.merged_wait = bp_env_bool("BYPASS_BATCH_MERGED_WAIT", true);
-	c.merged_linger_ns = bp_env_u64("BYPASS_BATCH_MERGED_LINGER_US", 50) * 1000;
+	c.merged_linger_ns = env_us_ns("BYPASS_BATCH_MERGED_LINGER_US", 50);
 	c.splice = bp_env_bool("BYPASS_BATCH_SPLICE", false);
 	bp_bt_cfg = c;
 }
