@@ -280,8 +280,7 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 	 * where it needs no eviction. */
 	int e = -EAGAIN;
 	if (k > 1) {
-		bool evict = atomic_load(&p->bud.pinned) + 4 * k <= p->cfg.budget;
-		e = evict ? bp_pager_reserve(p, k, true) : bp_pager_reserve(p, k, false);
+		e = bp_pager_reserve(p, k, atomic_load(&p->bud.pinned) + 4 * k <= p->cfg.budget);
 		if (e) {
 			for (uint32_t j = 1; j < k; j++)
 				bp_pg_unlock(pg_of(p, id + j));
