@@ -13,17 +13,10 @@
 static bypass_pager *pager_fa(int mode, unsigned fa, size_t budget_pages, size_t swap_pages)
 {
 	struct bypass_pager_config c = {
-		.budget = budget_pages * PAGE, .swap_path = tmpdir(),
-		.swap_size = swap_pages * PAGE, .mode = mode,
-		.flags = BYPASS_PAGER_SWAP_TEMP, .fault_around = fa,
+		.budget = budget_pages * PAGE, .swap_size = swap_pages * PAGE, .mode = mode,
+		.fault_around = fa,
 	};
-	bypass_pager *p = NULL;
-	int r = bypass_pager_create(&c, &p);
-	if (r == -EPERM && mode == BYPASS_PAGER_HANDLER)
-		return NULL;
-	if (r)
-		TEST_FAIL("bypass_pager_create: %s", strerror(-r));
-	return p;
+	return try_pager(&c);
 }
 
 static void run(int mode)

@@ -32,15 +32,11 @@ static unsigned char ver[NPAGES]; /* the version each page should hold */
 static bypass_pager *make_pager(int mode)
 {
 	struct bypass_pager_config c = {
-		.budget = BUDGET * PAGE, .swap_path = tmpdir(), .swap_size = NPAGES * PAGE,
-		.mode = mode, .flags = BYPASS_PAGER_SWAP_TEMP,
+		.budget = BUDGET * PAGE, .swap_size = NPAGES * PAGE, .mode = mode,
 	};
-	bypass_pager *p = NULL;
-	int r = bypass_pager_create(&c, &p);
-	if (r == -EPERM && mode == BYPASS_PAGER_HANDLER)
+	bypass_pager *p = try_pager(&c);
+	if (!p)
 		return NULL;
-	if (r)
-		TEST_FAIL("bypass_pager_create: %s", strerror(-r));
 	/* the counts below follow 2Q's order of eviction: access heat
 	 * (BYPASS_PAGER_HEAT in the environment) keeps pages it marks
 	 * referenced, e.g. a written page read back by readahead */

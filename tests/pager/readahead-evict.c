@@ -26,20 +26,14 @@
 static bypass_pager *make_pager(int mode, bool tight)
 {
 	struct bypass_pager_config c = {
-		.budget = BUDGET * PAGE, .swap_path = tmpdir(), .swap_size = NPAGES * PAGE,
-		.mode = mode, .flags = BYPASS_PAGER_SWAP_TEMP, .readahead = RA,
+		.budget = BUDGET * PAGE, .swap_size = NPAGES * PAGE, .mode = mode,
+		.readahead = RA,
 	};
 	if (tight) {
 		c.high_watermark = BUDGET * PAGE;
 		c.low_watermark = (BUDGET - 2) * PAGE;
 	}
-	bypass_pager *p = NULL;
-	int r = bypass_pager_create(&c, &p);
-	if (r == -EPERM && mode == BYPASS_PAGER_HANDLER)
-		return NULL;
-	if (r)
-		TEST_FAIL("bypass_pager_create: %s", strerror(-r));
-	return p;
+	return try_pager(&c);
 }
 
 static void check_pass(bypass_pager *p, char *m, uint64_t v, const char *what,

@@ -89,19 +89,32 @@ static inline const char *tmpdir(void)
 	return test_dir;
 }
 
-/* A pager with an unnamed swap file (it vanishes with the pager). */
-static inline bypass_pager *new_pager(int mode, size_t budget, size_t swap)
+/*
+ * bypass_pager_create(c) with an unnamed swap file in the test's directory
+ * (it vanishes with the pager): the pager, or NULL where handler mode is
+ * not allowed here (-EPERM); any other failure fails the test.
+ */
+static inline bypass_pager *try_pager(struct bypass_pager_config *c)
 {
-	struct bypass_pager_config c = {
-		.budget = budget, .swap_path = tmpdir(), .swap_size = swap,
-		.mode = mode, .flags = BYPASS_PAGER_SWAP_TEMP,
-	};
+	c->swap_path = tmpdir();
+	c->flags |= BYPASS_PAGER_SWAP_TEMP;
 	bypass_pager *p = NULL;
-	int r = bypass_pager_create(&c, &p);
-	if (r == -EPERM && mode == BYPASS_PAGER_HANDLER)
-		SKIP("handler mode needs CAP_SYS_PTRACE or vm.unprivileged_userfaultfd");
+	int r = bypass_pager_create(c, &p);
+	if (r == -EPERM && c->mode == BYPASS_PAGER_HANDLER)
+		return NULL;
 	if (r)
 		TEST_FAIL("bypass_pager_create: %s", strerror(-r));
+	return p;
+}
+
+/* A pager with an unnamed swap file; the test skips where its mode is not
+ * allowed. */
+static inline bypass_pager *new_pager(int mode, size_t budget, size_t swap)
+{
+	struct bypass_pager_config c = { .budget = budget, .swap_size = swap, .mode = mode };
+	bypass_pager *p = try_pager(&c);
+	if (!p)
+		SKIP("handler mode needs CAP_SYS_PTRACE or vm.unprivileged_userfaultfd");
 	return p;
 }
 
