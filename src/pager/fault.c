@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -540,11 +541,77 @@ static size_t drain_uffd(struct bypass_pager *p, int uffd, bool *broken)
 }
 
 /*
+ * Where a handler thread sleeps: its own epoll instance, with the
+ * userfaultfds added EPOLLEXCLUSIVE.  A userfaultfd wakes every poll()
+ * waiter on its queue at each fault, so with a pool of 16 threads every
+ * fault woke 16 threads, 15 of which found nothing and read the
+ * userfaultfd again under the lock the faulting threads queue on (the pool
+ * ran at 1/3 of one handler thread's rate on a 16-core Xeon).  Exclusive
+ * entries wake one thread that is waiting; a thread that is busy serving
+ * finds the message when it reads again.  stop_fd is not exclusive: it
+ * wakes every thread.  fds[] are the userfaultfds added so far (uffd_pool
+ * may open after the thread starts).
+ */
+struct hwait {
+	int ep;     /* epoll descriptor, or -1: poll() instead */
+	int fds[2]; /* userfaultfds in ep */
+};
+
+static void hwait_init(struct bypass_pager *p, struct hwait *w)
+{
+	w->fds[0] = w->fds[1] = -1;
+	w->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (w->ep < 0)
+		return;
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = p->srv.stop_fd };
+	if (epoll_ctl(w->ep, EPOLL_CTL_ADD, p->srv.stop_fd, &ev) < 0) {
+		close(w->ep);
+		w->ep = -1;
+	}
+}
+
+/* Sleep until one of fds[] (or stop_fd) is readable; false: stop. */
+static bool hwait_sleep(struct bypass_pager *p, struct hwait *w, const int fds[2])
+{
+	for (int i = 0; i < 2 && w->ep >= 0; i++) {
+		if (fds[i] < 0 || fds[i] == w->fds[i])
+			continue;
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE, .data.fd = fds[i] };
+		if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fds[i], &ev) < 0) {
+			close(w->ep); /* poll() from now on */
+			w->ep = -1;
+			break;
+		}
+		w->fds[i] = fds[i];
+	}
+	if (w->ep >= 0) {
+		struct epoll_event ev[3];
+		int n = epoll_wait(w->ep, ev, 3, -1);
+		if (n < 0)
+			return errno == EINTR;
+		for (int i = 0; i < n; i++)
+			if (ev[i].data.fd == p->srv.stop_fd)
+				return false;
+		return true;
+	}
+	struct pollfd pf[3];
+	nfds_t n = 0;
+	pf[n++] = (struct pollfd){ .fd = p->srv.stop_fd, .events = POLLIN };
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			pf[n++] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	if (poll(pf, n, -1) < 0)
+		return errno == EINTR;
+	return !pf[0].revents;
+}
+
+/*
  * A handler thread.  Several may read the same userfaultfds (each message
- * goes to one reader).  After serving, a thread keeps reading for 20 us
- * before it sleeps in poll, so that a burst of faults is served without a
- * wake-up each; a spin that finds nothing turns spinning off for the next
- * 16 batches.
+ * goes to one reader).  After serving, one thread at a time keeps reading
+ * for 20 us before it sleeps, so that a burst of faults is served without
+ * a wake-up each; a spin that finds nothing turns spinning off for that
+ * thread's next 16 batches.  One spinner, not all: every read takes the
+ * userfaultfd's queue lock, which the faulting threads need too.
  */
 static void *handler_main(void *arg)
 {
@@ -553,6 +620,8 @@ static void *handler_main(void *arg)
 	in_handler = true;
 	uint64_t spin_cyc = (uint64_t)(p->cfg.cyc_per_ns_q16 * 20000) >> 16; /* 20 us */
 	unsigned no_spin = 0; /* batches to serve without spinning after */
+	struct hwait w;
+	hwait_init(p, &w);
 	for (;;) {
 		int fds[2] = { p->srv.uffd_thread, atomic_load(&p->eng.uffd_pool) };
 		bool broken = false;
@@ -564,7 +633,8 @@ static void *handler_main(void *arg)
 			break;
 		if (got && no_spin) {
 			no_spin--;
-		} else if (got) {
+			continue;
+		} else if (got && atomic_fetch_add(&p->srv.spinners, 1) == 0) {
 			uint64_t t0 = rdtsc();
 			size_t more = 0;
 			while (!more && !broken && rdtsc() - t0 < spin_cyc) {
@@ -573,6 +643,7 @@ static void *handler_main(void *arg)
 					if (fds[i] >= 0)
 						more += drain_uffd(p, fds[i], &broken);
 			}
+			atomic_fetch_sub(&p->srv.spinners, 1);
 			if (broken)
 				break;
 			/* A spin that found nothing only took the CPU from the
@@ -581,18 +652,15 @@ static void *handler_main(void *arg)
 			if (!more)
 				no_spin = 16;
 			continue;
+		} else if (got) {
+			atomic_fetch_sub(&p->srv.spinners, 1); /* another spins */
+			continue;
 		}
-		struct pollfd pf[3];
-		nfds_t n = 0;
-		pf[n++] = (struct pollfd){ .fd = p->srv.stop_fd, .events = POLLIN };
-		for (int i = 0; i < 2; i++)
-			if (fds[i] >= 0)
-				pf[n++] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-		if (poll(pf, n, -1) < 0 && errno != EINTR)
-			break;
-		if (pf[0].revents)
+		if (!hwait_sleep(p, &w, fds))
 			break;
 	}
+	if (w.ep >= 0)
+		close(w.ep);
 	return NULL;
 }
 

@@ -271,6 +271,7 @@ struct pg_serve {
 	pthread_t threads[PG_MAX_THREADS]; /* handler threads */
 	unsigned nlive;      /* handler threads running */
 	int stop_fd;         /* eventfd that stops the handler threads */
+	_Atomic unsigned spinners; /* handler threads trying to spin (fault.c) */
 	char *bounce;        /* swap-in buffers (fault path: no malloc) */
 	uint32_t nbounce;
 	_Atomic uint64_t *bounce_map;
