@@ -30,17 +30,17 @@
  * The decision: a monitor thread per adaptive pager wakes every interval,
  * counts the faults served in it and the distinct threads that faulted, and
  * keeps, per number of faulting threads (1, 2, 3-4, 5-8, 9-16, 17+), the
- * fault rate measured under each engine.  It runs the engine with the
- * higher rate, and tries the other one (for one interval) when threads have
- * faulted steadily for 3 intervals and it has no figure for this number of
- * threads or its figure is old; a trial that loses doubles the time before
- * the next one (up to 32 s).  It tries the pool only when at least
- * POOL_MIN_PAR threads can fault at once (the faulting threads, at most the
- * CPUs the process may run on): signals serialize only when many deliver in
- * parallel.  On 2 CPUs the signal cost stayed flat from 1 to 4 threads
- * (7,046-8,372 cycles), the pool lost to the upcall in every first-touch and
- * swap-in row at 1, 2 and 4 threads, and a trial (two switches and an
- * interval on the pool) cost a short run a fifth of its rate
+ * fault rate measured under each engine.  It runs the engine with the higher
+ * rate, and tries the other one (2 ms to settle, then 2 ms measured) when
+ * threads have faulted steadily for 3 intervals and it has no figure for
+ * this number of threads or its figure is old; a trial that loses doubles
+ * the time before the next one (up to 32 s).  It tries the pool only when at
+ * least POOL_MIN_PAR threads can fault at once (the faulting threads, at
+ * most the CPUs the process may run on): signals serialize only when many
+ * deliver in parallel.  On 2 CPUs the signal cost stayed flat from 1 to 4
+ * threads (7,046-8,372 cycles), the pool lost to the upcall in every
+ * first-touch and swap-in row at 1, 2 and 4 threads, and a trial (two
+ * switches and an interval on the pool) cost a short run a fifth of its rate
  * (docs/BENCHMARKS.md, pager.latency: adaptive 0.81x the upcall at 4
  * threads).  On the 16-core Xeon of issue 12 one signal cost 4,678 cycles
  * with one thread faulting and 70,904 with 16.
@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #define INTERVAL_NS 10000000ull  /* 10 ms */
+#define TRIAL_NS 2000000ull      /* an interval while an engine is on trial */
 #define MIN_FAULTS 100u          /* an interval with fewer decides nothing */
 #define PROBE_AGE 100u           /* intervals before a figure is tried again */
 #define NBUCKETS 6
@@ -367,11 +368,16 @@ static void *monitor_main(void *arg)
 	cpu_set_t cpus;
 	uint32_t ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? (uint32_t)CPU_COUNT(&cpus) : 1;
 	bool probing = false; /* the current engine is on trial */
+	uint64_t iv = INTERVAL_NS;
 	while (!atomic_load(&p->eng.mon_stop)) {
-		struct timespec ts = { 0, (long)INTERVAL_NS };
+		struct timespec ts = { 0, (long)iv };
 		nanosleep(&ts, NULL);
-		tick++;
 		uint64_t now = now_ns(), count = ST_SUM(p, lat_count);
+		/* a trial interval with too few faults to decide runs on, up
+		 * to a whole interval */
+		if (probing && !skip && count - last < MIN_FAULTS && now - t_last < INTERVAL_NS)
+			continue;
+		tick++;
 		uint32_t threads = atomic_exchange(&p->eng.epoch_threads, 0);
 		atomic_fetch_add(&p->eng.epoch, 1);
 		uint64_t n = count - last;
@@ -426,6 +432,10 @@ static void *monitor_main(void *arg)
 			t_last = now_ns();
 			last = ST_SUM(p, lat_count);
 		}
+		/* The engine on trial (the settling interval after the switch,
+		 * then the one measured) serves for TRIAL_NS each, not a whole
+		 * interval: a trial that loses costs a fifth of what it did. */
+		iv = probing ? TRIAL_NS : INTERVAL_NS;
 	}
 	return NULL;
 }
