@@ -165,8 +165,11 @@ void bp_bt_quiesce(struct bt_thread *th, struct bt_fdent *fe)
 		}
 	}
 	/* The cancelled requests complete through their submitter's task work
-	 * (an explicit call is waited for: it keeps its result). */
-	while (fe->ninflight)
+	 * (an explicit call is waited for: it keeps its result).  A stream
+	 * they finish is given up (maybe_release()) and may be another
+	 * thread's before the loop looks again: its requests then are not
+	 * in th's ring. */
+	while (fe->ninflight && atomic_load_explicit(&fe->owner, memory_order_acquire) == th)
 		bp_bt_wait_one_locked(th);
 }
 
@@ -176,8 +179,14 @@ static void release_from(struct bt_thread *o, struct bt_fdent *fe)
 	if (atomic_load_explicit(&fe->owner, memory_order_acquire) == o) {
 		if (o->ring)
 			bp_bt_quiesce(o, fe);
-		detach(o, fe);
-		atomic_store_explicit(&fe->owner, NULL, memory_order_release);
+		/* The completions quiesce() reaped may have finished the
+		 * stream, and maybe_release() given it up: another thread
+		 * may own it by now (taking an ownerless stream needs no
+		 * lock of o's).  Detach only what is still o's. */
+		if (atomic_load_explicit(&fe->owner, memory_order_acquire) == o) {
+			detach(o, fe);
+			atomic_store_explicit(&fe->owner, NULL, memory_order_release);
+		}
 	}
 	bp_bt_unlock(o);
 }
