@@ -70,20 +70,6 @@ static void bulk(struct buf *b, const char *v, size_t n)
 	put(b, "\r\n", 2);
 }
 
-static size_t write_full(int fd, const char *p, size_t n)
-{
-	size_t done = 0;
-	while (done < n) {
-		ssize_t w = write(fd, p + done, n - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			break;
-		done += (size_t)w;
-	}
-	return done;
-}
-
 static int test_free_port(void)
 {
 	int s = socket(AF_INET, SOCK_STREAM, 0);

@@ -33,20 +33,6 @@ struct rec {
 	unsigned char pad[REC - 16];
 };
 
-static long write_full(int fd, const void *buf, size_t len)
-{
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = write(fd, (const char *)buf + done, len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		done += (size_t)n;
-	}
-	return (long)done;
-}
-
 static void make_rec(struct rec *r, uint32_t w, uint32_t s)
 {
 	memset(r, 0, sizeof(*r));
@@ -78,7 +64,7 @@ static void *writer(void *arg)
 				 * is queued on it went first, and the caller
 				 * writes now, as the preload's wrapper does. */
 				atomic_fetch_add(&passed, 1);
-				n = write_full(shared[0], &rc, sizeof(rc));
+				n = (long)write_full(shared[0], &rc, sizeof(rc));
 			}
 			if (n != (long)sizeof(rc))
 				return (void *)2;
@@ -88,7 +74,7 @@ static void *writer(void *arg)
 		long n3 = bp_bt_tx_data(own[0], &v2, 1, 0, NULL);
 		if (n3 == BT_PASS) { /* the same: no room (this thread's bytes) */
 			atomic_fetch_add(&passed, 1);
-			n3 = write_full(own[0], &b, 1);
+			n3 = (long)write_full(own[0], &b, 1);
 		}
 		if (n3 != 1)
 			return (void *)3;

@@ -55,6 +55,22 @@ static inline size_t read_full(int fd, void *buf, size_t len)
 	return got;
 }
 
+/* Write exactly len bytes (unless the descriptor fails); returns the count
+ * written. */
+static inline size_t write_full(int fd, const void *buf, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = write(fd, (const char *)buf + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	return done;
+}
+
 /* Deterministic pattern byte for position i of stream s. */
 static inline unsigned char pat(uint64_t s, uint64_t i)
 {
