@@ -316,7 +316,7 @@ int bench_pager_pagerank(struct bench_ctx *c)
 			 t.skip_why[S_RAM][0] ? t.skip_why[S_RAM] : "?");
 	}
 	struct bench_rounds rr;
-	int r, cnt_round[S_N];
+	int r, cnt_round[S_N] = { 0 };
 	bench_rounds_init(c, &rr, rounds, 0);
 	while (!t.fail[0] && bench_round(c, &rr, &r)) {
 		/* a rerun round overwrites the disturbed one's figures */

@@ -298,7 +298,7 @@ int bench_pager_prefetch(struct bench_ctx *c)
 	int n = 0, ret = 0, cnt[S_N] = { 0 }; /* rounds; runs per side */
 	unsigned limit = bench_quick(c) ? 900 : 3600;
 	struct bench_rounds rr;
-	int r, cnt_round[S_N];
+	int r, cnt_round[S_N] = { 0 };
 	bench_rounds_init(c, &rr, rounds, 0);
 	while (!t.fail[0] && bench_round(c, &rr, &r)) {
 		/* a rerun round overwrites the disturbed one's figures */

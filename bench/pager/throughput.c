@@ -494,7 +494,7 @@ int bench_pager_throughput(struct bench_ctx *c)
 		if (fail)
 			break;
 		if (have_dev) {
-			double v[DL_N];
+			double v[DL_N] = { 0 };
 			e = device_limits(bswap, z.region, dev_reads, dev_seq, (unsigned)r, v);
 			if (e) {
 				have_dev = false;
