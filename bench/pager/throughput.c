@@ -52,6 +52,7 @@ struct sizes {
 	uint64_t seq_passes, rand_accesses;
 	unsigned readahead; /* bypass's window, pages (0: the library's default) */
 	unsigned batch;     /* bypass's eviction round, pages (0: the default) */
+	bool no_spin;       /* bypass's swap-in reads sleep (BYPASS_PAGER_NO_SPIN) */
 };
 
 static double now_s(void)
@@ -207,6 +208,7 @@ static void bypass_child(const char *swapfile, const struct sizes *z, const uint
 	struct bypass_pager_config cfg = {
 		.budget = z->budget, .swap_path = swapfile, .swap_size = z->region,
 		.mode = BYPASS_PAGER_UPCALL, .readahead = z->readahead, .batch = z->batch,
+		.flags = z->no_spin ? BYPASS_PAGER_NO_SPIN : 0,
 	};
 	bypass_pager *p;
 	char *m;
@@ -372,6 +374,8 @@ int bench_pager_throughput(struct bench_ctx *c)
 	z.readahead = (unsigned)strtoul(bench_param(c, "readahead", "0"), NULL, 10);
 	/* --param batch=N: bypass's eviction round (pages) */
 	z.batch = (unsigned)strtoul(bench_param(c, "batch", "0"), NULL, 10);
+	/* --param spin=0: bypass's swap-in reads sleep, as Linux's do */
+	z.no_spin = strcmp(bench_param(c, "spin", "1"), "0") == 0;
 	uint64_t dev_reads = bench_count(c, "dev_reads", 20000, 1000);
 	if (dev_reads < 2)
 		dev_reads = 2;

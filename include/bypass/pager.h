@@ -92,6 +92,14 @@ enum bypass_pager_mode {
 					 clock and the policies (hint faults;
 					 its cost is in the stats and bounds
 					 its rate) */
+#define BYPASS_PAGER_NO_SPIN 0x8u     /* swap-in reads sleep until the data
+					 is there (pread), as Linux's do.  By
+					 default a read polls its completion
+					 for up to 200 us first, in at most
+					 one thread fewer than the process's
+					 CPUs: a sleeping reader's idle CPU
+					 may take longer to wake than a 4 KiB
+					 read takes */
 
 struct bypass_pager_config {
 	size_t budget;         /* resident bytes, at least 16 pages (64 KiB) */
@@ -271,10 +279,14 @@ struct bypass_pager_stats {
 	uint64_t readahead_dirty;   /* readahead pages mapped writable and
 				       dirty, in a write stream (counted in
 				       readahead_pages too; docs/pager.md) */
+	uint64_t reads_polled;      /* swap-in reads waited for by polling
+				       their completion (for up to 200 us,
+				       then sleeping); the others slept in
+				       pread (BYPASS_PAGER_NO_SPIN: all) */
 	/* Room for counters to come: zero now.  The struct is 96 words (768
 	 * bytes) and keeps that size; a new counter takes the first reserved
 	 * word (tests/pager/counters.c asserts the size). */
-	uint64_t reserved[34];
+	uint64_t reserved[33];
 };
 
 /* ---------------------------------------------------------- hints */

@@ -96,6 +96,26 @@ static bool env_off(const char *s)
 		     !strcasecmp(s, "false"));
 }
 
+/* A switch that is on unless set to 0/off/no/false; anything but those and
+ * 1/on/yes/true is refused (the program then runs unpaged). */
+static bool env_onoff(const char *name, bool *out)
+{
+	const char *s = getenv(name);
+	*out = true;
+	if (!s || !*s)
+		return true;
+	if (env_off(s)) {
+		*out = false;
+		return true;
+	}
+	if (!strcmp(s, "1") || !strcasecmp(s, "on") || !strcasecmp(s, "yes") ||
+	    !strcasecmp(s, "true"))
+		return true;
+	complain("bypass: pager preload: %s=%s is neither 0/off nor 1/on; the program runs "
+		 "unpaged", name, s);
+	return false;
+}
+
 /* BYPASS_PAGER_POLICY, given to bypass_pager_set_policy() once the pager
  * exists ("" = the library's default, 2q).  Unset, the preload's own
  * default: prefetch (2Q plus asynchronous prefetch of fault streams).  An
@@ -296,32 +316,13 @@ static bool configure(void)
 		return false;
 	}
 	strcpy(c.swap_dir, dir);
-	const char *hp = getenv("BYPASS_PAGER_HEAP");
-	c.heap = true;
-	if (hp && *hp) {
-		if (env_off(hp)) {
-			c.heap = false;
-		} else if (strcmp(hp, "1") && strcasecmp(hp, "on") && strcasecmp(hp, "yes") &&
-			   strcasecmp(hp, "true")) {
-			complain("bypass: pager preload: BYPASS_PAGER_HEAP=%s is neither 0/off nor "
-				 "1/on; the program runs unpaged", hp);
-			return false;
-		}
-	}
+	if (!env_onoff("BYPASS_PAGER_HEAP", &c.heap))
+		return false;
 	if (!env_size("BYPASS_PAGER_HEAP_AFTER", 16ul << 20, 0, &c.heap_after))
 		return false;
-	const char *sa = getenv("BYPASS_PAGER_SAMPLE");
-	c.sample = true;
-	if (sa && *sa) {
-		if (env_off(sa)) {
-			c.sample = false;
-		} else if (strcmp(sa, "1") && strcasecmp(sa, "on") && strcasecmp(sa, "yes") &&
-			   strcasecmp(sa, "true")) {
-			complain("bypass: pager preload: BYPASS_PAGER_SAMPLE=%s is neither 0/off "
-				 "nor 1/on; the program runs unpaged", sa);
-			return false;
-		}
-	}
+	if (!env_onoff("BYPASS_PAGER_SAMPLE", &c.sample) ||
+	    !env_onoff("BYPASS_PAGER_SPIN", &c.spin))
+		return false;
 	const char *sf = getenv("BYPASS_STATS_FILE");
 	if (sf && strlen(sf) < sizeof(c.stats_file))
 		strcpy(c.stats_file, sf);
@@ -365,7 +366,8 @@ bypass_pager *bp_pp_pager(void)
 		c.swap_path = bp_pp_cfg.swap_dir;
 		c.swap_size = bp_pp_cfg.swap_size;
 		c.mode = engine_mode;
-		c.flags = BYPASS_PAGER_SWAP_TEMP | (bp_pp_cfg.sample ? BYPASS_PAGER_SAMPLE : 0);
+		c.flags = BYPASS_PAGER_SWAP_TEMP | (bp_pp_cfg.sample ? BYPASS_PAGER_SAMPLE : 0) |
+			  (bp_pp_cfg.spin ? 0 : BYPASS_PAGER_NO_SPIN);
 		int e = bypass_pager_create(&c, &p);
 		if (e) {
 			complain("bypass: pager preload: no pager (%s, budget %zu, swap %zu "
@@ -448,6 +450,7 @@ static void write_stats(void)
 	F(mapped_pages); F(prefetch_pages); F(prefetch_used); F(policy_rejects);
 	F(engine_switches); F(engine_pool);
 	F(access_samples); F(access_hits); F(access_sample_ns); F(access_hit_ns);
+	F(readahead_dirty); F(reads_polled);
 	PUT(",\"lat_hist\":[");
 	for (int i = 0; i < BYPASS_PAGER_HIST; i++)
 		PUT("%s%llu", i ? "," : "", (unsigned long long)st.lat_hist[i]);

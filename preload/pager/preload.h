@@ -104,6 +104,7 @@ struct bp_pp_cfg {
 	bool heap;           /* BYPASS_PAGER_HEAP: small requests too (heap.c) */
 	size_t heap_after;   /* BYPASS_PAGER_HEAP_AFTER */
 	bool sample;         /* BYPASS_PAGER_SAMPLE: access samples */
+	bool spin;           /* BYPASS_PAGER_SPIN: swap-in reads poll (else NO_SPIN) */
 };
 extern struct bp_pp_cfg bp_pp_cfg;
 

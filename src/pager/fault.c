@@ -57,30 +57,6 @@ static void bounce_put(struct bypass_pager *p, unsigned slot)
 				  memory_order_release);
 }
 
-/*
- * The system call itself, never the symbol pread: under the pager preload
- * that is the preload's wrapper, and this runs outside bypass too (the fork
- * handler's fetch_all serves the pages of every region from the forking
- * program's own thread).  The bounce buffer is no region, so the wrapper
- * would only pass it on, but nothing on the paths that hold page locks
- * should go through the preload.
- */
-static int pread_full(int fd, char *buf, size_t len, off_t off)
-{
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = syscall(SYS_pread64, fd, buf + done, len - done, off + (off_t)done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO; /* the swap file was truncated */
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 /* ------------------------------------------------------------ serving */
 
 /* A write to a clean (write-protected) resident page: it becomes dirty. */
@@ -298,8 +274,7 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 
 	unsigned bslot;
 	char *buf = bounce_get(p, &bslot);
-	e = pread_full(p->swap.fd, buf, (size_t)k * PG_SIZE,
-		       (off_t)(slot1 - 1) * (off_t)PG_SIZE);
+	e = bp_swap_read(p, buf, (size_t)k * PG_SIZE, (off_t)(slot1 - 1) * (off_t)PG_SIZE);
 	/* All write-protected when there is readahead (one copy), then the
 	 * pages to write are unprotected (one call). */
 	if (!e)

@@ -106,6 +106,7 @@ static void pager_free(struct bypass_pager *p, bool child)
 	if (p->srv.bounce)
 		munmap(p->srv.bounce, (size_t)p->srv.nbounce * p->cfg.ra * PG_SIZE);
 	free(p->srv.bounce_map);
+	bp_swap_read_fini(p);
 	free((void *)p->swap.slotmap);
 	free(p->ids.ext);
 	if (!child)
@@ -217,6 +218,9 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 		goto fail;
 	}
 
+	e = bp_swap_read_init(p, !(cfg->flags & BYPASS_PAGER_NO_SPIN));
+	if (e)
+		goto fail;
 	e = bp_evict_init(p);
 	if (e)
 		goto fail;
@@ -702,6 +706,7 @@ int bypass_pager_stats(bypass_pager *p, struct bypass_pager_stats *st)
 	st->prefetch_used = ST_SUM(p, pf_used);
 	st->policy_rejects = ST_SUM(p, rejects);
 	st->readahead_dirty = ST_SUM(p, ra_dirty);
+	st->reads_polled = ST_SUM(p, polled);
 	bp_sample_stats(p, &st->access_samples, &st->access_hits, &st->access_sample_ns,
 			&st->access_hit_ns);
 #undef LD

@@ -219,7 +219,7 @@ struct lru_shard {
 #define PG_STAT_SHARDS 8u
 struct pstats {
 	_Atomic uint64_t zero, swapin, wp, other, ra, evict, evict_clean, rd, wr, wr_err,
-		lat_count, lat_sum_ns, fa, switches, pf, pf_used, rejects, ra_dirty;
+		lat_count, lat_sum_ns, fa, switches, pf, pf_used, rejects, ra_dirty, polled;
 	_Atomic uint64_t hist[BYPASS_PAGER_HIST];
 } __attribute__((aligned(BP_CACHELINE)));
 
@@ -275,6 +275,8 @@ struct pg_serve {
 	char *bounce;        /* swap-in buffers (fault path: no malloc) */
 	uint32_t nbounce;
 	_Atomic uint64_t *bounce_map;
+	struct pg_rdring *rd; /* rings of the spinning swap-in reads (read.c) */
+	uint32_t nrd;
 };
 
 /* The engine (engine.c): adaptive pagers serve their regions by upcalls or
@@ -506,6 +508,13 @@ int bp_open_thread_uffd(struct bypass_pager *p);
 int bp_open_pool_uffd(struct bypass_pager *p);
 /* Open and size the swap file; sets swap_fd, direct, swap_pages. */
 int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg);
+/* read.c: a swap-in read of len bytes at off into buf (the fault path,
+ * signal handlers included), polling its completion where a CPU can spare
+ * it; 0 or -errno.  Init makes the rings (spin: not BYPASS_PAGER_NO_SPIN). */
+int bp_swap_read(struct bypass_pager *p, char *buf, size_t len, off_t off);
+int bp_swap_read_init(struct bypass_pager *p, bool spin);
+void bp_swap_read_fini(struct bypass_pager *p);
+
 /* Check cfg and set budget, watermarks, batch, readahead and mode. */
 int bp_check_config(const struct bypass_pager_config *cfg, struct bypass_pager *p);
 

@@ -177,7 +177,7 @@ int bp_check_config(const struct bypass_pager_config *cfg, struct bypass_pager *
 				cfg->mode != BYPASS_PAGER_ADAPTIVE) ||
 	    cfg->threads > PG_MAX_THREADS ||
 	    (cfg->flags & ~(BYPASS_PAGER_SWAP_CREATE | BYPASS_PAGER_SWAP_TEMP |
-			    BYPASS_PAGER_SAMPLE)) ||
+			    BYPASS_PAGER_SAMPLE | BYPASS_PAGER_NO_SPIN)) ||
 	    cfg->readahead > PG_MAX_RA || cfg->fault_around > PG_MAX_FA) {
 		bp_err("bypass: pager: bad configuration (swap_path, mode, flags, "
 		       "readahead, fault_around or threads)");

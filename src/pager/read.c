@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Swap-in reads that wait by spinning.
+ *
+ * A thread that sleeps in pread() for a 4 KiB read leaves its CPU idle; an
+ * idle CPU halts, and waking it for the completion costs more than the
+ * read's own service time on some machines.  On the 2-vCPU VM of
+ * docs/BENCHMARKS.md a random 4 KiB O_DIRECT read took 46.5-47.9 us when
+ * the reader slept (pread, or io_uring_wait_cqe) and 33.3-36.3 us when it
+ * submitted through io_uring and polled the completion queue.  Linux's own
+ * swap-in sleeps; a user-space pager can choose not to.
+ *
+ * So a swap-in read takes one of a few small rings (made at create, never
+ * on the fault path), submits the read and polls for up to SPIN_NS, then
+ * sleeps in io_uring_wait_cqe.  The rings are the bound on spinning: at
+ * most one fewer than the CPUs the process may run on (at most RD_MAX), so
+ * that a CPU is always left to the program's other threads.  A read that
+ * finds every ring taken, a pager made with BYPASS_PAGER_NO_SPIN, and a
+ * single CPU all use pread() and sleep, as before.
+ *
+ * Everything here runs in signal handlers (the upcall engine): the rings
+ * are taken with an atomic flag, and liburing's submit and peek are plain
+ * memory operations and io_uring_enter().
+ */
+#include "pager/pager_internal.h"
+#include "core/uring.h"
+
+#include <limits.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define RD_MAX 8u            /* rings, so spinning readers, per pager */
+#define RD_ENTRIES 4u
+#define SPIN_NS 200000ull    /* poll this long, then sleep */
+
+struct pg_rdring {
+	_Atomic bool busy;
+	struct io_uring ring;
+};
+
+/*
+ * The system call itself, never the symbol pread: under the pager preload
+ * that is the preload's wrapper, and this runs outside bypass too (the fork
+ * handler's fetch_all serves the pages of every region from the forking
+ * program's own thread).  The bounce buffer is no region, so the wrapper
+ * would only pass it on, but nothing on the paths that hold page locks
+ * should go through the preload.
+ */
+static int pread_full(int fd, char *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = syscall(SYS_pread64, fd, buf + done, len - done, off + (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO; /* the swap file was truncated */
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static struct pg_rdring *ring_take(struct bypass_pager *p)
+{
+	for (uint32_t i = 0; i < p->srv.nrd; i++) {
+		struct pg_rdring *d = &p->srv.rd[i];
+		if (!atomic_load_explicit(&d->busy, memory_order_relaxed) &&
+		    !atomic_exchange_explicit(&d->busy, true, memory_order_acquire))
+			return d;
+	}
+	return NULL;
+}
+
+static void ring_give(struct pg_rdring *d)
+{
+	atomic_store_explicit(&d->busy, false, memory_order_release);
+}
+
+#define RD_BROKEN INT_MIN /* the ring refused the read: do not use it again */
+
+/* Submit one read and wait for it, polling first.  Returns the bytes read,
+ * -errno from the completion, or RD_BROKEN. */
+static int ring_read(struct io_uring *ring, int fd, char *buf, size_t len, off_t off)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	if (!sqe)
+		return RD_BROKEN; /* cannot happen: each read is waited for */
+	io_uring_prep_read(sqe, fd, buf, (unsigned)len, (uint64_t)off);
+	int e;
+	do
+		e = io_uring_submit(ring);
+	while (e == -EINTR);
+	if (e != 1)
+		return RD_BROKEN; /* the read may still go later: keep the ring away */
+	struct io_uring_cqe *cqe = NULL;
+	uint64_t t0 = bypass_now_ns();
+	unsigned spins = 0;
+	while (io_uring_peek_cqe(ring, &cqe) != 0) {
+		bp_cpu_relax();
+		if ((++spins & 63) == 0 && bypass_now_ns() - t0 > SPIN_NS) {
+			/* the buffer is the kernel's until the completion:
+			 * wait for it whatever interrupts the wait */
+			while (io_uring_wait_cqe(ring, &cqe) != 0)
+				;
+			break;
+		}
+	}
+	int res = cqe->res;
+	io_uring_cqe_seen(ring, cqe);
+	return res;
+}
+
+int bp_swap_read(struct bypass_pager *p, char *buf, size_t len, off_t off)
+{
+	struct pg_rdring *d = ring_take(p);
+	if (!d)
+		return pread_full(p->swap.fd, buf, len, off);
+	int n = ring_read(&d->ring, p->swap.fd, buf, len, off);
+	if (n == RD_BROKEN) /* stays taken: never used again */
+		return pread_full(p->swap.fd, buf, len, off);
+	ring_give(d);
+	stat_add(&ST(p).polled, 1);
+	if (n >= 0 && (size_t)n == len)
+		return 0;
+	if (n > 0) /* a short read: the rest the usual way */
+		return pread_full(p->swap.fd, buf + n, len - (size_t)n, off + n);
+	if (n == 0 || n == -EINTR || n == -EAGAIN)
+		return pread_full(p->swap.fd, buf, len, off); /* pread says why, or reads */
+	return n;
+}
+
+int bp_swap_read_init(struct bypass_pager *p, bool spin)
+{
+	p->srv.nrd = 0;
+	p->srv.rd = NULL;
+	cpu_set_t cpus;
+	uint32_t ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? (uint32_t)CPU_COUNT(&cpus) : 1;
+	uint32_t n = ncpu > 1 ? ncpu - 1 : 0;
+	if (n > RD_MAX)
+		n = RD_MAX;
+	if (!spin || !n)
+		return 0;
+	p->srv.rd = calloc(n, sizeof(*p->srv.rd));
+	if (!p->srv.rd)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		int e = bp_uring_init(RD_ENTRIES, &p->srv.rd[i].ring, NULL);
+		if (e < 0) {
+			/* fewer rings, fewer spinning readers: not an error
+			 * unless there is none (io_uring is needed anyway) */
+			if (!i) {
+				free(p->srv.rd);
+				p->srv.rd = NULL;
+				bp_info("bypass: pager: swap-in reads sleep: io_uring: %s",
+					strerror(-e));
+				return 0;
+			}
+			break;
+		}
+		p->srv.nrd = i + 1;
+	}
+	return 0;
+}
+
+void bp_swap_read_fini(struct bypass_pager *p)
+{
+	for (uint32_t i = 0; i < p->srv.nrd; i++)
+		bp_uring_exit(&p->srv.rd[i].ring);
+	free(p->srv.rd);
+	p->srv.rd = NULL;
+	p->srv.nrd = 0;
+}
