@@ -111,6 +111,18 @@ impl PagerConfig {
         }
         self
     }
+    /// Whether swap-in reads poll for their completion while a CPU is
+    /// spare (the default, `true`), or sleep in `pread` as Linux's swap-in
+    /// does (`false`: `BYPASS_PAGER_NO_SPIN`); `reads_polled` in
+    /// [`PagerStats`] counts the polled ones.
+    pub fn poll_reads(mut self, on: bool) -> Self {
+        if on {
+            self.flags &= !sys::BYPASS_PAGER_NO_SPIN;
+        } else {
+            self.flags |= sys::BYPASS_PAGER_NO_SPIN;
+        }
+        self
+    }
     /// How faults are served.
     pub fn mode(mut self, mode: PagerMode) -> Self {
         self.mode = mode;

@@ -241,3 +241,34 @@ fn paged_buffer_example() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("swap-ins"));
 }
+
+#[test]
+fn reads_sleep_without_polling() {
+    let _g = serial();
+    for poll in [true, false] {
+        let dir = TempDir::new("ppoll");
+        let cfg = PagerConfig::new(32 * PAGE, &dir.0).temp_swap(256 * PAGE).poll_reads(poll);
+        let p = match cfg.create() {
+            Ok(p) => p,
+            Err(e) => {
+                assert!(matches!(errno(&e), libc::ENOSYS | libc::EPERM | libc::EOPNOTSUPP), "{e}");
+                return;
+            }
+        };
+        let mut r = p.map(128 * PAGE).unwrap();
+        for (i, page) in r.chunks_mut(PAGE).enumerate() {
+            page.fill(i as u8);
+        }
+        // read back in reverse: every page swapped in again, one at a time
+        for (i, page) in r.chunks(PAGE).enumerate().rev() {
+            assert!(page.iter().all(|&b| b == i as u8), "page {i}");
+        }
+        let st = p.stats().unwrap();
+        assert!(st.faults_swapin > 0);
+        if !poll {
+            assert_eq!(st.reads_polled, 0);
+        }
+        assert!(st.reads_polled <= st.faults_swapin + st.readahead_pages);
+        drop(r);
+    }
+}
