@@ -78,10 +78,22 @@ static uint64_t now_ns(void)
 /* ------------------------------------------------------------ serving */
 
 static __thread struct {
-	uintptr_t addr;
-	uint32_t seq;
+	uintptr_t addr;   /* the last SIGSEGV retried (bp_engine_segv) */
+	uint64_t epoch;   /* ... and switch_epoch then */
 	uint32_t tid;
 } tls __attribute__((tls_model("initial-exec")));
+
+/*
+ * Every switch's start and end, of every region: bp_engine_segv's record
+ * of a retried SIGSEGV compares this, never a region's switch_seq.  A
+ * region made at a recycled address (a new map, or the pieces an unmap
+ * leaves) counts its switch_seq from 0 again, so (address, switch_seq)
+ * could match a record left by the old region there: a SIGSEGV raised
+ * during a switch of the new one then passed for a real one, and the
+ * program died (tests/pager/engine-segv.c; seen as policy-unmap's rare
+ * segfault).  This count never repeats.
+ */
+static _Atomic uint64_t switch_epoch;
 
 static uint32_t my_tid(void)
 {
@@ -170,15 +182,17 @@ int bp_engine_segv(struct region *r, uintptr_t addr)
 	if (s & 1) {
 		bp_engine_wait(r);
 		tls.addr = addr;
-		tls.seq = s + 1;
+		tls.epoch = atomic_load(&switch_epoch);
 		return 1;
 	}
 	/* A SIGSEGV raised during a switch that has ended since: retry once.
-	 * The same access failing again with no switch between is real. */
-	if (tls.addr == addr && tls.seq == s)
+	 * The same access failing again with no switch of any region in
+	 * between is real. */
+	uint64_t e = atomic_load(&switch_epoch);
+	if (tls.addr == addr && tls.epoch == e)
 		return 0;
 	tls.addr = addr;
-	tls.seq = s;
+	tls.epoch = e;
 	return 1;
 }
 
@@ -238,6 +252,7 @@ static int fix_wp(struct bypass_pager *p, struct region *r, int uffd)
 
 static void switch_end(struct region *r)
 {
+	atomic_fetch_add(&switch_epoch, 1); /* before: a waiter sees both */
 	atomic_fetch_add(&r->switch_seq, 1);
 	bp_futex_wake(&r->switch_seq, INT32_MAX, false);
 }
@@ -251,6 +266,7 @@ static int region_switch(struct bypass_pager *p, struct region *r, bool to_pool)
 	if (from == to)
 		return 0;
 	atomic_fetch_add(&r->switch_seq, 1); /* odd: new serves wait */
+	atomic_fetch_add(&switch_epoch, 1);
 	uint64_t t0 = now_ns();
 	while (serving(r)) {
 		if (now_ns() - t0 > SWITCH_WAIT_NS) {
