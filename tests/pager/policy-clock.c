@@ -40,17 +40,28 @@ static size_t run(bool samples)
 	for (size_t i = 0; samples && i < NHOT; i++) /* fault back the evicted ones */
 		if (!page_ok(hot + i * PAGE, i, 1))
 			TEST_FAIL("hot page %zu lost its data", i);
-	/* read passes: the scan's resident pages are clean, so the hand
-	 * always finds one it can take in one turn (dirty pages under
-	 * write-back are off the lists, and with none left it would take
-	 * the hot ones on its second turn, as a clock does) */
-	for (int pass = 0; pass < 2; pass++)
+	/* Read passes.  In the second, every resident page of the scan is
+	 * a clean copy read in the first, so the hand always finds one it
+	 * can take in one turn and the sampled pages stay.  The first still
+	 * evicts the scan's dirty pages from the write pass: those under
+	 * write-back are off the lists, and when write-backs are slow
+	 * (seen once under ASan with another test running) the hand finds
+	 * little else and takes the hot pages on its second turn, as a
+	 * clock does.  So the hot pages evicted by then are faulted back
+	 * before the second pass, which alone is judged. */
+	for (int pass = 0; pass < 2; pass++) {
+		if (samples && pass == 1 && present_pages(hot, NHOT * PAGE) < NHOT)
+			TEST_LOG("(some hot pages were evicted in the first read pass)");
+		for (size_t i = 0; samples && pass == 1 && i < NHOT; i++)
+			if (!page_ok(hot + i * PAGE, i, 1))
+				TEST_FAIL("hot page %zu lost its data", i);
 		for (size_t i = 0; i < NSCAN; i++) {
 			if (!page_ok(scan + i * PAGE, 100 + i, 1))
 				TEST_FAIL("page %zu lost its data", i);
 			if (samples)
 				bp_policy_access(p, (uintptr_t)hot, NHOT, BYPASS_PAGER_ACCESSED);
 		}
+	}
 	size_t present = present_pages(hot, NHOT * PAGE);
 	for (size_t i = 0; i < NHOT; i++)
 		if (!page_ok(hot + i * PAGE, i, 1))
