@@ -12,7 +12,12 @@ const PAGE: usize = 4096;
 /// A pager with an unnamed swap file, or None (with the reason) where
 /// userfaultfd is refused here.
 fn pager(dir: &TempDir, budget_pages: usize, swap_pages: usize) -> Option<Pager> {
-    match PagerConfig::new(budget_pages * PAGE, &dir.0).temp_swap(swap_pages * PAGE).create() {
+    create(PagerConfig::new(budget_pages * PAGE, &dir.0).temp_swap(swap_pages * PAGE))
+}
+
+/// cfg.create(), or None (with the reason) where userfaultfd is refused here.
+fn create(cfg: PagerConfig) -> Option<Pager> {
+    match cfg.create() {
         Ok(p) => Some(p),
         Err(e) if matches!(errno(&e), libc::ENOSYS | libc::EPERM | libc::EOPNOTSUPP) => {
             eprintln!("skipped: the pager cannot run here: {e}");
@@ -179,13 +184,7 @@ fn access_samples_see_reads() {
     let _g = serial();
     let dir = TempDir::new("psample");
     let cfg = PagerConfig::new(32 * PAGE, &dir.0).temp_swap(512 * PAGE).access_samples(true);
-    let p = match cfg.create() {
-        Ok(p) => p,
-        Err(e) => {
-            assert!(matches!(errno(&e), libc::ENOSYS | libc::EPERM | libc::EOPNOTSUPP), "{e}");
-            return;
-        }
-    };
+    let Some(p) = create(cfg) else { return };
     let mut r = p.map(128 * PAGE).unwrap();
     // Beyond the budget, so that the pager evicts (and samples) while a
     // small hot set is read over and over.
@@ -248,13 +247,7 @@ fn reads_sleep_without_polling() {
     for poll in [true, false] {
         let dir = TempDir::new("ppoll");
         let cfg = PagerConfig::new(32 * PAGE, &dir.0).temp_swap(256 * PAGE).poll_reads(poll);
-        let p = match cfg.create() {
-            Ok(p) => p,
-            Err(e) => {
-                assert!(matches!(errno(&e), libc::ENOSYS | libc::EPERM | libc::EOPNOTSUPP), "{e}");
-                return;
-            }
-        };
+        let Some(p) = create(cfg) else { return };
         let mut r = p.map(128 * PAGE).unwrap();
         for (i, page) in r.chunks_mut(PAGE).enumerate() {
             page.fill(i as u8);
