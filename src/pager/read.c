@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Swap-in reads that wait by spinning.
+ * Swap-in reads that wait by polling.
  *
  * A thread that sleeps in pread() for a 4 KiB read leaves its CPU idle; an
  * idle CPU halts, and waking it for the completion costs more than the
@@ -151,8 +151,8 @@ int bp_swap_read_init(struct bypass_pager *p, bool spin)
 	for (uint32_t i = 0; i < n; i++) {
 		int e = bp_uring_init(RD_ENTRIES, &p->srv.rd[i].ring, NULL);
 		if (e < 0) {
-			/* fewer rings, fewer spinning readers: not an error
-			 * unless there is none (io_uring is needed anyway) */
+			/* fewer rings, fewer polling readers; with none,
+			 * every read sleeps in pread (not an error) */
 			if (!i) {
 				free(p->srv.rd);
 				p->srv.rd = NULL;
