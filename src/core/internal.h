@@ -123,6 +123,9 @@ void bp_log_emit(int level, const char *fmt, ...)
 pid_t bp_pid(void);
 pid_t bp_tid(void);
 unsigned bp_fork_gen(void);
+/* The CPUs the calling thread may run on (its affinity mask; 1 if it
+ * cannot be read). */
+unsigned bp_cpus_allowed(void);
 /* Cheap read of the fork generation, valid once bp_pid() has been called. */
 extern _Atomic unsigned bp__fork_gen;
 static inline unsigned bp_fork_gen_fast(void)

@@ -6,6 +6,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -76,4 +77,10 @@ int bp_proc_alive(pid_t pid, int *pidfd_cache)
 	if (kill(pid, 0) == 0 || errno == EPERM)
 		return 1;
 	return 0;
+}
+
+unsigned bp_cpus_allowed(void)
+{
+	cpu_set_t cpus;
+	return sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? (unsigned)CPU_COUNT(&cpus) : 1;
 }

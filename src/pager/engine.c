@@ -381,8 +381,7 @@ static void *monitor_main(void *arg)
 	uint64_t tick = 0, last = ST_SUM(p, lat_count), t_last = now_ns();
 	unsigned streak = 0, last_b = NBUCKETS;
 	bool skip = true;     /* the first interval, and one with a switch */
-	cpu_set_t cpus;
-	uint32_t ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? (uint32_t)CPU_COUNT(&cpus) : 1;
+	uint32_t ncpu = bp_cpus_allowed();
 	bool probing = false; /* the current engine is on trial */
 	uint64_t iv = INTERVAL_NS;
 	while (!atomic_load(&p->eng.mon_stop)) {

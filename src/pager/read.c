@@ -26,7 +26,6 @@
 #include "core/uring.h"
 
 #include <limits.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -138,8 +137,7 @@ int bp_swap_read_init(struct bypass_pager *p, bool spin)
 {
 	p->srv.nrd = 0;
 	p->srv.rd = NULL;
-	cpu_set_t cpus;
-	uint32_t ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? (uint32_t)CPU_COUNT(&cpus) : 1;
+	uint32_t ncpu = bp_cpus_allowed();
 	uint32_t n = ncpu > 1 ? ncpu - 1 : 0;
 	if (n > RD_MAX)
 		n = RD_MAX;
