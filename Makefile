@@ -16,7 +16,7 @@ MODULES  ?=
 CMAKEDEFS = $(if $(MODULES),-DBYPASS_MODULES="$(MODULES)")
 
 
-.PHONY: deps all configure check check-kernel bench bench-full bench-docs install asan asan-check tsan tsan-check clang clean report doctor
+.PHONY: deps all configure check soak check-kernel bench bench-full bench-docs install asan asan-check tsan tsan-check clang clean report doctor
 
 all: $(BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
@@ -28,7 +28,14 @@ $(BUILD)/CMakeCache.txt:
 	$(CMAKE) -S . -B $(BUILD) -DCMAKE_C_COMPILER=$(CC) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKEDEFS)
 
 check: all
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTESTARGS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE soak $(CTESTARGS)
+
+# The long runs: tests labelled "soak" (millions of calls, faults,
+# allocations per test; minutes each), left out of `make check`.  Under the
+# sanitizers: make soak BUILD=build-asan (after make asan) or
+# BUILD=build-tsan.
+soak: all
+	cd $(BUILD) && ctest --output-on-failure -L soak $(CTESTARGS)
 
 # The tests inside a VM on another kernel (default: Debian 12's Linux 6.1)
 # under QEMU; KERNEL=<package or vmlinuz>, ACCEL=kvm|tcg|auto,
@@ -84,7 +91,7 @@ asan:
 asan-check: asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --output-on-failure -j $(JOBS) $(CTESTARGS)
+	  ctest --output-on-failure -j $(JOBS) -LE soak $(CTESTARGS)
 
 tsan:
 	$(CMAKE) -S . -B $(TSAN_BUILD) -DBYPASS_TSAN=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKEDEFS)
@@ -93,7 +100,7 @@ tsan:
 # ThreadSanitizer runs where threads meet: tests labelled "threads".
 tsan-check: tsan
 	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-	  ctest --output-on-failure -j $(JOBS) -L threads $(CTESTARGS)
+	  ctest --output-on-failure -j $(JOBS) -L threads -LE soak $(CTESTARGS)
 
 clang:
 	$(MAKE) BUILD=build-clang CC=clang all
