@@ -254,6 +254,18 @@ static int do_call(bypass_ipc_conn *c, const void *req, size_t len,
 			return r;
 		}
 		if (kind != IPC_K_RESP || rid != id) {
+			/*
+			 * What recv would skip (a pad, a response to a call
+			 * that gave up) needs no one: at rd, move past it and
+			 * release its room.  Else a pad before a response
+			 * (the ring's end) would hold rd, and the tail, there
+			 * for ever: the peer would find no room a lap later.
+			 * Messages and requests stay queued for recv.
+			 */
+			if (scan == c->rd && (kind == IPC_K_PAD || kind == IPC_K_RESP)) {
+				c->rd = end;
+				bp_ipc_update_tail(c);
+			}
 			scan = end;
 			continue;
 		}
