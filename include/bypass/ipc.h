@@ -374,9 +374,10 @@ BYPASS_API int bypass_ipc_pkey_supported(const char **why);
 #define BYPASS_IPC_LIB_ENTRY "bypass_ipc_lib_entry"
 
 /*
- * A robust, process-shared lock for state in the service arena (a
- * pthread mutex inside, of the robust, process-shared, error-checking
- * kind).  Initialise it with env->lock_init before its first use.
+ * A process-shared lock for state in the service arena whose owner's death
+ * is seen (a word naming the owning process, which the kernel vouches for:
+ * see docs/ipc.md).  Initialise it with env->lock_init before its first
+ * use.
  */
 typedef struct bypass_ipc_lock {
 	uint64_t opaque[8];
@@ -406,18 +407,23 @@ struct bypass_ipc_env {
 	/* alloc/free: memory in the service arena (16-byte aligned),
 	 * process-shared and robust (a process killed inside leaks at most
 	 * the block it was taking or giving back).  alloc: 0, -EINVAL,
-	 * -ENOMEM (the arena is full).  free: 0, or -EINVAL (not a block of
-	 * this arena, or freed already). */
+	 * -ENOMEM (the arena is full), -ENOTRECOVERABLE (the allocator's
+	 * state in the control block is out of bounds: the service is marked
+	 * broken), -ENOLCK (its lock stayed held past 1 s: the service is
+	 * marked broken).  free: 0, -EINVAL (not a block of this arena, or
+	 * freed already), -ENOLCK. */
 	int (*alloc)(const struct bypass_ipc_env *env, size_t size, void **ptr);
 	int (*free)(const struct bypass_ipc_env *env, void *ptr);
 	/* Robust locks in the arena.  lock returns 0; -EOWNERDEAD when the
-	 * previous owner died holding it: the lock is now held and usable
-	 * again, but what it protects may be half-changed, so the service is
-	 * marked broken (unlock it and return; the recover hook repairs);
-	 * -ENOTRECOVERABLE (not held) when the service was marked broken
-	 * while this call ran; -EDEADLK if this thread holds it already;
-	 * -ENOLCK beyond 16 locks held at once.  Locks still held when a
-	 * handler returns are released and the service is marked broken. */
+	 * previous owner died holding it (or the word named no live owner):
+	 * the lock is now held and usable again, but what it protects may be
+	 * half-changed, so the service is marked broken (unlock it and
+	 * return; the recover hook repairs); -ENOTRECOVERABLE (not held) when
+	 * the service was marked broken while this call ran, or the lock
+	 * stayed held by a live process past 10 s (the service is then marked
+	 * broken); -EDEADLK if this thread holds it already; -ENOLCK beyond
+	 * 16 locks held at once.  Locks still held when a handler returns are
+	 * released and the service is marked broken. */
 	int (*lock_init)(const struct bypass_ipc_env *env, bypass_ipc_lock *l);
 	int (*lock)(const struct bypass_ipc_env *env, bypass_ipc_lock *l);
 	int (*unlock)(const struct bypass_ipc_env *env, bypass_ipc_lock *l);
@@ -426,7 +432,8 @@ struct bypass_ipc_env {
 	 * arena; the poster makes a system call (an eventfd write) only when
 	 * the server asked for a wake-up (bypass_ipc_lib_arm).  0, -EAGAIN
 	 * (the queue is full: dropped and counted), -EMSGSIZE, -ENOTSUP (the
-	 * server set event_slots to UINT32_MAX: no queue). */
+	 * server set event_slots to UINT32_MAX: no queue), -ENOLCK (the
+	 * queue's lock stayed held past 1 s: the service is marked broken). */
 	int (*post)(const struct bypass_ipc_env *env, uint32_t type, const void *data,
 		    size_t len);
 	void *reserved[4];

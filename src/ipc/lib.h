@@ -13,11 +13,19 @@
  *   heap            the service's state (env->alloc), guarded by the key
  *                   in every process that has the gate
  *
- * Locks are glibc's robust, process-shared mutexes: the kernel marks a lock
- * whose owner died (FUTEX_OWNER_DIED in its word) while it walks the dying
- * thread's robust list.  The server's thread holds `live` from listen until
- * the service is closed; a call reads its word (one load, no system call)
- * and answers -EPIPE once it is unlocked or its owner died.
+ * Nothing a peer writes there may decide an address, a length, a divisor
+ * or a lock's fate in another process: each side copies the layout (the
+ * heap's bounds, the event slots) once, checked, into its private struct
+ * lib_core and never reads it again; every index into the event slots is
+ * taken modulo the private count; the allocator's break and free lists
+ * are checked against the private bounds before use.  The locks are
+ * lib_lock.c's (a word, an owner the kernel vouches for, a bounded wait),
+ * not glibc's robust mutexes, whose list pointers would sit in the shared
+ * memory.  The server's liveness word is kept by a thread of its own
+ * (lib_lock.c): a call reads it (one load, no system call) and answers
+ * -EPIPE once it is cleared or the kernel marked its owner dead; a client
+ * also asks the kernel about the server process now and then, so that a
+ * word a peer rewrote cannot hide the server's death for long.
  */
 #ifndef BYPASS_IPC_LIB_H
 #define BYPASS_IPC_LIB_H
@@ -29,7 +37,7 @@
 #include <sys/un.h>
 
 #define LIB_MAGIC 0x42504c4942525031ull /* "BPLIBRP1" */
-#define LIB_VERSION 1u
+#define LIB_VERSION 2u
 #define LIB_NCLASS 40          /* block sizes 16 << k */
 #define LIB_BLOCK_HDR 16u
 #define LIB_MAX_HELD 16
@@ -43,11 +51,22 @@
 #define LIB_FUTEX_TID_MASK 0x3fffffffu
 #define LIB_FUTEX_OWNER_DIED 0x40000000u
 
+/* A lock word (lib_lock.c): the owner's id + 1, and a waiters bit. */
+#define LIB_LK_ID 0x3fffffffu
+#define LIB_LK_WAITERS 0x80000000u
+/* Owner ids are bytes of the arena's memfd from here (F_OFD_SETLK locks
+ * far beyond its end: they change nothing in it). */
+#define LIB_OWNER_BASE (1ull << 40)
+/* How long a lock is waited for before the service is marked broken: the
+ * library's own (held for a few instructions), and the state's. */
+#define LIB_LOCK_BOUND_NS 1000000000ll
+#define LIB_SVC_LOCK_BOUND_NS 10000000000ll
+
 struct lib_ctl {
 	uint64_t magic;
 	uint32_t version;
 	uint32_t nops;
-	uint64_t dev, ino;          /* the service object, as the server opened it */
+	uint64_t dev, ino;          /* the service object as loaded (informative) */
 	uint64_t heap_off, heap_end;
 	uint64_t state_off;         /* what init set, 0 = NULL */
 	uint64_t ev_off;            /* the event slots */
@@ -55,22 +74,24 @@ struct lib_ctl {
 	uint32_t pad;
 	char name[64];
 
-	/* Read by every call. */
-	pthread_mutex_t live __attribute__((aligned(BP_CACHELINE)));
+	/* Read by every call: the server's liveness word (its liveness
+	 * thread's id; FUTEX_OWNER_DIED once the kernel saw it die; 0 once
+	 * closed) and the broken mark. */
+	_Atomic uint32_t live __attribute__((aligned(BP_CACHELINE)));
 	_Atomic uint32_t broken;    /* LIB_BROKEN | LIB_CLOSED */
 
 	/* The allocator: every change is one store under the lock, so a
 	 * process killed inside leaks a block at most. */
-	pthread_mutex_t alloc_lock __attribute__((aligned(BP_CACHELINE)));
+	_Atomic uint32_t alloc_lock __attribute__((aligned(BP_CACHELINE)));
 	uint64_t brk;               /* next free offset (from the arena's base) */
 	uint64_t free_head[LIB_NCLASS]; /* offsets, 0 = empty */
 	_Atomic uint64_t used;      /* high water: brk - heap_off */
 
-	pthread_mutex_t recover_lock __attribute__((aligned(BP_CACHELINE)));
+	_Atomic uint32_t recover_lock __attribute__((aligned(BP_CACHELINE)));
 	_Atomic uint64_t faults, owner_dead, leaked, recoveries, events, dropped;
 
 	/* Events: producers serialized by ev_lock; the server consumes. */
-	pthread_mutex_t ev_lock __attribute__((aligned(BP_CACHELINE)));
+	_Atomic uint32_t ev_lock __attribute__((aligned(BP_CACHELINE)));
 	_Atomic uint64_t ev_tail;
 	_Atomic uint64_t ev_head __attribute__((aligned(BP_CACHELINE)));
 	_Atomic uint32_t ev_armed;  /* the server asked for a wake-up */
@@ -85,6 +106,15 @@ struct lib_block {
 #define LIB_BLOCK_USED 0x55534544u
 #define LIB_BLOCK_FREE 0x46524545u
 
+/* This process's identity as a lock owner in one service arena (lib_lock.c). */
+struct lib_owner {
+	int afd;                    /* the arena's memfd (the arena's own descriptor) */
+	int fd;                     /* our own description of it, holding our id */
+	_Atomic uint32_t id;        /* id + 1: the lock word's value */
+	_Atomic unsigned gen;       /* the fork generation id belongs to */
+	pthread_mutex_t mu;
+};
+
 /* One mapping of a service arena in this process (lib_map.c). */
 struct lib_map {
 	struct lib_map *next;
@@ -93,7 +123,10 @@ struct lib_map {
 	bypass_arena *arena;
 	unsigned refs;
 	int guarded;                /* -1 not decided yet, 0, 1 */
+	struct lib_owner owner;
 };
+
+struct lib_live;
 
 /*
  * What a call needs, shared by a client's handle and the server's service
@@ -106,6 +139,7 @@ struct lib_core {
 	size_t size;
 	bypass_arena *arena;
 	struct lib_map *map;        /* this process's mapping of it */
+	struct lib_owner *owner;    /* &map->owner */
 	void *state;
 	const bypass_ipc_handler *ops;
 	uint32_t nops;
@@ -116,6 +150,20 @@ struct lib_core {
 	bool pkru_ok;               /* RDPKRU/WRPKRU usable (OSPKE) */
 	bool landing;               /* calls recover by the landing (lib_gate.c) */
 	bool server;
+	/* The control block's layout, copied once and checked (never read
+	 * from the arena again). */
+	uint64_t heap_off, heap_end;
+	struct bypass_ipc_event *ev; /* the slots, or NULL */
+	uint32_t ev_slots;
+	char name[64];
+	_Atomic uint64_t brk_seen;  /* the allocator's break, as last seen here */
+	uint64_t ev_head;           /* server: the next event to take */
+	struct lib_live *live;      /* server: the liveness thread */
+	/* Client: the server process, asked about now and then. */
+	pid_t srv_pid;
+	int srv_pidfd;
+	_Atomic uint64_t next_look; /* TSC of the next look */
+	_Atomic bool gone;          /* the server is gone (seen by a look) */
 };
 
 /* lib_gate.c: the protection key of library mode and the call gate. */
@@ -133,7 +181,7 @@ int bp_ipc_lib_run_recover(struct lib_core *lc);
 /* -EPIPE / -ENOTRECOVERABLE / 0, without a system call. */
 static inline int bp_ipc_lib_alive(const struct lib_core *lc)
 {
-	uint32_t w = __atomic_load_n((const uint32_t *)&lc->ctl->live, __ATOMIC_ACQUIRE);
+	uint32_t w = atomic_load_explicit(&lc->ctl->live, memory_order_acquire);
 	uint32_t b = atomic_load_explicit(&lc->ctl->broken, memory_order_acquire);
 	if (bp_unlikely(!(w & LIB_FUTEX_TID_MASK) || (w & LIB_FUTEX_OWNER_DIED) || b)) {
 		if (!(w & LIB_FUTEX_TID_MASK) || (w & LIB_FUTEX_OWNER_DIED) || (b & LIB_CLOSED))
@@ -150,14 +198,32 @@ int bp_ipc_lib_map_adopt(bypass_arena *a, int guarded, struct lib_map **out);
 void bp_ipc_lib_map_put(struct lib_map *m);
 int bp_ipc_lib_map_protect(struct lib_map *m, int gate, bool required, void *heap, size_t len);
 
+/* lib_lock.c: locks and the liveness word. */
+void bp_ipc_lib_owner_init(struct lib_owner *o, int afd);
+int bp_ipc_lib_owner_take(struct lib_owner *o);
+void bp_ipc_lib_owner_fini(struct lib_owner *o);
+void bp_ipc_lib_owner_forked(struct lib_owner *o);
+/* Take the lock word w: 0, 1 (taken from an owner that died, or from a
+ * word that named no owner), -ETIMEDOUT (still held after bound_ns), or
+ * -errno (no owner id here). */
+int bp_ipc_lib_lock(struct lib_owner *o, _Atomic uint32_t *w, int64_t bound_ns);
+void bp_ipc_lib_unlock(_Atomic uint32_t *w);
+int bp_ipc_lib_live_start(_Atomic uint32_t *word, struct lib_live **out);
+void bp_ipc_lib_live_stop(struct lib_live *lv);
+
 /* lib_env.c: what handlers use. */
 void bp_ipc_lib_env_init(struct lib_core *lc);
-int bp_ipc_lib_mutex_init(pthread_mutex_t *m);
-/* Lock a library mutex of the control page; EOWNERDEAD made consistent
- * (returns 1 then), else 0. */
-int bp_ipc_lib_mutex_take(pthread_mutex_t *m);
-/* The calling thread's held locks, released by the gate after a handler
- * that returned holding some or faulted; the count released. */
+/* A library lock of the control block, for a section of a few stores:
+ * 0 (a dead owner's is taken over silently: those sections leave it
+ * consistent), or -ENOLCK (not within the bound: the service is marked
+ * broken).  The lock is released by a fault's or an abandoned call's
+ * repair if the section does not get to bp_ipc_lib_ctl_unlock. */
+int bp_ipc_lib_ctl_lock(struct lib_core *lc, _Atomic uint32_t *w);
+void bp_ipc_lib_ctl_unlock(_Atomic uint32_t *w);
+/* The calling thread's held locks (env->lock's, and a control-block lock
+ * a section left held), released by the gate after a handler that
+ * returned holding some, faulted, or was left by siglongjmp; the count
+ * released. */
 unsigned bp_ipc_lib_release_held(void);
 void bp_ipc_lib_set_recovering(bool on);
 /* This thread's call met a lock whose owner died (cleared by the read). */
@@ -168,6 +234,9 @@ extern __thread unsigned bp_ipc_lib_nheld __attribute__((tls_model("initial-exec
 extern __thread bool bp_ipc_lib_odead __attribute__((tls_model("initial-exec")));
 int bp_ipc_lib_event_take(struct lib_core *lc, struct bypass_ipc_event *ev);
 int bp_ipc_lib_events_waiting(struct lib_core *lc);
+/* Copy the control block's layout from c (the server's own, or a client's
+ * checked copy of it) into lc. */
+void bp_ipc_lib_layout(struct lib_core *lc, const struct lib_ctl *c);
 
 /* lib_object.c: the service object. */
 /* Check fd (owner uid or root, not writable by group/others, a regular

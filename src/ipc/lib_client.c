@@ -129,7 +129,8 @@ static int open_library(struct bypass_ipc_lib *h, const char *name,
 		goto out;
 	int seals = fcntl(afd, F_GET_SEALS);
 	if (size != hello.size || seals < 0 || !(seals & F_SEAL_GROW) ||
-	    hello.ctl_off < 4096 || hello.ctl_off + sizeof(struct lib_ctl) > size) {
+	    hello.ctl_off < 4096 || (hello.ctl_off & (BP_CACHELINE - 1)) ||
+	    hello.ctl_off + sizeof(struct lib_ctl) > size) {
 		r = -EPROTO;
 		goto out;
 	}
@@ -152,21 +153,26 @@ static int open_library(struct bypass_ipc_lib *h, const char *name,
 		goto out;
 	}
 	lc->ctl = (struct lib_ctl *)(lc->base + hello.ctl_off);
-	if ((r = check_ctl(&hello, lc->ctl, size)))
+	lc->owner = &lc->map->owner;
+	/* One copy of the control block's layout, checked, then used: a peer
+	 * rewriting it meanwhile changes nothing here. */
+	struct lib_ctl snap = { 0 };
+	memcpy(&snap, (const void *)lc->ctl, offsetof(struct lib_ctl, live));
+	if ((r = check_ctl(&hello, &snap, size)))
 		goto out;
 	lc->pkru_ok = bp_ipc_lib_pkru_ok();
 	lc->landing = bp_ipc_lib_landing_ok();
 	bp_ipc_lib_env_init(lc);
 	if ((r = bp_ipc_lib_load(lc, objfd, allow_wrpkru)))
 		goto out;
-	if (lc->nops != lc->ctl->nops) {
+	if (lc->nops != snap.nops) {
 		r = -EPROTO;
 		goto out;
 	}
-	lc->state = lc->ctl->state_off ? (void *)(lc->base + lc->ctl->state_off) : NULL;
-	struct lib_ctl *c = lc->ctl;
+	bp_ipc_lib_layout(lc, &snap);
+	lc->state = snap.state_off ? (void *)(lc->base + snap.state_off) : NULL;
 	r = bp_ipc_lib_map_protect(lc->map, gate, o && o->protect == BYPASS_IPC_PROTECT_REQUIRED,
-				   (void *)(lc->base + c->heap_off), c->heap_end - c->heap_off);
+				   (void *)(lc->base + lc->heap_off), lc->heap_end - lc->heap_off);
 	if (r < 0)
 		goto out;
 	lc->guarded = r;

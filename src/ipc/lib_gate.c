@@ -55,8 +55,6 @@
 #define PKEY_DISABLE_WRITE 0x2
 #endif
 
-_Static_assert(__builtin_offsetof(pthread_mutex_t, __data.__lock) == 0,
-	       "the robust futex word is the mutex's first word");
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int lib_key = -EOPNOTSUPP;
@@ -352,7 +350,7 @@ static __attribute__((noinline, cold)) int after_fault(struct lib_core *lc,
 		__asm__ __volatile__(".byte 0x0f,0x01,0xef" : "+a"(v), "+d"(edx) : "c"(0) : "memory");
 	}
 	bp_warn("bypass: ipc: service %s: %s at %p in its %s: the service is broken",
-		lc->ctl->name, rp->sig == SIGBUS ? "SIGBUS" : "SIGSEGV", rp->addr,
+		lc->name, rp->sig == SIGBUS ? "SIGBUS" : "SIGSEGV", rp->addr,
 		what == RUN_OP ? "handler" : what == RUN_INIT ? "init hook" : "recover hook");
 	return -EFAULT;
 }
@@ -365,7 +363,7 @@ static __attribute__((noinline, cold)) void leaked(struct lib_core *lc)
 	atomic_fetch_or(&lc->ctl->broken, LIB_BROKEN); /* before the release */
 	unsigned n = bp_ipc_lib_release_held();
 	bp_warn("bypass: ipc: service %s: a handler returned holding %u lock(s): "
-		"the service is broken", lc->ctl->name, n);
+		"the service is broken", lc->name, n);
 }
 
 /* A handler returned with locks held or having met a dead owner's lock. */
@@ -437,7 +435,7 @@ void bp_ipc_lib_stats_fill(const struct lib_core *lc, struct bypass_ipc_lib_stat
 	st->events = atomic_load(&c->events);
 	st->events_dropped = atomic_load(&c->dropped);
 	st->arena_used = atomic_load(&c->used);
-	st->arena_size = c->heap_end - c->heap_off;
+	st->arena_size = lc->heap_end - lc->heap_off;
 	st->arena_base = (uint64_t)lc->base;
 }
 
@@ -472,7 +470,11 @@ static __attribute__((noinline, cold)) int refuse(const struct lib_core *lc, uin
 						  const void *req, size_t len, void *resp,
 						  size_t cap)
 {
-	int r = bp_ipc_lib_alive(lc);
+	int r;
+	if (!lc->server)
+		r = bp_ipc_lib_alive(lc);
+	else /* the server knows it lives: a peer's write to the word is no news */
+		r = atomic_load(&lc->ctl->broken) & LIB_BROKEN ? -ENOTRECOVERABLE : 0;
 	if (r)
 		return r;
 	if (op >= lc->nops || (len && !req) || (cap && !resp))
@@ -533,13 +535,15 @@ int bp_ipc_lib_invoke(struct lib_core *lc, uint32_t op, const void *req, size_t 
 int bp_ipc_lib_do_recover(struct lib_core *lc)
 {
 	struct lib_ctl *c = lc->ctl;
-	int r = bp_ipc_lib_alive(lc);
+	int r = lc->server ? (atomic_load(&c->broken) & LIB_BROKEN ? -ENOTRECOVERABLE : 0)
+			   : bp_ipc_lib_alive(lc);
 	if (r != -ENOTRECOVERABLE)
 		return r;
 	if (depth)
 		return -EDEADLK;
-	if (bp_ipc_lib_mutex_take(&c->recover_lock) < 0)
-		return -ENOLCK;
+	r = bp_ipc_lib_lock(lc->owner, &c->recover_lock, LIB_LOCK_BOUND_NS);
+	if (r < 0)
+		return -ENOLCK; /* another process's recovery stalls, or a stray write */
 	r = 0;
 	if (atomic_load(&c->broken) & LIB_BROKEN) {
 		if (!lc->desc->recover) {
@@ -549,12 +553,12 @@ int bp_ipc_lib_do_recover(struct lib_core *lc)
 			if (r == 0) {
 				atomic_fetch_and(&c->broken, ~LIB_BROKEN);
 				atomic_fetch_add(&c->recoveries, 1);
-				bp_info("bypass: ipc: service %s recovered", c->name);
+				bp_info("bypass: ipc: service %s recovered", lc->name);
 			} else if (r != -EFAULT) {
 				r = -ENOTRECOVERABLE;
 			}
 		}
 	}
-	pthread_mutex_unlock(&c->recover_lock);
+	bp_ipc_lib_unlock(&c->recover_lock);
 	return r;
 }

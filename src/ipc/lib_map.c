@@ -7,14 +7,41 @@
  * memfd's inode.  The mapping's protection (the key, or none) is chosen by
  * whoever mapped it first in this process; a later opener gets the same
  * (an opener that requires the gate is refused an unguarded mapping).
- * After fork() the child has its own copy of this list, as of its mapping.
+ * After fork() the child has its own copy of this list, as of its mapping;
+ * each mapping also holds this process's lock owner id in that arena
+ * (lib_lock.c), which the child gives up at once (the description that
+ * holds it is the parent's) and takes anew at its first lock.
  */
 #include "ipc/lib.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct lib_map *maps;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void before_fork(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+static void after_fork_parent(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+static void after_fork_child(void)
+{
+	for (struct lib_map *m = maps; m; m = m->next)
+		bp_ipc_lib_owner_forked(&m->owner);
+	pthread_mutex_unlock(&lock);
+}
+
+static void install_atfork(void)
+{
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
 
 static struct lib_map *find(dev_t dev, ino_t ino)
 {
@@ -34,6 +61,15 @@ static int add(bypass_arena *a, const struct stat *st, int guarded, struct lib_m
 	m->arena = a;
 	m->refs = 1;
 	m->guarded = guarded;
+	bp_ipc_lib_owner_init(&m->owner, bypass_arena_fd(a));
+	int r = bp_ipc_lib_owner_take(&m->owner);
+	if (r) {
+		bp_warn("bypass: ipc: no lock owner id in the service arena (%s): "
+			"library mode is not available", strerror(-r));
+		bp_ipc_lib_owner_fini(&m->owner);
+		free(m);
+		return -EOPNOTSUPP;
+	}
 	m->next = maps;
 	maps = m;
 	*out = m;
@@ -42,6 +78,7 @@ static int add(bypass_arena *a, const struct stat *st, int guarded, struct lib_m
 
 int bp_ipc_lib_map_open(int afd, struct lib_map **out)
 {
+	pthread_once(&atfork_once, install_atfork);
 	struct stat st;
 	if (fstat(afd, &st) < 0)
 		return -errno;
@@ -63,6 +100,7 @@ int bp_ipc_lib_map_open(int afd, struct lib_map **out)
 
 int bp_ipc_lib_map_adopt(bypass_arena *a, int guarded, struct lib_map **out)
 {
+	pthread_once(&atfork_once, install_atfork);
 	struct stat st;
 	if (fstat(bypass_arena_fd(a), &st) < 0)
 		return -errno;
@@ -83,6 +121,7 @@ void bp_ipc_lib_map_put(struct lib_map *m)
 				*pp = m->next;
 				break;
 			}
+		bp_ipc_lib_owner_fini(&m->owner);
 		bypass_arena_close(m->arena);
 		free(m);
 	}

@@ -81,8 +81,8 @@ static uint64_t round_up(uint64_t v, uint64_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
-/* Create the arena and lay out the control block; the calling thread takes
- * the liveness lock. */
+/* Create the arena, lay out the control block and start the liveness
+ * thread. */
 static int make_arena(struct bypass_ipc_lib_service *s, const struct bypass_ipc_lib_opts *o,
 		      const struct stat *st)
 {
@@ -122,41 +122,29 @@ static int make_arena(struct bypass_ipc_lib_service *s, const struct bypass_ipc_
 	c->ev_off = (uintptr_t)cp - lc->base + ev_at;
 	c->ev_slots = slots;
 	snprintf(c->name, sizeof(c->name), "%s", d->name ? d->name : "(unnamed)");
-	pthread_mutex_t *ms[] = { &c->live, &c->alloc_lock, &c->recover_lock, &c->ev_lock };
-	for (size_t i = 0; i < BP_ARRAY_SIZE(ms); i++)
-		if ((r = bp_ipc_lib_mutex_init(ms[i])))
-			return r;
-	if ((r = -pthread_mutex_lock(&c->live)))
+	bp_ipc_lib_layout(lc, c);
+	/* The locks are words, zero (free) in a new arena; the liveness
+	 * word is the liveness thread's. */
+	if ((r = bp_ipc_lib_live_start(&c->live, &lc->live)))
 		return r;
 	atomic_store_explicit((_Atomic uint64_t *)&c->magic, LIB_MAGIC, memory_order_release);
 	return 0;
 }
 
-static void release_live(struct bypass_ipc_lib_service *s, bool *may_unmap)
+/* Closed: every call answers -EPIPE from now on. */
+static void release_live(struct bypass_ipc_lib_service *s)
 {
 	struct lib_ctl *c = s->lc.ctl;
-	*may_unmap = true;
-	if (!c)
-		return;
+	if (!c || s->creator != bp_pid())
+		return; /* a forked child: the parent's thread keeps the word */
 	atomic_fetch_or(&c->broken, LIB_CLOSED);
-	uint32_t w = __atomic_load_n((uint32_t *)&c->live, __ATOMIC_ACQUIRE);
-	if (s->creator != bp_pid())
-		return; /* a forked child: the parent holds it */
-	if ((w & LIB_FUTEX_TID_MASK) == (uint32_t)bp_tid()) {
-		pthread_mutex_unlock(&c->live);
-	} else if ((w & LIB_FUTEX_TID_MASK) && !(w & LIB_FUTEX_OWNER_DIED)) {
-		/* Another thread of ours holds it: its robust list links
-		 * through the arena, which must then stay mapped. */
-		*may_unmap = false;
-		bp_warn("bypass: ipc: service %s closed from a thread that did not "
-			"listen: its arena stays mapped", c->name);
-	}
+	bp_ipc_lib_live_stop(s->lc.live);
+	s->lc.live = NULL;
 }
 
 static void service_free(struct bypass_ipc_lib_service *s)
 {
-	bool unmap = true;
-	release_live(s, &unmap);
+	release_live(s);
 	if (s->msg)
 		bypass_ipc_service_close(s->msg);
 	if (s->lsock >= 0)
@@ -169,13 +157,11 @@ static void service_free(struct bypass_ipc_lib_service *s)
 		close(s->lc.evfd);
 	if (s->objfd >= 0)
 		close(s->objfd);
-	if (unmap) {
-		bp_ipc_lib_unload(&s->lc);
-		if (s->lc.map)
-			bp_ipc_lib_map_put(s->lc.map);
-		else if (s->lc.arena)
-			bypass_arena_close(s->lc.arena);
-	}
+	bp_ipc_lib_unload(&s->lc);
+	if (s->lc.map)
+		bp_ipc_lib_map_put(s->lc.map);
+	else if (s->lc.arena)
+		bypass_arena_close(s->lc.arena);
 	free(s->allow);
 	free(s);
 }
@@ -251,14 +237,15 @@ int bypass_ipc_lib_listen(const char *name, const char *path, const struct bypas
 	if ((r = bp_ipc_lib_load(lc, s->objfd, allow_wrpkru)) || (r = make_arena(s, o, &st)))
 		goto fail;
 	struct lib_ctl *c = lc->ctl;
-	if (gate && (r = bp_ipc_lib_guard((void *)(lc->base + c->heap_off),
-					  c->heap_end - c->heap_off)))
+	if (gate && (r = bp_ipc_lib_guard((void *)(lc->base + lc->heap_off),
+					  lc->heap_end - lc->heap_off)))
 		goto fail;
 	lc->guarded = gate;
 	if (gate && (s->flags & BYPASS_IPC_LIB_NOREAD))
 		bp_ipc_lib_noread();
 	if ((r = bp_ipc_lib_map_adopt(lc->arena, gate, &lc->map)))
 		goto fail;
+	lc->owner = &lc->map->owner;
 	lc->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (lc->evfd < 0) {
 		r = -errno;
@@ -268,9 +255,9 @@ int bypass_ipc_lib_listen(const char *name, const char *path, const struct bypas
 		goto fail;
 	if (lc->state) {
 		uintptr_t p = (uintptr_t)lc->state;
-		if (p < lc->base + c->heap_off || p >= lc->base + c->heap_end) {
+		if (p < lc->base + lc->heap_off || p >= lc->base + lc->heap_end) {
 			bp_warn("bypass: ipc: service %s: init set a state outside the arena",
-				c->name);
+				lc->name);
 			r = -EINVAL;
 			goto fail;
 		}
@@ -424,8 +411,10 @@ int bypass_ipc_lib_arm(bypass_ipc_lib_service *s)
 		return -EBADF;
 	struct lib_ctl *c = s->lc.ctl;
 	uint64_t v;
-	while (read(s->lc.evfd, &v, sizeof(v)) > 0)
-		;
+	/* One read takes the whole count (clients hold the eventfd too: a
+	 * loop could be kept reading for ever). */
+	if (read(s->lc.evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
 	atomic_store_explicit(&c->ev_armed, 1, memory_order_seq_cst);
 	if (bp_ipc_lib_events_waiting(&s->lc)) {
 		atomic_store(&c->ev_armed, 0);

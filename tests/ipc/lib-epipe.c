@@ -4,8 +4,8 @@
  * the next call of a client returns -EPIPE, in library mode without a
  * system call (a child proves it under a seccomp filter that kills it at
  * its first system call but exit), in message mode through the ring.  A
- * service closed from the thread that listened releases the liveness lock;
- * one closed from another thread says so and keeps its arena mapped.
+ * service closed from the thread that listened, or from another, clears
+ * the liveness word.
  */
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -124,7 +124,7 @@ int main(void)
 	close(q[0]);
 
 	/* 3. closed from a thread that did not listen: clients see -EPIPE
-	 * all the same (the arena stays mapped in the server) */
+	 * all the same */
 	test_svc_name(name, sizeof(name), "libepipe3");
 	CHECK_ERR(bypass_ipc_lib_listen(name, so, NULL, &svc), 0);
 	pthread_t t;
