@@ -9,8 +9,14 @@
 # 1.77 or later: Debian's cargo-web/rustc-web/rust-web-clippy (Debian 12
 # ships Rust 1.85, 1.96 with its security updates; its plain `cargo` is
 # 1.65, too old), or rustup's stable toolchain where apt cannot install
-# them.  bindgen needs libclang at build time: Debian's clang (installed
-# by tools/deps.sh for `make clang`) brings libclang1.
+# them.
+#
+# The crates need no libclang: bypass-sys ships its bindings.  Where
+# libclang is found (Debian's clang, installed by tools/deps.sh for `make
+# clang`), the shipped files are compared with what bindgen makes of the
+# headers now (bypass-sys-gen --check: stale bindings fail CI); then
+# `cargo package` of both crates, and no-clang.sh builds them again with
+# every libclang hidden (issue 36).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
@@ -49,6 +55,12 @@ rust_ok || { echo "rust: no usable toolchain" >&2; exit 1; }
 echo "rust: $(cargo --version), $(rustc --version)"
 [ -e "$BYPASS_BUILD/libbypass.so" ] || { echo "rust: $BYPASS_BUILD/libbypass.so missing: build the C library first" >&2; exit 1; }
 
+have_libclang() {
+	[ -n "${LIBCLANG_PATH:-}" ] && return 0
+	compgen -G '/usr/lib/llvm-*/lib/libclang*.so*' >/dev/null ||
+		compgen -G '/usr/lib/*/libclang*.so*' >/dev/null
+}
+
 step "build (all targets)"
 cargo build --locked --workspace --all-targets
 step "tests"
@@ -57,6 +69,30 @@ step "clippy, warnings denied"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 step "rustdoc, warnings denied"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps
+step "shipped bindings against the headers (bypass-sys-gen --check)"
+if have_libclang; then
+	cargo run --locked -q -p bypass-sys-gen -- --check
+else
+	echo "rust: no libclang here: the shipped bindings are checked by bypass-sys's tests only"
+fi
+step "cargo package (bypass-sys, bypass)"
+# The packaged crates build from their tarballs against this tree's
+# headers and library.  cargo 1.90 and later package both together (bypass
+# is verified against the bypass-sys just packaged); an older cargo
+# cannot verify bypass before bypass-sys is on crates.io.
+export BYPASS_INCLUDE_DIR=${BYPASS_INCLUDE_DIR:-$here/../include} BYPASS_LIB_DIR=${BYPASS_LIB_DIR:-$BYPASS_BUILD}
+cv=$(cargo --version | awk '{print $2}')
+if [ "$(printf '%s\n1.90.0\n' "${cv%%-*}" | sort -V | head -1)" = 1.90.0 ]; then
+	cargo package --locked --allow-dirty -p bypass-sys -p bypass
+else
+	cargo package --locked --allow-dirty -p bypass-sys
+	echo "rust: cargo $cv verifies bypass only once bypass-sys is published: packaged unverified"
+	cargo package --locked --allow-dirty --no-verify -p bypass
+fi
+unset BYPASS_INCLUDE_DIR BYPASS_LIB_DIR
+step "build with no clang and no libclang (no-clang.sh)"
+cargo build --locked -q -p bypass-sys-gen
+"$here/no-clang.sh"
 step "ping-pong benchmark, smoke size"
 lib=()
 [ -e "$BYPASS_BUILD/examples/ipc-kv.so" ] && lib=(--lib "$BYPASS_BUILD/examples/ipc-kv.so")
