@@ -32,7 +32,6 @@
 #define MIN_RING 4096ull
 #define MAX_RING (1ull << 30)
 #define HANDSHAKE_NS 5000000000ll
-#define NAME_MAX_LEN 100
 /* The server picks where the client maps its arena: never in the low 4 GiB
  * (the NULL page, a program's image and heap), where the client's own stray
  * accesses would reach memory the server writes.  Core puts arenas far
@@ -83,41 +82,6 @@ static int check_opts(const struct bypass_ipc_opts *o, bool service)
 			return k;
 	}
 	return 0;
-}
-
-/*
- * Fill a sockaddr for name; returns its length or -EINVAL.  lib: the
- * library-mode socket beside it (lib.h): "bypass-lib:" + name in the
- * abstract namespace, or the path with ".lib" appended.
- */
-int bp_ipc_make_addr(const char *name, bool lib, struct sockaddr_un *sa, bool *is_path)
-{
-	if (!name || !*name)
-		return -EINVAL;
-	size_t n = strlen(name);
-	if (n > NAME_MAX_LEN)
-		return -EINVAL;
-	memset(sa, 0, sizeof(*sa));
-	sa->sun_family = AF_UNIX;
-	if (name[0] == '/' || name[0] == '.') {
-		memcpy(sa->sun_path, name, n);
-		if (lib) {
-			memcpy(sa->sun_path + n, ".lib", 4);
-			n += 4;
-		}
-		*is_path = true;
-		return (int)(offsetof(struct sockaddr_un, sun_path) + n + 1);
-	}
-	/* Both prefixes are 11 bytes: the same names fit either socket. */
-	const char *pfx = lib ? "bypass-lib:" : "bypass-ipc:";
-	size_t pl = strlen(pfx);
-	/* A NUL, the prefix and the name must fit in sun_path: 96 bytes. */
-	if (n > sizeof(sa->sun_path) - pl - 1)
-		return -EINVAL;
-	memcpy(sa->sun_path + 1, pfx, pl);
-	memcpy(sa->sun_path + 1 + pl, name, n);
-	*is_path = false;
-	return (int)(offsetof(struct sockaddr_un, sun_path) + 1 + pl + n);
 }
 
 bool bp_ipc_uid_allowed(uid_t uid, unsigned flags, const uid_t *allow, unsigned n)
@@ -182,8 +146,9 @@ int bypass_ipc_listen(const char *name, const struct bypass_ipc_opts *o,
 		r = -errno;
 		goto fail;
 	}
-	if (bind(s->fd, (struct sockaddr *)&sa, (socklen_t)alen) < 0 ||
-	    listen(s->fd, 128) < 0) {
+	if ((r = bp_ipc_bind(s->fd, &sa, alen, is_path)))
+		goto fail;
+	if (listen(s->fd, 128) < 0) {
 		r = -errno;
 		goto fail;
 	}

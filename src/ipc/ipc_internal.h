@@ -159,10 +159,14 @@ struct bypass_ipc_service {
 	struct bp_ipc_quota *quota;
 };
 
-/* conn.c */
+/* names.c */
 struct sockaddr_un;
-int bp_ipc_wait_fd(int fd, short events, uint64_t deadline); /* 0, -ETIMEDOUT, -errno */
 int bp_ipc_make_addr(const char *name, bool lib, struct sockaddr_un *sa, bool *is_path);
+/* bind fd to sa; a path left by a server that is gone is removed first. */
+int bp_ipc_bind(int fd, const struct sockaddr_un *sa, int alen, bool is_path);
+
+/* conn.c */
+int bp_ipc_wait_fd(int fd, short events, uint64_t deadline); /* 0, -ETIMEDOUT, -errno */
 bool bp_ipc_uid_allowed(uid_t uid, unsigned flags, const uid_t *allow, unsigned n);
 int bp_ipc_memfd_ok(int afd, uint64_t *size);
 int bp_ipc_peer_check(bypass_ipc_conn *c);       /* 0 alive, -ECONNRESET gone */

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -28,10 +29,29 @@ struct bypass_ipc_lib {
 
 /* ----------------------------------------------------------- handshake */
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+/* The server process, to look at now and then: a pidfd from the socket
+ * (Linux 6.5), else one opened by pid, else none (kill(pid, 0) then). */
+static void server_pidfd(int sock, pid_t pid, struct lib_core *lc)
+{
+	int fd = -1;
+	socklen_t l = sizeof(fd);
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &l) < 0 || fd < 0)
+		fd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	if (fd >= 0)
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+	lc->srv_pid = pid;
+	lc->srv_pidfd = fd;
+}
+
 /* Connect to the library-mode socket and take the hello and its three
- * descriptors (arena, object, eventfd); *srv gets the server's uid. */
+ * descriptors (arena, object, eventfd); *srv gets the server's uid, lc
+ * the server process. */
 static int handshake(const char *name, const struct bypass_ipc_lib_opts *o, struct lib_hello *h,
-		     int fds[3], uid_t *srv)
+		     int fds[3], uid_t *srv, struct lib_core *lc)
 {
 	struct sockaddr_un sa;
 	bool is_path;
@@ -74,6 +94,8 @@ static int handshake(const char *name, const struct bypass_ipc_lib_opts *o, stru
 		socklen_t l = sizeof(uc);
 		r = getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0 ? -errno : 0;
 		*srv = uc.uid;
+		if (!r)
+			server_pidfd(sock, uc.pid, lc);
 		if (!r && !bp_ipc_uid_allowed(uc.uid, o ? o->flags : 0, o ? o->allow_uids : NULL,
 					      o ? o->nallow : 0)) {
 			bp_info("bypass: ipc: server uid %u is not allowed", (unsigned)uc.uid);
@@ -92,8 +114,7 @@ out:
 static int check_ctl(const struct lib_hello *h, const struct lib_ctl *c, uint64_t size)
 {
 	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
-	if (c->magic != LIB_MAGIC || c->version != LIB_VERSION || c->nops != h->nops ||
-	    c->dev != h->dev || c->ino != h->ino)
+	if (c->magic != LIB_MAGIC || c->version != LIB_VERSION || c->nops != h->nops)
 		return -EPROTO;
 	if ((c->heap_off & (ps - 1)) || c->heap_off < h->ctl_off + sizeof(*c) ||
 	    c->heap_end > size || c->heap_end < c->heap_off)
@@ -117,7 +138,7 @@ static int open_library(struct bypass_ipc_lib *h, const char *name,
 	struct lib_hello hello;
 	int fds[3] = { -1, -1, -1 };
 	uid_t srv = 0;
-	int r = handshake(name, o, &hello, fds, &srv);
+	int r = handshake(name, o, &hello, fds, &srv, lc);
 	if (r)
 		return r;
 	int afd = fds[0], objfd = fds[1];
@@ -212,6 +233,8 @@ static void lib_free(struct bypass_ipc_lib *h)
 	bp_ipc_lib_map_put(lc->map);
 	if (lc->evfd >= 0)
 		close(lc->evfd);
+	if (lc->srv_pidfd >= 0)
+		close(lc->srv_pidfd);
 	if (h->conn) {
 		bypass_ipc_close(h->conn);
 		pthread_mutex_destroy(&h->conn_lock);
@@ -219,11 +242,13 @@ static void lib_free(struct bypass_ipc_lib *h)
 	free(h);
 }
 
-/* Library mode could not be had here (as opposed to: no such service). */
+/* Library mode could not be had here (as opposed to: no such service);
+ * -EPROTO: what the server handed over, or the control block, does not
+ * check out (a stray write there must not keep message mode away). */
 static bool library_refused(int r)
 {
 	return r == -EEXIST || r == -EACCES || r == -EPERM || r == -ENOEXEC ||
-	       r == -EOPNOTSUPP || r == -ESTALE;
+	       r == -EOPNOTSUPP || r == -ESTALE || r == -EPROTO;
 }
 
 int bypass_ipc_lib_open(const char *name, const struct bypass_ipc_lib_opts *o,
@@ -237,7 +262,7 @@ int bypass_ipc_lib_open(const char *name, const struct bypass_ipc_lib_opts *o,
 	struct bypass_ipc_lib *h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
-	h->lc.evfd = -1;
+	h->lc.evfd = h->lc.srv_pidfd = -1;
 	unsigned fl = o ? o->flags : 0;
 	if (fl & BYPASS_IPC_LIB_MESSAGE) {
 		r = open_message(h, name, o);
@@ -249,7 +274,7 @@ int bypass_ipc_lib_open(const char *name, const struct bypass_ipc_lib_opts *o,
 			lib_free(h);
 			if (!(h = calloc(1, sizeof(*h))))
 				return -ENOMEM;
-			h->lc.evfd = -1;
+			h->lc.evfd = h->lc.srv_pidfd = -1;
 			r = open_message(h, name, o);
 		}
 	}

@@ -40,8 +40,11 @@
  *    when a thread dies are kept outside the guarded heap: see lib.h).
  */
 #include "ipc/lib.h"
+#include "core/syscall.h"
 
 #include <cpuid.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -151,6 +154,8 @@ static inline uint32_t rdpkru(void)
 /* Per thread: inside a call; the PKRU the exit of the gate writes (the
  * thread's own at entry, our key closed). */
 static __thread unsigned depth __attribute__((tls_model("initial-exec")));
+/* Calls this thread made: every 1024th looks at the server (look()). */
+static __thread unsigned ncalls __attribute__((tls_model("initial-exec")));
 static __thread uint32_t pkru_out __attribute__((tls_model("initial-exec")));
 
 /* Close our key in this thread (outside a call), keeping the others. */
@@ -466,18 +471,67 @@ static __attribute__((noinline)) int run_jmp(struct lib_core *lc, uint32_t op, c
 
 /* Why a call may not run, in the order of the checks: -EPIPE or
  * -ENOTRECOVERABLE, -EINVAL, -EDEADLK (a call from inside a handler). */
-static __attribute__((noinline, cold)) int refuse(const struct lib_core *lc, uint32_t op,
+/*
+ * A client's look at the server process, at most once a millisecond of
+ * calls: its liveness word is in memory every client can write, so a word
+ * that a peer rewrote could hide the server's death for ever.  The kernel
+ * says (a poll of the server's pidfd, without waiting); once gone, every
+ * call answers -EPIPE.
+ */
+static bool server_alive(const struct lib_core *lc)
+{
+	if (lc->srv_pidfd >= 0) {
+		/* A pidfd polls readable once the process has exited; a poll
+		 * that a signal interrupted says nothing. */
+		struct pollfd p = { .fd = lc->srv_pidfd, .events = POLLIN };
+		int r;
+		do
+			r = bp_sys_poll(&p, 1, 0);
+		while (r < 0 && errno == EINTR);
+		return !(r > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)));
+	}
+	return kill(lc->srv_pid, 0) == 0 || errno != ESRCH;
+}
+
+static __attribute__((noinline, cold)) int look(struct lib_core *lc)
+{
+	if (atomic_load_explicit(&lc->gone, memory_order_relaxed))
+		return -EPIPE;
+	if (lc->srv_pid <= 0 && lc->srv_pidfd < 0)
+		return 0;
+	uint64_t now = bypass_rdtscp(NULL);
+	if (now < atomic_load_explicit(&lc->next_look, memory_order_relaxed))
+		return 0;
+	atomic_store_explicit(&lc->next_look, now + bp_ns_to_cycles(1000000),
+			      memory_order_relaxed);
+	if (server_alive(lc))
+		return 0;
+	atomic_store(&lc->gone, true);
+	/* Every later call then leaves the fast path (op >= nops) for
+	 * refuse(), which says -EPIPE: no test more on the fast path. */
+	__atomic_store_n(&lc->nops, 0, __ATOMIC_RELAXED);
+	bp_info("bypass: ipc: service %s: the server process is gone", lc->name);
+	return -EPIPE;
+}
+
+/* Why a call may not run, in the order of the checks: -EPIPE or
+ * -ENOTRECOVERABLE, -EINVAL, -EDEADLK (a call from inside a handler). */
+static __attribute__((noinline, cold)) int refuse(struct lib_core *lc, uint32_t op,
 						  const void *req, size_t len, void *resp,
 						  size_t cap)
 {
 	int r;
-	if (!lc->server)
+	if (!lc->server) {
 		r = bp_ipc_lib_alive(lc);
-	else /* the server knows it lives: a peer's write to the word is no news */
+		if (!r && (!(ncalls & 1023) ||
+			   atomic_load_explicit(&lc->gone, memory_order_relaxed)))
+			r = look(lc);
+	} else { /* the server knows it lives: a peer's write to the word is no news */
 		r = atomic_load(&lc->ctl->broken) & LIB_BROKEN ? -ENOTRECOVERABLE : 0;
+	}
 	if (r)
 		return r;
-	if (op >= lc->nops || (len && !req) || (cap && !resp))
+	if (op >= __atomic_load_n(&lc->nops, __ATOMIC_RELAXED) || (len && !req) || (cap && !resp))
 		return -EINVAL;
 	return depth ? -EDEADLK : 0;
 }
@@ -499,8 +553,9 @@ int bp_ipc_lib_invoke(struct lib_core *lc, uint32_t op, const void *req, size_t 
 	/* Never-taken branches: each a fused compare-and-jump.  A NULL req
 	 * or resp is legal with a zero length: refuse() tells. */
 	if (bp_unlikely(!(w & LIB_FUTEX_TID_MASK)) || bp_unlikely((w & LIB_FUTEX_OWNER_DIED) | b) ||
-	    bp_unlikely(op >= lc->nops) || bp_unlikely(!req) || bp_unlikely(!resp) ||
-	    bp_unlikely(depth)) {
+	    bp_unlikely(op >= __atomic_load_n(&lc->nops, __ATOMIC_RELAXED)) ||
+	    bp_unlikely(!req) || bp_unlikely(!resp) || bp_unlikely(depth) ||
+	    bp_unlikely(!(++ncalls & 1023))) {
 		int e = refuse(lc, op, req, len, resp, cap);
 		if (e)
 			return e;

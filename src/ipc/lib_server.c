@@ -30,6 +30,7 @@ struct bypass_ipc_lib_service {
 	char lpath[108];            /* its file-system path, or "" */
 	int epfd;
 	int objfd;
+	uint64_t obj_dev, obj_ino;  /* objfd's (the hello's, never the arena's copy) */
 	unsigned flags;
 	uid_t *allow;
 	unsigned nallow;
@@ -176,8 +177,10 @@ static int listen_lib(struct bypass_ipc_lib_service *s, const char *name)
 	s->lsock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s->lsock < 0)
 		return -errno;
-	if (bind(s->lsock, (struct sockaddr *)&sa, (socklen_t)alen) < 0 ||
-	    listen(s->lsock, 128) < 0)
+	int r = bp_ipc_bind(s->lsock, &sa, alen, is_path);
+	if (r)
+		return r;
+	if (listen(s->lsock, 128) < 0)
 		return -errno;
 	if (is_path)
 		snprintf(s->lpath, sizeof(s->lpath), "%s", sa.sun_path);
@@ -229,6 +232,8 @@ int bypass_ipc_lib_listen(const char *name, const char *path, const struct bypas
 		r = -errno;
 		goto fail;
 	}
+	s->obj_dev = (uint64_t)st.st_dev;
+	s->obj_ino = (uint64_t)st.st_ino;
 	struct lib_core *lc = &s->lc;
 	lc->server = true;
 	lc->pkru_ok = bp_ipc_lib_pkru_ok();
@@ -317,8 +322,8 @@ static int admit(struct bypass_ipc_lib_service *s, int fd)
 	h.base = lc->base;
 	h.size = lc->size;
 	h.ctl_off = (uintptr_t)lc->ctl - lc->base;
-	h.dev = lc->ctl->dev;
-	h.ino = lc->ctl->ino;
+	h.dev = s->obj_dev;
+	h.ino = s->obj_ino;
 	h.nops = lc->nops;
 	int fds[3] = { bypass_arena_fd(lc->arena), s->objfd, lc->evfd };
 	r = bypass_send_fds(fd, fds, 3, &h, sizeof(h));

@@ -28,20 +28,6 @@
 
 #define CALL_NS (5 * BYPASS_SEC)
 
-static struct lib_ctl *find_ctl(bypass_ipc_lib *l)
-{
-	struct bypass_ipc_lib_stats st;
-	CHECK_ERR(bypass_ipc_lib_stats(l, &st), 0);
-	CHECK_EQ(st.mode, BYPASS_IPC_LIB_MODE_LIBRARY);
-	long ps = sysconf(_SC_PAGESIZE);
-	for (int k = 1; k < 16; k++) {
-		struct lib_ctl *c = (struct lib_ctl *)(uintptr_t)(st.arena_base + (uint64_t)k * ps);
-		if (c->magic == LIB_MAGIC)
-			return c;
-	}
-	TEST_FAIL("no control block in the arena");
-}
-
 static bypass_ipc_lib *open_msg(const char *name)
 {
 	struct bypass_ipc_lib_opts o = { .flags = BYPASS_IPC_LIB_MESSAGE,
@@ -97,7 +83,7 @@ static void events(void)
 	pid_t srv = start("testsvc.so", "tests/ipc", name, sizeof(name), "ctl-ev", p[1]);
 	close(p[1]);
 	bypass_ipc_lib *l = test_lib_open(name, NULL);
-	struct lib_ctl *c = find_ctl(l);
+	struct lib_ctl *c = test_lib_ctl(l);
 	*(volatile uint64_t *)&c->ev_off = 1ull << 46;
 	*(volatile uint32_t *)&c->ev_slots = 0x40000000u;
 	uint64_t h = atomic_load(&c->ev_head);
@@ -150,7 +136,7 @@ static void allocator(void)
 	char name[64];
 	pid_t srv = start("ipc-kv.so", "examples", name, sizeof(name), "ctl-alloc", -1);
 	bypass_ipc_lib *l = test_lib_open(name, NULL);
-	struct lib_ctl *c = find_ctl(l);
+	struct lib_ctl *c = test_lib_ctl(l);
 	struct bypass_ipc_lib_stats st;
 	CHECK_ERR(bypass_ipc_lib_stats(l, &st), 0);
 	CHECK_ERR(kv_set(l, "a", "1"), 0);
@@ -212,60 +198,67 @@ static void allocator(void)
 
 /* -------------------------------------------------------------- locks */
 
+/* A testsvc server, a library-mode and a message-mode client of it. */
+struct fx {
+	char name[64];
+	pid_t srv;
+	bypass_ipc_lib *l, *m;
+	struct lib_ctl *c;
+};
+
+static void fx_start(struct fx *f, const char *tag)
+{
+	f->srv = start("testsvc.so", "tests/ipc", f->name, sizeof(f->name), tag, -1);
+	f->l = test_lib_open(f->name, NULL);
+	f->m = open_msg(f->name);
+	f->c = test_lib_ctl(f->l);
+}
+
+static void fx_stop(struct fx *f, const char *what)
+{
+	server_ok(f->srv, f->name, what);
+	bypass_ipc_lib_close(f->m);
+	bypass_ipc_lib_close(f->l);
+	test_lib_stop(f->srv);
+}
+
 /* A post whose data faults: the call's fault, nothing left held. */
 static void fault_held(void)
 {
-	char name[64];
-	pid_t srv = start("testsvc.so", "tests/ipc", name, sizeof(name), "ctl-lock", -1);
-	bypass_ipc_lib *l = test_lib_open(name, NULL);
-	bypass_ipc_lib *m = open_msg(name);
-	CHECK_ERR(bypass_ipc_lib_call(l, TS_POST, (const void *)16, 8, NULL, 0), -EFAULT);
-	heal(l);
-	CHECK_ERR(bypass_ipc_lib_call(m, TS_POST, "after", 5, NULL, 0), 0);
-	CHECK_ERR(bypass_ipc_lib_call(l, TS_POST, "after", 5, NULL, 0), 0);
-	server_ok(srv, name, "a fault holding a lock");
-	bypass_ipc_lib_close(m);
-	bypass_ipc_lib_close(l);
-	test_lib_stop(srv);
+	struct fx f;
+	fx_start(&f, "ctl-lock");
+	CHECK_ERR(bypass_ipc_lib_call(f.l, TS_POST, (const void *)16, 8, NULL, 0), -EFAULT);
+	heal(f.l);
+	CHECK_ERR(bypass_ipc_lib_call(f.m, TS_POST, "after", 5, NULL, 0), 0);
+	CHECK_ERR(bypass_ipc_lib_call(f.l, TS_POST, "after", 5, NULL, 0), 0);
+	fx_stop(&f, "a fault holding a lock");
 }
 
 /* A dead thread's id in the event queue's and the recovery's locks. */
 static void dead_ids(void)
 {
-	char name[64];
-	pid_t srv = start("testsvc.so", "tests/ipc", name, sizeof(name), "ctl-dead", -1);
-	bypass_ipc_lib *l = test_lib_open(name, NULL);
-	bypass_ipc_lib *m = open_msg(name);
-	struct lib_ctl *c = find_ctl(l);
-	atomic_store((_Atomic uint32_t *)(void *)&c->ev_lock, 0x3ff02u);
-	CHECK_ERR(bypass_ipc_lib_call(m, TS_POST, "dead", 4, NULL, 0), 0);
-	atomic_store((_Atomic uint32_t *)(void *)&c->ev_lock, 0x3ff03u);
-	CHECK_ERR(bypass_ipc_lib_call(l, TS_POST, "dead", 4, NULL, 0), 0);
+	struct fx f;
+	fx_start(&f, "ctl-dead");
+	atomic_store((_Atomic uint32_t *)(void *)&f.c->ev_lock, 0x3ff02u);
+	CHECK_ERR(bypass_ipc_lib_call(f.m, TS_POST, "dead", 4, NULL, 0), 0);
+	atomic_store((_Atomic uint32_t *)(void *)&f.c->ev_lock, 0x3ff03u);
+	CHECK_ERR(bypass_ipc_lib_call(f.l, TS_POST, "dead", 4, NULL, 0), 0);
 	unsigned char one = 1;
-	CHECK_ERR(bypass_ipc_lib_call(l, TS_FAULT, &one, 1, NULL, 0), -EFAULT);
-	atomic_store((_Atomic uint32_t *)(void *)&c->recover_lock, 0x3ff04u);
-	CHECK_ERR(bypass_ipc_lib_recover(l), 0);
-	CHECK_EQ(test_lib_add(l, 1), 1);
-	server_ok(srv, name, "dead ids in locks");
-	bypass_ipc_lib_close(m);
-	bypass_ipc_lib_close(l);
-	test_lib_stop(srv);
+	CHECK_ERR(bypass_ipc_lib_call(f.l, TS_FAULT, &one, 1, NULL, 0), -EFAULT);
+	atomic_store((_Atomic uint32_t *)(void *)&f.c->recover_lock, 0x3ff04u);
+	CHECK_ERR(bypass_ipc_lib_recover(f.l), 0);
+	CHECK_EQ(test_lib_add(f.l, 1), 1);
+	fx_stop(&f, "dead ids in locks");
 }
 
 /* Garbage where glibc's mutex kept its type (16 bytes in). */
 static void lock_type(void)
 {
-	char name[64];
-	pid_t srv = start("testsvc.so", "tests/ipc", name, sizeof(name), "ctl-type", -1);
-	bypass_ipc_lib *l = test_lib_open(name, NULL);
-	bypass_ipc_lib *m = open_msg(name);
-	struct lib_ctl *c = find_ctl(l);
-	*(volatile uint32_t *)((char *)(void *)&c->ev_lock + 16) = 0x5a5a5a5a;
-	CHECK_ERR(bypass_ipc_lib_call(m, TS_POST, "type", 4, NULL, 0), 0);
-	server_ok(srv, name, "a lock's type");
-	bypass_ipc_lib_close(m);
-	bypass_ipc_lib_close(l);
-	test_lib_stop(srv);
+	struct fx f;
+	fx_start(&f, "ctl-type");
+	*(volatile uint32_t *)((char *)(void *)&f.c->ev_lock + 16) = 0x5a5a5a5a;
+	CHECK_ERR(bypass_ipc_lib_call(f.m, TS_POST, "type", 4, NULL, 0), 0);
+	fx_stop(&f, "a lock's type");
 }
 
 /* ---------------------------------------------------------- liveness */
@@ -277,7 +270,7 @@ static void no_server_addresses(void)
 	char name[64];
 	pid_t srv = start("testsvc.so", "tests/ipc", name, sizeof(name), "ctl-addr", -1);
 	bypass_ipc_lib *l = test_lib_open(name, NULL);
-	struct lib_ctl *c = find_ctl(l);
+	struct lib_ctl *c = test_lib_ctl(l);
 	struct bypass_ipc_lib_stats st;
 	CHECK_ERR(bypass_ipc_lib_stats(l, &st), 0);
 	uint64_t alo = st.arena_base, ahi = alo + st.arena_size + (16ull << 20);
@@ -360,7 +353,7 @@ static void live_close(void)
 	int cmd;
 	pid_t srv = closing_server(name, so, &cmd);
 	bypass_ipc_lib *l = test_lib_open(name, NULL);
-	struct lib_ctl *c = find_ctl(l);
+	struct lib_ctl *c = test_lib_ctl(l);
 	CHECK_EQ(test_lib_add(l, 1), 1);
 	/* Where glibc's robust mutex kept its list pointers (24..40). */
 	memset((char *)(void *)&c->live + 24, 0x41, 16);
@@ -379,15 +372,12 @@ static void live_close(void)
 int main(int argc, char **argv)
 {
 	test_timeout(120); /* a hang, not a timing */
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} parts[] = { { "events", events }, { "allocator", allocator },
-		      { "fault-held", fault_held }, { "dead-ids", dead_ids }, { "lock-type", lock_type },
-		      { "addresses", no_server_addresses }, { "close", live_close } };
-	/* An argument runs that part alone. */
-	for (size_t i = 0; i < BP_ARRAY_SIZE(parts); i++)
-		if (argc < 2 || !strcmp(argv[1], parts[i].name))
-			parts[i].fn();
+	static const struct test_part parts[] = {
+		{ "events", events },         { "allocator", allocator },
+		{ "fault-held", fault_held }, { "dead-ids", dead_ids },
+		{ "lock-type", lock_type },   { "addresses", no_server_addresses },
+		{ "close", live_close },
+	};
+	test_parts(argc, argv, parts, BP_ARRAY_SIZE(parts));
 	return test_pass("ipc/lib-ctl");
 }

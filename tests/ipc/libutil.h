@@ -208,6 +208,22 @@ static inline int test_lib_mode(bypass_ipc_lib *l)
 	return st.mode;
 }
 
+/* The control block of the service l has open in library mode (tests
+ * write into it as a stray client would). */
+static inline struct lib_ctl *test_lib_ctl(bypass_ipc_lib *l)
+{
+	struct bypass_ipc_lib_stats st;
+	if (bypass_ipc_lib_stats(l, &st) || st.mode != BYPASS_IPC_LIB_MODE_LIBRARY)
+		TEST_FAIL("not a library-mode handle");
+	long ps = sysconf(_SC_PAGESIZE);
+	for (int k = 1; k < 16; k++) {
+		struct lib_ctl *c = (struct lib_ctl *)(uintptr_t)(st.arena_base + (uint64_t)k * ps);
+		if (c->magic == LIB_MAGIC)
+			return c;
+	}
+	TEST_FAIL("no control block in the arena");
+}
+
 /* TS_ADD: counter += v; the new value, or -errno. */
 static inline int64_t test_lib_add(bypass_ipc_lib *l, uint64_t v)
 {

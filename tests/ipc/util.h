@@ -120,4 +120,23 @@ static inline bypass_ipc_conn *test_connect(const char *name,
 	return c;
 }
 
+/* A test made of parts: each runs in turn, or only the one named by the
+ * first argument (to run, or show failing, one part alone). */
+struct test_part {
+	const char *name;
+	void (*fn)(void);
+};
+
+static inline void test_parts(int argc, char **argv, const struct test_part *p, size_t n)
+{
+	bool any = false;
+	for (size_t i = 0; i < n; i++)
+		if (argc < 2 || !strcmp(argv[1], p[i].name)) {
+			p[i].fn();
+			any = true;
+		}
+	if (!any)
+		TEST_FAIL("no part named %s", argv[1]);
+}
+
 #endif
