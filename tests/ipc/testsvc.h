@@ -22,6 +22,9 @@ enum {
 };
 
 #define TS_EVENT 7
+/* The state's lock word lies this far into the state (TS_WHERE's state):
+ * tests read it to learn whether a killed process died holding it. */
+#define TS_STATE_LOCK_OFF 8
 
 struct ts_where {
 	pid_t pid;        /* the process the handler ran in */

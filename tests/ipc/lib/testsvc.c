@@ -24,6 +24,7 @@ struct state {
 	uint64_t recovered;
 };
 #define MAGIC 0x7465737473766321ull
+_Static_assert(__builtin_offsetof(struct state, lock) == TS_STATE_LOCK_OFF, "testsvc.h");
 
 static int t_init(const struct bypass_ipc_env *env, void **out)
 {
