@@ -2,7 +2,9 @@
 /*
  * The malloc family: large requests become regions; once the heap is engaged
  * (heap.c) the rest comes from it, before that (and where it has no room)
- * from the next allocator.
+ * from the next allocator.  Inside bypass everything goes to the next
+ * allocator, or to the reserve (reserve.c) when that is the heap's own
+ * jemalloc.
  */
 #include "preload.h"
 
@@ -134,6 +136,8 @@ EXPORT void *malloc(size_t n)
 	void *p = heap(n, 0, false);
 	if (p)
 		return p;
+	if (bp_pp_reserve_use())
+		return bp_pp_reserve_alloc(n, 0, false);
 	p = bp_pp_real_malloc(n);
 	outside(p, 1);
 	return p;
@@ -156,6 +160,8 @@ EXPORT void *calloc(size_t a, size_t b)
 	void *p = heap(n, 0, true);
 	if (p)
 		return p;
+	if (bp_pp_reserve_use())
+		return bp_pp_reserve_alloc(n, 0, true);
 	p = bp_pp_real_calloc(a, b);
 	outside(p, 1);
 	return p;
@@ -167,6 +173,10 @@ EXPORT void free(void *ptr)
 		return;
 	if (bp_pp_in_heap(ptr)) {
 		bp_pp_heap_free(ptr);
+		return;
+	}
+	if (bp_pp_in_reserve(ptr)) {
+		bp_pp_reserve_free(ptr);
 		return;
 	}
 	struct bp_pp_region r;
@@ -199,6 +209,14 @@ EXPORT void *realloc(void *ptr, size_t n)
 		}
 		size_t have = bp_pp_heap_size(ptr);
 		void *q = NULL;
+		if (bp_pp_reserve_use()) { /* jemalloc must not be entered */
+			q = bp_pp_reserve_alloc(n, 0, false);
+			if (q) {
+				memcpy(q, ptr, n < have ? n : have);
+				bp_pp_heap_free(ptr);
+			}
+			return q;
+		}
 		if (large(n))
 			q = region_alloc(n > 2 * have ? n : 2 * have, 0); /* room, as below */
 		if (!q && !large(n))
@@ -212,6 +230,13 @@ EXPORT void *realloc(void *ptr, size_t n)
 		memcpy(q, ptr, n < have ? n : have);
 		bp_pp_heap_free(ptr);
 		return q;
+	}
+	if (bp_pp_in_reserve(ptr)) {
+		if (!n) {
+			bp_pp_reserve_free(ptr);
+			return NULL;
+		}
+		return bp_pp_reserve_realloc(ptr, n);
 	}
 	if (in_boot(ptr)) {
 		void *q = malloc(n);
@@ -288,6 +313,16 @@ EXPORT void *realloc(void *ptr, size_t n)
 			return q;
 		}
 	}
+	if (n && bp_pp_reserve_use() && bp_pp_real_malloc_usable_size) {
+		/* the next allocator is the heap's jemalloc: not entered */
+		size_t have = bp_pp_real_malloc_usable_size(ptr);
+		void *q = bp_pp_reserve_alloc(n, 0, false);
+		if (q) {
+			memcpy(q, ptr, n < have ? n : have);
+			bp_pp_real_free(ptr);
+		}
+		return q;
+	}
 	if (n && !bp_pp_pass() && bp_pp_heap_on() && bp_pp_real_malloc_usable_size) {
 		/* the next allocator's block moves into the heap as it changes */
 		size_t have = bp_pp_real_malloc_usable_size(ptr);
@@ -333,6 +368,8 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	if (!ready())
 		return ENOMEM;
 	void *p = heap(n, align, false);
+	if (!p && bp_pp_reserve_use() && !(p = bp_pp_reserve_alloc(n, align, false)))
+		return ENOMEM;
 	if (p) {
 		*out = p;
 		return 0;
@@ -355,6 +392,8 @@ EXPORT void *aligned_alloc(size_t align, size_t n)
 			return p;
 	}
 	void *p = ready() ? heap(n, align, false) : NULL;
+	if (!p && ready() && bp_pp_reserve_use())
+		return bp_pp_reserve_alloc(n, align, false);
 	if (!p && ready()) {
 		p = bp_pp_real_aligned_alloc(align, n);
 		outside(p, 1);
@@ -370,6 +409,8 @@ EXPORT void *memalign(size_t align, size_t n)
 			return p;
 	}
 	void *p = ready() && pow2(align) ? heap(n, align, false) : NULL;
+	if (!p && ready() && pow2(align) && bp_pp_reserve_use())
+		return bp_pp_reserve_alloc(n, align, false);
 	if (!p && ready()) {
 		p = bp_pp_real_memalign(align, n);
 		outside(p, 1);
@@ -385,6 +426,8 @@ EXPORT void *valloc(size_t n)
 			return p;
 	}
 	void *p = ready() ? heap(n, PP_PAGE, false) : NULL;
+	if (!p && ready() && bp_pp_reserve_use())
+		return bp_pp_reserve_alloc(n, PP_PAGE, false);
 	if (!p && ready()) {
 		p = bp_pp_real_valloc(n);
 		outside(p, 1);
@@ -401,6 +444,8 @@ EXPORT void *pvalloc(size_t n)
 			return p;
 	}
 	void *p = ready() ? heap(r ? r : PP_PAGE, PP_PAGE, false) : NULL;
+	if (!p && ready() && bp_pp_reserve_use())
+		return bp_pp_reserve_alloc(r ? r : PP_PAGE, PP_PAGE, false);
 	if (!p && ready()) {
 		p = bp_pp_real_pvalloc(n);
 		outside(p, 1);
@@ -415,6 +460,8 @@ EXPORT size_t malloc_usable_size(void *ptr)
 		return 0;
 	if (bp_pp_in_heap(ptr))
 		return bp_pp_heap_size(ptr);
+	if (bp_pp_in_reserve(ptr))
+		return bp_pp_reserve_size(ptr);
 	if (bp_pp_cfg.enabled && region_of(ptr, &r))
 		return usable(&r);
 	return ready() ? bp_pp_real_malloc_usable_size(ptr) : 0;

@@ -144,8 +144,8 @@ static int grow(bypass_pager *p, uintptr_t end)
 /*
  * A new extent: size bytes at the given alignment (at new_addr if set:
  * only where the carving stands, so that jemalloc can grow in place).
- * Runs in jemalloc under its arena's locks; the pager's calls allocate
- * from the next allocator (bp_enter).
+ * Runs in jemalloc under its arena's locks, with jemalloc's reentrancy
+ * level raised: nothing below may enter jemalloc (reserve_if_needed()).
  */
 static void *hk_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t align,
 		      bool *zero, bool *commit, unsigned ind)
@@ -228,6 +228,33 @@ static extent_hooks_t hooks = {
 
 /* ------------------------------------------------------------ engaging */
 
+/*
+ * Nothing under the extent hook may enter jemalloc: jemalloc serves an
+ * allocation made inside a hook from arena 0 (its reentrancy rule), whose
+ * hooks are these, and the thread would wait on the heap lock it holds.
+ * The library's own blocks come from glibc (src/pager/mem.c); what the C
+ * library allocates inside bypass (a new thread's TLS, a FILE) goes to the
+ * next allocator, which is this jemalloc in a program linked with it
+ * (Debian's redis-server): then it goes to the reserve (reserve.c).
+ * 0, or -errno if the reserve is needed and cannot be made.
+ */
+static int reserve_if_needed(void)
+{
+	Dl_info next, mine;
+	if (!bp_pp_real_malloc || !dladdr((void *)bp_pp_real_malloc, &next) ||
+	    !dladdr((void *)mallocx, &mine))
+		return -ENOENT;
+	if (next.dli_fbase != mine.dli_fbase)
+		return 0;
+	bp_info("bypass: pager preload: the program's allocator is the heap's jemalloc (%s): "
+		"what is allocated inside bypass comes from the reserve", mine.dli_fname);
+	int e = bp_pp_reserve_start();
+	if (e)
+		bp_warn("bypass: pager preload: no reserve (%s); the heap stays unpaged",
+			strerror(-e));
+	return e;
+}
+
 static void engage(void)
 {
 	int st = HEAP_OFF;
@@ -241,7 +268,7 @@ static void engage(void)
 	if (p && mallctl("opt.narenas", &narenas, &sz, NULL, 0) == 0 && narenas == 1 &&
 	    (sz = sizeof(oversize), mallctl("opt.oversize_threshold", &oversize, &sz, NULL, 0)) ==
 		    0 &&
-	    oversize == 0) {
+	    oversize == 0 && reserve_if_needed() == 0) {
 		size_t len = bp_pp_cfg.swap_size & ~(PP_PAGE - 1);
 		void *m = REAL(mmap)(NULL, len, PROT_NONE,
 					  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -412,6 +412,7 @@ static void atfork_child(void)
 {
 	pthread_mutex_init(&pager_lock, NULL);
 	bp_pp_heap_forked();
+	bp_pp_reserve_forked();
 	bypass_pager *p = atomic_load(&the_pager);
 	if (p)
 		stale_pager = p;

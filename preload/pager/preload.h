@@ -17,7 +17,8 @@
  * Files: init.c (configuration, the pager, fork, exit statistics, the real
  * functions), regions.c (the table of regions and pinning around system
  * calls), alloc.c (malloc family), heap.c (small requests: jemalloc over
- * pager regions), mem.c (mmap, munmap, mremap, madvise, mprotect), io.c
+ * pager regions), reserve.c (what is allocated inside bypass when jemalloc
+ * must not be entered), mem.c (mmap, munmap, mremap, madvise, mprotect), io.c
  * (system calls and stdio with buffers), sig.c (sigaction, signal).
  */
 #ifndef BYPASS_PRELOAD_PAGER_H
@@ -193,6 +194,28 @@ void *bp_pp_heap_alloc(size_t n, size_t align, bool zero);
 void *bp_pp_heap_realloc(void *ptr, size_t n);
 void bp_pp_heap_free(void *ptr);
 size_t bp_pp_heap_size(void *ptr);
+
+/* ------------------------------------------------------------ the reserve */
+
+/* reserve.c: where the malloc family serves a thread inside bypass when
+ * the program's next allocator is the heap's own jemalloc (which must not
+ * be entered from inside the heap's extent hook).  Start: reserve the
+ * range (the heap engages only if this works); use: this call is to be
+ * served from the reserve; a pointer in [lo, hi) is the reserve's. */
+extern _Atomic uintptr_t bp_pp_res_lo, bp_pp_res_hi;
+static inline bool bp_pp_in_reserve(const void *a)
+{
+	uintptr_t x = (uintptr_t)a;
+	return x >= atomic_load_explicit(&bp_pp_res_lo, memory_order_relaxed) &&
+	       x < atomic_load_explicit(&bp_pp_res_hi, memory_order_relaxed);
+}
+int bp_pp_reserve_start(void);
+bool bp_pp_reserve_use(void);
+void *bp_pp_reserve_alloc(size_t n, size_t align, bool zero);
+void *bp_pp_reserve_realloc(void *ptr, size_t n);
+void bp_pp_reserve_free(void *ptr);
+size_t bp_pp_reserve_size(void *ptr);
+void bp_pp_reserve_forked(void);
 
 /* ------------------------------------------------------------ pinning */
 

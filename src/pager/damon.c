@@ -197,7 +197,7 @@ static void teardown_locked(void)
 	if (g.lockfd >= 0)
 		close(g.lockfd); /* releases the flock */
 	g.lockfd = -1;
-	free(g.d);
+	bp_pg_free(g.d);
 	g.d = NULL;
 }
 
@@ -208,7 +208,7 @@ static void at_fork_child(void)
 	if (g.lockfd >= 0)
 		close(g.lockfd);
 	g.lockfd = -1;
-	free(g.d); /* the child's copy of the parent's */
+	bp_pg_free(g.d); /* the child's copy of the parent's */
 	g.d = NULL;
 }
 
@@ -292,11 +292,11 @@ static int start_locked(struct bp_heat *h, unsigned interval_ms, char *why, size
 	 * address space, which works too: damon_apply keeps our pages) */
 	e = sys_write(CTX "/operations", strstr(buf, "fvaddr") ? "fvaddr" : "vaddr");
 	unsigned sample_us = interval_ms >= 100 ? 5000 : interval_ms * 50;
-	struct bp_damon *d = calloc(1, sizeof(*d));
+	struct bp_damon *d = bp_pg_calloc(1, sizeof(*d));
 	if (!d && !e)
 		e = -ENOMEM;
 	if (e) {
-		free(d);
+		bp_pg_free(d);
 		snprintf(why, wl, "configuring kdamond 0: %s", strerror(-e));
 		goto undo;
 	}
@@ -333,7 +333,7 @@ static int start_locked(struct bp_heat *h, unsigned interval_ms, char *why, size
 	if (!e && (e = sys_write(KD0 "/state", "on")))
 		snprintf(why, wl, "turning kdamond 0 on: %s", strerror(-e));
 	if (e) {
-		free(d);
+		bp_pg_free(d);
 		goto undo;
 	}
 	g.lockfd = fd;

@@ -112,7 +112,7 @@ int bp_region_engine_init(struct region *r)
 {
 	if (!r->adaptive)
 		return 0;
-	r->active = aligned_alloc(sizeof(struct bp_eng_slot),
+	r->active = bp_pg_aligned_alloc(sizeof(struct bp_eng_slot),
 				  PG_ENG_SLOTS * sizeof(struct bp_eng_slot));
 	if (!r->active)
 		return -ENOMEM;
@@ -124,8 +124,8 @@ int bp_region_engine_init(struct region *r)
 void bp_region_free(struct region *r)
 {
 	if (r) {
-		free(r->active);
-		free(r);
+		bp_pg_free(r->active);
+		bp_pg_free(r);
 	}
 }
 

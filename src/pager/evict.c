@@ -695,13 +695,13 @@ int bp_evict_init(struct bypass_pager *p)
 			p->lists.shard[i].lru[k].head = p->lists.shard[i].lru[k].tail = PG_NONE;
 	p->ev.nwb = WB_RECORDS;
 	uint32_t scratch = p->cfg.batch > WB_MAX_PAGES ? p->cfg.batch : WB_MAX_PAGES;
-	p->ev.wbs = calloc(p->ev.nwb, sizeof(*p->ev.wbs));
-	p->ev.wb_ids = calloc((size_t)p->ev.nwb * WB_MAX_PAGES, sizeof(uint32_t));
-	p->ev.wb_iov = calloc((size_t)p->ev.nwb * WB_MAX_PAGES, sizeof(struct iovec));
-	p->ev.victims = calloc(p->cfg.batch, sizeof(uint32_t));
-	p->ev.clean_ids = calloc(p->cfg.batch, sizeof(uint32_t));
-	p->ev.reap_ids = calloc(WB_MAX_PAGES, sizeof(uint32_t));
-	p->ev.dropv = calloc(scratch, sizeof(struct iovec));
+	p->ev.wbs = bp_pg_calloc(p->ev.nwb, sizeof(*p->ev.wbs));
+	p->ev.wb_ids = bp_pg_calloc((size_t)p->ev.nwb * WB_MAX_PAGES, sizeof(uint32_t));
+	p->ev.wb_iov = bp_pg_calloc((size_t)p->ev.nwb * WB_MAX_PAGES, sizeof(struct iovec));
+	p->ev.victims = bp_pg_calloc(p->cfg.batch, sizeof(uint32_t));
+	p->ev.clean_ids = bp_pg_calloc(p->cfg.batch, sizeof(uint32_t));
+	p->ev.reap_ids = bp_pg_calloc(WB_MAX_PAGES, sizeof(uint32_t));
+	p->ev.dropv = bp_pg_calloc(scratch, sizeof(struct iovec));
 	if (!p->ev.wbs || !p->ev.wb_ids || !p->ev.wb_iov || !p->ev.victims || !p->ev.clean_ids ||
 	    !p->ev.reap_ids || !p->ev.dropv)
 		return -ENOMEM;
@@ -723,11 +723,11 @@ void bp_evict_fini(struct bypass_pager *p)
 	if (p->ev.ring_live)
 		bp_uring_exit(&p->ev.ring);
 	p->ev.ring_live = false;
-	free(p->ev.wbs);
-	free(p->ev.wb_ids);
-	free(p->ev.wb_iov);
-	free(p->ev.victims);
-	free(p->ev.clean_ids);
-	free(p->ev.reap_ids);
-	free(p->ev.dropv);
+	bp_pg_free(p->ev.wbs);
+	bp_pg_free(p->ev.wb_ids);
+	bp_pg_free(p->ev.wb_iov);
+	bp_pg_free(p->ev.victims);
+	bp_pg_free(p->ev.clean_ids);
+	bp_pg_free(p->ev.reap_ids);
+	bp_pg_free(p->ev.dropv);
 }

@@ -139,7 +139,7 @@ int bp_fork_add(struct bypass_pager *p)
 	pthread_mutex_lock(&g_lock);
 	if (g_n == g_cap) {
 		size_t cap = g_cap ? 2 * g_cap : 8;
-		struct bypass_pager **v = realloc(g_list, cap * sizeof(*v));
+		struct bypass_pager **v = bp_pg_realloc(g_list, cap * sizeof(*v));
 		if (v) {
 			g_list = v;
 			g_cap = cap;

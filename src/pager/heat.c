@@ -405,7 +405,7 @@ static void *sampler_main(void *arg)
 	in_sampler = true;
 	struct bp_damon_range *d = NULL;
 	if (h->sources & BYPASS_PAGER_HEAT_DAMON)
-		d = malloc(HEAT_DAMON_MAX * sizeof(*d));
+		d = bp_pg_malloc(HEAT_DAMON_MAX * sizeof(*d));
 	for (;;) {
 		int nd = 0;
 		unsigned maxacc = 0;
@@ -437,7 +437,7 @@ static void *sampler_main(void *arg)
 	}
 	if (h->stats_path[0])
 		write_view(h); /* the final state */
-	free(d);
+	bp_pg_free(d);
 	return NULL;
 }
 
@@ -456,7 +456,7 @@ static int heat_alloc(struct bypass_pager *p, struct bp_heat **out)
 		*out = h;
 		return 0;
 	}
-	h = calloc(1, sizeof(*h));
+	h = bp_pg_calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
 	h->p = p;
@@ -465,7 +465,7 @@ static int heat_alloc(struct bypass_pager *p, struct bp_heat **out)
 	void *m = mmap(NULL, h->maplen, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED) {
-		free(h);
+		bp_pg_free(h);
 		return -ENOMEM;
 	}
 	madvise(m, h->maplen, MADV_DONTFORK);
@@ -731,5 +731,5 @@ void bp_heat_free(struct bypass_pager *p)
 	}
 	if (h->maplen)
 		munmap((void *)h->score, h->maplen);
-	free(h);
+	bp_pg_free(h);
 }

@@ -68,7 +68,7 @@ static int id_reserve_extent(struct bypass_pager *p)
 	if (p->ids.n + 1 < p->ids.cap)
 		return 0;
 	size_t cap = p->ids.cap ? p->ids.cap * 2 : 16;
-	void *n = realloc(p->ids.ext, cap * sizeof(p->ids.ext[0]));
+	void *n = bp_pg_realloc(p->ids.ext, cap * sizeof(p->ids.ext[0]));
 	if (!n)
 		return -ENOMEM;
 	p->ids.ext = n;
@@ -105,20 +105,20 @@ static void pager_free(struct bypass_pager *p, bool child)
 		munmap(p->pages, p->pages_len);
 	if (p->srv.bounce)
 		munmap(p->srv.bounce, (size_t)p->srv.nbounce * p->cfg.ra * PG_SIZE);
-	free(p->srv.bounce_map);
+	bp_pg_free(p->srv.bounce_map);
 	bp_swap_read_fini(p);
-	free((void *)p->swap.slotmap);
-	free(p->ids.ext);
+	bp_pg_free((void *)p->swap.slotmap);
+	bp_pg_free(p->ids.ext);
 	if (!child)
 		pthread_mutex_destroy(&p->lock);
-	free(p);
+	bp_pg_free(p);
 }
 
 int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **out)
 {
 	if (!cfg || !out)
 		return -EINVAL;
-	struct bypass_pager *p = calloc(1, sizeof(*p));
+	struct bypass_pager *p = bp_pg_calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->swap.fd = p->srv.uffd_sigbus = p->srv.uffd_thread = p->srv.stop_fd = -1;
@@ -188,7 +188,7 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 		goto fail;
 	}
 	uint32_t words = (p->swap.pages + 63) / 64;
-	p->swap.slotmap = calloc(words, sizeof(uint64_t));
+	p->swap.slotmap = bp_pg_calloc(words, sizeof(uint64_t));
 	if (!p->swap.slotmap) {
 		e = -ENOMEM;
 		goto fail;
@@ -210,7 +210,7 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 		p->srv.nbounce = 128;
 	p->srv.bounce = mmap(NULL, (size_t)p->srv.nbounce * p->cfg.ra * PG_SIZE, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	p->srv.bounce_map = calloc((p->srv.nbounce + 63) / 64, sizeof(uint64_t));
+	p->srv.bounce_map = bp_pg_calloc((p->srv.nbounce + 63) / 64, sizeof(uint64_t));
 	if (p->srv.bounce == MAP_FAILED || !p->srv.bounce_map) {
 		if (p->srv.bounce == MAP_FAILED)
 			p->srv.bounce = NULL;
@@ -337,7 +337,7 @@ static int map_region(bypass_pager *p, size_t length, unsigned flags, void *at, 
 		bp_err("bypass: pager: UFFDIO_REGISTER: %s", strerror(-e));
 		goto out;
 	}
-	r = calloc(1, sizeof(*r));
+	r = bp_pg_calloc(1, sizeof(*r));
 	if (!r) {
 		e = -ENOMEM;
 		goto out;
@@ -387,7 +387,7 @@ int bp_pager_map_at(bypass_pager *p, void *at, size_t length, unsigned flags)
 
 static struct region *region_dup(const struct region *r, uintptr_t start, uintptr_t end)
 {
-	struct region *n = calloc(1, sizeof(*n));
+	struct region *n = bp_pg_calloc(1, sizeof(*n));
 	if (n) {
 		n->start = start;
 		n->end = end;
@@ -401,7 +401,7 @@ static struct region *region_dup(const struct region *r, uintptr_t start, uintpt
 		atomic_init(&n->ra_next, atomic_load_explicit(&r->ra_next, memory_order_relaxed));
 		atomic_init(&n->ra_win, atomic_load_explicit(&r->ra_win, memory_order_relaxed));
 		if (bp_region_engine_init(n)) {
-			free(n);
+			bp_pg_free(n);
 			n = NULL;
 		}
 	}

@@ -425,6 +425,22 @@ static inline bool region_has_id(const struct region *r, uint32_t id)
  * pager memory it then faulted on while holding a page lock.
  */
 
+/* ---------------------------------------------------------------- mem.c */
+
+/*
+ * The pager's own allocations: the C library's allocator, resolved once,
+ * never a preload's (whose heap is pager memory: see mem.c).  Every block
+ * of src/pager is allocated and freed with these; nothing of src/pager
+ * calls malloc, calloc, realloc, free, aligned_alloc or strdup by name
+ * (tests/pager/own-alloc.c).
+ */
+void *bp_pg_malloc(size_t n);
+void *bp_pg_calloc(size_t a, size_t b);
+void *bp_pg_realloc(void *q, size_t n);
+void bp_pg_free(void *q);
+void *bp_pg_aligned_alloc(size_t align, size_t n);
+char *bp_pg_strdup(const char *s);
+
 /* ---------------------------------------------------------------- pager.c */
 
 /*

@@ -64,13 +64,13 @@ static int clock_init(bypass_pager *p, const char *args, void **state)
 	(void)p;
 	if (no_args(args))
 		return -EINVAL;
-	*state = calloc(1, sizeof(struct clock_st));
+	*state = bp_pg_calloc(1, sizeof(struct clock_st));
 	return *state ? 0 : -ENOMEM;
 }
 
 static void clock_fini(void *state)
 {
-	free(state);
+	bp_pg_free(state);
 }
 
 static uint32_t clock_victims(struct bypass_pager *p, void *state, uint32_t *ids, uint32_t n,

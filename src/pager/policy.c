@@ -104,10 +104,10 @@ static void pol_free(struct bp_pol *pol)
 		return;
 	if (pol->ops && pol->ops->fini)
 		pol->ops->fini(pol->state);
-	free(pol->addrs);
+	bp_pg_free(pol->addrs);
 	if (pol->dl)
 		dlclose(pol->dl);
-	free(pol);
+	bp_pg_free(pol);
 }
 
 /* ------------------------------------------------------------ set_policy */
@@ -169,7 +169,7 @@ int bypass_pager_set_policy(bypass_pager *p, const char *spec)
 		return e;
 	if (!spec || !*spec || strlen(spec) >= 4096)
 		return -EINVAL;
-	char *buf = strdup(spec);
+	char *buf = bp_pg_strdup(spec);
 	if (!buf)
 		return -ENOMEM;
 	char *args = strchr(buf, ',');
@@ -192,20 +192,20 @@ int bypass_pager_set_policy(bypass_pager *p, const char *spec)
 	}
 	struct bp_pol *pol = NULL;
 	if (!e) {
-		pol = calloc(1, sizeof(*pol));
+		pol = bp_pg_calloc(1, sizeof(*pol));
 		if (pol)
-			pol->addrs = calloc(p->cfg.batch, sizeof(void *));
+			pol->addrs = bp_pg_calloc(p->cfg.batch, sizeof(void *));
 		if (!pol || !pol->addrs) {
 			e = -ENOMEM;
 			if (pol)
-				free(pol);
+				bp_pg_free(pol);
 			pol = NULL;
 		}
 	}
 	if (e) {
 		if (dl)
 			dlclose(dl);
-		free(buf);
+		bp_pg_free(buf);
 		return e;
 	}
 	pol->ops = ops;
@@ -249,7 +249,7 @@ int bypass_pager_set_policy(bypass_pager *p, const char *spec)
 				args ? args : "");
 		pol_free(old);
 	}
-	free(buf);
+	bp_pg_free(buf);
 	return e;
 }
 
@@ -263,10 +263,10 @@ void bp_policy_destroy(struct bypass_pager *p, bool child)
 	if (!child)
 		pol_free(pol);
 	else if (pol) {
-		free(pol->addrs);
-		free(pol);
+		bp_pg_free(pol->addrs);
+		bp_pg_free(pol);
 	}
-	free(p->pol.hints);
+	bp_pg_free(p->pol.hints);
 	p->pol.hints = NULL;
 }
 
@@ -448,7 +448,7 @@ int bypass_pager_advise(bypass_pager *p, void *addr, size_t len, int advice)
 		return -EINVAL;
 	pthread_mutex_lock(&p->lock);
 	if (!p->pol.hints) {
-		struct bp_hints *h = calloc(1, sizeof(*h));
+		struct bp_hints *h = bp_pg_calloc(1, sizeof(*h));
 		if (!h) {
 			pthread_mutex_unlock(&p->lock);
 			return -ENOMEM;

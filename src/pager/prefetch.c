@@ -435,7 +435,7 @@ int bp_pf_start(struct bypass_pager *p)
 {
 	if (atomic_load(&p->pf))
 		return 0;
-	struct bp_pf *pf = calloc(1, sizeof(*pf));
+	struct bp_pf *pf = bp_pg_calloc(1, sizeof(*pf));
 	if (!pf)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < PF_QLEN; i++)
@@ -443,7 +443,7 @@ int bp_pf_start(struct bypass_pager *p)
 	size_t blen = (size_t)PF_QD * PF_RUN * PG_SIZE;
 	pf->bufs = mmap(NULL, blen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (pf->bufs == MAP_FAILED) {
-		free(pf);
+		bp_pg_free(pf);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < PF_QD; i++)
@@ -452,7 +452,7 @@ int bp_pf_start(struct bypass_pager *p)
 	if (e < 0) {
 		bp_err("bypass: pager: prefetch io_uring_queue_init: %s", strerror(-e));
 		munmap(pf->bufs, blen);
-		free(pf);
+		bp_pg_free(pf);
 		return e;
 	}
 	pf->p = p;
@@ -465,7 +465,7 @@ int bp_pf_start(struct bypass_pager *p)
 		/* never published: no fault can be pushing into it */
 		bp_uring_exit(&pf->ring);
 		munmap(pf->bufs, blen);
-		free(pf);
+		bp_pg_free(pf);
 		return -e;
 	}
 	/* published only now: a fault that pushes into it (bp_pf_push, no
@@ -486,7 +486,7 @@ void bp_pf_stop(struct bypass_pager *p)
 	pthread_join(pf->thread, NULL);
 	bp_uring_exit(&pf->ring);
 	munmap(pf->bufs, (size_t)PF_QD * PF_RUN * PG_SIZE);
-	free(pf);
+	bp_pg_free(pf);
 }
 
 void bp_pf_forget(struct bypass_pager *p)
@@ -498,7 +498,7 @@ void bp_pf_forget(struct bypass_pager *p)
 	 * buffers (the thread and its reads are the parent's) */
 	bp_uring_exit(&pf->ring);
 	munmap(pf->bufs, (size_t)PF_QD * PF_RUN * PG_SIZE);
-	free(pf);
+	bp_pg_free(pf);
 }
 
 /* ------------------------------------------------------------ streams */

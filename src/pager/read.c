@@ -143,7 +143,7 @@ int bp_swap_read_init(struct bypass_pager *p, bool spin)
 		n = RD_MAX;
 	if (!spin || !n)
 		return 0;
-	p->srv.rd = calloc(n, sizeof(*p->srv.rd));
+	p->srv.rd = bp_pg_calloc(n, sizeof(*p->srv.rd));
 	if (!p->srv.rd)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
@@ -152,7 +152,7 @@ int bp_swap_read_init(struct bypass_pager *p, bool spin)
 			/* fewer rings, fewer polling readers; with none,
 			 * every read sleeps in pread (not an error) */
 			if (!i) {
-				free(p->srv.rd);
+				bp_pg_free(p->srv.rd);
 				p->srv.rd = NULL;
 				bp_info("bypass: pager: swap-in reads sleep: io_uring: %s",
 					strerror(-e));
@@ -169,7 +169,7 @@ void bp_swap_read_fini(struct bypass_pager *p)
 {
 	for (uint32_t i = 0; i < p->srv.nrd; i++)
 		bp_uring_exit(&p->srv.rd[i].ring);
-	free(p->srv.rd);
+	bp_pg_free(p->srv.rd);
 	p->srv.rd = NULL;
 	p->srv.nrd = 0;
 }

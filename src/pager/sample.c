@@ -280,7 +280,7 @@ int bp_sample_start(struct bypass_pager *p, bool thread)
 {
 	if (atomic_load(&p->samp))
 		return 0;
-	struct bp_sample *s = calloc(1, sizeof(*s));
+	struct bp_sample *s = bp_pg_calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->p = p;
@@ -312,7 +312,7 @@ fail:
 		munmap(s->park, (size_t)SAMPLE_MAX * PG_SIZE);
 	if (s->stop_fd >= 0)
 		close(s->stop_fd);
-	free(s);
+	bp_pg_free(s);
 	return e;
 }
 
@@ -338,7 +338,7 @@ void bp_sample_free(struct bypass_pager *p)
 	atomic_store(&p->samp, NULL);
 	munmap(s->park, (size_t)SAMPLE_MAX * PG_SIZE);
 	close(s->stop_fd);
-	free(s);
+	bp_pg_free(s);
 }
 
 void bp_sample_forget(struct bypass_pager *p, uint32_t id0, uint32_t n)

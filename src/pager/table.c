@@ -56,7 +56,7 @@ void bp_tab_fork_child(void)
 	if (t) {
 		for (size_t i = 0; i < t->n; i++)
 			bp_region_free(t->r[i]);
-		free(t);
+		bp_pg_free(t);
 	}
 }
 
@@ -162,7 +162,7 @@ int bp_tab_replace(struct region **old, size_t nold, struct region **add, size_t
 	pthread_mutex_lock(&g_lock);
 	struct regtab *cur = atomic_load(&g_tab);
 	size_t n = cur ? cur->n : 0;
-	struct regtab *nt = malloc(sizeof(*nt) + 2 * (n + nadd) * sizeof(nt->r[0]));
+	struct regtab *nt = bp_pg_malloc(sizeof(*nt) + 2 * (n + nadd) * sizeof(nt->r[0]));
 	if (!nt) {
 		pthread_mutex_unlock(&g_lock);
 		return -ENOMEM;
@@ -200,12 +200,12 @@ int bp_tab_replace(struct region **old, size_t nold, struct region **add, size_t
 		nt->by_id[k2++] = add[j++];
 	nt->n = k;
 	if (k == 0) {
-		free(nt);
+		bp_pg_free(nt);
 		nt = NULL;
 	}
 	atomic_store(&g_tab, nt);
 	synchronize();
 	pthread_mutex_unlock(&g_lock);
-	free(cur);
+	bp_pg_free(cur);
 	return 0;
 }
