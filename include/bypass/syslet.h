@@ -198,7 +198,9 @@ BYPASS_API int bypass_syslet_destroy(bypass_syslet *s);
  * that does not run before on every path, a loop without a step budget, a
  * forbidden call: fork, vfork, clone, clone3, execve, execveat, exit,
  * exit_group, io_uring_*, and calls that change the running thread's state
- * such as unshare, setns, set*id, rt_sigprocmask, arch_prctl, prctl).
+ * such as unshare, setns, set*id, rt_sigprocmask, arch_prctl, prctl, and
+ * close_range with CLOSE_RANGE_UNSHARE, which is unshare; when its flags
+ * are loaded or an earlier result, the atom gets -EINVAL when it runs).
  */
 BYPASS_API int bypass_syslet_validate(const struct bypass_syslet_prog *prog);
 

@@ -13,7 +13,9 @@
  * In both, the pointers the interpreter follows for the program (LOAD
  * arguments, umem_add targets, ret) go through umem.c, where a bad one is
  * -EFAULT, and it ends the program (fault_end); an atom that would close,
- * replace, duplicate or map a context's own descriptor gets -EBADF (fds.c).
+ * replace, duplicate or map a context's own descriptor gets -EBADF (fds.c),
+ * and a close_range that would unshare the file table -EINVAL
+ * (bp_syslet_unshares).
  */
 #include "syslet/syslet_internal.h"
 
@@ -218,6 +220,8 @@ int bp_syslet_exec(struct bp_syslet_run *r, enum bp_syslet_mode mode)
 			if (a[0] % 8 ||
 			    bp_syslet_umem_add((int64_t *)a[0], a[1], &res))
 				return fault_end(r, pc, true);
+		} else if (bp_syslet_unshares(at->nr, a)) {
+			res = -EINVAL; /* a file table of its own: see there */
 		} else if (bp_syslet_fd_refused(at->nr, a)) {
 			res = -EBADF; /* one of the contexts' own descriptors */
 		} else if (mode == BP_SYSLET_WORKER || (at->flags & BYPASS_SYSLET_SYNC)) {

@@ -205,6 +205,20 @@ static inline bool bp_syslet_fd_refused(long nr, const long *a)
 	}
 }
 
+/*
+ * close_range with CLOSE_RANGE_UNSHARE gives the thread that runs it a file
+ * table of its own (it is unshare(CLONE_FILES), then the close): on a
+ * worker, the programs it ran afterwards would name descriptors of a table
+ * the caller no longer sees.  Refused like unshare: by validation when the
+ * flags are a constant (bp_syslet_check), as the atom's -EINVAL when they
+ * are loaded or an earlier result (bp_syslet_exec), in every engine.
+ */
+#define BP_SYSLET_CLOSE_RANGE_UNSHARE 2u /* <linux/close_range.h> */
+static inline bool bp_syslet_unshares(long nr, const long *a)
+{
+	return nr == 436 /* close_range */ && ((unsigned long)a[2] & BP_SYSLET_CLOSE_RANGE_UNSHARE);
+}
+
 /* ring.c */
 void bp_syslet_ring_reset(bypass_syslet *s);
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Program validation: nothing of a program runs before all of it passed.
- * Bounds, flags, jumps, argument kinds, forbidden calls; references to the
+ * Bounds, flags, jumps, argument kinds, forbidden calls (and close_range
+ * with a constant CLOSE_RANGE_UNSHARE, which is unshare); references to the
  * result of an atom must name an atom that runs before on every path (it
  * dominates the referencing atom in the control-flow graph); a program whose
  * graph has a cycle must carry a step budget.  Also decides whether the
@@ -9,8 +10,12 @@
  */
 #include "syslet/syslet_internal.h"
 
+#include <linux/close_range.h>
 #include <stdint.h>
 #include <sys/syscall.h>
+
+_Static_assert(SYS_close_range == 436 && CLOSE_RANGE_UNSHARE == BP_SYSLET_CLOSE_RANGE_UNSHARE,
+	       "bp_syslet_unshares' numbers");
 
 #define NR_MAX 512 /* x86-64 system call numbers we accept: 0 .. 511 */
 
@@ -230,6 +235,11 @@ int bp_syslet_check(const struct bypass_syslet_prog *p,
 			return -EINVAL;
 		if (bp_syslet_forbidden(a[i].nr))
 			return -EINVAL;
+		if (a[i].arg[2].kind == BYPASS_SYSLET_ARG_CONST) {
+			const long args[6] = { 0, 0, (long)a[i].arg[2].val };
+			if (bp_syslet_unshares(a[i].nr, args))
+				return -EINVAL;
+		}
 		if (a[i].next != 0 && a[i].next != BYPASS_SYSLET_END &&
 		    a[i].next > n)
 			return -EINVAL;
