@@ -183,6 +183,58 @@ static void check_age(struct bt_thread *th)
 		bp_bt_submit(th);
 }
 
+/*
+ * Order across descriptors (docs/batch.md, "Order"): what another process
+ * can observe happens in the program's order.  One enter issues the chains
+ * in the order of their first call, but only each chain's first request
+ * at once: the ones linked behind it go after every chain's first, and a
+ * close takes effect (the port, the peer's EOF) only when the enter
+ * returns.  So, under th's lock, before a call is queued on fe: if the
+ * stream queued on last is another one and it holds more than one call,
+ * or a close was queued, or fe already holds calls (the new one would be
+ * issued before the other stream's), everything queued goes in first.
+ */
+void bp_bt_order_queue(struct bt_thread *th, struct bt_fdent *fe)
+{
+	struct bt_fdent *last = th->ord_fe;
+	if (!th->nqueued || !last || last == fe)
+		return;
+	if (th->ord_fence || fe->nqueued || last->nqueued > 1) {
+		bp_bt_submit(th);
+		bp_bt_acquire(th, fe);
+	}
+}
+
+/* Under th's lock: a call was queued on fe (a close: is_close). */
+void bp_bt_order_queued(struct bt_thread *th, struct bt_fdent *fe, bool is_close)
+{
+	th->ord_fe = fe;
+	if (is_close)
+		th->ord_fence = true;
+}
+
+/*
+ * A call that is not queued runs now, and what it does may be seen at once
+ * (a write to a pipe or another socket, a connect, a bind, a close of a
+ * listening socket): what the thread queued before it goes in first.
+ * Writes to regular files are the exception (docs/batch.md): no peer is
+ * woken by them, and ordering them would cost nginx a crossing for each
+ * line of its access log.
+ */
+void bp_bt_order_direct(int fd)
+{
+	struct bt_thread *th = bp_bt_self();
+	if (bp_likely(!th || !th->nqueued) || !th->ring || th->gen != bp_fork_gen_fast())
+		return;
+	struct bt_fdent *fe = fd >= 0 ? bp_bt_fd(fd) : NULL;
+	if (fe && bp_bt_fd_probe(fe) == 0 && (atomic_load(&fe->flags) & BT_FD_REG))
+		return;
+	bp_bt_enter(th);
+	if (th->nqueued)
+		bp_bt_submit(th);
+	bp_bt_leave(th);
+}
+
 /* Under th's lock: room for len more bytes on fe and one more op? */
 static bool room(struct bt_thread *th, struct bt_fdent *fe, size_t len)
 {
@@ -318,6 +370,7 @@ long bp_bt_tx_room(struct bt_thread *th, struct bt_fdent *fe, size_t len)
 {
 	check_age(th);
 	bp_bt_acquire(th, fe);
+	bp_bt_order_queue(th, fe);
 	long r = fe->ninflight && !bp_bt_has_splice(fe) ? bp_bt_settle(th, fe) : 0;
 	if (r < 0)
 		return r;
@@ -357,6 +410,7 @@ long bp_bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
 		if (!(msg_flags & MSG_NOSIGNAL))
 			op->flags |= BT_OP_SIGPIPE;
 		bp_bt_grown(th, fe, op, total);
+		bp_bt_order_queued(th, fe, false);
 		return bp_bt_tx_leave(th, (long)total);
 	}
 	op = bp_bt_op_new(total < MIN_CAP ? MIN_CAP : total);
@@ -372,6 +426,7 @@ long bp_bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
 	op->msg_flags = (msg_flags & (MSG_MORE | MSG_EOR)) | MSG_WAITALL | MSG_NOSIGNAL;
 	op->flags = BT_OP_TRANSPARENT | (msg_flags & MSG_NOSIGNAL ? 0 : BT_OP_SIGPIPE);
 	bp_bt_enqueue(th, fe, op);
+	bp_bt_order_queued(th, fe, false);
 	return bp_bt_tx_leave(th, (long)total);
 }
 
@@ -382,6 +437,12 @@ long bp_bt_tx_data(int fd, const struct iovec *iov, int iovcnt, int msg_flags,
  */
 long bp_bt_run_behind_queue(struct bt_thread *th, struct bt_fdent *fe, bool more)
 {
+	if (th->nqueued > fe->nqueued) {
+		/* Other streams' calls came first: they go in first (fe's
+		 * with them, in the ring rather than by system call). */
+		bp_bt_submit(th);
+		bp_bt_acquire(th, fe);
+	}
 	if (fe->nqueued && !fe->ninflight) {
 		more = more && (atomic_load(&fe->flags) & BT_FD_INET);
 		int q = bp_bt_run_queued(th, fe, more);
@@ -417,7 +478,39 @@ static long tx_control(int fd, struct bt_op *proto, bool queueable)
 	bool pending = fe->nqueued || fe->ninflight;
 	if (!pending && !seg)
 		return tx_direct(th, fe);
-	struct bt_op *op = queueable && bp_bt_is_stream(fe) ? bp_bt_op_new(sizeof(int)) : NULL;
+	if (proto->kind == BT_SHUTDOWN) {
+		/*
+		 * io_uring runs a shutdown on its workers (it forces it
+		 * async): queued, it would take effect at no fixed point,
+		 * after calls the program makes later on other descriptors
+		 * (docs/batch.md, "Order").  It runs now, behind what is
+		 * queued (submitted; a blocking socket waits for its data, as
+		 * its writes would have).  Only behind data that waits for
+		 * room in a non-blocking socket is it queued: its peer sees
+		 * the EOF after data it has not read yet, whatever else
+		 * happens meanwhile.
+		 */
+		if (pending) {
+			bp_bt_submit(th);
+			bp_bt_acquire(th, fe);
+			if ((fe->nqueued || fe->ninflight) &&
+			    !(atomic_load(&fe->flags) & BT_FD_NONBLOCK))
+				bp_bt_settle(th, fe);
+			pending = fe->nqueued || fe->ninflight;
+		}
+		if (!pending) {
+			if (seg)
+				th->c.direct++;
+			return bp_bt_tx_leave(th, BT_PASS);
+		}
+	}
+	/* Queued only on a connected stream (or behind its own queued work):
+	 * on a listening socket the effect is seen without a stream to order
+	 * it (a shutdown stops it listening; options pass to the connections
+	 * it accepts). */
+	queueable = queueable && bp_bt_is_stream(fe) &&
+		    (pending || (atomic_load(&fe->flags) & BT_FD_CONN));
+	struct bt_op *op = queueable ? bp_bt_op_new(sizeof(int)) : NULL;
 	if (!op) {
 		/*
 		 * Not queueable here: it runs now, after what is queued has
@@ -433,6 +526,7 @@ static long tx_control(int fd, struct bt_op *proto, bool queueable)
 			th->c.direct++;
 		return bp_bt_tx_leave(th, BT_PASS);
 	}
+	bp_bt_order_queue(th, fe);
 	if (fe->ninflight)
 		bp_bt_quiesce(th, fe);
 	op->kind = proto->kind;
@@ -442,6 +536,7 @@ static long tx_control(int fd, struct bt_op *proto, bool queueable)
 	if (proto->buf)
 		memcpy(op->data, proto->buf, sizeof(int));
 	bp_bt_enqueue(th, fe, op);
+	bp_bt_order_queued(th, fe, false);
 	if (!seg)
 		bp_bt_submit(th);
 	return bp_bt_tx_leave(th, 0);
@@ -490,13 +585,19 @@ long bp_bt_tx_close(int fd)
 	if (atomic_load(&fe->splicers) && !bp_bt_splice_close(fe))
 		return 0;
 	bool pending = atomic_load(&fe->owner) || atomic_load(&fe->readers);
-	bool want = th && (bp_bt_cfg.defer_close == 2 ? (f & (BT_FD_KNOWN | BT_FD_OPEN))
-						   : bp_bt_cfg.defer_close == 1 && (f & BT_FD_SOCK));
-	if (!pending && !want) {
-		bp_bt_fd_forget(fe);
-		return BT_PASS;
-	}
-	if (!th && !(th = self_any())) {
+	/* A socket's close is queued only on a connected stream: its peer sees
+	 * the EOF after the data queued before it, and the calls that follow
+	 * on other descriptors wait for it (bp_bt_order_queue).  A listening
+	 * or datagram socket's close frees a port and refuses connections, seen
+	 * by anyone at once: it runs now (docs/batch.md, "Order"). */
+	bool conn = (f & (BT_FD_SOCK | BT_FD_STREAM | BT_FD_CONN)) ==
+		    (BT_FD_SOCK | BT_FD_STREAM | BT_FD_CONN);
+	bool want = th && (bp_bt_cfg.defer_close == 2
+				   ? ((f & BT_FD_SOCK) ? conn : (f & (BT_FD_KNOWN | BT_FD_OPEN)))
+				   : bp_bt_cfg.defer_close == 1 && conn);
+	if ((!pending && !want) || (!th && !(th = self_any()))) {
+		/* It runs now, behind what the thread queued before it. */
+		bp_bt_order_direct(fd);
 		bp_bt_fd_forget(fe);
 		return BT_PASS;
 	}
@@ -507,6 +608,7 @@ long bp_bt_tx_close(int fd)
 	if (err)
 		th->c.reported++;
 	bp_bt_acquire(th, fe);
+	bp_bt_order_queue(th, fe);
 	if (fe->ninflight)
 		bp_bt_quiesce(th, fe);
 	long r = err ? -(long)(err & 0xffff) : 0;
@@ -538,6 +640,7 @@ long bp_bt_tx_close(int fd)
 	atomic_fetch_or(&fe->flags, BT_FD_CLOSING);
 	op->u.cl.gen = atomic_load(&fe->gen);
 	bp_bt_enqueue(th, fe, op);
+	bp_bt_order_queued(th, fe, true);
 	if (!(th->segment & BT_SEG_PRELOAD))
 		bp_bt_submit(th);
 out:
@@ -708,6 +811,13 @@ void bp_bt_fd_created(int fd, uint32_t flags)
 	bp_bt_fd_forget(fe);
 	if (flags)
 		atomic_store(&fe->flags, flags);
+}
+
+void bp_bt_fd_connected(int fd)
+{
+	struct bt_fdent *fe = bp_bt_fd(fd);
+	if (fe && !(atomic_load(&fe->flags) & BT_FD_CLOSING))
+		atomic_fetch_or(&fe->flags, BT_FD_CONN);
 }
 
 void bp_bt_fd_setfl(int fd, bool nonblock)

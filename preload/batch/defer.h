@@ -154,6 +154,18 @@ void bp_bt_flush_own(void);
 /* The thread has requests in flight (an EINTR may come from their task work). */
 bool bp_bt_has_inflight(void);
 
+/*
+ * Order across descriptors (docs/batch.md, "Order").  bp_bt_order_queue:
+ * under th's lock, before a call is queued on fe (may submit what is
+ * queued); bp_bt_order_queued: after (is_close for a close).
+ * bp_bt_order_direct: before a call on fd that is not queued runs (a write
+ * that is not deferred, connect, bind, listen, a close that runs now):
+ * submits what the thread queued, unless fd is a regular file.
+ */
+void bp_bt_order_queue(struct bt_thread *th, struct bt_fdent *fe);
+void bp_bt_order_queued(struct bt_thread *th, struct bt_fdent *fe, bool is_close);
+void bp_bt_order_direct(int fd);
+
 /* ------------------------------------------------ defer.c for sendfile.c */
 
 /* What every call that writes or controls a stream starts with: BT_PASS
@@ -183,6 +195,8 @@ long bp_bt_run_behind_queue(struct bt_thread *th, struct bt_fdent *fe, bool more
  * epoll registration. */
 void bp_bt_fd_created(int fd, uint32_t flags);
 void bp_bt_fd_setfl(int fd, bool nonblock);
+/* fd is a connected stream socket (connect succeeded or is under way). */
+void bp_bt_fd_connected(int fd);
 void bp_bt_fd_size(int fd, const struct stat *st);
 void bp_bt_epoll_ctl(int epfd, int op, int fd);
 

@@ -9,6 +9,8 @@ static uint32_t sock_flags(int domain_or_listener_flags, int type, bool from_lis
 	uint32_t f = BT_FD_KNOWN | BT_FD_OPEN | BT_FD_SOCK;
 	if (from_listener) {
 		f |= (uint32_t)domain_or_listener_flags & (BT_FD_STREAM | BT_FD_INET);
+		if (f & BT_FD_STREAM)
+			f |= BT_FD_CONN; /* accepted: connected */
 	} else {
 		if ((type & 0xf) == SOCK_STREAM)
 			f |= BT_FD_STREAM;
@@ -59,6 +61,51 @@ EXPORT int socket(int domain, int type, int proto)
 	if (fd >= 0 && bp_bt_cfg.enabled)
 		bp_bt_fd_created(fd, sock_flags(domain, type, false));
 	return fd;
+}
+
+EXPORT int socketpair(int domain, int type, int proto, int sv[2])
+{
+	int r = REAL(socketpair)(domain, type, proto, sv);
+	if (r == 0 && bp_bt_cfg.enabled) {
+		uint32_t f = sock_flags(domain, type, false);
+		if (f & BT_FD_STREAM)
+			f |= BT_FD_CONN;
+		bp_bt_fd_created(sv[0], f);
+		bp_bt_fd_created(sv[1], f);
+	}
+	return r;
+}
+
+/*
+ * Calls whose effect another process sees at once (a connection, a bound
+ * port, a listening socket) run behind what the thread queued before them
+ * (docs/batch.md, "Order").  A socket that connects becomes one whose close
+ * may be queued.
+ */
+EXPORT int connect(int fd, const struct sockaddr *a, socklen_t al)
+{
+	if (ACTIVE())
+		bp_bt_order_direct(fd);
+	int r = REAL(connect)(fd, a, al);
+	int e = errno;
+	if (bp_bt_cfg.enabled && (r == 0 || e == EINPROGRESS))
+		bp_bt_fd_connected(fd);
+	errno = e;
+	return r;
+}
+
+EXPORT int bind(int fd, const struct sockaddr *a, socklen_t al)
+{
+	if (ACTIVE())
+		bp_bt_order_direct(fd);
+	return REAL(bind)(fd, a, al);
+}
+
+EXPORT int listen(int fd, int backlog)
+{
+	if (ACTIVE())
+		bp_bt_order_direct(fd);
+	return REAL(listen)(fd, backlog);
 }
 
 static mode_t va_mode(int flags, va_list ap)
@@ -125,6 +172,7 @@ static int dup_onto(int fd, int nfd, int flags, bool three)
 	if (ACTIVE() && fd != nfd) {
 		bp_bt_flush_fd_wait(fd);
 		bp_bt_flush_fd_wait(nfd); /* dup2 closes nfd: its work must be done */
+		bp_bt_order_direct(nfd);  /* and that close is seen at once */
 	}
 	int r = three ? REAL(dup3)(fd, nfd, flags) : REAL(dup2)(fd, nfd);
 	if (r >= 0 && bp_bt_cfg.enabled && fd != nfd)
@@ -207,6 +255,7 @@ EXPORT int close_range(unsigned first, unsigned last, int flags)
 	}
 	bool closes = !(flags & CLOSE_RANGE_CLOEXEC);
 	if (ACTIVE() && closes) {
+		bp_bt_order_direct(-1);
 		for (unsigned fd = first; fd <= last && fd < BT_FD_MAX; fd++) {
 			if (bp_bt_fd_peek((int)fd))
 				bp_bt_flush_fd_wait((int)fd);
@@ -229,6 +278,7 @@ EXPORT int fclose(FILE *f)
 	int fd = f ? fileno(f) : -1;
 	if (fd >= 0 && ACTIVE()) {
 		bp_bt_flush_fd_wait(fd);
+		bp_bt_order_direct(fd);
 		struct bt_fdent *fe = bp_bt_fd_peek(fd);
 		if (fe)
 			bp_bt_fd_forget(fe);

@@ -12,6 +12,7 @@ EXPORT ssize_t write(int fd, const void *buf, size_t n)
 		long r = bp_bt_tx_data(fd, &v, 1, 0, &sp);
 		if (r != BT_PASS)
 			return ret_errno(r, sp);
+		bp_bt_order_direct(fd);
 	}
 	return REAL(write)(fd, buf, n);
 }
@@ -23,6 +24,7 @@ EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 		long r = bp_bt_tx_data(fd, iov, iovcnt, 0, &sp);
 		if (r != BT_PASS)
 			return ret_errno(r, sp);
+		bp_bt_order_direct(fd);
 	}
 	return REAL(writev)(fd, iov, iovcnt);
 }
@@ -35,6 +37,7 @@ EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 		long r = bp_bt_tx_data(fd, &v, 1, flags, &sp);
 		if (r != BT_PASS)
 			return ret_errno(r, sp);
+		bp_bt_order_direct(fd);
 	}
 	return REAL(send)(fd, buf, n, flags);
 }
@@ -55,6 +58,7 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 		}
 		if (r != BT_PASS)
 			return ret_errno(r, sp);
+		bp_bt_order_direct(fd);
 	}
 	return REAL(sendto)(fd, buf, n, flags, addr, alen);
 }
@@ -74,6 +78,7 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 			r = BT_PASS;
 		if (r != BT_PASS)
 			return ret_errno(r, sp);
+		bp_bt_order_direct(fd);
 	}
 	return REAL(sendmsg)(fd, msg, flags);
 }
@@ -84,6 +89,7 @@ EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t count)
 		long r = bp_bt_tx_sendfile(out_fd, in_fd, off, count);
 		if (r != BT_PASS)
 			return ret_errno(r, r == -EPIPE);
+		bp_bt_order_direct(out_fd);
 	}
 	return REAL(sendfile)(out_fd, in_fd, off, count);
 }
@@ -94,6 +100,7 @@ EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
 		long r = bp_bt_tx_sendfile(out_fd, in_fd, (off_t *)off, count);
 		if (r != BT_PASS)
 			return ret_errno(r, r == -EPIPE);
+		bp_bt_order_direct(out_fd);
 	}
 	return REAL(sendfile64)(out_fd, in_fd, off, count);
 }
@@ -114,6 +121,7 @@ EXPORT ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t n
 			r = bp_bt_tx_write_direct(out, n != 0, &sp);
 		if (r != BT_PASS)
 			return ret_errno(r, sp || r == -EPIPE);
+		bp_bt_order_direct(out);
 	}
 	return REAL(splice)(in, in_off, out, out_off, n, flags);
 }
@@ -125,6 +133,7 @@ EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 		long r = bp_bt_tx_write_direct(fd, true, &sp);
 		if (r != BT_PASS)
 			return (int)ret_errno(r, sp || (r == -EPIPE && !(flags & MSG_NOSIGNAL)));
+		bp_bt_order_direct(fd);
 	}
 	return REAL(sendmmsg)(fd, v, n, flags);
 }
@@ -137,6 +146,7 @@ EXPORT int shutdown(int fd, int how)
 		long r = bp_bt_tx_shutdown(fd, how);
 		if (r != BT_PASS)
 			return (int)ret_errno(r, false);
+		bp_bt_order_direct(fd);
 	}
 	return REAL(shutdown)(fd, how);
 }
@@ -157,6 +167,7 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		long r = bp_bt_tx_sockopt(fd, level, name, val, len);
 		if (r != BT_PASS)
 			return (int)ret_errno(r, false);
+		bp_bt_order_direct(fd);
 	}
 	return REAL(setsockopt)(fd, level, name, val, len);
 }

@@ -43,7 +43,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "defer.h"
@@ -92,6 +95,10 @@
 	X(int, accept, (int, struct sockaddr *, socklen_t *))                 \
 	X(int, accept4, (int, struct sockaddr *, socklen_t *, int))           \
 	X(int, socket, (int, int, int))                                       \
+	X(int, socketpair, (int, int, int, int *))                            \
+	X(int, connect, (int, const struct sockaddr *, socklen_t))            \
+	X(int, bind, (int, const struct sockaddr *, socklen_t))               \
+	X(int, listen, (int, int))                                            \
 	X(int, open, (const char *, int, ...))                                \
 	X(int, open64, (const char *, int, ...))                              \
 	X(int, openat, (int, const char *, int, ...))                         \
@@ -121,7 +128,23 @@
 			      char *const[]))                                 \
 	X(void, _exit, (int))                                                 \
 	X(void, _Exit, (int))                                                 \
-	X(int, sigaction, (int, const struct sigaction *, struct sigaction *))
+	X(int, sigaction, (int, const struct sigaction *, struct sigaction *)) \
+	X(pid_t, waitpid, (pid_t, int *, int))                                \
+	X(pid_t, wait, (int *))                                               \
+	X(pid_t, wait3, (int *, int, struct rusage *))                        \
+	X(pid_t, wait4, (pid_t, int *, int, struct rusage *))                 \
+	X(int, waitid, (idtype_t, id_t, siginfo_t *, int))                    \
+	X(int, nanosleep, (const struct timespec *, struct timespec *))       \
+	X(int, clock_nanosleep, (clockid_t, int, const struct timespec *,     \
+				 struct timespec *))                          \
+	X(int, usleep, (useconds_t))                                          \
+	X(unsigned, sleep, (unsigned))                                        \
+	X(int, pause, (void))                                                 \
+	X(int, sigsuspend, (const sigset_t *))                                \
+	X(int, sigwaitinfo, (const sigset_t *, siginfo_t *))                  \
+	X(int, sigtimedwait, (const sigset_t *, siginfo_t *,                  \
+			      const struct timespec *))                       \
+	X(int, sigwait, (const sigset_t *, int *))
 
 #define DECLARE(ret, name, args) extern ret(*real_##name) args;
 REAL_FUNCS(DECLARE)

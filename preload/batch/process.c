@@ -124,6 +124,108 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file,
 	return REAL(posix_spawnp)(pid, file, fa, at, argv, envp);
 }
 
+/*
+ * Waiting somewhere other than the event loop (for a child, a time, a
+ * signal): what the thread queued goes in first (submitted, not waited
+ * for).  What the program waits for may be a peer that waits for it: a
+ * child reading until the EOF of a socket the program closed, a process
+ * that answers what the program wrote (docs/batch.md, "Order").
+ */
+static void before_block(void)
+{
+	if (ACTIVE())
+		bp_bt_flush_own();
+}
+
+EXPORT pid_t waitpid(pid_t pid, int *st, int opt)
+{
+	if (!(opt & WNOHANG))
+		before_block();
+	return REAL(waitpid)(pid, st, opt);
+}
+
+EXPORT pid_t wait(int *st)
+{
+	before_block();
+	return REAL(wait)(st);
+}
+
+EXPORT pid_t wait3(int *st, int opt, struct rusage *ru)
+{
+	if (!(opt & WNOHANG))
+		before_block();
+	return REAL(wait3)(st, opt, ru);
+}
+
+EXPORT pid_t wait4(pid_t pid, int *st, int opt, struct rusage *ru)
+{
+	if (!(opt & WNOHANG))
+		before_block();
+	return REAL(wait4)(pid, st, opt, ru);
+}
+
+EXPORT int waitid(idtype_t t, id_t id, siginfo_t *info, int opt)
+{
+	if (!(opt & WNOHANG))
+		before_block();
+	return REAL(waitid)(t, id, info, opt);
+}
+
+EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+	before_block();
+	return REAL(nanosleep)(req, rem);
+}
+
+EXPORT int clock_nanosleep(clockid_t c, int flags, const struct timespec *req,
+			   struct timespec *rem)
+{
+	before_block();
+	return REAL(clock_nanosleep)(c, flags, req, rem);
+}
+
+EXPORT int usleep(useconds_t us)
+{
+	before_block();
+	return REAL(usleep)(us);
+}
+
+EXPORT unsigned sleep(unsigned s)
+{
+	before_block();
+	return REAL(sleep)(s);
+}
+
+EXPORT int pause(void)
+{
+	before_block();
+	return REAL(pause)();
+}
+
+EXPORT int sigsuspend(const sigset_t *m)
+{
+	before_block();
+	return REAL(sigsuspend)(m);
+}
+
+EXPORT int sigwaitinfo(const sigset_t *s, siginfo_t *i)
+{
+	before_block();
+	return REAL(sigwaitinfo)(s, i);
+}
+
+EXPORT int sigtimedwait(const sigset_t *s, siginfo_t *i, const struct timespec *t)
+{
+	before_block();
+	return REAL(sigtimedwait)(s, i, t);
+}
+
+EXPORT int sigwait(const sigset_t *s, int *sig)
+{
+	before_block();
+	return REAL(sigwait)(s, sig);
+}
+
 /* Leaving the process ends its io_uring requests: send what is deferred. */
 static void before_exit(const char *why)
 {

@@ -72,6 +72,7 @@ static long queue_copy(struct bt_thread *th, struct bt_fdent *fe, struct bt_fden
 		op->len = n;
 		bp_bt_enqueue(th, fe, op);
 	}
+	bp_bt_order_queued(th, fe, false);
 	return (long)n;
 }
 
@@ -112,6 +113,7 @@ static long queue_splice(struct bt_thread *th, struct bt_fdent *fe, struct bt_fd
 	op->msg_flags = 0;
 	op->flags = BT_OP_TRANSPARENT | BT_OP_SIGPIPE;
 	bp_bt_enqueue(th, fe, op);
+	bp_bt_order_queued(th, fe, false);
 	th->c.spliced++;
 	return (long)n;
 }

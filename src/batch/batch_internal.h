@@ -74,6 +74,9 @@ bool bp_bt_have_ops(struct bt_thread *th, _Atomic int *cache, int op, int op2,
 #define BT_FD_BROKEN 0x200u  /* a deferred call failed: later ones go direct */
 #define BT_FD_CLOSE_LAST 0x400u /* the program closed it while splices read
 				   it: the last one to finish closes it */
+#define BT_FD_CONN 0x800u    /* a connected stream socket (accepted,
+				connected or from socketpair): its close may
+				be queued (docs/batch.md, "Order") */
 
 struct bt_thread;
 struct bt_op;
@@ -255,6 +258,12 @@ struct bt_thread {
 				      its waits will resubmit splice rounds */
 	unsigned npipes;
 	struct { int r, w; unsigned cap; } pipes[16];
+	/* Order across descriptors (preload/batch/defer.c, docs/batch.md
+	 * "Order"): the stream the preload queued on last since the last
+	 * submit, and whether a close was queued since then (a close takes
+	 * effect when the enter that issues it returns). */
+	struct bt_fdent *ord_fe;
+	bool ord_fence;
 };
 
 /* The calling thread's state, or NULL. */

@@ -589,6 +589,10 @@ static int submit_common(struct bt_thread *th, const struct bt_epw_req *req)
 		bp_bt_activate(th, fe);
 		fe = next;
 	}
+	/* Every chain that could go is in the ring now: what the preload
+	 * queues next comes after all of it (preload/batch/defer.c). */
+	th->ord_fe = NULL;
+	th->ord_fence = false;
 	int r;
 	struct io_uring_sqe *sqe = NULL;
 	if (req) {

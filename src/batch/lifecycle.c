@@ -316,6 +316,8 @@ static void fork_child(void)
 		th->nsplice = 0;
 		th->nparked = 0;
 		th->merged_ok = false;
+		th->ord_fe = NULL;
+		th->ord_fence = false;
 		/* The child's copies of the pipes of the pool. */
 		bp_bt_splice_pool_drop(th);
 		th->bytes = 0;

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,17 +22,37 @@
 #include "harness.h"
 #include "core/testutil.h"
 
+/* 127.0.0.1:port. */
+static inline struct sockaddr_in loopback_addr(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	return a;
+}
+
+/* A socket of type (SOCK_STREAM: listening) bound to 127.0.0.1 at a port
+ * the kernel picks, returned in *port. */
+static inline int loopback_socket(int type, int *port)
+{
+	int l = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	CHECK(l >= 0);
+	struct sockaddr_in a = loopback_addr(0);
+	socklen_t al = sizeof(a);
+	CHECK(bind(l, (struct sockaddr *)&a, sizeof(a)) == 0);
+	if (type == SOCK_STREAM)
+		CHECK(listen(l, 16) == 0);
+	CHECK(getsockname(l, (struct sockaddr *)&a, &al) == 0);
+	*port = ntohs(a.sin_port);
+	return l;
+}
+
 /* A connected TCP pair on 127.0.0.1 (port picked by the kernel). */
 static inline void tcp_pair(int sv[2])
 {
-	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(l >= 0);
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t al = sizeof(a);
-	CHECK(bind(l, (struct sockaddr *)&a, sizeof(a)) == 0);
-	CHECK(listen(l, 1) == 0);
-	CHECK(getsockname(l, (struct sockaddr *)&a, &al) == 0);
+	int port;
+	int l = loopback_socket(SOCK_STREAM, &port);
+	struct sockaddr_in a = loopback_addr(port);
 	sv[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CHECK(sv[0] >= 0);
 	CHECK(connect(sv[0], (struct sockaddr *)&a, sizeof(a)) == 0);
@@ -355,6 +376,25 @@ static inline void make_files(const char *dir, char *list, size_t len)
 		write_pat_file(path, test_sizes[i], i + 11);
 		snprintf(list + strlen(list), len - strlen(list), "%s%s", i ? "," : "", name);
 	}
+}
+
+/* A test made of cases: the one named argv[1], or every one. */
+struct test_case {
+	const char *name;
+	void (*fn)(int arg);
+	int arg;
+};
+
+static inline void run_named_cases(const struct test_case *c, size_t n, int argc, char **argv)
+{
+	bool any = false;
+	for (size_t i = 0; i < n; i++)
+		if (argc < 2 || !strcmp(argv[1], c[i].name)) {
+			c[i].fn(c[i].arg);
+			any = true;
+		}
+	if (!any)
+		TEST_FAIL("no case %s", argv[1]);
 }
 
 #endif
