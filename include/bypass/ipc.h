@@ -608,10 +608,11 @@ BYPASS_API int bypass_ipc_lib_service_close(bypass_ipc_lib_service *svc);
  * others, scanned), maps the arena at the server's address and loads the
  * object.  Returns 0 and *out, or -EEXIST (the arena's address range is
  * taken here), -EACCES, -EPERM, -ENOEXEC, -EOPNOTSUPP (protection keys
- * required, absent), -EPROTO (the server sent something inconsistent),
- * -ECONNREFUSED / -ENOENT (no such service), -ETIMEDOUT, or -errno.  With
- * BYPASS_IPC_LIB_FALLBACK, the errors of library mode itself (-EEXIST,
- * -EACCES, -EPERM, -ENOEXEC, -EOPNOTSUPP) open message mode instead;
+ * required, absent), -EPROTO (the server sent something inconsistent, or
+ * the control block is out of bounds), -ECONNREFUSED / -ENOENT (no such
+ * service), -ETIMEDOUT, or -errno.  With BYPASS_IPC_LIB_FALLBACK, the
+ * errors of library mode itself (-EEXIST, -EACCES, -EPERM, -ENOEXEC,
+ * -EOPNOTSUPP, -EPROTO) open message mode instead;
  * bypass_ipc_lib_stats says which mode was had.
  */
 BYPASS_API int bypass_ipc_lib_open(const char *name, const struct bypass_ipc_lib_opts *opts,
@@ -625,14 +626,20 @@ BYPASS_API int bypass_ipc_lib_open(const char *name, const struct bypass_ipc_lib
  * (the handler faulted: the service is now broken); -EOWNERDEAD (the handler
  * found a lock whose owner died: the service is now broken);
  * -ENOTRECOVERABLE (the service is broken: bypass_ipc_lib_recover);
- * -EDEADLK (called from inside a call: a handler, or a signal handler
- * that interrupted one); -EOVERFLOW (the handler said it wrote more than
- * cap).  In library mode any number of threads may call
+ * -EDEADLK (called from inside a call, in either mode: a handler, or a
+ * signal handler that interrupted one); -EOVERFLOW (the handler said it
+ * wrote more than cap).  In library mode any number of threads may call
  * at once.  In message mode calls on one handle take turns (one
  * connection; open a handle per thread to call in parallel), wait at most
  * call_timeout_ns, and may also return the errors of bypass_ipc_call
- * (-EMSGSIZE when len + 8 exceeds the connection's max_msg); in a child
- * after fork() a message-mode handle can only be closed (-EBADF).
+ * (-EMSGSIZE when len + 8 exceeds the connection's max_msg, whatever len),
+ * and -EFAULT when req cannot be read or resp written (the call is not
+ * sent, or its answer is dropped; the handle stays usable); in a child
+ * after fork() a message-mode handle can only be closed (-EBADF).  A call
+ * that a signal handler leaves by siglongjmp is repaired at the thread's
+ * next call (see docs/ipc.md): in library mode its locks are released and
+ * the service marked broken (that next call returns -ENOTRECOVERABLE); in
+ * message mode the handle gets a new connection.
  */
 BYPASS_API int bypass_ipc_lib_call(bypass_ipc_lib *lib, unsigned op, const void *req,
 				   size_t len, void *resp, size_t cap);

@@ -4,7 +4,8 @@
  * resolves userfaultfd faults there), then the faulting thread's recovery
  * point, then the program's own handler: the one installed before bypass,
  * or (through bp_fault_chain_sigaction, which the pager preload's sigaction
- * wrapper calls) one the program installed after.
+ * wrapper calls) one the program installed after.  A recovery point whose
+ * frame the thread left by siglongjmp is not recovered into (record_gone).
  */
 #include "core/internal.h"
 
@@ -12,6 +13,17 @@
 #include <string.h>
 #include <ucontext.h>
 #include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define FAULT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FAULT_ASAN 1
+#endif
+#endif
+#ifdef FAULT_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
 
 #define MAX_HOOKS 8
 
@@ -82,6 +94,54 @@ static void chain(int sig, siginfo_t *si, void *uc)
 		raise(sig);
 }
 
+/*
+ * Whether the stack frame at frame (an address in it, taken while it ran)
+ * is gone, seen from the stack pointer sp of the same thread: it lies
+ * below sp on the same stack (the thread left it, by return or by
+ * siglongjmp), or on the alternate signal stack while sp is not (no
+ * signal handler runs there any more).  On another stack than sp's
+ * otherwise it is not judged: a signal handler on the alternate stack may
+ * have interrupted it.
+ */
+static bool frame_gone(uintptr_t frame, uintptr_t sp)
+{
+	stack_t ss;
+	bool alt = sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_DISABLE);
+	if (alt) {
+		uintptr_t lo = (uintptr_t)ss.ss_sp, hi = lo + ss.ss_size;
+		bool f_alt = frame >= lo && frame < hi, sp_alt = sp >= lo && sp < hi;
+		if (f_alt != sp_alt)
+			return f_alt;
+	}
+	return frame < sp;
+}
+
+/*
+ * The innermost recovery point lives in the frame of the function whose
+ * section it covers, so while the section runs the interrupted stack
+ * pointer is below it.  One above it was left by siglongjmp (from a
+ * signal handler of the program's) without being popped: its memory may
+ * hold anything now, and so may the points under it.
+ */
+static bool record_gone(const struct bp_recover *r, const void *uc)
+{
+#if defined(__x86_64__)
+	uintptr_t sp = (uintptr_t)((const ucontext_t *)uc)->uc_mcontext.gregs[REG_RSP];
+	if ((uintptr_t)r >= sp)
+		return false;
+#ifdef FAULT_ASAN
+	/* Locals may live in ASan's fake stack frames, not on the stack. */
+	if (__asan_get_current_fake_stack())
+		return false;
+#endif
+	return frame_gone((uintptr_t)r, sp);
+#else
+	(void)r;
+	(void)uc;
+	return false;
+#endif
+}
+
 static void fault_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
@@ -96,6 +156,10 @@ static void fault_handler(int sig, siginfo_t *si, void *uc)
 	}
 	bp_leave();
 	struct bp_recover *r = bp_recover_top;
+	if (r && si->si_code > 0 && record_gone(r, uc)) {
+		bp_recover_top = NULL;
+		r = NULL;
+	}
 	if (r && si->si_code > 0) {
 		uintptr_t a = (uintptr_t)si->si_addr;
 		if ((!r->lo && !r->hi) || (a >= r->lo && a < r->hi)) {

@@ -289,7 +289,10 @@ struct bp_recover {
 
 /* The thread's innermost recovery point, and whether the handler is in
  * place (fault.c; inline below: ipc's library-mode call pushes one per
- * call, where a function call and back is a tenth of its cost). */
+ * call, where a function call and back is a tenth of its cost).  A point
+ * whose frame is gone when a fault comes (the thread left its section by
+ * siglongjmp without popping it) is dropped with every point under it,
+ * and the fault goes on as if there were none. */
 extern __thread struct bp_recover *bp_recover_top __attribute__((tls_model("initial-exec")));
 extern _Atomic bool bp_fault_installed;
 int bp_fault_install(void);

@@ -164,6 +164,7 @@ struct lib_core {
 	int srv_pidfd;
 	_Atomic uint64_t next_look; /* TSC of the next look */
 	_Atomic bool gone;          /* the server is gone (seen by a look) */
+	struct lib_core *next_open; /* lib_map.c's registry */
 };
 
 /* lib_gate.c: the protection key of library mode and the call gate. */
@@ -176,6 +177,18 @@ const char *bp_ipc_lib_key_reason(void);
 int bp_ipc_lib_guard(void *addr, size_t len);
 /* Outside calls, the key is access-disabled too from now on. */
 void bp_ipc_lib_noread(void);
+/* The gate frame whose CFA was rec is gone, seen from a gate whose CFA is
+ * here (false also when it cannot be told). */
+bool bp_ipc_lib_frame_gone(uintptr_t rec, uintptr_t here);
+/* Not inside a call (0; a call this thread left by siglongjmp, seen by
+ * its frame being gone from here, is repaired first), or inside one
+ * (-EDEADLK: a nested call, or a signal handler's during a call).  here:
+ * the CFA of the caller's gate. */
+int bp_ipc_lib_depth_check(uintptr_t here);
+/* After a call left by siglongjmp: unlink this thread's recovery points
+ * if the innermost is gone from here (back to outer, the one outside the
+ * call, if that still lives). */
+void bp_ipc_lib_drop_dead_records(uintptr_t here, struct bp_recover *outer);
 int bp_ipc_lib_run_init(struct lib_core *lc);
 int bp_ipc_lib_run_recover(struct lib_core *lc);
 /* -EPIPE / -ENOTRECOVERABLE / 0, without a system call. */
@@ -193,6 +206,13 @@ static inline int bp_ipc_lib_alive(const struct lib_core *lc)
 void bp_ipc_lib_stats_fill(const struct lib_core *lc, struct bypass_ipc_lib_stats *st);
 
 /* lib_map.c */
+/* The cores (handles and services) open in this process: a repair of a
+ * call left by siglongjmp touches its core only while it is open
+ * (core_hold: true and the registry held until core_release). */
+void bp_ipc_lib_core_add(struct lib_core *lc);
+void bp_ipc_lib_core_del(struct lib_core *lc);
+bool bp_ipc_lib_core_hold(struct lib_core *lc);
+void bp_ipc_lib_core_release(void);
 int bp_ipc_lib_map_open(int afd, struct lib_map **out);
 int bp_ipc_lib_map_adopt(bypass_arena *a, int guarded, struct lib_map **out);
 void bp_ipc_lib_map_put(struct lib_map *m);
@@ -225,6 +245,8 @@ void bp_ipc_lib_ctl_unlock(_Atomic uint32_t *w);
  * returned holding some, faulted, or was left by siglongjmp; the count
  * released. */
 unsigned bp_ipc_lib_release_held(void);
+/* Forget them without touching them (their arena is gone). */
+void bp_ipc_lib_forget_held(void);
 void bp_ipc_lib_set_recovering(bool on);
 /* This thread's call met a lock whose owner died (cleared by the read). */
 bool bp_ipc_lib_take_owner_dead(void);
@@ -242,6 +264,13 @@ void bp_ipc_lib_layout(struct lib_core *lc, const struct lib_ctl *c);
 /* Check fd (owner uid or root, not writable by group/others, a regular
  * file) and scan its executable segments; 0 or -EACCES/-EPERM/-ENOEXEC. */
 int bp_ipc_lib_check_object(int fd, uid_t owner, bool allow_wrpkru);
+/* A copy of the object open at fd in a memfd sealed against writing,
+ * shrinking and growing (*out), or -errno (-EACCES/-EPERM: memfds may not
+ * be executable here). */
+int bp_ipc_lib_object_copy(int fd, int *out);
+/* The object a server sent: 1 a sealed memfd, 0 a file (a server where
+ * memfds may not be executable), -EACCES a memfd still writable. */
+int bp_ipc_lib_object_sealed(int fd);
 /* Load the object open at fd (checked) and find its description; the
  * loaded file must be fd's (dev, ino).  0, -ENOEXEC, -EPERM, -ESTALE. */
 int bp_ipc_lib_load(struct lib_core *lc, int fd, bool allow_wrpkru);
@@ -262,6 +291,30 @@ struct lib_hello {
 	uint32_t nops;
 	uint32_t pad;
 };
+
+/* A client's handle (lib_client.c; message mode: lib_msg.c). */
+struct bypass_ipc_lib {
+	struct lib_core lc;         /* first: handlers' env */
+	int mode;                   /* BYPASS_IPC_LIB_MODE_* */
+	/* Message mode. */
+	bypass_ipc_conn *conn;      /* NULL after a failed reconnection */
+	_Atomic uint32_t conn_lock; /* the calling thread's id, LIB_LK_WAITERS:
+				       calls on one connection take turns */
+	bool reconnect;             /* a call was left by siglongjmp */
+	unsigned fork_gen;
+	char *name;                 /* to connect again */
+	struct bypass_ipc_opts mopts;
+	uid_t *allow;               /* mopts.allow_uids, our copy */
+	int64_t call_timeout;
+	size_t max_req;             /* the largest request's payload */
+};
+
+/* lib_msg.c */
+int bp_ipc_lib_msg_open(struct bypass_ipc_lib *h, const char *name,
+			const struct bypass_ipc_lib_opts *o);
+void bp_ipc_lib_msg_close(struct bypass_ipc_lib *h);
+int bp_ipc_lib_msg_call(struct bypass_ipc_lib *h, unsigned op, const void *req, size_t len,
+			void *resp, size_t cap);
 
 /* lib_server.c */
 int bp_ipc_lib_check_opts(const struct bypass_ipc_lib_opts *o);

@@ -18,15 +18,6 @@
 #define HANDSHAKE_NS 5000000000ll
 #define MIN_BASE (4ull << 30) /* as conn.c: never an arena in the low 4 GiB */
 
-struct bypass_ipc_lib {
-	struct lib_core lc;         /* first: handlers' env */
-	int mode;                   /* BYPASS_IPC_LIB_MODE_* */
-	/* Message mode. */
-	bypass_ipc_conn *conn;
-	pthread_mutex_t conn_lock;  /* calls on one connection take turns */
-	int64_t call_timeout;
-};
-
 /* ----------------------------------------------------------- handshake */
 
 #ifndef SO_PEERPIDFD
@@ -164,6 +155,16 @@ static int open_library(struct bypass_ipc_lib *h, const char *name,
 	}
 	if ((r = bp_ipc_lib_check_object(objfd, srv, allow_wrpkru)))
 		goto out;
+	/* A sealed copy: nobody can change what runs here after this check. */
+	r = bp_ipc_lib_object_sealed(objfd);
+	if (r < 0) {
+		bp_warn("bypass: ipc: %s: the service object is a memfd its server may still "
+			"write: refused", name);
+		goto out;
+	}
+	if (r == 0)
+		bp_info("bypass: ipc: %s: the server sent its object's file (memfds not "
+			"executable there): a rewrite in place would reach this process", name);
 	if ((r = bp_ipc_lib_map_open(afd, &lc->map)))
 		goto out; /* -EEXIST: the range is taken here */
 	lc->arena = lc->map->arena;
@@ -207,25 +208,6 @@ out:
 	return r;
 }
 
-static int open_message(struct bypass_ipc_lib *h, const char *name,
-			const struct bypass_ipc_lib_opts *o)
-{
-	struct bypass_ipc_opts mo = { 0 };
-	if (o) {
-		mo.allow_uids = o->allow_uids;
-		mo.nallow = o->nallow;
-		mo.flags = o->flags & BYPASS_IPC_ANY_UID;
-		mo.handshake_timeout_ns = o->handshake_timeout_ns;
-	}
-	int r = bypass_ipc_connect(name, o && o->msg ? o->msg : &mo, &h->conn);
-	if (r)
-		return r;
-	pthread_mutex_init(&h->conn_lock, NULL);
-	h->call_timeout = o && o->call_timeout_ns ? o->call_timeout_ns : BYPASS_FOREVER;
-	h->mode = BYPASS_IPC_LIB_MODE_MESSAGE;
-	return 0;
-}
-
 static void lib_free(struct bypass_ipc_lib *h)
 {
 	struct lib_core *lc = &h->lc;
@@ -235,10 +217,7 @@ static void lib_free(struct bypass_ipc_lib *h)
 		close(lc->evfd);
 	if (lc->srv_pidfd >= 0)
 		close(lc->srv_pidfd);
-	if (h->conn) {
-		bypass_ipc_close(h->conn);
-		pthread_mutex_destroy(&h->conn_lock);
-	}
+	bp_ipc_lib_msg_close(h);
 	free(h);
 }
 
@@ -265,7 +244,7 @@ int bypass_ipc_lib_open(const char *name, const struct bypass_ipc_lib_opts *o,
 	h->lc.evfd = h->lc.srv_pidfd = -1;
 	unsigned fl = o ? o->flags : 0;
 	if (fl & BYPASS_IPC_LIB_MESSAGE) {
-		r = open_message(h, name, o);
+		r = bp_ipc_lib_msg_open(h, name, o);
 	} else {
 		r = open_library(h, name, o);
 		if (r && library_refused(r) && (fl & BYPASS_IPC_LIB_FALLBACK)) {
@@ -275,58 +254,19 @@ int bypass_ipc_lib_open(const char *name, const struct bypass_ipc_lib_opts *o,
 			if (!(h = calloc(1, sizeof(*h))))
 				return -ENOMEM;
 			h->lc.evfd = h->lc.srv_pidfd = -1;
-			r = open_message(h, name, o);
+			r = bp_ipc_lib_msg_open(h, name, o);
 		}
 	}
 	if (r) {
 		lib_free(h);
 		return r;
 	}
+	bp_ipc_lib_core_add(&h->lc);
 	*out = h;
 	return 0;
 }
 
 /* ---------------------------------------------------------------- calls */
-
-/* Out of line: library mode's call stays a tail jump. */
-static __attribute__((noinline)) int msg_call(struct bypass_ipc_lib *h, unsigned op, const void *req, size_t len,
-		    void *resp, size_t cap)
-{
-	if ((len && !req) || (cap && !resp) || cap > UINT32_MAX || op > INT32_MAX)
-		return -EINVAL;
-	/* A connection belongs to the process that opened it (and conn_lock
-	 * may be held by a thread the child does not have). */
-	if (h->conn->fork_gen != bp_fork_gen_fast())
-		return -EBADF;
-	pthread_mutex_lock(&h->conn_lock);
-	void *loan;
-	int r = bypass_ipc_loan(h->conn, sizeof(struct lib_wire) + len, &loan, h->call_timeout);
-	if (r)
-		goto out;
-	struct lib_wire w = { .v = (int32_t)op, .pad = (uint32_t)cap };
-	memcpy(loan, &w, sizeof(w));
-	if (len)
-		memcpy((unsigned char *)loan + sizeof(w), req, len);
-	struct bypass_ipc_msg m;
-	r = bypass_ipc_call(h->conn, loan, sizeof(w) + len, &m, h->call_timeout);
-	if (r)
-		goto out;
-	if (m.len < sizeof(w)) {
-		r = -EPROTO;
-	} else {
-		memcpy(&w, m.data, sizeof(w));
-		r = w.v;
-		if (r > 0 && ((size_t)r > cap || (size_t)r > m.len - sizeof(w)))
-			r = -EPROTO;
-		else if (r > 0)
-			memcpy(resp, (unsigned char *)m.data + sizeof(w), (size_t)r);
-	}
-	bypass_ipc_release(h->conn, &m);
-out:
-	pthread_mutex_unlock(&h->conn_lock);
-	/* The server is gone: the same answer as library mode's. */
-	return r == -ECONNRESET ? -EPIPE : r;
-}
 
 int bypass_ipc_lib_call(bypass_ipc_lib *h, unsigned op, const void *req, size_t len,
 			void *resp, size_t cap)
@@ -335,7 +275,7 @@ int bypass_ipc_lib_call(bypass_ipc_lib *h, unsigned op, const void *req, size_t 
 		return -EINVAL;
 	if (bp_likely(h->mode == BYPASS_IPC_LIB_MODE_LIBRARY))
 		return bp_ipc_lib_invoke(&h->lc, op, req, len, resp, cap);
-	return msg_call(h, op, req, len, resp, cap);
+	return bp_ipc_lib_msg_call(h, op, req, len, resp, cap);
 }
 
 int bypass_ipc_lib_recover(bypass_ipc_lib *h)
@@ -362,6 +302,7 @@ int bypass_ipc_lib_close(bypass_ipc_lib *h)
 {
 	if (!h)
 		return -EINVAL;
+	bp_ipc_lib_core_del(&h->lc);
 	lib_free(h);
 	return 0;
 }

@@ -172,6 +172,12 @@ unsigned bp_ipc_lib_release_held(void)
 	return n;
 }
 
+void bp_ipc_lib_forget_held(void)
+{
+	bp_ipc_lib_nheld = 0;
+	ninner = 0;
+}
+
 /* ----------------------------------------------------------- allocator */
 
 static unsigned class_of(uint64_t bytes)

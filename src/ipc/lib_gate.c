@@ -50,6 +50,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #ifndef PKEY_DISABLE_ACCESS
 #define PKEY_DISABLE_ACCESS 0x1
@@ -154,6 +155,23 @@ static inline uint32_t rdpkru(void)
 /* Per thread: inside a call; the PKRU the exit of the gate writes (the
  * thread's own at entry, our key closed). */
 static __thread unsigned depth __attribute__((tls_model("initial-exec")));
+/* The call depth marks: its core, its gate's frame (the CFA of the gate's
+ * function), the recovery point outside it, and the recovery lock a
+ * recover hook's caller holds.  A call left by siglongjmp keeps depth
+ * set; the next call tells it from a nested one by that frame
+ * (bp_ipc_lib_frame_gone) and repairs. */
+static __thread struct lib_core *call_lc __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t call_cfa __attribute__((tls_model("initial-exec")));
+static __thread struct bp_recover *call_outer __attribute__((tls_model("initial-exec")));
+static __thread _Atomic uint32_t *recover_held __attribute__((tls_model("initial-exec")));
+
+static inline __attribute__((always_inline)) void mark_call(struct lib_core *lc, uintptr_t fr)
+{
+	call_lc = lc;
+	call_cfa = fr;
+	call_outer = bp_recover_top;
+	depth = 1;
+}
 /* Calls this thread made: every 1024th looks at the server (look()). */
 static __thread unsigned ncalls __attribute__((tls_model("initial-exec")));
 static __thread uint32_t pkru_out __attribute__((tls_model("initial-exec")));
@@ -383,13 +401,14 @@ static __attribute__((noinline, cold)) int after_call(struct lib_core *lc, int r
 
 static int run_hook(struct lib_core *lc, int what)
 {
-	if (depth)
-		return -EDEADLK;
-	struct bp_recover rp;
+	uintptr_t fr = (uintptr_t)__builtin_dwarf_cfa();
 	int r;
+	if (depth && (r = bp_ipc_lib_depth_check(fr)))
+		return r;
+	struct bp_recover rp;
 	if (BP_RECOVER_TRY(&rp, NULL, 0)) {
 		gate_open(lc);
-		depth = 1;
+		mark_call(lc, fr);
 		if (what == RUN_INIT)
 			r = lc->desc->init(&lc->env, &lc->state);
 		else
@@ -450,13 +469,13 @@ void bp_ipc_lib_stats_fill(const struct lib_core *lc, struct bypass_ipc_lib_stat
  * a function of its own, so that the fast path's registers are not spilled
  * around a setjmp. */
 static __attribute__((noinline)) int run_jmp(struct lib_core *lc, uint32_t op, const void *req,
-					     size_t len, void *resp, size_t cap)
+					     size_t len, void *resp, size_t cap, uintptr_t fr)
 {
 	struct bp_recover rp;
 	int r;
 	if (BP_RECOVER_TRY(&rp, NULL, 0)) {
 		gate_open(lc);
-		depth = 1;
+		mark_call(lc, fr);
 		r = lc->ops[op](&lc->env, lc->state, req, len, resp, cap);
 		depth = 0;
 		if (bp_unlikely(bp_ipc_lib_nheld | bp_ipc_lib_odead))
@@ -514,13 +533,17 @@ static __attribute__((noinline, cold)) int look(struct lib_core *lc)
 	return -EPIPE;
 }
 
-/* Why a call may not run, in the order of the checks: -EPIPE or
- * -ENOTRECOVERABLE, -EINVAL, -EDEADLK (a call from inside a handler). */
+/* Why a call may not run, in the order of the checks: -EDEADLK (a call
+ * from inside a handler, or from a signal handler that interrupted one;
+ * a call left by siglongjmp is repaired first), -EPIPE or
+ * -ENOTRECOVERABLE, -EINVAL.  fr: the gate's frame. */
 static __attribute__((noinline, cold)) int refuse(struct lib_core *lc, uint32_t op,
 						  const void *req, size_t len, void *resp,
-						  size_t cap)
+						  size_t cap, uintptr_t fr)
 {
 	int r;
+	if (depth && (r = bp_ipc_lib_depth_check(fr)))
+		return r;
 	if (!lc->server) {
 		r = bp_ipc_lib_alive(lc);
 		if (!r && (!(ncalls & 1023) ||
@@ -533,7 +556,7 @@ static __attribute__((noinline, cold)) int refuse(struct lib_core *lc, uint32_t 
 		return r;
 	if (op >= __atomic_load_n(&lc->nops, __ATOMIC_RELAXED) || (len && !req) || (cap && !resp))
 		return -EINVAL;
-	return depth ? -EDEADLK : 0;
+	return 0;
 }
 
 /*
@@ -548,6 +571,7 @@ int bp_ipc_lib_invoke(struct lib_core *lc, uint32_t op, const void *req, size_t 
 		      void *resp, size_t cap)
 {
 	const struct lib_ctl *c = lc->ctl;
+	uintptr_t fr = (uintptr_t)__builtin_dwarf_cfa();
 	uint32_t w = __atomic_load_n((const uint32_t *)&c->live, __ATOMIC_ACQUIRE);
 	uint32_t b = atomic_load_explicit(&c->broken, memory_order_acquire);
 	/* Never-taken branches: each a fused compare-and-jump.  A NULL req
@@ -556,7 +580,7 @@ int bp_ipc_lib_invoke(struct lib_core *lc, uint32_t op, const void *req, size_t 
 	    bp_unlikely(op >= __atomic_load_n(&lc->nops, __ATOMIC_RELAXED)) ||
 	    bp_unlikely(!req) || bp_unlikely(!resp) || bp_unlikely(depth) ||
 	    bp_unlikely(!(++ncalls & 1023))) {
-		int e = refuse(lc, op, req, len, resp, cap);
+		int e = refuse(lc, op, req, len, resp, cap, fr);
 		if (e)
 			return e;
 	}
@@ -569,7 +593,7 @@ int bp_ipc_lib_invoke(struct lib_core *lc, uint32_t op, const void *req, size_t 
 		rp.sig = 0;
 		rp.addr = NULL;
 		gate_open(lc);
-		depth = 1;
+		mark_call(lc, fr);
 		r = bp_ipc_lib_enter(&lc->env, lc->state, req, len, resp, cap, lc->ops[op], &rp);
 		depth = 0;
 		if (bp_unlikely(rp.sig))
@@ -580,7 +604,7 @@ int bp_ipc_lib_invoke(struct lib_core *lc, uint32_t op, const void *req, size_t 
 	} else
 #endif
 	{
-		r = run_jmp(lc, op, req, len, resp, cap);
+		r = run_jmp(lc, op, req, len, resp, cap, fr);
 	}
 	if (bp_unlikely(r > 0 && (size_t)r > cap))
 		r = -EOVERFLOW; /* the handler wrote past the response buffer */
@@ -594,11 +618,12 @@ int bp_ipc_lib_do_recover(struct lib_core *lc)
 			   : bp_ipc_lib_alive(lc);
 	if (r != -ENOTRECOVERABLE)
 		return r;
-	if (depth)
-		return -EDEADLK;
+	if (depth && (r = bp_ipc_lib_depth_check((uintptr_t)__builtin_dwarf_cfa())))
+		return r;
 	r = bp_ipc_lib_lock(lc->owner, &c->recover_lock, LIB_LOCK_BOUND_NS);
 	if (r < 0)
 		return -ENOLCK; /* another process's recovery stalls, or a stray write */
+	recover_held = &c->recover_lock;
 	r = 0;
 	if (atomic_load(&c->broken) & LIB_BROKEN) {
 		if (!lc->desc->recover) {
@@ -614,6 +639,127 @@ int bp_ipc_lib_do_recover(struct lib_core *lc)
 			}
 		}
 	}
+	recover_held = NULL;
 	bp_ipc_lib_unlock(&c->recover_lock);
 	return r;
+}
+
+/*
+ * A call left by siglongjmp (from a signal handler of the program's that
+ * interrupted it): depth stayed set, its recovery point stayed linked
+ * (pointing into a dead frame), the locks it held stayed held, PKRU is the
+ * signal handler's.  Undo what the gate's exit and a fault's path would
+ * have: the thread's records, PKRU as the exit leaves it, the locks
+ * released, and the service marked broken (the handler stopped anywhere).
+ * Its core may have been closed since: then only this thread's records
+ * are cleared.
+ */
+static __attribute__((noinline, cold)) void repair(uintptr_t here)
+{
+	struct lib_core *old = call_lc;
+	depth = 0;
+	call_lc = NULL;
+	bp_ipc_lib_set_recovering(false);
+	bp_ipc_lib_take_owner_dead();
+	bp_ipc_lib_drop_dead_records(here, call_outer);
+	bool open = bp_ipc_lib_core_hold(old);
+	if (open) {
+		atomic_fetch_add(&old->ctl->faults, 1);
+		atomic_fetch_or(&old->ctl->broken, LIB_BROKEN);
+		if (old->guarded)
+			PKRU_OPEN(pkru_out & ~key_mask);
+		bp_ipc_lib_release_held();
+		if (recover_held)
+			bp_ipc_lib_unlock(recover_held);
+	} else {
+		bp_ipc_lib_forget_held();
+	}
+	recover_held = NULL;
+	/* PKRU as the gate's exit leaves it: the thread's at entry, our key
+	 * closed (siglongjmp left the signal handler's). */
+	if (bp_ipc_lib_key() >= 0) {
+		pkru_out = (pkru_out & ~key_mask) | __atomic_load_n(&closed_bits, __ATOMIC_ACQUIRE);
+		PKRU_CLOSE(pkru_out, pkru_out);
+	} else if (bp_ipc_lib_pkru_ok()) {
+		uint32_t v = pkru_out, edx = 0;
+		__asm__ __volatile__(".byte 0x0f,0x01,0xef" : "+a"(v), "+d"(edx) : "c"(0) : "memory");
+	}
+	if (open) {
+		bp_warn("bypass: ipc: service %s: a call was left by siglongjmp: its locks "
+			"are released, the service is broken", old->name);
+		bp_ipc_lib_core_release();
+	}
+}
+
+/*
+ * Whether the gate frame whose CFA was rec is gone, seen from a new call
+ * whose gate's CFA is here.  Gone for sure when here is at or above it on
+ * the same stack.  Else this thread's live frames are walked from here up
+ * (the unwinder, through signal frames): meeting a frame whose CFA is
+ * rec, the call still runs below (a nested call, or a signal handler's:
+ * not gone); passing above rec on its stack without meeting it, it is
+ * gone.  A walk that cannot tell (no unwind information on the way) says
+ * "not gone": the caller then refuses with -EDEADLK rather than release a
+ * running call's locks.  A dead frame whose CFA a live frame happens to
+ * share errs the same way (until a call from elsewhere repairs).
+ */
+struct walk {
+	uintptr_t rec, alo, ahi;
+	bool rec_alt;
+	int verdict;                /* 0 cannot tell, 1 running, 2 gone */
+};
+
+static bool on_alt(const struct walk *w, uintptr_t a)
+{
+	return a >= w->alo && a < w->ahi;
+}
+
+static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
+{
+	struct walk *w = arg;
+	uintptr_t cfa = _Unwind_GetCFA(ctx);
+	if (on_alt(w, cfa) != w->rec_alt)
+		return _URC_NO_REASON; /* another stack: go on */
+	if (cfa == w->rec) {
+		w->verdict = 1;
+		return _URC_NORMAL_STOP;
+	}
+	if (cfa > w->rec) {
+		w->verdict = 2;
+		return _URC_NORMAL_STOP;
+	}
+	return _URC_NO_REASON;
+}
+
+bool bp_ipc_lib_frame_gone(uintptr_t rec, uintptr_t here)
+{
+	struct walk w = { .rec = rec };
+	stack_t ss;
+	if (sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_DISABLE)) {
+		w.alo = (uintptr_t)ss.ss_sp;
+		w.ahi = w.alo + ss.ss_size;
+	}
+	w.rec_alt = on_alt(&w, rec);
+	if (on_alt(&w, here) == w.rec_alt && here >= rec)
+		return true;
+	_Unwind_Backtrace(walk_frame, &w);
+	return w.verdict == 2;
+}
+
+int bp_ipc_lib_depth_check(uintptr_t here)
+{
+	if (!depth)
+		return 0;
+	if (!bp_ipc_lib_frame_gone(call_cfa, here))
+		return -EDEADLK; /* a nested call, or a signal handler's */
+	repair(here);
+	return 0;
+}
+
+void bp_ipc_lib_drop_dead_records(uintptr_t here, struct bp_recover *outer)
+{
+	struct bp_recover *t = bp_recover_top;
+	if (!t || !bp_ipc_lib_frame_gone((uintptr_t)t, here))
+		return;
+	bp_recover_top = outer && !bp_ipc_lib_frame_gone((uintptr_t)outer, here) ? outer : NULL;
 }

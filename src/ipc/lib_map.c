@@ -19,6 +19,7 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct lib_map *maps;
+static struct lib_core *cores;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void before_fork(void)
@@ -125,6 +126,40 @@ void bp_ipc_lib_map_put(struct lib_map *m)
 		bypass_arena_close(m->arena);
 		free(m);
 	}
+	pthread_mutex_unlock(&lock);
+}
+
+void bp_ipc_lib_core_add(struct lib_core *lc)
+{
+	pthread_mutex_lock(&lock);
+	lc->next_open = cores;
+	cores = lc;
+	pthread_mutex_unlock(&lock);
+}
+
+void bp_ipc_lib_core_del(struct lib_core *lc)
+{
+	pthread_mutex_lock(&lock);
+	for (struct lib_core **pp = &cores; *pp; pp = &(*pp)->next_open)
+		if (*pp == lc) {
+			*pp = lc->next_open;
+			break;
+		}
+	pthread_mutex_unlock(&lock);
+}
+
+bool bp_ipc_lib_core_hold(struct lib_core *lc)
+{
+	pthread_mutex_lock(&lock);
+	for (struct lib_core *c = cores; c; c = c->next_open)
+		if (c == lc)
+			return true;
+	pthread_mutex_unlock(&lock);
+	return false;
+}
+
+void bp_ipc_lib_core_release(void)
+{
 	pthread_mutex_unlock(&lock);
 }
 

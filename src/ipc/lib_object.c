@@ -16,6 +16,15 @@
  * itself, not the libraries it pulls in (libc's code is the process's
  * anyway); the gate's own WRPKRUs live in libbypass.
  *
+ * The server does not hand its clients the file it was given: it copies it
+ * once, at listen, into a memfd sealed against writing, shrinking and
+ * growing (bp_ipc_lib_object_copy), scans the copy, loads the copy itself
+ * and sends it; a client requires those seals.  A rewrite of the file in
+ * place (cp over it keeps the inode) then reaches neither the server nor
+ * any client; the new file is used when the service is listened anew.
+ * Where memfds may not be executable (vm.memfd_noexec = 2), the server
+ * falls back to the file itself and says so.
+ *
  * The object is loaded with dlopen("/proc/self/fd/N") from that same
  * descriptor, RTLD_NOW (no lazy binding inside a call), and the file that
  * the loader mapped is checked once more: the device and inode of the
@@ -32,6 +41,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -149,6 +160,65 @@ int bp_ipc_lib_check_object(int fd, uid_t owner, bool allow_wrpkru)
 			return -EPERM;
 	}
 	return 0;
+}
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010u
+#endif
+
+int bp_ipc_lib_object_copy(int fd, int *out)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	/* MFD_EXEC: executable where vm.memfd_noexec would seal it
+	 * otherwise (Linux 6.3+; older kernels refuse the flag: EINVAL). */
+	int m = memfd_create("bypass-ipc-lib-object", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+	if (m < 0 && errno == EINVAL)
+		m = memfd_create("bypass-ipc-lib-object", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (m < 0)
+		return -errno;
+	enum { CHUNK = 1 << 16 };
+	unsigned char *buf = malloc(CHUNK);
+	int r = buf ? 0 : -ENOMEM;
+	off_t off = 0;
+	while (!r) {
+		ssize_t n = pread(fd, buf, CHUNK, off);
+		if (n < 0) {
+			r = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		for (ssize_t done = 0; done < n && !r;) {
+			ssize_t w = write(m, buf + done, (size_t)(n - done));
+			if (w < 0)
+				r = -errno;
+			else
+				done += w;
+		}
+		off += n;
+	}
+	free(buf);
+	if (!r && fchmod(m, 0555) < 0)
+		r = -errno;
+	if (!r && fcntl(m, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		r = -errno;
+	if (r) {
+		close(m);
+		return r;
+	}
+	*out = m;
+	return 0;
+}
+
+int bp_ipc_lib_object_sealed(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+	unsigned need = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW;
+	if (seals < 0)
+		return 0;
+	return ((unsigned)seals & need) == need ? 1 : -EACCES;
 }
 
 /* --------------------------------------------------------------- loading */

@@ -228,6 +228,21 @@ int bypass_ipc_lib_listen(const char *name, const char *path, const struct bypas
 	struct stat st;
 	if ((r = bp_ipc_lib_check_object(s->objfd, geteuid(), allow_wrpkru)))
 		goto fail;
+	/* What the server and every client run: a sealed copy (lib_object.c),
+	 * scanned again (the file may have changed while it was copied). */
+	int copy;
+	r = bp_ipc_lib_object_copy(s->objfd, &copy);
+	if (r == 0) {
+		close(s->objfd);
+		s->objfd = copy;
+		if ((r = bp_ipc_lib_check_object(s->objfd, geteuid(), allow_wrpkru)))
+			goto fail;
+	} else if (r == -EACCES || r == -EPERM) {
+		bp_warn("bypass: ipc: %s: memfds may not be executable here: clients get the "
+			"object's file itself, which a rewrite in place would reach", path);
+	} else {
+		goto fail;
+	}
 	if (fstat(s->objfd, &st) < 0) {
 		r = -errno;
 		goto fail;
@@ -281,6 +296,7 @@ int bypass_ipc_lib_listen(const char *name, const char *path, const struct bypas
 	if ((r = epoll_add(s->epfd, bypass_ipc_service_fd(s->msg))) ||
 	    (r = epoll_add(s->epfd, s->lsock)) || (r = epoll_add(s->epfd, lc->evfd)))
 		goto fail;
+	bp_ipc_lib_core_add(&s->lc);
 	*out = s;
 	return 0;
 fail:
@@ -460,6 +476,7 @@ int bypass_ipc_lib_service_close(bypass_ipc_lib_service *s)
 {
 	if (!s)
 		return -EINVAL;
+	bp_ipc_lib_core_del(&s->lc);
 	service_free(s);
 	return 0;
 }

@@ -18,6 +18,7 @@ enum {
 	TS_SIGWAIT,       /* struct ts_sig *: raise a signal inside the call */
 	TS_NEST,          /* struct ts_nest: call from inside a call */
 	TS_RECOVER_FAILS, /* req[0]: the recover hook fails while non-zero */
+	TS_SIGNAL,        /* struct ts_kill: signal a process, then sleep */
 	TS_NOPS
 };
 
@@ -37,6 +38,14 @@ struct ts_where {
 struct ts_sig {
 	int sig;
 	volatile int inside, done;
+	int lock;         /* TS_SIGWAIT takes the state's lock first */
+};
+
+struct ts_kill {
+	int32_t pid;      /* kill(pid, sig) from the handler (the server's
+			     thread in message mode: the caller waits) */
+	int32_t sig;
+	uint32_t ms;      /* then sleep this long before answering */
 };
 
 struct ts_nest {

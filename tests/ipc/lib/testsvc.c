@@ -2,9 +2,11 @@
 /*
  * The ipc tests' service object (built as build/tests/ipc/testsvc.so): handlers
  * that echo, count, fault, hold a lock until killed, leak a lock, post
- * events, report where they run, and nest a call.  Built three more times
+ * events, report where they run, and nest a call.  Built four more times
  * with a WRPKRU or an XRSTOR sequence in its code (TESTSVC_WRPKRU /
- * TESTSVC_XRSTOR), or with another ABI (TESTSVC_BADABI).
+ * TESTSVC_XRSTOR), with another ABI (TESTSVC_BADABI), or with a TS_ECHO
+ * that answers -ENOSYS (TESTSVC_ALT: a rewrite of the object must not
+ * reach its clients).
  */
 #include <bypass/ipc.h>
 #include <errno.h>
@@ -45,6 +47,13 @@ static int t_echo(const struct bypass_ipc_env *env, void *st, const void *req, s
 {
 	(void)env;
 	(void)st;
+#ifdef TESTSVC_ALT
+	(void)req;
+	(void)len;
+	(void)resp;
+	(void)cap;
+	return -ENOSYS;
+#endif
 	if (len > cap)
 		return -ENOBUFS;
 	if (len)
@@ -208,13 +217,41 @@ static int t_sigwait(const struct bypass_ipc_env *env, void *st, const void *req
 	if (len != sizeof(sg))
 		return -EINVAL;
 	memcpy(&sg, req, sizeof(sg));
+	if (sg->lock) {
+		int r = env->lock(env, &s->lock);
+		if (r) {
+			if (r == -EOWNERDEAD)
+				env->unlock(env, &s->lock);
+			return r;
+		}
+	}
 	s->counter++;
 	__atomic_store_n(&sg->inside, 1, __ATOMIC_SEQ_CST);
 	kill(getpid(), sg->sig); /* a signal in the middle of a call */
 	while (!__atomic_load_n(&sg->done, __ATOMIC_SEQ_CST))
 		;
 	s->counter++;
+	if (sg->lock)
+		env->unlock(env, &s->lock);
+	return 0;
+}
+
+/* Signal a process (the caller, in message mode: it waits for the answer
+ * meanwhile), then sleep. */
+static int t_signal(const struct bypass_ipc_env *env, void *st, const void *req, size_t len,
+		    void *resp, size_t cap)
+{
 	(void)env;
+	(void)st;
+	(void)resp;
+	(void)cap;
+	struct ts_kill k;
+	if (len != sizeof(k))
+		return -EINVAL;
+	memcpy(&k, req, sizeof(k));
+	if (kill(k.pid, k.sig))
+		return -errno;
+	usleep(k.ms * 1000);
 	return 0;
 }
 
@@ -278,6 +315,7 @@ static const bypass_ipc_handler ops[TS_NOPS] = {
 	[TS_HOLD] = t_hold,   [TS_CHECK] = t_check, [TS_LEAK] = t_leak,
 	[TS_POST] = t_post,   [TS_WHERE] = t_where, [TS_SIGWAIT] = t_sigwait,
 	[TS_NEST] = t_nest,   [TS_RECOVER_FAILS] = t_recover_fails,
+	[TS_SIGNAL] = t_signal,
 };
 
 __attribute__((visibility("default"))) const struct bypass_ipc_lib_desc bypass_ipc_lib_entry = {
