@@ -10,6 +10,10 @@
 
 #include <malloc.h>
 
+/* The next allocator's allocating calls: where it is the heap's jemalloc,
+ * entering it is ranked (no heap lock may be held: pager_internal.h). */
+#define NEXT(fn) (bp_pp_next_check(), bp_pp_real_##fn)
+
 /*
  * While malloc itself is being resolved, dlsym may allocate: such requests
  * come from this static arena (never freed).
@@ -138,7 +142,7 @@ EXPORT void *malloc(size_t n)
 		return p;
 	if (bp_pp_reserve_use())
 		return bp_pp_reserve_alloc(n, 0, false);
-	p = bp_pp_real_malloc(n);
+	p = NEXT(malloc)(n);
 	outside(p, 1);
 	return p;
 }
@@ -162,7 +166,7 @@ EXPORT void *calloc(size_t a, size_t b)
 		return p;
 	if (bp_pp_reserve_use())
 		return bp_pp_reserve_alloc(n, 0, true);
-	p = bp_pp_real_calloc(a, b);
+	p = NEXT(calloc)(a, b);
 	outside(p, 1);
 	return p;
 }
@@ -224,7 +228,7 @@ EXPORT void *realloc(void *ptr, size_t n)
 		if (q && !large(n))
 			return q; /* moved or resized by jemalloc */
 		if (!q)
-			q = bp_pp_real_malloc(n);
+			q = NEXT(malloc)(n);
 		if (!q)
 			return NULL; /* the old block is untouched */
 		memcpy(q, ptr, n < have ? n : have);
@@ -292,7 +296,7 @@ EXPORT void *realloc(void *ptr, size_t n)
 		if (!q)
 			q = heap(n, 0, false);
 		if (!q)
-			q = bp_pp_real_malloc(n);
+			q = NEXT(malloc)(n);
 		if (!q)
 			return NULL; /* the old block is untouched */
 		memcpy(q, ptr, n < have ? n : have);
@@ -334,7 +338,7 @@ EXPORT void *realloc(void *ptr, size_t n)
 		}
 	}
 	outside(ptr, -1);
-	void *q = bp_pp_real_realloc(ptr, n);
+	void *q = NEXT(realloc)(ptr, n);
 	outside(q ? q : n ? ptr : NULL, 1);
 	return q;
 }
@@ -374,7 +378,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		*out = p;
 		return 0;
 	}
-	int e = bp_pp_real_posix_memalign(out, align, n);
+	int e = NEXT(posix_memalign)(out, align, n);
 	if (!e)
 		outside(*out, 1);
 	return e;
@@ -395,7 +399,7 @@ EXPORT void *aligned_alloc(size_t align, size_t n)
 	if (!p && ready() && bp_pp_reserve_use())
 		return bp_pp_reserve_alloc(n, align, false);
 	if (!p && ready()) {
-		p = bp_pp_real_aligned_alloc(align, n);
+		p = NEXT(aligned_alloc)(align, n);
 		outside(p, 1);
 	}
 	return p;
@@ -412,7 +416,7 @@ EXPORT void *memalign(size_t align, size_t n)
 	if (!p && ready() && pow2(align) && bp_pp_reserve_use())
 		return bp_pp_reserve_alloc(n, align, false);
 	if (!p && ready()) {
-		p = bp_pp_real_memalign(align, n);
+		p = NEXT(memalign)(align, n);
 		outside(p, 1);
 	}
 	return p;
@@ -429,7 +433,7 @@ EXPORT void *valloc(size_t n)
 	if (!p && ready() && bp_pp_reserve_use())
 		return bp_pp_reserve_alloc(n, PP_PAGE, false);
 	if (!p && ready()) {
-		p = bp_pp_real_valloc(n);
+		p = NEXT(valloc)(n);
 		outside(p, 1);
 	}
 	return p;
@@ -447,7 +451,7 @@ EXPORT void *pvalloc(size_t n)
 	if (!p && ready() && bp_pp_reserve_use())
 		return bp_pp_reserve_alloc(r ? r : PP_PAGE, PP_PAGE, false);
 	if (!p && ready()) {
-		p = bp_pp_real_pvalloc(n);
+		p = NEXT(pvalloc)(n);
 		outside(p, 1);
 	}
 	return p;

@@ -157,7 +157,8 @@ static void *hk_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t ali
 		return NULL;
 	if (align < PP_PAGE)
 		align = PP_PAGE;
-	pthread_mutex_lock(&heap_lock);
+	bp_rank_push(BP_RANK_JEMALLOC, h); /* called inside jemalloc */
+	bp_mutex_lock(&heap_lock, BP_RANK_PP_HEAP);
 	uintptr_t hi = atomic_load(&bp_pp_heap_hi), a;
 	if (new_addr)
 		a = (uintptr_t)new_addr == heap_bump ? heap_bump : 0;
@@ -171,7 +172,8 @@ static void *hk_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t ali
 		*zero = true;   /* pager pages never handed out before read as zeros */
 		*commit = true;
 	}
-	pthread_mutex_unlock(&heap_lock);
+	bp_mutex_unlock(&heap_lock, BP_RANK_PP_HEAP);
+	bp_rank_pop(BP_RANK_JEMALLOC, h);
 	return out;
 }
 
@@ -318,6 +320,7 @@ void bp_pp_heap_start(void)
 void *bp_pp_heap_alloc(size_t n, size_t align, bool zero)
 {
 	int fl = (zero ? MALLOCX_ZERO : 0) | (align > 16 ? MALLOCX_ALIGN(align) : 0);
+	bp_rank_check(BP_RANK_JEMALLOC);
 	bp_enter();
 	void *q = mallocx(n ? n : 1, fl);
 	bp_leave();
@@ -328,6 +331,7 @@ void bp_pp_heap_free(void *ptr)
 {
 	if (!bp_pp_heap_on())
 		return; /* cannot happen: a heap pointer comes from the heap on */
+	bp_rank_check(BP_RANK_JEMALLOC);
 	bp_enter();
 	dallocx(ptr, 0);
 	bp_leave();
@@ -340,6 +344,7 @@ size_t bp_pp_heap_size(void *ptr)
 
 void *bp_pp_heap_realloc(void *ptr, size_t n)
 {
+	bp_rank_check(BP_RANK_JEMALLOC);
 	bp_enter();
 	void *q = rallocx(ptr, n ? n : 1, 0);
 	bp_leave();

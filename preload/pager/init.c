@@ -323,6 +323,15 @@ static bool configure(void)
 	if (!env_onoff("BYPASS_PAGER_SAMPLE", &c.sample) ||
 	    !env_onoff("BYPASS_PAGER_SPIN", &c.spin))
 		return false;
+	/* lock ranks checked (rank.c): on in debug builds, off in release
+	 * builds unless this says 1 */
+	const char *lr = getenv("BYPASS_PAGER_LOCK_RANKS");
+	bool ranks = false;
+	if (lr && *lr) {
+		if (!env_onoff("BYPASS_PAGER_LOCK_RANKS", &ranks))
+			return false;
+		bp_rank_enable(ranks);
+	}
 	const char *sf = getenv("BYPASS_STATS_FILE");
 	if (sf && strlen(sf) < sizeof(c.stats_file))
 		strcpy(c.stats_file, sf);
@@ -352,7 +361,7 @@ bypass_pager *bp_pp_pager(void)
 	bypass_pager *p = atomic_load_explicit(&the_pager, memory_order_acquire);
 	if (bp_likely(p) || atomic_load_explicit(&pager_failed, memory_order_relaxed))
 		return p;
-	pthread_mutex_lock(&pager_lock);
+	bp_mutex_lock(&pager_lock, BP_RANK_PP_PAGER);
 	p = atomic_load(&the_pager);
 	if (!p && !atomic_load(&pager_failed)) {
 		bp_enter();
@@ -396,7 +405,7 @@ bypass_pager *bp_pp_pager(void)
 			atomic_store_explicit(&the_pager, p, memory_order_release);
 		}
 	}
-	pthread_mutex_unlock(&pager_lock);
+	bp_mutex_unlock(&pager_lock, BP_RANK_PP_PAGER);
 	return p;
 }
 

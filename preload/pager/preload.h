@@ -210,6 +210,11 @@ static inline bool bp_pp_in_reserve(const void *a)
 	       x < atomic_load_explicit(&bp_pp_res_hi, memory_order_relaxed);
 }
 int bp_pp_reserve_start(void);
+/* Set by bp_pp_reserve_start(): the next allocator is the heap's jemalloc. */
+extern _Atomic bool bp_pp_res_mode;
+/* Before entering the next allocator: where it is the heap's jemalloc, a
+ * ranked take (lock ranks, pager_internal.h), checked where they are on. */
+void bp_pp_next_check(void);
 bool bp_pp_reserve_use(void);
 void *bp_pp_reserve_alloc(size_t n, size_t align, bool zero);
 void *bp_pp_reserve_realloc(void *ptr, size_t n);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The table of regions, mapping and unmapping them, and pinning buffers around system calls. */
 #include "preload.h"
+#include "pager/pager_internal.h" /* lock ranks */
 
 #include <limits.h>
 #include <sched.h>
@@ -24,11 +25,14 @@ bool bp_pp_lock(void)
 	pid_t me = bp_tid();
 	if (atomic_load_explicit(&owner, memory_order_relaxed) == me)
 		return false;
+	bp_rank_check(BP_RANK_PP_TABLE);
 	for (unsigned spins = 0;; spins++) {
 		pid_t none = 0;
 		if (atomic_compare_exchange_weak_explicit(&owner, &none, me, memory_order_acquire,
-							  memory_order_relaxed))
+							  memory_order_relaxed)) {
+			bp_rank_push(BP_RANK_PP_TABLE, &owner);
 			return true;
+		}
 		if (spins > 64)
 			sched_yield();
 		else
@@ -38,6 +42,7 @@ bool bp_pp_lock(void)
 
 void bp_pp_unlock(void)
 {
+	bp_rank_pop(BP_RANK_PP_TABLE, &owner);
 	atomic_store_explicit(&owner, 0, memory_order_release);
 }
 

@@ -28,6 +28,7 @@
  * fragmentation.
  */
 #include "preload.h"
+#include "pager/pager_internal.h" /* lock ranks */
 
 #include <sched.h>
 
@@ -44,29 +45,32 @@ struct hdr {
 };
 
 _Atomic uintptr_t bp_pp_res_lo = 1, bp_pp_res_hi = 0;
-static _Atomic bool res_mode;
+_Atomic bool bp_pp_res_mode;
 static uintptr_t bump;                   /* res_lock */
 static void *freel[RES_CLASSES];        /* res_lock */
 static _Atomic int res_lock;
 
 static void lock(void)
 {
+	bp_rank_check(BP_RANK_PP_RESERVE);
 	for (unsigned i = 0; atomic_exchange_explicit(&res_lock, 1, memory_order_acquire); i++) {
 		if (i < 100)
 			bp_cpu_relax();
 		else
 			sched_yield();
 	}
+	bp_rank_push(BP_RANK_PP_RESERVE, &res_lock);
 }
 
 static void unlock(void)
 {
+	bp_rank_pop(BP_RANK_PP_RESERVE, &res_lock);
 	atomic_store_explicit(&res_lock, 0, memory_order_release);
 }
 
 int bp_pp_reserve_start(void)
 {
-	if (atomic_load(&res_mode))
+	if (atomic_load(&bp_pp_res_mode))
 		return 0;
 	void *m = REAL(mmap)(NULL, RES_SPAN, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -75,13 +79,19 @@ int bp_pp_reserve_start(void)
 	bump = (uintptr_t)m;
 	atomic_store(&bp_pp_res_lo, (uintptr_t)m); /* lo first: empty until hi is set */
 	atomic_store(&bp_pp_res_hi, (uintptr_t)m + RES_SPAN);
-	atomic_store(&res_mode, true);
+	atomic_store(&bp_pp_res_mode, true);
 	return 0;
+}
+
+void bp_pp_next_check(void)
+{
+	if (atomic_load_explicit(&bp_pp_res_mode, memory_order_relaxed))
+		bp_rank_check(BP_RANK_JEMALLOC);
 }
 
 bool bp_pp_reserve_use(void)
 {
-	return atomic_load_explicit(&res_mode, memory_order_relaxed) && bp_inside();
+	return atomic_load_explicit(&bp_pp_res_mode, memory_order_relaxed) && bp_inside();
 }
 
 static unsigned class_of(size_t need)

@@ -214,10 +214,10 @@ static void at_fork_child(void)
 
 static void at_exit(void)
 {
-	pthread_mutex_lock(&g.lock);
+	bp_mutex_lock(&g.lock, BP_RANK_DAMON);
 	if (g.d && g.owner == getpid())
 		teardown_locked();
-	pthread_mutex_unlock(&g.lock);
+	bp_mutex_unlock(&g.lock, BP_RANK_DAMON);
 }
 
 /*
@@ -358,7 +358,7 @@ int bp_damon_start(struct bp_heat *h, unsigned interval_ms, char *why, size_t wh
 		snprintf(why, whylen, "no %s (a kernel without CONFIG_DAMON_SYSFS)", bp_damon_root);
 		return -ENOENT;
 	}
-	pthread_mutex_lock(&g.lock);
+	bp_mutex_lock(&g.lock, BP_RANK_DAMON);
 	int e;
 	if (g.d && g.owner == getpid()) {
 		snprintf(why, whylen, "DAMON serves another pager of this process");
@@ -366,7 +366,7 @@ int bp_damon_start(struct bp_heat *h, unsigned interval_ms, char *why, size_t wh
 	} else {
 		e = start_locked(h, interval_ms, why, whylen);
 	}
-	pthread_mutex_unlock(&g.lock);
+	bp_mutex_unlock(&g.lock, BP_RANK_DAMON);
 	return e;
 }
 
@@ -402,9 +402,9 @@ int bp_damon_read(struct bp_heat *h, struct bp_damon_range *out, size_t max,
 
 void bp_damon_stop(struct bp_heat *h)
 {
-	pthread_mutex_lock(&g.lock);
+	bp_mutex_lock(&g.lock, BP_RANK_DAMON);
 	if (g.d && g.d->h == h && g.owner == getpid())
 		teardown_locked();
 	h->damon = NULL;
-	pthread_mutex_unlock(&g.lock);
+	bp_mutex_unlock(&g.lock, BP_RANK_DAMON);
 }

@@ -318,13 +318,13 @@ static int region_switch(struct bypass_pager *p, struct region *r, bool to_pool)
 /* Move every adaptive region of p.  Returns 0 if all moved. */
 static int pager_switch(struct bypass_pager *p, bool to_pool)
 {
-	pthread_mutex_lock(&p->lock);
+	bp_mutex_lock(&p->lock, BP_RANK_PAGER);
 	int e = 0;
 	/* an engine held by bp_engine_force() moves only to where it is held
 	 * (the monitor may have decided before the hold) */
 	int force = atomic_load(&p->eng.force);
 	if ((force == BP_ENGINE_POOL && !to_pool) || (force == BP_ENGINE_UPCALL && to_pool)) {
-		pthread_mutex_unlock(&p->lock);
+		bp_mutex_unlock(&p->lock, BP_RANK_PAGER);
 		return -EBUSY;
 	}
 	if (to_pool && !p->srv.nlive)
@@ -355,7 +355,7 @@ static int pager_switch(struct bypass_pager *p, bool to_pool)
 		bp_tab_leave(idx);
 		atomic_store(&p->ev.sync_wb, any);
 	}
-	pthread_mutex_unlock(&p->lock);
+	bp_mutex_unlock(&p->lock, BP_RANK_PAGER);
 	return e;
 }
 

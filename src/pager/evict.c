@@ -232,7 +232,7 @@ static uint32_t finish_wb(struct bypass_pager *p, struct ectx *c, struct wb *b, 
 	for (uint32_t i = 0; i < b->n; i++) {
 		uint32_t id = b->ids[i];
 		struct pg *pg = pg_of(p, id);
-		bp_pg_lock(pg);
+		bp_pg_lock_wb(pg);
 		atomic_fetch_sub(&p->bud.writeback, 1);
 		uint32_t w = atomic_load(&pg->w);
 		pg_set_state(pg, PS_RESIDENT);
@@ -657,7 +657,7 @@ void bp_evict_fork_begin(struct bypass_pager *p)
 {
 	atomic_store(&p->bud.forking, true);
 	bp_pager_progress(p); /* faults waiting for room take it now */
-	bp_plock_lock(&p->ev.lock);
+	bp_plock_lock_serialized(&p->ev.lock); /* fork.c: every pager's, in turn */
 }
 
 bool bp_evict_forking(struct bypass_pager *p)
@@ -690,6 +690,7 @@ void bp_evict_fork_end(struct bypass_pager *p, bool child)
 
 int bp_evict_init(struct bypass_pager *p)
 {
+	p->ev.lock.rank = BP_RANK_EVICT;
 	for (unsigned i = 0; i < PG_LRU_SHARDS; i++)
 		for (int k = 0; k < 2; k++)
 			p->lists.shard[i].lru[k].head = p->lists.shard[i].lru[k].tail = PG_NONE;

@@ -426,6 +426,10 @@ static int pager_hook(int sig, siginfo_t *si, void *uc)
 	uintptr_t a = (uintptr_t)si->si_addr;
 	struct region *r = bp_tab_find(bp_tab_get(), a);
 	int handled = 0;
+	unsigned frame = 0;
+	bool framed = r && bus;
+	if (framed) /* a fault of this thread: a lock frame (rank.c) */
+		frame = bp_rank_frame_enter();
 	/* After fork the child forgets the table (fork.c: its regions are
 	 * ordinary memory there); a region of another generation is never
 	 * served, its userfaultfd would act on the parent's memory. */
@@ -444,6 +448,8 @@ static int pager_hook(int sig, siginfo_t *si, void *uc)
 		/* raised before the region moved to the pool: retry there */
 		handled = 1;
 	}
+	if (framed)
+		bp_rank_frame_leave(frame);
 	bp_tab_leave(idx);
 	return handled;
 }

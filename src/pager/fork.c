@@ -85,13 +85,16 @@ static void fetch_all(struct bypass_pager *p)
 
 static void fork_prepare(void)
 {
-	pthread_mutex_lock(&g_lock);
+	bp_mutex_lock(&g_lock, BP_RANK_FORK);
 	unsigned gen = bp_fork_gen();
 	for (size_t i = 0; i < g_n; i++) {
 		struct bypass_pager *p = g_list[i];
 		if (p->cfg.gen != gen)
 			continue; /* a parent's, in a child: not mapped here */
+		/* every pager's locks at once, in list order under g_lock
+		 * (which serializes such takes): recorded, not checked */
 		pthread_mutex_lock(&p->lock);
+		bp_rank_push(BP_RANK_PAGER, &p->lock);
 		bp_evict_fork_begin(p);
 		fetch_all(p);
 	}
@@ -107,9 +110,9 @@ static void fork_parent(void)
 		if (p->cfg.gen != gen)
 			continue;
 		bp_evict_fork_end(p, false);
-		pthread_mutex_unlock(&p->lock);
+		bp_mutex_unlock(&p->lock, BP_RANK_PAGER);
 	}
-	pthread_mutex_unlock(&g_lock);
+	bp_mutex_unlock(&g_lock, BP_RANK_FORK);
 }
 
 static void fork_child(void)
@@ -125,6 +128,7 @@ static void fork_child(void)
 		pthread_mutex_init(&p->lock, NULL);
 	}
 	pthread_mutex_init(&g_lock, NULL);
+	bp_rank_fork_child(); /* every lock the handlers took is new here */
 }
 
 static void fork_init(void)
@@ -136,7 +140,7 @@ int bp_fork_add(struct bypass_pager *p)
 {
 	pthread_once(&g_once, fork_init);
 	int e = 0;
-	pthread_mutex_lock(&g_lock);
+	bp_mutex_lock(&g_lock, BP_RANK_FORK);
 	if (g_n == g_cap) {
 		size_t cap = g_cap ? 2 * g_cap : 8;
 		struct bypass_pager **v = bp_pg_realloc(g_list, cap * sizeof(*v));
@@ -149,17 +153,17 @@ int bp_fork_add(struct bypass_pager *p)
 	}
 	if (!e)
 		g_list[g_n++] = p;
-	pthread_mutex_unlock(&g_lock);
+	bp_mutex_unlock(&g_lock, BP_RANK_FORK);
 	return e;
 }
 
 void bp_fork_remove(struct bypass_pager *p)
 {
-	pthread_mutex_lock(&g_lock);
+	bp_mutex_lock(&g_lock, BP_RANK_FORK);
 	for (size_t i = 0; i < g_n; i++)
 		if (g_list[i] == p) {
 			g_list[i] = g_list[--g_n];
 			break;
 		}
-	pthread_mutex_unlock(&g_lock);
+	bp_mutex_unlock(&g_lock, BP_RANK_FORK);
 }

@@ -240,7 +240,7 @@ static void heat_round(struct bp_heat *h, const struct bp_damon_range *d, int nd
 	struct bypass_pager *p = h->p;
 	uint64_t t0 = bypass_now_ns();
 	uint64_t cnt[5] = { 0 };
-	pthread_mutex_lock(&h->lock);
+	bp_mutex_lock(&h->lock, BP_RANK_HEAT);
 	unsigned idx = bp_tab_enter();
 	struct regtab *t = bp_tab_get();
 	if (t && (h->sources & BYPASS_PAGER_HEAT_WRITTEN))
@@ -253,7 +253,7 @@ static void heat_round(struct bp_heat *h, const struct bp_damon_range *d, int nd
 		if (t->r[i]->pager == p)
 			fold_region(h, t->r[i], cnt);
 	bp_tab_leave(idx);
-	pthread_mutex_unlock(&h->lock);
+	bp_mutex_unlock(&h->lock, BP_RANK_HEAT);
 	atomic_fetch_add(&h->fault_accessed, cnt[0]);
 	atomic_fetch_add(&h->fault_written, cnt[1]);
 	atomic_fetch_add(&h->written_pages, cnt[2]);
@@ -521,7 +521,7 @@ int bypass_pager_heat_enable(bypass_pager *p, const struct bypass_pager_heat_con
 	bool optional = !cfg->sources || (cfg->flags & BYPASS_PAGER_HEAT_OPTIONAL);
 	unsigned want = cfg->sources ? cfg->sources : BYPASS_PAGER_HEAT_ALL;
 
-	pthread_mutex_lock(&p->lock);
+	bp_mutex_lock(&p->lock, BP_RANK_PAGER);
 	struct bp_heat *h;
 	e = heat_alloc(p, &h);
 	if (e)
@@ -582,7 +582,7 @@ int bypass_pager_heat_enable(bypass_pager *p, const struct bypass_pager_heat_con
 undo:
 	heat_stop_locked(h);
 out:
-	pthread_mutex_unlock(&p->lock);
+	bp_mutex_unlock(&p->lock, BP_RANK_PAGER);
 	return e;
 }
 
@@ -591,11 +591,11 @@ int bypass_pager_heat_disable(bypass_pager *p)
 	int e = check_owner(p);
 	if (e)
 		return e;
-	pthread_mutex_lock(&p->lock);
+	bp_mutex_lock(&p->lock, BP_RANK_PAGER);
 	struct bp_heat *h = heat_get(p);
 	if (h)
 		heat_stop_locked(h);
-	pthread_mutex_unlock(&p->lock);
+	bp_mutex_unlock(&p->lock, BP_RANK_PAGER);
 	return 0;
 }
 
@@ -630,7 +630,7 @@ int bypass_pager_heat_stats(bypass_pager *p, struct bypass_pager_heat_stats *st)
 	 * the sampler's own view (write_view) reads it without */
 	bool own = in_sampler;
 	if (!own)
-		pthread_mutex_lock(&p->lock);
+		bp_mutex_lock(&p->lock, BP_RANK_PAGER);
 	st->sources = h->sources;
 	st->interval_ms = h->interval_ms;
 	st->written_status = h->written_status;
@@ -638,7 +638,7 @@ int bypass_pager_heat_stats(bypass_pager *p, struct bypass_pager_heat_stats *st)
 	snprintf(st->written_why, sizeof(st->written_why), "%s", h->written_why);
 	snprintf(st->damon_why, sizeof(st->damon_why), "%s", h->damon_why);
 	if (!own)
-		pthread_mutex_unlock(&p->lock);
+		bp_mutex_unlock(&p->lock, BP_RANK_PAGER);
 	return 0;
 }
 
@@ -655,9 +655,9 @@ int bypass_pager_heat_ranges(bypass_pager *p, int which, struct bypass_pager_hea
 		return -ENODATA;
 	if (n > INT_MAX)
 		n = INT_MAX;
-	pthread_mutex_lock(&h->lock);
+	bp_mutex_lock(&h->lock, BP_RANK_HEAT);
 	size_t got = collect(h, which, out, n);
-	pthread_mutex_unlock(&h->lock);
+	bp_mutex_unlock(&h->lock, BP_RANK_HEAT);
 	return (int)got;
 }
 
@@ -669,7 +669,7 @@ int bypass_pager_heat_reset(bypass_pager *p)
 	struct bp_heat *h = heat_get(p);
 	if (!h)
 		return -ENODATA;
-	pthread_mutex_lock(&h->lock);
+	bp_mutex_lock(&h->lock, BP_RANK_HEAT);
 	for (uint32_t i = 0; i < h->npages; i++) {
 		atomic_store_explicit(&h->score[i], 0, memory_order_relaxed);
 		atomic_fetch_and_explicit(&h->hit[i], (uint8_t)HEAT_WAS_DIRTY,
@@ -683,7 +683,7 @@ int bypass_pager_heat_reset(bypass_pager *p)
 	atomic_store(&h->damon_regions, 0);
 	atomic_store(&h->refs_set, 0);
 	atomic_store(&h->sample_ns, 0);
-	pthread_mutex_unlock(&h->lock);
+	bp_mutex_unlock(&h->lock, BP_RANK_HEAT);
 	return 0;
 }
 
@@ -704,9 +704,9 @@ void bp_heat_stop(struct bypass_pager *p)
 {
 	struct bp_heat *h = heat_get(p);
 	if (h) {
-		pthread_mutex_lock(&p->lock);
+		bp_mutex_lock(&p->lock, BP_RANK_PAGER);
 		heat_stop_locked(h);
-		pthread_mutex_unlock(&p->lock);
+		bp_mutex_unlock(&p->lock, BP_RANK_PAGER);
 	}
 }
 

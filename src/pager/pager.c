@@ -285,7 +285,7 @@ static int map_region(bypass_pager *p, size_t length, unsigned flags, void *at, 
 	bool have_id = false;
 	struct region *r = NULL;
 
-	pthread_mutex_lock(&p->lock);
+	bp_mutex_lock(&p->lock, BP_RANK_PAGER);
 	if (np > p->swap.pages - p->ids.mapped) {
 		bp_err("bypass: pager: mapping %zu bytes would exceed the swap file "
 		       "(%u of %u pages mapped already)", length, p->ids.mapped, p->swap.pages);
@@ -370,7 +370,7 @@ out:
 		if (have_id)
 			id_free(p, id0, (uint32_t)np);
 	}
-	pthread_mutex_unlock(&p->lock);
+	bp_mutex_unlock(&p->lock, BP_RANK_PAGER);
 	return e;
 }
 
@@ -465,7 +465,7 @@ int bypass_pager_unmap(bypass_pager *p, void *addr, size_t length)
 	uintptr_t a = (uintptr_t)addr;
 	if (!length || (a & (PG_SIZE - 1)) || (length & (PG_SIZE - 1)) || a + length < a)
 		return -EINVAL;
-	pthread_mutex_lock(&p->lock);
+	bp_mutex_lock(&p->lock, BP_RANK_PAGER);
 	/* p's regions change only under p->lock, which we hold. */
 	unsigned idx = bp_tab_enter();
 	struct region *r = bp_tab_find(bp_tab_get(), a);
@@ -479,7 +479,7 @@ int bypass_pager_unmap(bypass_pager *p, void *addr, size_t length)
 		if (!e)
 			e = unmap_locked(p, r, a, length);
 	}
-	pthread_mutex_unlock(&p->lock);
+	bp_mutex_unlock(&p->lock, BP_RANK_PAGER);
 	return e;
 }
 
@@ -502,7 +502,7 @@ int bypass_pager_destroy(bypass_pager *p)
 	bp_sample_stop(p); /* access samples: every parked page back */
 	bp_engine_stop(p); /* no switch from now on */
 	bp_pf_stop(p);     /* no prefetch either */
-	pthread_mutex_lock(&p->lock);
+	bp_mutex_lock(&p->lock, BP_RANK_PAGER);
 	for (;;) {
 		unsigned idx = bp_tab_enter();
 		struct regtab *t = bp_tab_get();
@@ -518,7 +518,7 @@ int bypass_pager_destroy(bypass_pager *p)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&p->lock);
+	bp_mutex_unlock(&p->lock, BP_RANK_PAGER);
 	pager_free(p, false);
 	return 0;
 }

@@ -57,14 +57,14 @@ int bypass_pager_policy_register(const struct bypass_pager_policy *pol)
 	if (!policy_ok(pol))
 		return -EINVAL;
 	int e = 0;
-	pthread_mutex_lock(&g_reg_lock);
+	bp_mutex_lock(&g_reg_lock, BP_RANK_POLREG);
 	if (find_locked(pol->name))
 		e = -EEXIST;
 	else if (g_nreg == MAX_REGISTERED)
 		e = -ENOSPC;
 	else
 		g_reg[g_nreg++] = pol;
-	pthread_mutex_unlock(&g_reg_lock);
+	bp_mutex_unlock(&g_reg_lock, BP_RANK_POLREG);
 	return e;
 }
 
@@ -182,9 +182,9 @@ int bypass_pager_set_policy(bypass_pager *p, const char *spec)
 	} else if (is_path(buf)) {
 		e = load_so(buf, &ops, &dl);
 	} else {
-		pthread_mutex_lock(&g_reg_lock);
+		bp_mutex_lock(&g_reg_lock, BP_RANK_POLREG);
 		ops = find_locked(buf);
-		pthread_mutex_unlock(&g_reg_lock);
+		bp_mutex_unlock(&g_reg_lock, BP_RANK_POLREG);
 		if (!ops) {
 			bp_err("bypass: pager: no policy named %s", buf);
 			e = -ENOENT;
@@ -213,7 +213,7 @@ int bypass_pager_set_policy(bypass_pager *p, const char *spec)
 	pol->dl = dl;
 	snprintf(pol->name, sizeof(pol->name), "%s", ops->name);
 
-	pthread_mutex_lock(&p->lock);
+	bp_mutex_lock(&p->lock, BP_RANK_PAGER);
 	if (ops->init) {
 		e = ops->init(p, args, &pol->state);
 		if (e > 0 || e < -4095)
@@ -238,7 +238,7 @@ int bypass_pager_set_policy(bypass_pager *p, const char *spec)
 			pol = NULL;
 		}
 	}
-	pthread_mutex_unlock(&p->lock);
+	bp_mutex_unlock(&p->lock, BP_RANK_PAGER);
 	if (e) {
 		pol->ops = NULL; /* fini done (or init failed) */
 		pol_free(pol);
@@ -446,11 +446,11 @@ int bypass_pager_advise(bypass_pager *p, void *addr, size_t len, int advice)
 	uintptr_t end = ((uintptr_t)addr + len + PG_SIZE - 1) & ~(PG_SIZE - 1);
 	if (end <= start)
 		return -EINVAL;
-	pthread_mutex_lock(&p->lock);
+	bp_mutex_lock(&p->lock, BP_RANK_PAGER);
 	if (!p->pol.hints) {
 		struct bp_hints *h = bp_pg_calloc(1, sizeof(*h));
 		if (!h) {
-			pthread_mutex_unlock(&p->lock);
+			bp_mutex_unlock(&p->lock, BP_RANK_PAGER);
 			return -ENOMEM;
 		}
 		__atomic_store_n(&p->pol.hints, h, __ATOMIC_RELEASE);
@@ -489,7 +489,7 @@ int bypass_pager_advise(bypass_pager *p, void *addr, size_t len, int advice)
 		if (pe)
 			stat_add(&ST(p).rejects, 1);
 	}
-	pthread_mutex_unlock(&p->lock);
+	bp_mutex_unlock(&p->lock, BP_RANK_PAGER);
 	return e;
 }
 

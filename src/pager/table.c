@@ -31,12 +31,12 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
  * pager's lock while it takes g_lock.) */
 void bp_tab_fork_prepare(void)
 {
-	pthread_mutex_lock(&g_lock);
+	bp_mutex_lock(&g_lock, BP_RANK_TABLE);
 }
 
 void bp_tab_fork_parent(void)
 {
-	pthread_mutex_unlock(&g_lock);
+	bp_mutex_unlock(&g_lock, BP_RANK_TABLE);
 }
 
 /*
@@ -159,12 +159,12 @@ static bool dropped(struct region *r, struct region **old, size_t nold)
 
 int bp_tab_replace(struct region **old, size_t nold, struct region **add, size_t nadd)
 {
-	pthread_mutex_lock(&g_lock);
+	bp_mutex_lock(&g_lock, BP_RANK_TABLE);
 	struct regtab *cur = atomic_load(&g_tab);
 	size_t n = cur ? cur->n : 0;
 	struct regtab *nt = bp_pg_malloc(sizeof(*nt) + 2 * (n + nadd) * sizeof(nt->r[0]));
 	if (!nt) {
-		pthread_mutex_unlock(&g_lock);
+		bp_mutex_unlock(&g_lock, BP_RANK_TABLE);
 		return -ENOMEM;
 	}
 	nt->by_id = nt->r + n + nadd;
@@ -205,7 +205,7 @@ int bp_tab_replace(struct region **old, size_t nold, struct region **add, size_t
 	}
 	atomic_store(&g_tab, nt);
 	synchronize();
-	pthread_mutex_unlock(&g_lock);
+	bp_mutex_unlock(&g_lock, BP_RANK_TABLE);
 	bp_pg_free(cur);
 	return 0;
 }

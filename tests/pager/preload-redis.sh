@@ -17,6 +17,9 @@
 # preload's statistics must show evictions.  Again with --batch --pager
 # (the second case), the first command and a few replies.
 #
+# The lock-rank check is on (BYPASS_PAGER_LOCK_RANKS=1: an out-of-order
+# take, a heap lock held into jemalloc among them, aborts the server).
+#
 # Each server listens on 127.0.0.1 at a port this test picks (another is
 # tried when the bind fails: other tests may run servers), in a directory
 # of its own, and is stopped by its pid.  The only time bounds are hang
@@ -76,6 +79,7 @@ start() {
 		local pre=()
 		[ $# -gt 0 ] && pre=("$cli" run "$@" --)
 		BYPASS_PAGER_SWAP="$dir/$name" BYPASS_STATS_FILE="$dir/$name/stats" \
+			BYPASS_PAGER_LOCK_RANKS=1 \
 			"${pre[@]}" redis-server --port $PORT --bind 127.0.0.1 --save '' \
 			--appendonly no --dir "$dir/$name" --dbfilename dump.rdb \
 			--enable-debug-command yes --logfile "$dir/$name/log" \
