@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -130,7 +129,7 @@ int bypass_arena_create(const struct bypass_arena_opts *opts,
 		uint64_t span = (ARENA_BAND_HI - ARENA_BAND_LO) / ARENA_ALIGN;
 		for (int tries = 0; tries < 64 && !p; tries++) {
 			uint64_t r;
-			if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			if (bp_sys_getrandom(&r, sizeof(r), 0) != sizeof(r))
 				r = bypass_rdtscp(NULL) * 0x9e3779b97f4a7c15ull;
 			uint64_t addr = ARENA_BAND_LO + (r % span) * ARENA_ALIGN;
 			if (addr + size > ARENA_BAND_HI)

@@ -4,12 +4,7 @@
 #include "core/internal.h"
 #include "core/syscall.h"
 
-#include <poll.h>
 #include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 static _Atomic pid_t cached_pid;
 _Atomic unsigned bp__fork_gen;
@@ -20,7 +15,7 @@ __thread unsigned bp_inside_depth __attribute__((tls_model("initial-exec")));
 
 static void after_fork_child(void)
 {
-	atomic_store(&cached_pid, (pid_t)syscall(SYS_getpid));
+	atomic_store(&cached_pid, bp_sys_getpid());
 	atomic_fetch_add(&bp__fork_gen, 1);
 }
 
@@ -35,7 +30,7 @@ pid_t bp_pid(void)
 	if (bp_likely(p))
 		return p;
 	pthread_once(&atfork_once, install_atfork);
-	p = (pid_t)syscall(SYS_getpid);
+	p = bp_sys_getpid();
 	atomic_store(&cached_pid, p);
 	return p;
 }
@@ -51,7 +46,7 @@ pid_t bp_tid(void)
 	/* After fork the child's only thread has a new tid. */
 	unsigned g = bp_fork_gen();
 	if (bp_unlikely(!cached_tid || cached_tid_gen != g)) {
-		cached_tid = (pid_t)syscall(SYS_gettid);
+		cached_tid = bp_sys_gettid();
 		cached_tid_gen = g;
 	}
 	return cached_tid;
@@ -62,7 +57,7 @@ int bp_proc_alive(pid_t pid, int *pidfd_cache)
 	if (pid <= 0)
 		return 0;
 	if (pidfd_cache && *pidfd_cache < 0) {
-		int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+		int fd = bp_sys_pidfd_open(pid, 0);
 		if (fd < 0 && errno == ESRCH)
 			return 0;
 		if (fd >= 0)
@@ -74,7 +69,7 @@ int bp_proc_alive(pid_t pid, int *pidfd_cache)
 		int r = bp_sys_poll(&p, 1, 0);
 		return r == 0;
 	}
-	if (kill(pid, 0) == 0 || errno == EPERM)
+	if (bp_sys_kill(pid, 0) == 0 || errno == EPERM)
 		return 1;
 	return 0;
 }
@@ -82,5 +77,7 @@ int bp_proc_alive(pid_t pid, int *pidfd_cache)
 unsigned bp_cpus_allowed(void)
 {
 	cpu_set_t cpus;
-	return sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? (unsigned)CPU_COUNT(&cpus) : 1;
+	if (bp_sys_sched_getaffinity(0, sizeof(cpus), &cpus) < 0)
+		return 1;
+	return (unsigned)CPU_COUNT(&cpus);
 }

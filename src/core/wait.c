@@ -13,12 +13,10 @@
  */
 #include "core/deadline.h"
 #include "core/internal.h"
+#include "core/syscall.h"
 
 #include <linux/futex.h>
 #include <limits.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 int bp_futex_wait(_Atomic uint32_t *word, uint32_t val, int64_t timeout_ns,
 		  bool shared)
@@ -30,23 +28,15 @@ int bp_futex_wait(_Atomic uint32_t *word, uint32_t val, int64_t timeout_ns,
 		tp = &ts;
 	}
 	int op = FUTEX_WAIT | (shared ? 0 : FUTEX_PRIVATE_FLAG);
-	long r = syscall(SYS_futex, (uint32_t *)word, op, val, tp, NULL, 0);
-	if (r == 0)
-		return 0;
-	if (errno == EAGAIN)
-		return 0;
-	if (errno == ETIMEDOUT)
-		return -ETIMEDOUT;
-	if (errno == EINTR)
-		return -EINTR;
-	return -errno;
+	long r = bp_syscall4(SYS_futex, word, op, val, tp);
+	/* 0, or -EAGAIN: the word was not val (any more); -ETIMEDOUT, -EINTR */
+	return r == -EAGAIN ? 0 : (int)r;
 }
 
 int bp_futex_wake(_Atomic uint32_t *word, int n, bool shared)
 {
 	int op = FUTEX_WAKE | (shared ? 0 : FUTEX_PRIVATE_FLAG);
-	long r = syscall(SYS_futex, (uint32_t *)word, op, n, NULL, NULL, 0);
-	return r < 0 ? -errno : (int)r;
+	return (int)bp_syscall3(SYS_futex, word, op, n);
 }
 
 int bp_wait_while(struct bp_waitword *ww, uint32_t val,

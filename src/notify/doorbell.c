@@ -565,7 +565,7 @@ bool bp_db_is_eventfd(int fd)
 {
 	char path[48], link[32];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(path, link, sizeof(link) - 1);
+	ssize_t n = bp_sys_readlink(path, link, sizeof(link) - 1);
 	if (n < 0)
 		return false;
 	link[n] = 0;
@@ -587,9 +587,9 @@ static int efd_fetch(uint64_t loc)
 	if (owner == bp_pid()) {
 		fd = bp_sys_fcntl(num, F_DUPFD_CLOEXEC, 0);
 	} else {
-		int pfd = (int)syscall(SYS_pidfd_open, owner, 0);
+		int pfd = bp_sys_pidfd_open(owner, 0);
 		if (pfd >= 0) {
-			fd = (int)syscall(SYS_pidfd_getfd, pfd, num, 0);
+			fd = bp_sys_pidfd_getfd(pfd, num, 0);
 			bp_sys_close(pfd);
 		}
 	}

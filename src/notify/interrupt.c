@@ -8,11 +8,10 @@
  * the CPU's bit, src/core/probe.c).
  */
 #include "notify/notify_internal.h"
+#include "core/syscall.h"
 
 #include <signal.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #define INTR_SLOTS 64
 
@@ -87,6 +86,9 @@ static void install_handler(void)
 	sa.sa_sigaction = intr_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
+	/* libc's sigaction, not bp_sys_sigaction: the handler runs the user's
+	 * callback, so a preload that runs the program's handlers through a
+	 * trampoline runs this one too (core/syscall.h says why) */
 	if (sigaction(bypass_notify_signal(), &sa, NULL) < 0)
 		sig_installed_err = -errno;
 }
@@ -101,7 +103,7 @@ int bp_db_intr_post(struct bypass_doorbell *h)
 	si.si_signo = bypass_notify_signal();
 	si.si_code = SI_QUEUE;
 	si.si_pid = bp_pid();
-	si.si_uid = getuid();
+	si.si_uid = bp_sys_getuid();
 	si.si_value.sival_int = (int)atomic_load(&sh->intr_cookie);
 	pid_t pid = atomic_load(&sh->intr_pid);
 	pid_t tid = (pid_t)atomic_load(&sh->intr_tid);
@@ -109,7 +111,7 @@ int bp_db_intr_post(struct bypass_doorbell *h)
 		atomic_store(&sh->intr_posted, 0);
 		return 0;
 	}
-	if (syscall(SYS_rt_tgsigqueueinfo, pid, tid, si.si_signo, &si) == 0)
+	if (bp_sys_rt_tgsigqueueinfo(pid, tid, si.si_signo, &si) == 0)
 		return 0;
 	int e = errno;
 	atomic_store(&sh->intr_posted, 0);
@@ -151,7 +153,7 @@ bool bp_db_intr_busy(struct db_shared *sh)
 		return false;
 	pid_t pid = atomic_load(&sh->intr_pid);
 	int saved = errno;
-	bool alive = syscall(SYS_tgkill, pid, (pid_t)tid, 0) == 0 || errno == EPERM;
+	bool alive = bp_sys_tgkill(pid, (pid_t)tid, 0) == 0 || errno == EPERM;
 	errno = saved;
 	if (alive)
 		return true;

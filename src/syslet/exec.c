@@ -77,14 +77,14 @@ static bool try_nowait(long nr, const long *a, int64_t *res, uint32_t *calls,
 		bool pos = nr == SYS_pread64 || nr == SYS_pwrite64;
 		iov.iov_base = (void *)a[1];
 		iov.iov_len = (size_t)a[2];
-		r = bp_syslet_raw6(rd ? SYS_preadv2 : SYS_pwritev2, a[0], (long)&iov, 1,
+		r = bp_syscall6(rd ? SYS_preadv2 : SYS_pwritev2, a[0], (long)&iov, 1,
 			 pos ? a[3] : -1, 0, RWF_NOWAIT);
 		break;
 	}
 	case SYS_readv: case SYS_preadv: case SYS_writev: case SYS_pwritev: {
 		bool rd = nr == SYS_readv || nr == SYS_preadv;
 		bool pos = nr == SYS_preadv || nr == SYS_pwritev;
-		r = bp_syslet_raw6(rd ? SYS_preadv2 : SYS_pwritev2, a[0], a[1], a[2],
+		r = bp_syscall6(rd ? SYS_preadv2 : SYS_pwritev2, a[0], a[1], a[2],
 			 pos ? a[3] : -1, 0, RWF_NOWAIT);
 		break;
 	}
@@ -103,7 +103,7 @@ static bool try_nowait(long nr, const long *a, int64_t *res, uint32_t *calls,
 		bool added = !(fl & O_NONBLOCK);
 		struct open_how how = { .flags = fl | O_NONBLOCK, .mode = 0,
 					.resolve = RESOLVE_CACHED };
-		r = bp_syslet_raw6(SYS_openat2, dfd, p[0], (long)&how, sizeof(how), 0, 0);
+		r = bp_syscall4(SYS_openat2, dfd, p[0], &how, sizeof(how));
 		(*calls)++;
 		/* openat2 refuses flags openat ignores: let the plain call run;
 		 * ENXIO: a FIFO opened for writing has no reader yet. */
@@ -116,8 +116,8 @@ static bool try_nowait(long nr, const long *a, int64_t *res, uint32_t *calls,
 			return false;
 		if (r >= 0 && added) {
 			(*calls)++;
-			if (bp_syslet_raw6(SYS_fcntl, r, F_SETFL, (long)fl, 0, 0, 0) < 0) {
-				bp_syslet_raw6(SYS_close, r, 0, 0, 0, 0, 0);
+			if (bp_syscall3(SYS_fcntl, r, F_SETFL, fl) < 0) {
+				bp_syscall1(SYS_close, r);
 				(*calls)++;
 				return false;
 			}
@@ -126,15 +126,15 @@ static bool try_nowait(long nr, const long *a, int64_t *res, uint32_t *calls,
 		return true;
 	}
 	case SYS_recvfrom: case SYS_sendto:
-		r = bp_syslet_raw6(nr, a[0], a[1], a[2], a[3] | MSG_DONTWAIT, a[4], a[5]);
+		r = bp_syscall6(nr, a[0], a[1], a[2], a[3] | MSG_DONTWAIT, a[4], a[5]);
 		break;
 	case SYS_recvmsg: case SYS_sendmsg:
-		r = bp_syslet_raw6(nr, a[0], a[1], a[2] | MSG_DONTWAIT, 0, 0, 0);
+		r = bp_syscall3(nr, a[0], a[1], a[2] | MSG_DONTWAIT);
 		break;
 	default:
 		if (!never_blocks(nr, a))
 			return false;
-		r = bp_syslet_raw6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+		r = bp_syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 		(*calls)++;
 		*res = r;
 		return true;
@@ -234,7 +234,7 @@ int bp_syslet_exec(struct bp_syslet_run *r, enum bp_syslet_mode mode)
 				if (at->nr == SYS_pwrite64)
 					a[3] += done;
 			}
-			res = bp_syslet_raw6(at->nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+			res = bp_syscall6(at->nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 			r->syscalls++;
 			if (done > 0)
 				res = res < 0 ? done : res + done;

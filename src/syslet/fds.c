@@ -15,7 +15,6 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 
 #ifndef SYS_close_range
@@ -43,7 +42,7 @@ static long reserved_base(void)
 {
 	struct rlimit rl;
 	uint64_t top = 1024;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < top)
+	if (bp_sys_getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < top)
 		top = rl.rlim_cur;
 	return top >= 128 ? (long)top - 64 : (long)top / 2;
 }
@@ -52,9 +51,9 @@ int bp_syslet_fd_reserve(int fd)
 {
 	long base = reserved_base();
 	if (fd < base) {
-		long hi = bp_syslet_raw6(SYS_fcntl, fd, F_DUPFD_CLOEXEC, base, 0, 0, 0);
+		long hi = bp_syscall3(SYS_fcntl, fd, F_DUPFD_CLOEXEC, base);
 		if (hi >= 0) {
-			bp_syslet_raw6(SYS_close, fd, 0, 0, 0, 0, 0);
+			bp_syscall1(SYS_close, fd);
 			fd = (int)hi;
 		} else {
 			bp_debug("bypass syslet: no free descriptor from %ld up: %d stays",

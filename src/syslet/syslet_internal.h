@@ -6,25 +6,11 @@
 #include <bypass/syslet.h>
 
 #include "core/internal.h"
+#include "core/syscall.h" /* atoms run as bp_syscall6: -errno, no errno */
 
 #include <pthread.h>
 
 struct io_uring;
-
-/* A system call, without libc (no errno, no preload's wrapper). */
-static inline long bp_syslet_raw6(long nr, long a, long b, long c, long d, long e,
-				  long f)
-{
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	long ret;
-	__asm__ __volatile__("syscall"
-			     : "=a"(ret)
-			     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			     : "rcx", "r11", "memory");
-	return ret;
-}
 
 /* io_uring chains open at most this many direct descriptors each. */
 #define BP_SYSLET_MAX_SLOTS 8
