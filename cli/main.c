@@ -22,9 +22,11 @@ static void usage(FILE *f)
 		"usage: bypass <command> [options]\n"
 		"\n"
 		"  doctor [--json]      what this kernel and CPU offer to each module, and why not\n"
-		"  run [--batch] [--pager SIZE[,swap=PATH]] [--stats] [--] PROGRAM [ARGS...]\n"
+		"  run [--batch] [--pager SIZE[,swap=PATH]] [--report FILE] [--stats=json FILE] [--]\n"
+		"      PROGRAM [ARGS...]\n"
 		"                       run an unmodified program under libbypass-batch.so and/or\n"
-		"                       libbypass-pager.so; --stats prints their counters at the end\n"
+		"                       libbypass-pager.so, and report what they did at its end\n"
+		"                       (bypass run --help for every option)\n"
 		"  bench [MODULE|all] [ARGS...]\n"
 		"                       the benchmark driver (bypass-bench; --help lists its options)\n"
 		"  heat [--watch] [--count N] FILE\n"
@@ -56,11 +58,13 @@ int cli_find(const char *name, char *buf, size_t len)
 	if (self_dir(dir, sizeof(dir)))
 		snprintf(dir, sizeof(dir), ".");
 	/* next to the command (build tree root, or an install's bin/), the
-	 * build tree's bench/, the install's library directory */
+	 * build tree's bench/, the install's library directory, and its
+	 * private bypass/ directory (the Debian package's preloads) */
 	static const char libdir[] = "/" BYPASS_CLI_LIBDIR_REL;
-	const char *sub[] = { "", "/bench", libdir };
+	static const char privdir[] = "/" BYPASS_CLI_LIBDIR_REL "/bypass";
+	const char *sub[] = { "", "/bench", libdir, privdir };
 	size_t off = 0;
-	char tried[3 * PATH_MAX] = "";
+	char tried[4 * PATH_MAX] = "";
 	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
 		char p[PATH_MAX];
 		int n = snprintf(p, sizeof(p), "%s%s/%s", dir, sub[i], name);

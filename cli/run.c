@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bypass run: an unmodified program under libbypass-batch.so and/or
- * libbypass-pager.so, with their environment set; --stats gives the
- * preloads a file to append their counters to (BYPASS_STATS_FILE, one JSON
- * object per process and line) and prints them when the program ends.
+ * libbypass-pager.so, with their environment set.  The preloads append
+ * their counters to BYPASS_STATS_FILE (one JSON object per process and
+ * line) at each process's exit; when the program ends, bypass run prints
+ * a report of them for the whole process tree (report.c; --report FILE
+ * puts it there, --no-report leaves it out), --stats prints the raw lines
+ * too, and --stats=json FILE keeps them.  While the program runs, the
+ * tree's memory is sampled (monitor.c) and, under a terminal, a live
+ * status line shows it.
  * bypass bench: exec bypass-bench.
  */
 #include "cli.h"
@@ -18,17 +23,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void run_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: bypass run [--batch] [--pager SIZE[,swap=PATH]] [--stats] [--] PROGRAM [ARGS...]\n"
+		"usage: bypass run [--batch] [--pager SIZE[,swap=PATH]] [--report FILE|--no-report]\n"
+		"                  [--stats] [--stats=json FILE] [--status|--no-status] [--] PROGRAM [ARGS...]\n"
 		"  --batch             preload libbypass-batch.so (system-call batching, see libbypass-batch(3))\n"
 		"  --pager SIZE        preload libbypass-pager.so with a memory budget of SIZE bytes\n"
 		"                      (suffix K, M, G or T: powers of 1024); swap=PATH: its swap file\n"
-		"  --stats             print the preloads' counters when the program ends (on stderr)\n"
+		"  --report FILE       the report of what the preloads did for the whole process tree,\n"
+		"                      written when the program ends to FILE ('-': stderr); without\n"
+		"                      it, on stderr when stderr is a terminal\n"
+		"  --no-report         no report, even under a terminal\n"
+		"  --stats             print the preloads' raw counters too, one line per process\n"
+		"  --stats=json FILE   keep the raw counters in FILE, one JSON object per process\n"
+		"  --status            the live status line (on when stderr is a terminal), --no-status: off\n"
 		"exit status: the program's (128+N if signal N ended it), 126 not executable,\n"
 		"127 not found, 1 bypass failed (a preload missing), 2 bad usage\n");
 }
@@ -91,7 +108,7 @@ static int pager_spec(const char *spec, char *budget, size_t blen, const char **
 
 static int add_preload(char *list, size_t len, const char *so, const char *why)
 {
-	char path[PATH_MAX * 3];
+	char path[PATH_MAX * 4];
 	if (cli_find(so, path, sizeof(path))) {
 		fprintf(stderr, "bypass run: %s needs %s, which is not built or installed "
 			"(looked for %s)\n", why, so, path);
@@ -184,11 +201,13 @@ static void stats_line(char *line, struct counter *c, size_t *nc, size_t max)
 	}
 }
 
-static void stats_print(const char *path)
+static void stats_print(const char *path, long from)
 {
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return;
+	if (from > 0)
+		fseek(f, from, SEEK_SET);
 	static struct counter c[256];
 	size_t nc = 0, lines = 0;
 	char line[4096];
@@ -243,8 +262,8 @@ static int exec_failed(const char *prog)
 
 int cli_run(int argc, char **argv)
 {
-	int batch = 0, stats = 0, i;
-	const char *pager = NULL;
+	int batch = 0, stats = 0, report = -1, status = -1, i;
+	const char *pager = NULL, *report_path = NULL, *json_path = NULL;
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--")) {
@@ -254,6 +273,37 @@ int cli_run(int argc, char **argv)
 			batch = 1;
 		} else if (!strcmp(a, "--stats")) {
 			stats = 1;
+		} else if (!strcmp(a, "--stats=json") || !strncmp(a, "--stats=json=", 13)) {
+			if (a[12] == '=')
+				json_path = a + 13;
+			else if (i + 1 < argc)
+				json_path = argv[++i];
+			if (!json_path || !*json_path) {
+				fprintf(stderr, "bypass run: --stats=json needs FILE\n");
+				return CLI_EXIT_USAGE;
+			}
+		} else if (!strncmp(a, "--stats=", 8)) {
+			fprintf(stderr, "bypass run: %s: the only format is json (--stats=json FILE)\n", a);
+			return CLI_EXIT_USAGE;
+		} else if (!strcmp(a, "--report") || !strncmp(a, "--report=", 9)) {
+			report_path = a[8] == '=' ? a + 9 : i + 1 < argc ? argv[++i] : NULL;
+			if (!report_path || !*report_path) {
+				fprintf(stderr, "bypass run: --report needs FILE\n");
+				return CLI_EXIT_USAGE;
+			}
+			if (report == 0)
+				goto contradict;
+			report = 1;
+			if (!strcmp(report_path, "-"))
+				report_path = NULL; /* stderr */
+		} else if (!strcmp(a, "--no-report")) {
+			if (report == 1)
+				goto contradict;
+			report = 0;
+		} else if (!strcmp(a, "--status")) {
+			status = 1;
+		} else if (!strcmp(a, "--no-status")) {
+			status = 0;
 		} else if (!strcmp(a, "--pager")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "bypass run: --pager needs SIZE[,swap=PATH]\n");
@@ -270,6 +320,11 @@ int cli_run(int argc, char **argv)
 			run_usage(stderr);
 			return CLI_EXIT_USAGE;
 		}
+	}
+	if (0) {
+contradict:
+		fprintf(stderr, "bypass run: --report and --no-report contradict each other\n");
+		return CLI_EXIT_USAGE;
 	}
 	if (i >= argc) {
 		fprintf(stderr, "bypass run: no program to run\n");
@@ -303,22 +358,68 @@ int cli_run(int argc, char **argv)
 			setenv("BYPASS_PAGER_SWAP", swap, 1);
 	}
 	char **prog = argv + i;
-	if (!stats) {
+	/* The report is for a person: on by default where stderr is a
+	 * terminal.  Elsewhere (a script, a service) bypass run stays out of
+	 * the way, the program in its place, unless asked. */
+	if (report < 0)
+		report = isatty(STDERR_FILENO);
+	if (status < 0)
+		status = isatty(STDERR_FILENO);
+	if (!stats && !json_path && !report && !status) {
 		execvp(prog[0], prog);
 		return exec_failed(prog[0]);
 	}
 
-	const char *tmpdir = getenv("TMPDIR");
+	/* The file the preloads append to: --stats=json FILE (kept), else
+	 * the caller's own BYPASS_STATS_FILE (kept, read from its end as it
+	 * was), else a temporary one. */
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/bypass-stats-XXXXXX",
-		 tmpdir && *tmpdir ? tmpdir : "/tmp");
-	int fd = mkstemp(path);
-	if (fd < 0) {
-		fprintf(stderr, "bypass run: --stats: cannot create %s: %s\n", path, strerror(errno));
-		return CLI_EXIT_FAIL;
+	int keep = 1;
+	long from = 0;
+	const char *callers = getenv("BYPASS_STATS_FILE");
+	if (json_path) {
+		snprintf(path, sizeof(path), "%s", json_path);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			fprintf(stderr, "bypass run: --stats=json %s: %s\n", path, strerror(errno));
+			return CLI_EXIT_FAIL;
+		}
+		close(fd);
+		/* The program may change directory: the preloads get the full path. */
+		if (path[0] != '/') {
+			char real[PATH_MAX];
+			if (realpath(json_path, real))
+				snprintf(path, sizeof(path), "%s", real);
+		}
+	} else if (callers && *callers && strlen(callers) < sizeof(path)) {
+		snprintf(path, sizeof(path), "%s", callers);
+		struct stat sb;
+		if (!stat(path, &sb))
+			from = (long)sb.st_size;
+	} else {
+		keep = 0;
+		const char *tmpdir = getenv("TMPDIR");
+		snprintf(path, sizeof(path), "%s/bypass-stats-XXXXXX",
+			 tmpdir && *tmpdir ? tmpdir : "/tmp");
+		int fd = mkstemp(path);
+		if (fd < 0) {
+			fprintf(stderr, "bypass run: cannot create %s for the counters: %s\n", path,
+				strerror(errno));
+			return CLI_EXIT_FAIL;
+		}
+		close(fd);
 	}
-	close(fd);
 	setenv("BYPASS_STATS_FILE", path, 1);
+	FILE *rep = NULL;
+	if (report && report_path) {
+		rep = fopen(report_path, "we");
+		if (!rep) {
+			fprintf(stderr, "bypass run: --report %s: %s\n", report_path, strerror(errno));
+			if (!keep)
+				unlink(path);
+			return CLI_EXIT_FAIL;
+		}
+	}
 
 	/* Like system(): the program gets the terminal's signals, we wait. */
 	struct sigaction ign = { .sa_handler = SIG_IGN }, oint, oquit, oterm, ohup;
@@ -334,11 +435,15 @@ int cli_run(int argc, char **argv)
 	sigemptyset(&fwd.sa_mask);
 	sigaction(SIGTERM, &fwd, &oterm);
 	sigaction(SIGHUP, &fwd, &ohup);
+	double t0 = cli_now();
 	pid_t pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "bypass run: fork: %s\n", strerror(errno));
 		sigprocmask(SIG_SETMASK, &omask, NULL);
-		unlink(path);
+		if (!keep)
+			unlink(path);
+		if (rep)
+			fclose(rep);
 		return CLI_EXIT_FAIL;
 	}
 	if (pid == 0) {
@@ -352,14 +457,55 @@ int cli_run(int argc, char **argv)
 	}
 	child_pid = pid;
 	sigprocmask(SIG_SETMASK, &omask, NULL);
+
+	/* Wait, sampling the tree every tick: a pidfd wakes us at its exit. */
+	struct cli_monitor mon;
+	uint64_t budget_bytes = pager ? strtoull(budget, NULL, 10) : 0;
+	cli_mon_init(&mon, pid, budget_bytes, status);
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	for (;;) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		if (w == pid || (w < 0 && errno != EINTR))
+			break;
+		if (report || status)
+			cli_mon_tick(&mon);
+		if (pfd >= 0) {
+			struct pollfd pf = { .fd = pfd, .events = POLLIN };
+			poll(&pf, 1, (int)(mon.interval * 1000));
+		} else {
+			struct timespec ts = { 0, (long)(mon.interval * 1e9) };
+			nanosleep(&ts, NULL);
+		}
+	}
+	double wall = cli_now() - t0;
+	if (pfd >= 0)
+		close(pfd);
+	cli_mon_clear(&mon);
 	sigaction(SIGINT, &oint, NULL);
 	sigaction(SIGQUIT, &oquit, NULL);
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	stats_print(path);
-	unlink(path);
+	if (stats)
+		stats_print(path, from);
+	if (report) {
+		struct rusage ru;
+		struct cli_run_facts f = {
+			.batch = batch, .pager = pager != NULL, .budget = budget_bytes, .swap = swap,
+			.wall_s = wall, .mon = &mon,
+		};
+		if (!getrusage(RUSAGE_CHILDREN, &ru))
+			f.largest_rss = (uint64_t)ru.ru_maxrss * 1024;
+		int n = cli_report(rep ? rep : stderr, path, from, &f);
+		if (!n && !stats)
+			fprintf(rep ? rep : stderr,
+				"bypass: no counters were written (a preload writes them when a process "
+				"that used it exits normally; a statically linked program, or one killed "
+				"by a signal, writes none)\n");
+	}
+	if (rep)
+		fclose(rep);
+	if (!keep)
+		unlink(path);
 	return code;
 }
 
@@ -367,7 +513,7 @@ int cli_run(int argc, char **argv)
 
 int cli_bench(int argc, char **argv)
 {
-	char path[PATH_MAX * 3];
+	char path[PATH_MAX * 4];
 	if (cli_find("bypass-bench", path, sizeof(path))) {
 		fprintf(stderr, "bypass bench: bypass-bench is not built or installed "
 			"(looked for %s)\n", path);
