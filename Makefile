@@ -66,7 +66,8 @@ bench-full:
 
 # docs/BENCHMARKS.md from a run's JSON (the quiet full suite's by default):
 # the JSON goes to docs/results/, the page and its charts are rendered from
-# docs/BENCHMARKS.in.md.  BENCHDOCS_MORE: more JSON files (other runs, another
+# docs/BENCHMARKS.in.md, and README's "Where the targets stand" from the
+# same JSON.  BENCHDOCS_MORE: more JSON files (other runs, another
 # machine), copied there too; the first file that has an experiment gives
 # its table.
 BENCHDOCS_JSON ?= results/bench-full.json
@@ -76,6 +77,8 @@ bench-docs:
 	$(PYTHON) tools/report.py --template docs/BENCHMARKS.in.md \
 	  $(addprefix docs/results/,$(notdir $(BENCHDOCS_JSON) $(BENCHDOCS_MORE))) \
 	  --md docs/BENCHMARKS.md --out docs/img --chart-prefix img/
+	$(PYTHON) tools/report.py --readme README.md \
+	  $(addprefix docs/results/,$(notdir $(BENCHDOCS_JSON) $(BENCHDOCS_MORE)))
 
 # What this kernel and CPU offer each module (bypass doctor, see bypass(1)).
 doctor: all

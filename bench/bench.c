@@ -101,6 +101,18 @@ static void add_str(char ***v, size_t *n, char *s)
 	(*v)[(*n)++] = s;
 }
 
+/* A failure of table e, and of every table that shares its runs (or whose
+ * runs it shares). */
+static void add_failure(struct bench_ctx *c, struct bench_exp *e, char *s)
+{
+	add_str(&e->failures, &e->nfailures, s);
+	if (e->same_runs)
+		add_str(&e->same_runs->failures, &e->same_runs->nfailures, strdup(s));
+	for (struct bench_exp *f = c->first; f; f = f->next)
+		if (f->same_runs == e && f != e)
+			add_str(&f->failures, &f->nfailures, strdup(s));
+}
+
 void bench_begin(struct bench_ctx *c, const char *id, const char *title,
 		 const char *ratio_base)
 {
@@ -117,9 +129,17 @@ void bench_begin(struct bench_ctx *c, const char *id, const char *title,
 	c->cur = e;
 	fprintf(c->out, "\n== %s: %s\n", id, title);
 	fflush(c->out);
+	e->since = c->mark_snap;
+	/* bench_same_runs: this table's figures come from the last one's runs */
+	e->same_runs = c->link;
+	c->link = NULL;
+	if (e->same_runs)
+		for (size_t i = 0; i < e->same_runs->nfailures; i++)
+			add_str(&e->failures, &e->nfailures,
+				strdup(e->same_runs->failures[i]));
 	/* failures reported before any table began belong to this one */
 	for (size_t i = 0; i < c->npending; i++)
-		add_str(&e->failures, &e->nfailures, c->pending[i]);
+		add_failure(c, e, c->pending[i]);
 	free(c->pending);
 	c->pending = NULL;
 	c->npending = 0;
@@ -159,171 +179,6 @@ void bench_note(struct bench_ctx *c, const char *fmt, ...)
 		add_str(&c->cur->notes, &c->cur->nnotes, s);
 }
 
-static struct bench_tgt *add_target(struct bench_ctx *c, const char *what, double value,
-				     const char *op, double goal)
-{
-	struct bench_exp *e = c->cur;
-	if (!e)
-		return NULL;
-	bool met = false;
-	if (!strcmp(op, "<="))
-		met = value <= goal;
-	else if (!strcmp(op, ">="))
-		met = value >= goal;
-	else if (!strcmp(op, "<"))
-		met = value < goal;
-	else if (!strcmp(op, ">"))
-		met = value > goal;
-	e->targets = realloc(e->targets, (e->ntargets + 1) * sizeof(*e->targets));
-	struct bench_tgt *t = &e->targets[e->ntargets++];
-	memset(t, 0, sizeof(*t));
-	t->what = strdup(what);
-	t->op = strdup(op);
-	t->value = value;
-	t->goal = goal;
-	t->met = met && isfinite(value);
-	t->verdict = t->met ? BV_MET : BV_NOT_MET;
-	return t;
-}
-
-void bench_target(struct bench_ctx *c, const char *what, double value,
-		  const char *op, double goal)
-{
-	add_target(c, what, value, op, goal);
-}
-
-void bench_target_exact(struct bench_ctx *c, const char *what, double value,
-			const char *op, double goal)
-{
-	struct bench_tgt *t = add_target(c, what, value, op, goal);
-	if (t)
-		t->exact = true;
-}
-
-void bench_target_ci(struct bench_ctx *c, const char *what, double value,
-		     double ci_lo, double ci_hi, const char *op, double goal)
-{
-	struct bench_tgt *t = add_target(c, what, value, op, goal);
-	if (t && (ci_lo != 0 || ci_hi != 0)) {
-		t->ci_lo = ci_lo;
-		t->ci_hi = ci_hi;
-	}
-}
-
-const char *bench_verdict_str(enum bench_verdict v)
-{
-	switch (v) {
-	case BV_MET: return "met";
-	case BV_NOT_MET: return "not met";
-	case BV_UNRESOLVED: return "not resolved";
-	case BV_NEAR: return "not resolved: within 20%";
-	case BV_DISTURBED: return "not resolved: disturbed";
-	case BV_FAILED: return "no verdict: failed";
-	case BV_NO_FIGURE: return "no verdict: no figure";
-	}
-	return "?";
-}
-
-void bench_judge(const struct bench_ctx *c, struct bench_exp *e)
-{
-	(void)c;
-	for (size_t i = 0; i < e->ntargets; i++) {
-		struct bench_tgt *t = &e->targets[i];
-		bool ci = t->ci_lo != 0 || t->ci_hi != 0;
-		if (e->nfailures)
-			t->verdict = BV_FAILED; /* a failed variant decides nothing */
-		else if (!isfinite(t->value) || (ci && !(isfinite(t->ci_lo) && isfinite(t->ci_hi))))
-			t->verdict = BV_NO_FIGURE;
-		else if (e->quiet.disturbed)
-			t->verdict = BV_DISTURBED;
-		else if (ci && t->ci_lo <= t->goal && t->goal <= t->ci_hi)
-			t->verdict = BV_UNRESOLVED;
-		else if (!ci && !t->exact &&
-			 fabs(t->value - t->goal) <= BENCH_NEAR * fabs(t->goal))
-			t->verdict = BV_NEAR; /* no interval: the run-to-run spread */
-		else
-			t->verdict = t->met ? BV_MET : BV_NOT_MET;
-	}
-}
-
-/* A small deterministic generator (xorshift64*) for the bootstrap. */
-static uint64_t ci_next(uint64_t *x)
-{
-	*x ^= *x >> 12;
-	*x ^= *x << 25;
-	*x ^= *x >> 27;
-	return *x * 0x2545F4914F6CDD1Dull;
-}
-
-static double median_d(double *v, size_t n)
-{
-	qsort(v, n, sizeof(*v), cmp_d);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-int bench_ratio_ci(const double *a, size_t na, const double *b, size_t nb,
-		   double *lo, double *hi)
-{
-	enum { RESAMPLES = 2000 };
-	if (na < 2 || nb < 2 || !lo || !hi)
-		return -EINVAL;
-	double *ra = malloc(na * sizeof(double)), *rb = malloc(nb * sizeof(double));
-	double *q = malloc(RESAMPLES * sizeof(double));
-	if (!ra || !rb || !q) {
-		free(ra);
-		free(rb);
-		free(q);
-		return -ENOMEM;
-	}
-	uint64_t x = 0x9E3779B97F4A7C15ull;
-	size_t nq = 0;
-	for (int k = 0; k < RESAMPLES; k++) {
-		for (size_t i = 0; i < na; i++)
-			ra[i] = a[ci_next(&x) % na];
-		for (size_t i = 0; i < nb; i++)
-			rb[i] = b[ci_next(&x) % nb];
-		double mb = median_d(rb, nb);
-		if (mb != 0)
-			q[nq++] = median_d(ra, na) / mb;
-	}
-	int r = -EINVAL;
-	if (nq >= 2) {
-		qsort(q, nq, sizeof(*q), cmp_d);
-		*lo = q[(size_t)(0.025 * (double)(nq - 1))];
-		*hi = q[(size_t)ceil(0.975 * (double)(nq - 1))];
-		r = 0;
-	}
-	free(ra);
-	free(rb);
-	free(q);
-	return r;
-}
-
-int bench_median_ci(const double *v, size_t n, double *lo, double *hi)
-{
-	enum { RESAMPLES = 2000 };
-	if (n < 2 || !lo || !hi)
-		return -EINVAL;
-	double *r = malloc(n * sizeof(double)), *q = malloc(RESAMPLES * sizeof(double));
-	if (!r || !q) {
-		free(r);
-		free(q);
-		return -ENOMEM;
-	}
-	uint64_t x = 0x9E3779B97F4A7C15ull;
-	for (int k = 0; k < RESAMPLES; k++) {
-		for (size_t i = 0; i < n; i++)
-			r[i] = v[ci_next(&x) % n];
-		q[k] = median_d(r, n);
-	}
-	qsort(q, RESAMPLES, sizeof(*q), cmp_d);
-	*lo = q[(size_t)(0.025 * (RESAMPLES - 1))];
-	*hi = q[(size_t)ceil(0.975 * (RESAMPLES - 1))];
-	free(r);
-	free(q);
-	return 0;
-}
-
 void bench_first_error(char *buf, size_t len, const char *fmt, ...)
 {
 	if (!len || buf[0])
@@ -346,7 +201,7 @@ void bench_fail(struct bench_ctx *c, const char *fmt, ...)
 		s = strdup("(no reason)");
 	c->nfailed++;
 	if (c->cur) {
-		add_str(&c->cur->failures, &c->cur->nfailures, s);
+		add_failure(c, c->cur, s);
 		return;
 	}
 	/* No table open: it belongs to the next table this module begins (or,
@@ -400,6 +255,8 @@ void bench_skip(struct bench_ctx *c, const char *id, const char *fmt, ...)
 	memset(&c->pend, 0, sizeof(c->pend));
 	c->cur->seconds = c->mark > 0 ? now_s() - c->mark : NAN;
 	c->mark = now_s();
+	bench_snap_take(&c->mark_snap);
+	c->link = NULL;
 	fprintf(c->out, "   SKIPPED: %s\n", c->cur->skipped);
 	fflush(c->out);
 	c->cur = NULL;
@@ -528,6 +385,10 @@ void bench_print_table(FILE *out, const struct bench_exp *e)
 			fmt_ratio(x[2], sizeof(x[2]), r->ci_hi);
 			if (isnan(r->ratio))
 				snprintf(ra, sizeof(ra), "-");
+			else if ((r->ci_lo != 0 || r->ci_hi != 0) && r->ci_n > 0 &&
+				 r->ci_n < BENCH_MIN_ROUNDS)
+				snprintf(ra, sizeof(ra), "%sx (range of %d: %s-%s)", x[0], r->ci_n,
+					 x[1], x[2]);
 			else if (r->ci_lo != 0 || r->ci_hi != 0)
 				snprintf(ra, sizeof(ra), "%sx [%s, %s]", x[0], x[1], x[2]);
 			else
@@ -542,9 +403,10 @@ void bench_print_table(FILE *out, const struct bench_exp *e)
 	}
 }
 
-void bench_quiet_again(struct bench_ctx *c)
+void bench_same_runs(struct bench_ctx *c)
 {
 	c->pend = c->prev;
+	c->link = c->last;
 }
 
 void bench_end(struct bench_ctx *c)
@@ -557,26 +419,46 @@ void bench_end(struct bench_ctx *c)
 	 * whole table as one span */
 	if (c->pend.spans) {
 		e->quiet = c->pend;
+		/* its short rounds together (a shared record is judged once) */
+		if (!e->same_runs)
+			bench_quiet_pool(c, &e->quiet, &e->since);
 	} else {
+		/* no rounds through bench_round: the table's span as one round
+		 * (from the previous table's end where that is longer) */
 		struct bench_snap now;
 		double frac;
 		bench_snap_take(&now);
 		memset(&e->quiet, 0, sizeof(e->quiet));
-		bool d = bench_quiet_add(c, &e->quiet, &e->begun, &now, &frac);
+		const struct bench_snap *from = e->since.ok ? &e->since : &e->begun;
+		bool d = bench_quiet_add(c, &e->quiet, from, &now, &frac);
 		e->quiet.rounds = e->quiet.spans;
 		e->quiet.disturbed = d && e->quiet.spans;
+		if (e->quiet.spans && now.wall - from->wall >= bench_quiet_min_s(c)) {
+			e->quiet.judged_alone = 1;
+		} else if (e->quiet.spans) { /* shorter than a judged span */
+			e->quiet.short_rounds = 1;
+			e->quiet.short_wall = e->quiet.pool_wall = now.wall - from->wall;
+			e->quiet.too_short = true;
+		}
 	}
 	memset(&c->pend, 0, sizeof(c->pend));
 	c->prev = e->quiet;
 	e->seconds = c->mark > 0 ? now_s() - c->mark : NAN;
 	c->mark = now_s();
+	bench_snap_take(&c->mark_snap);
 	bench_judge(c, e);
 	const char *rule = bench_ratio_rule(e);
+	bool per_round = false;
+	for (size_t i = 0; i < e->nrows; i++)
+		per_round |= e->rows[i].ci_n > 0;
 	if (e->ratio_base || rule)
-		fprintf(c->out, "ratio = row median / median of %s: %s\n",
+		fprintf(c->out, "ratio = row median / median of %s: %s%s\n",
 			e->ratio_base ? e->ratio_base : "the base row",
-			rule ? rule : "(no ratios)");
-	char q[400];
+			rule ? rule : "(no ratios)",
+			per_round ? "; a ratio with an interval: the per-round ratio's estimate "
+				    "(see the notes) and its 95% interval, or the range of fewer "
+				    "than 5 rounds" : "");
+	char q[900];
 	bench_quiet_line(q, sizeof(q), c, &e->quiet);
 	fprintf(c->out, "quiet: %s (%.0f s)\n", q, e->seconds);
 	bench_print_table(c->out, e);
@@ -585,13 +467,9 @@ void bench_end(struct bench_ctx *c)
 	for (size_t i = 0; i < e->nfailures; i++)
 		fprintf(c->out, "  FAILED: %s\n", e->failures[i]);
 	for (size_t i = 0; i < e->ntargets; i++) {
-		struct bench_tgt *t = &e->targets[i];
-		fprintf(c->out, "  target: %s: %.3g %s %.3g", t->what, t->value, t->op, t->goal);
-		if (t->ci_lo != 0 || t->ci_hi != 0)
-			fprintf(c->out, " (95%% CI %.3g..%.3g)", t->ci_lo, t->ci_hi);
-		const char *v = bench_verdict_str(t->verdict);
-		fprintf(c->out, ": %s\n", t->verdict == BV_MET ? "MET" :
-					  t->verdict == BV_NOT_MET ? "NOT MET" : v);
+		char line[1200];
+		bench_target_line(line, sizeof(line), &e->targets[i]);
+		fprintf(c->out, "  target: %s\n", line);
 	}
 	fflush(c->out);
 	c->cur = NULL;
@@ -624,6 +502,7 @@ void bench_free(struct bench_ctx *c)
 		for (size_t i = 0; i < e->ntargets; i++) {
 			free(e->targets[i].what);
 			free(e->targets[i].op);
+			free(e->targets[i].why);
 		}
 		free(e->targets);
 		free(e->id);
@@ -709,6 +588,11 @@ int bench_ncpus(void)
 	if (sched_getaffinity(0, sizeof(set), &set) == 0)
 		return CPU_COUNT(&set);
 	return (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+int bench_run_cpus(const struct bench_ctx *c)
+{
+	return c->ncpus > 0 ? c->ncpus : bench_ncpus();
 }
 
 void bench_cpus(const struct bench_ctx *c, int *a, int *b)

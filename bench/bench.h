@@ -20,6 +20,14 @@
 
 #define BENCH_SKIP 77
 
+/* Rounds per side a met / not met verdict needs, and the interval methods
+ * (see "Targets and their verdicts" below). */
+#define BENCH_MIN_ROUNDS 5
+enum bench_ci_method {
+	BENCH_CI_T,    /* mean of per-round values, Student's t interval */
+	BENCH_CI_BOOT, /* median of per-round values, percentile bootstrap */
+};
+
 struct bench_ctx;
 
 /* A summary of samples, in the unit of the row. */
@@ -57,13 +65,20 @@ struct bench_row {
 	double ratio;
 	bool is_base;            /* the row every ratio is relative to */
 	/*
-	 * Optional 95% confidence interval of ratio (e.g. bench_ratio_ci over
-	 * per-round figures); ci_lo == ci_hi == 0 means none.  Printed beside
-	 * the ratio and written to JSON as "ratio_ci": [lo, hi].  A target on
-	 * such a ratio goes through bench_target_ci, which says "not resolved"
-	 * when the goal lies inside the interval.
+	 * Optional interval of ratio (ci_lo == ci_hi == 0: none), printed
+	 * beside it and written to JSON as "ratio_ci": [lo, hi].  ci_n is
+	 * the number of rounds behind it (0: not stated): from 5 rounds up it
+	 * is printed as a 95% interval, below as the range of those rounds
+	 * ("range of 3"), since a bootstrap over 3 rounds is their lowest and
+	 * highest figure (about 75% coverage, not 95%).  bench_row_est() fills
+	 * ratio, the interval and ci_n from per-round figures.  A row's
+	 * interval decides nothing: targets do (bench_target_est).
 	 */
 	double ci_lo, ci_hi;
+	int ci_n;
+	/* ci_n > 0: ratio is the per-round estimate (bench_row_est) by this
+	 * method, not median / base median; the table's header says so */
+	enum bench_ci_method ci_method;
 	const char *source;      /* what the source document reported, or NULL */
 	const char *note;        /* short remark, or NULL */
 	const char *params;      /* extra JSON object text, or NULL */
@@ -81,41 +96,95 @@ void bench_row(struct bench_ctx *c, const struct bench_row *row);
 void bench_note(struct bench_ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /*
- * A target from the issue, checked on figures of this run: value <op> goal,
- * op one of "<=", ">=", "<", ">".  The verdict is the harness's, at
- * bench_end, in this order: "no verdict: failed" when the experiment
- * recorded a failure (a failed variant decides nothing), "no verdict: no
- * figure" when value is NaN or infinite, "not resolved: disturbed" when a
- * round stayed disturbed (bench_round), "not resolved" when the goal lies
- * inside the 95% interval (bench_target_ci), "not resolved: within 20%"
- * when there is no interval and value lies within 20% of the goal (the
- * run-to-run spread of this machine; give the figure an interval instead),
- * else met or not met.
+ * Targets and their verdicts (../shared/BENCHMARKING.md, rules 11-15).
+ *
+ * A timing target (a ratio of times or rates, an absolute time) is judged
+ * on per-round figures: one value per alternation round, normally the
+ * per-round ratio (the row's figure in round r over its base's in the same
+ * round r, both sides having run in that round), reduced by a stated
+ * method to a figure and a 95% interval (struct bench_est):
+ *
+ *   BENCH_CI_T     the mean of the per-round values and Student's t
+ *                  interval (mean +- t(0.975, n-1) * sd / sqrt(n));
+ *   BENCH_CI_BOOT  the median of the per-round values and a percentile
+ *                  bootstrap interval of that median (2000 resamples,
+ *                  deterministic seed).
+ *
+ * A verdict of met or not met needs BENCH_MIN_ROUNDS (5) rounds per side;
+ * from fewer the interval is printed as the range of the rounds and the
+ * target is "not resolved: fewer than 5 rounds".  The harness gives every
+ * target its verdict at bench_end, in this order:
+ *
+ *   no verdict: failed               the table (or a table whose runs it
+ *                                    shares, bench_same_runs) recorded a
+ *                                    failure: a failed variant decides nothing
+ *   no verdict: <reason>             bench_target_none: cannot be measured
+ *                                    here (e.g. no protection keys)
+ *   not resolved: baseline incomplete  a run of either side failed, was
+ *                                    killed or is missing (n < planned)
+ *   no verdict: no figure            the figure is not a finite number
+ *   not resolved: fewer than 5 rounds  (timings)
+ *   not resolved: disturbed          (timings) a round, or the table's
+ *                                    short rounds together, stayed disturbed
+ *   not resolved                     the goal lies inside the 95% interval
+ *   met / not met
+ *
+ * Targets that are not timings (identical output, peak memory, counts of
+ * calls, crossings or pages: bench_target_exact) hold on every run: their
+ * figure is the worst over all runs, they have no interval and no round
+ * minimum, and they are never "disturbed" (a byte-identical output does not
+ * depend on what else ran); an incomplete set of runs still leaves them
+ * "not resolved: baseline incomplete".
  */
-void bench_target(struct bench_ctx *c, const char *what, double value,
-		  const char *op, double goal);
-/* The same for a count, not a timing (crossings per request, pages): no
- * 20% rule. */
+struct bench_est {
+	double value;  /* the figure: mean (t) or median (bootstrap); NaN: none */
+	double lo, hi; /* 95% interval; with n < BENCH_MIN_ROUNDS, min and max */
+	int n;         /* rounds that gave a value (both sides ran) */
+	int planned;   /* rounds the experiment set out to run */
+	enum bench_ci_method method;
+};
+/*
+ * The estimate from per-round values v[0..nv) (a NaN or infinite value is
+ * a round without a figure: it is left out and makes the estimate
+ * incomplete, as does nv < planned).  planned 0 means nv.
+ */
+void bench_est_of(const double *v, size_t nv, int planned, enum bench_ci_method m,
+		  struct bench_est *e);
+/*
+ * The same for per-round ratios a[r] / b[r] (a round where either is
+ * missing, NaN, or b is not positive has no ratio).
+ */
+void bench_est_ratio(const double *a, const double *b, size_t nv, int planned,
+		     enum bench_ci_method m, struct bench_est *e);
+/* The method's name for tables and JSON: "t" or "bootstrap". */
+const char *bench_ci_name(enum bench_ci_method m);
+/* Set a row's ratio, interval and ci_n from an estimate (ratio = e->value:
+ * say in the row's note or the table's that it is the per-round figure). */
+void bench_row_est(struct bench_row *row, const struct bench_est *e);
+/* A timing target: e->value <op> goal, op one of "<=", ">=", "<", ">". */
+void bench_target_est(struct bench_ctx *c, const char *what, const struct bench_est *e,
+		      const char *op, double goal);
+/* A target that is not a timing, its figure the worst over every run, all
+ * runs complete. */
 void bench_target_exact(struct bench_ctx *c, const char *what, double value,
 			const char *op, double goal);
+/* The same over runs of runs planned (fewer: "baseline incomplete"). */
+void bench_target_exact_runs(struct bench_ctx *c, const char *what, double value,
+			     const char *op, double goal, int runs, int planned);
+/* A target that cannot be judged here, for a stated reason: "no verdict:
+ * <reason>" (e.g. "no protection keys"). */
+void bench_target_none(struct bench_ctx *c, const char *what, const char *reason);
 /*
- * The same, for a value known only to within a 95% confidence interval
- * [ci_lo, ci_hi] (both 0: none, then as bench_target): when goal lies
- * inside the interval the target is "not resolved" (neither met nor not
- * met; the report says so), else met or not met on value as above.
- */
-void bench_target_ci(struct bench_ctx *c, const char *what, double value,
-		     double ci_lo, double ci_hi, const char *op, double goal);
-/*
- * A 95% confidence interval of median(a) / median(b) by bootstrap
- * (resampling each side; deterministic seed): for per-round figures of a
- * row and of its base (n >= 2 each).  Returns 0, or -EINVAL (too few).
+ * A 95% interval of median(a) / median(b) by bootstrap, resampling each
+ * side (deterministic seed): a row's interval where its rounds are not
+ * paired.  Returns 0, or -EINVAL (fewer than 2 each).
  */
 int bench_ratio_ci(const double *a, size_t na, const double *b, size_t nb,
 		   double *lo, double *hi);
 /*
- * A 95% confidence interval of the median of v[0..n) (per-round ratios, for
- * example) by bootstrap, deterministic seed.  Returns 0, or -EINVAL (n < 2).
+ * A 95% interval of the median of v[0..n) by percentile bootstrap,
+ * deterministic seed.  Returns 0, or -EINVAL (n < 2).  With n < 5 this is
+ * close to min..max: pass n as the row's ci_n.
  */
 int bench_median_ci(const double *v, size_t n, double *lo, double *hi);
 /*
@@ -165,15 +234,30 @@ void bench_skip(struct bench_ctx *c, const char *id, const char *fmt, ...)
  *
  * Around each round the harness reads the CPU time the rest of the machine
  * used (/proc/stat minus this process and its descendants, kernel threads
- * aside, steal included) and the load average.  A round in which other
- * processes took more than --disturbed-at of a CPU (0.10) is run again, up
- * to --reruns times (2; and no more reruns in all than half the rounds,
- * at least one); if it stays
- * disturbed, the experiment's targets read "not resolved: disturbed" with
- * the figure shown.  The first `warm` rounds (warm-up, not recorded) are
- * not checked.  Leaving the loop early (break, a failure) is allowed.
- * Each table's header says how quiet its rounds were.
+ * aside, steal included) and the load average.  The counters tick 100
+ * times a second (USER_HZ), so a span's "other" figure is exact only to a
+ * few ticks: the floor is BENCH_QUIET_FLOOR_TICKS (4), and a span is judged
+ * only when 10% of a CPU over it is at least the floor, i.e. when it lasts
+ * at least floor / (--disturbed-at x 100) = 0.4 s.  Then the rule is the
+ * plain one: a span in which other processes took more than --disturbed-at
+ * of a CPU (0.10) is disturbed.
+ *
+ * A round of 0.4 s or more is judged alone: when disturbed it is run again,
+ * up to --reruns times (2; and no more reruns in all than half the rounds,
+ * at least one).  Shorter rounds are judged together at bench_end: their
+ * other ticks summed over their summed length (and where they last under
+ * 0.4 s in all, the table's whole span, from the previous table's end to
+ * this one's, in their place); a short round is never run again.  A
+ * table whose judged window is still under 0.4 s cannot be judged: its
+ * timing targets read "not resolved: too short to judge quiet".  If a
+ * round (or the short rounds together) stays disturbed, the table's timing
+ * targets read "not resolved: disturbed" with the figure shown.  The first
+ * `warm` rounds (warm-up, not recorded) are not checked.  Leaving the loop
+ * early (break, a failure) is allowed.  Each table's header says how quiet
+ * its rounds were.  --param plant=disturbed counts every span as disturbed
+ * (as if another process took a whole CPU): tests/<module>/bench-plant.sh.
  */
+#define BENCH_QUIET_FLOOR_TICKS 4.0
 struct bench_snap {
 	double wall, load1;
 	uint64_t busy, steal, own, kthreads; /* clock ticks */
@@ -187,8 +271,10 @@ struct bench_rounds {
 void bench_rounds_init(struct bench_ctx *c, struct bench_rounds *rr, int n, int warm);
 bool bench_round(struct bench_ctx *c, struct bench_rounds *rr, int *r);
 /* The next table's figures come from the rounds of the table just ended
- * (two tables of one run): it gets the same quiet record. */
-void bench_quiet_again(struct bench_ctx *c);
+ * (two tables of one run): it gets the same quiet record, and every
+ * failure of either table (those recorded later too) leaves the targets of
+ * both without a verdict. */
+void bench_same_runs(struct bench_ctx *c);
 
 /*
  * The quick suite's time budget.  `make bench` (bypass-bench all --quick) must
@@ -250,6 +336,8 @@ const char *bench_param(const struct bench_ctx *c, const char *name, const char 
 /* The two CPUs to pin the sides of a cross-core experiment to. */
 void bench_cpus(const struct bench_ctx *c, int *a, int *b);
 int bench_ncpus(void);
+/* The CPUs the run could use when it started (before any pinning). */
+int bench_run_cpus(const struct bench_ctx *c);
 
 /* Helpers. */
 int bench_pin(int cpu);                   /* pin the calling thread */

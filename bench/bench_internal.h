@@ -15,32 +15,47 @@ struct bench_quiet {
 	double other_s;     /* CPU seconds other processes used */
 	double steal_s;     /* CPU seconds the hypervisor stole */
 	double own_s;       /* CPU seconds the bench's own processes used */
-	double other_max;   /* the largest share of a CPU others took in a span */
+	double other_max;   /* the largest share of a CPU others took in a span
+			       judged alone (0.4 s or more) */
 	double load_min, load_max;
+	/* rounds shorter than a judged span: judged together (bench_end) */
+	int short_rounds;
+	double short_wall, short_other; /* seconds, CPU seconds */
+	int judged_alone;   /* rounds judged alone */
+	double pool_wall, pool_share; /* the window the short rounds were judged
+					 on, and others' share of a CPU in it */
+	bool pool_span;     /* that window was the table's whole span */
+	bool pool_disturbed;
+	bool too_short;     /* no window of 0.4 s: not judged */
 };
 
-/* A target's verdict, from the figure, its interval and the run. */
+/* A target's verdict, from the figure, its interval and the run
+ * (bench.h gives the order). */
 enum bench_verdict {
 	BV_MET,
 	BV_NOT_MET,
 	BV_UNRESOLVED,      /* the goal inside the 95% interval */
-	BV_NEAR,            /* no interval, and within 20% of the goal */
-	BV_DISTURBED,       /* a round stayed disturbed */
+	BV_FEW_ROUNDS,      /* a timing from fewer than BENCH_MIN_ROUNDS rounds */
+	BV_DISTURBED,       /* a round (or the short rounds together) disturbed */
+	BV_TOO_SHORT,       /* the table too short to judge how quiet it was */
+	BV_INCOMPLETE,      /* a run of either side failed, was killed or missing */
 	BV_FAILED,          /* the experiment recorded a failure: no verdict */
 	BV_NO_FIGURE,       /* the value is not a finite number */
+	BV_NONE,            /* bench_target_none: cannot be judged here (why) */
 };
+#define BV_COUNT (BV_NONE + 1)
 
 struct bench_tgt {
 	char *what, *op;
+	char *why;           /* BV_NONE: the reason */
 	double value, goal;
-	double ci_lo, ci_hi; /* both 0: no interval */
-	bool exact;          /* a count, not a timing: no 20% rule */
+	double ci_lo, ci_hi; /* the interval (timings), or both 0 */
+	bool exact;          /* not a timing: no interval, never disturbed */
+	int n, planned;      /* rounds (timings) or runs (exact) behind it */
+	int method;          /* enum bench_ci_method; -1: none (exact) */
 	bool met;            /* value <op> goal (before the run's verdict) */
 	enum bench_verdict verdict;
 };
-
-/* The margin within which a target without an interval is not resolved. */
-#define BENCH_NEAR 0.20
 
 struct bench_exp {
 	char *id, *title, *ratio_base, *skipped;
@@ -54,7 +69,10 @@ struct bench_exp {
 	size_t ntargets;
 	struct bench_quiet quiet; /* its rounds (or, none, bench_begin..end) */
 	struct bench_snap begun;  /* at bench_begin */
+	struct bench_snap since;  /* when the module's previous table ended */
 	double seconds;           /* since the module's previous table ended */
+	struct bench_exp *same_runs; /* bench_same_runs: the table whose runs
+					these figures come from */
 	struct bench_exp *next;
 };
 
@@ -76,9 +94,11 @@ struct bench_ctx {
 	double disturbed_at; /* share of a CPU others may take in a round */
 	int reruns;          /* reruns of one disturbed round, at most */
 	struct bench_quiet pend; /* rounds run since the last table ended */
-	struct bench_quiet prev; /* the last table's, for bench_quiet_again */
+	struct bench_quiet prev; /* the last table's, for bench_same_runs */
+	struct bench_exp *link;  /* bench_same_runs: the next table shares its runs */
 	struct bench_snap run_start;
 	double mark;         /* when the module started or its last table ended */
+	struct bench_snap mark_snap; /* the machine at mark */
 };
 
 /* The ratio rule of an experiment's rows, for the header ("x baseline
@@ -87,8 +107,13 @@ bool bench_row_is_rate(const struct bench_row *r);
 const char *bench_ratio_rule(const struct bench_exp *e);
 
 void bench_print_table(FILE *out, const struct bench_exp *e);
-/* A target's verdict: its words, and whether it counts as met. */
+/* A verdict's words (BV_NONE: "no verdict", its reason apart). */
 const char *bench_verdict_str(enum bench_verdict v);
+/* A target's verdict in full ("no verdict: no protection keys"), in buf. */
+const char *bench_tgt_verdict(const struct bench_tgt *t, char *buf, size_t len);
+/* A target as the table prints it: figure, interval (method, rounds) or
+ * range, goal, verdict. */
+void bench_target_line(char *buf, size_t len, const struct bench_tgt *t);
 /* Give every target of e its verdict (failures and disturbance included);
  * again whenever a failure arrives after the table ended. */
 void bench_judge(const struct bench_ctx *c, struct bench_exp *e);
@@ -103,6 +128,11 @@ bool bench_quiet_add(struct bench_ctx *c, struct bench_quiet *q, const struct be
 void bench_quiet_merge(struct bench_quiet *into, const struct bench_quiet *q);
 void bench_quiet_line(char *buf, size_t len, const struct bench_ctx *c,
 		      const struct bench_quiet *q);
+/* The shortest span judged for disturbance (0.4 s at 10%). */
+double bench_quiet_min_s(const struct bench_ctx *c);
+/* Judge a table's short rounds together (bench_end): since is the machine
+ * when the table's span began (the previous table's end). */
+void bench_quiet_pool(struct bench_ctx *c, struct bench_quiet *q, const struct bench_snap *since);
 /* Free every experiment and fact (the driver, after writing the JSON). */
 void bench_free(struct bench_ctx *c);
 

@@ -46,7 +46,8 @@ static void usage(FILE *f)
 		"                   make bench-full)\n"
 		"  --smoke          tiny sizes: proves the experiments run (CI)\n"
 		"  --json FILE      write every row, note and target as JSON\n"
-		"  --rounds N       alternation rounds per experiment (default 3)\n"
+		"  --rounds N       alternation rounds per experiment (default 5, the fewest a\n"
+		"                   verdict takes; --smoke: 2)\n"
 		"  --cpus A,B       the two CPUs for cross-core experiments\n"
 		"  --param K=V      experiment parameter (see docs/BENCHMARKS.md)\n"
 		"  --disturbed-at F a round in which other processes took more than F of a\n"
@@ -309,11 +310,25 @@ static void write_provenance(FILE *f, struct bench_ctx *c, const char *model)
 
 static void json_quiet(FILE *f, const struct bench_ctx *c, const struct bench_quiet *q)
 {
-	char line[400];
+	char line[900];
 	bench_quiet_line(line, sizeof(line), c, q);
 	fprintf(f, "{\"measured\": %s, \"rounds\": %d, \"disturbed_rounds\": %d, "
-		"\"reruns\": %d, \"seconds\": ", q->spans ? "true" : "false", q->rounds,
-		q->disturbed, q->reruns);
+		"\"reruns\": %d, \"judged_alone\": %d, \"short_rounds\": %d, "
+		"\"short_judged_over\": \"%s\", \"short_disturbed\": %s, \"too_short\": %s, "
+		"\"disturbed\": %s, \"judge_min_seconds\": ", q->spans ? "true" : "false",
+		q->rounds, q->disturbed, q->reruns, q->judged_alone, q->short_rounds,
+		!q->short_rounds ? "none" : q->too_short ? "not judged" :
+		q->pool_span ? "the table's span" : "the short rounds",
+		q->pool_disturbed ? "true" : "false", q->too_short ? "true" : "false",
+		q->disturbed || q->pool_disturbed ? "true" : "false");
+	json_num(f, bench_quiet_min_s(c));
+	fprintf(f, ", \"floor_ticks\": ");
+	json_num(f, BENCH_QUIET_FLOOR_TICKS);
+	fprintf(f, ", \"short_other_cpu\": ");
+	json_num(f, q->short_rounds && !q->too_short ? q->pool_share : NAN);
+	fprintf(f, ", \"short_seconds\": ");
+	json_num(f, q->short_rounds ? q->pool_wall : NAN);
+	fprintf(f, ", \"seconds\": ");
 	json_num(f, q->wall);
 	fprintf(f, ", \"other_cpu_mean\": ");
 	json_num(f, q->wall > 0 ? q->other_s / q->wall : NAN);
@@ -429,7 +444,10 @@ static void write_json(const char *path, struct bench_ctx *c, const char *what)
 				json_num(f, r->ci_lo);
 				fprintf(f, ", ");
 				json_num(f, r->ci_hi);
-				fprintf(f, "]");
+				fprintf(f, "], \"ratio_ci_rounds\": %d", r->ci_n);
+				if (r->ci_n > 0)
+					fprintf(f, ", \"ratio_method\": \"%s\"",
+						bench_ci_name(r->ci_method));
 			}
 			fprintf(f, ", \"source\": ");
 			json_str(f, r->source);
@@ -458,19 +476,27 @@ static void write_json(const char *path, struct bench_ctx *c, const char *what)
 			json_str(f, t->op);
 			fprintf(f, ", \"goal\": ");
 			json_num(f, t->goal);
-			if (t->ci_lo != 0 || t->ci_hi != 0) {
+			bool ci = !t->exact && (t->ci_lo != 0 || t->ci_hi != 0);
+			if (ci) {
 				fprintf(f, ", \"ci\": [");
 				json_num(f, t->ci_lo);
 				fprintf(f, ", ");
 				json_num(f, t->ci_hi);
-				fprintf(f, "]");
+				/* a 95% interval from 5 rounds up; below, the range */
+				fprintf(f, "], \"ci_kind\": \"%s\", \"method\": \"%s\"",
+					t->n >= BENCH_MIN_ROUNDS ? "95%" : "range",
+					bench_ci_name((enum bench_ci_method)t->method));
 			}
+			fprintf(f, ", \"%s\": %d, \"planned\": %d", t->exact ? "runs" : "rounds",
+				t->n, t->planned);
 			bool resolved = t->verdict == BV_MET || t->verdict == BV_NOT_MET;
+			char vb[200];
 			fprintf(f, ", \"met\": %s, \"resolved\": %s, \"verdict\": ",
 				t->verdict == BV_MET ? "true" : "false", resolved ? "true" : "false");
-			json_str(f, bench_verdict_str(t->verdict));
-			fprintf(f, ", \"value_meets_goal\": %s, \"exact\": %s}",
-				t->met ? "true" : "false", t->exact ? "true" : "false");
+			json_str(f, bench_tgt_verdict(t, vb, sizeof(vb)));
+			fprintf(f, ", \"value_meets_goal\": %s, \"exact\": %s, \"timing\": %s}",
+				t->met ? "true" : "false", t->exact ? "true" : "false",
+				t->exact || t->why ? "false" : "true");
 		}
 		fprintf(f, "]}");
 	}
@@ -516,7 +542,7 @@ static char *join_args(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	struct bench_ctx c = { .rounds = 3, .out = stdout, .cpu_a = 0, .cpu_b = 1,
+	struct bench_ctx c = { .rounds = BENCH_MIN_ROUNDS, .out = stdout, .cpu_a = 0, .cpu_b = 1,
 			       .disturbed_at = 0.10, .reruns = -1 };
 	const char *json = NULL;
 	bool compare_mode = false;
@@ -576,6 +602,8 @@ int main(int argc, char **argv)
 	}
 	if (c.reruns < 0)
 		c.reruns = c.smoke ? 0 : 2;
+	if (c.smoke && !c.rounds_set)
+		c.rounds = 2; /* proves it runs: no verdict needs it */
 	if (quiet_check > 0) {
 		/* how quiet the machine is now, before a run: exit 1 if disturbed */
 		struct bench_snap a, b;
@@ -590,7 +618,7 @@ int main(int argc, char **argv)
 		bool d = bench_quiet_add(&c, &q, &a, &b, &frac);
 		q.rounds = 1;
 		q.disturbed = d;
-		char line[400];
+		char line[900];
 		bench_quiet_line(line, sizeof(line), &c, &q);
 		printf("the last %.0f s: %s\n", quiet_check, line);
 		return d ? 1 : 0;
@@ -628,6 +656,8 @@ int main(int argc, char **argv)
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		c.mark = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+		bench_snap_take(&c.mark_snap);
+		c.link = NULL;
 		int r = modules[i].fn(&c);
 		if (c.cur)
 			bench_end(&c); /* a table the module left open */
@@ -654,24 +684,26 @@ int main(int argc, char **argv)
 		for (struct bench_exp *e = c.first; e; e = e->next) {
 			run_quiet.rounds += e->quiet.rounds;
 			run_quiet.disturbed += e->quiet.disturbed;
+			if (e->quiet.pool_disturbed && !e->same_runs)
+				run_quiet.disturbed += e->quiet.short_rounds;
 			run_quiet.reruns += e->quiet.reruns;
 			if (e->quiet.other_max > run_quiet.other_max)
 				run_quiet.other_max = e->quiet.other_max;
 		}
 	}
 	/* One summary of the targets, across experiments. */
-	size_t nt = 0, nv[BV_NO_FIGURE + 1] = { 0 };
+	size_t nt = 0, nv[BV_COUNT] = { 0 };
 	for (struct bench_exp *e = c.first; e; e = e->next) {
 		bench_judge(&c, e); /* failures may have arrived after its table */
 		for (size_t i = 0; i < e->ntargets; i++, nt++)
 			nv[e->targets[i].verdict]++;
 	}
-	char q[400];
+	char q[900];
 	bench_quiet_line(q, sizeof(q), &c, &run_quiet);
 	fprintf(c.out, "\nquiet (the whole run, %.0f s): %s\n", run_seconds, q);
 	if (nt) {
 		fprintf(c.out, "targets met: %zu of %zu", nv[BV_MET], nt);
-		for (int v = BV_NOT_MET; v <= BV_NO_FIGURE; v++)
+		for (int v = BV_NOT_MET; v < BV_COUNT; v++)
 			if (nv[v])
 				fprintf(c.out, "; %s: %zu", bench_verdict_str((enum bench_verdict)v),
 					nv[v]);

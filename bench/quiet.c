@@ -11,8 +11,10 @@
  * the load average.  "Other" CPU time in a round = busy - ours - kernel
  * threads: processes that are not the bench's, the ones that started and
  * ended inside the round included, plus the time the hypervisor stole.
- * The ticks are sampled (USER_HZ), so a round is called disturbed only above
- * both a share of one CPU (--disturbed-at, 0.10) and a floor of a few ticks.
+ * The ticks are sampled (USER_HZ), so a span is judged only when it is long
+ * enough for --disturbed-at (0.10) of a CPU to reach a floor of a few
+ * ticks (BENCH_QUIET_FLOOR_TICKS: 0.4 s at 10%); shorter rounds are judged
+ * together over the table (bench_quiet_pool).  See bench.h.
  */
 #include "bench.h"
 #include "bench_internal.h"
@@ -20,15 +22,13 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #define PF_KTHREAD_FLAG 0x00200000u
-/* Sampling noise of tick accounting: rounds whose other CPU time stays
- * under this many ticks are never called disturbed. */
-#define FLOOR_TICKS 4.0
 
 struct proc_ent {
 	int pid, ppid;
@@ -177,21 +177,56 @@ static void snap_diff(const struct bench_snap *a, const struct bench_snap *b, do
 	*steal_ticks = (double)(b->steal - a->steal);
 }
 
+/* The shortest span judged: --disturbed-at of a CPU over it reaches the
+ * floor of tick sampling (0.4 s at 10% and USER_HZ 100). */
+double bench_quiet_min_s(const struct bench_ctx *c)
+{
+	double hz = (double)sysconf(_SC_CLK_TCK);
+	return hz > 0 && c->disturbed_at > 0 ? BENCH_QUIET_FLOOR_TICKS / (c->disturbed_at * hz) : 0.4;
+}
+
+/* --param plant=disturbed: every span as if another process took a whole
+ * CPU (the planted checks of the verdicts). */
+static bool planted_busy(const struct bench_ctx *c)
+{
+	return bench_planted(c, "disturbed");
+}
+
+/* Others' CPU seconds and the span's length; false if not measured. */
+static bool span_of(const struct bench_ctx *c, const struct bench_snap *a,
+		    const struct bench_snap *b, double *wall, double *other_s, double *steal_s,
+		    double *own_s)
+{
+	if (!a->ok || !b->ok)
+		return false;
+	double other, steal, own;
+	snap_diff(a, b, wall, &other, &steal, &own);
+	double hz = (double)sysconf(_SC_CLK_TCK);
+	if (*wall <= 0 || hz <= 0)
+		return false;
+	*other_s = other / hz;
+	if (planted_busy(c))
+		*other_s = *wall;
+	*steal_s = steal / hz;
+	*own_s = own / hz;
+	return true;
+}
+
 /* Fold one measured span into a record; *frac gets the share of one CPU the
- * rest of the machine took.  Returns whether the span was disturbed. */
+ * rest of the machine took.  Returns whether the span was disturbed: judged
+ * alone (0.4 s or more) and over --disturbed-at of a CPU. */
 bool bench_quiet_add(struct bench_ctx *c, struct bench_quiet *q, const struct bench_snap *a,
 		     const struct bench_snap *b, double *frac_out)
 {
 	*frac_out = 0;
-	if (!a->ok || !b->ok)
-		return false;
 	double wall, other, steal, own;
-	snap_diff(a, b, &wall, &other, &steal, &own);
-	double hz = (double)sysconf(_SC_CLK_TCK);
-	if (wall <= 0 || hz <= 0)
+	if (!span_of(c, a, b, &wall, &other, &steal, &own))
 		return false;
-	double frac = other / hz / wall; /* CPUs' worth of other work */
-	bool disturbed = other > FLOOR_TICKS && frac > c->disturbed_at;
+	double frac = other / wall; /* CPUs' worth of other work */
+	if (frac > c->ncpus && c->ncpus > 0)
+		frac = c->ncpus; /* ticks land on a span's ends */
+	bool alone = wall >= bench_quiet_min_s(c);
+	bool disturbed = alone && frac > c->disturbed_at;
 	double lo = b->load1 < a->load1 ? b->load1 : a->load1;
 	double hi = b->load1 > a->load1 ? b->load1 : a->load1;
 	if (!q->spans || lo < q->load_min)
@@ -200,18 +235,39 @@ bool bench_quiet_add(struct bench_ctx *c, struct bench_quiet *q, const struct be
 		q->load_max = hi;
 	q->spans++;
 	q->wall += wall;
-	q->other_s += other / hz;
-	q->steal_s += steal / hz;
-	q->own_s += own / hz;
-	/* ticks land on a span's ends: a span of a few ticks can read several
-	 * CPUs' worth; the largest share is taken over spans of 10 ticks or
-	 * more, and never above the CPUs there are */
-	if (frac > c->ncpus && c->ncpus > 0)
-		frac = c->ncpus;
-	if (wall * hz >= 10 && frac > q->other_max)
+	q->other_s += other;
+	q->steal_s += steal;
+	q->own_s += own;
+	if (alone && frac > q->other_max)
 		q->other_max = frac;
 	*frac_out = frac;
 	return disturbed;
+}
+
+void bench_quiet_pool(struct bench_ctx *c, struct bench_quiet *q, const struct bench_snap *since)
+{
+	if (!q->short_rounds)
+		return;
+	double min = bench_quiet_min_s(c);
+	if (q->short_wall >= min) {
+		q->pool_wall = q->short_wall;
+		q->pool_share = q->short_other / q->short_wall;
+	} else {
+		/* too short together: the table's whole span around them */
+		struct bench_snap now;
+		double wall = 0, other = 0, steal, own;
+		bench_snap_take(&now);
+		if (!span_of(c, since, &now, &wall, &other, &steal, &own) || wall < min) {
+			q->too_short = true;
+			q->pool_wall = wall;
+			q->pool_share = wall > 0 ? other / wall : 0;
+			return;
+		}
+		q->pool_span = true;
+		q->pool_wall = wall;
+		q->pool_share = other / wall;
+	}
+	q->pool_disturbed = q->pool_share > c->disturbed_at;
 }
 
 void bench_quiet_merge(struct bench_quiet *into, const struct bench_quiet *q)
@@ -232,6 +288,23 @@ void bench_quiet_merge(struct bench_quiet *into, const struct bench_quiet *q)
 	into->own_s += q->own_s;
 	if (q->other_max > into->other_max)
 		into->other_max = q->other_max;
+	into->short_rounds += q->short_rounds;
+	into->short_wall += q->short_wall;
+	into->short_other += q->short_other;
+	into->judged_alone += q->judged_alone;
+	into->pool_disturbed |= q->pool_disturbed;
+	into->too_short |= q->too_short;
+}
+
+static int addf(char *buf, size_t len, int n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int addf(char *buf, size_t len, int n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, fmt, ap);
+	va_end(ap);
+	return n + (k > 0 ? k : 0);
 }
 
 void bench_quiet_line(char *buf, size_t len, const struct bench_ctx *c,
@@ -241,22 +314,34 @@ void bench_quiet_line(char *buf, size_t len, const struct bench_ctx *c,
 		snprintf(buf, len, "not measured");
 		return;
 	}
-	int n = snprintf(buf, len, "%d round%s", q->rounds, q->rounds == 1 ? "" : "s");
+	int n = addf(buf, len, 0, "%d round%s", q->rounds, q->rounds == 1 ? "" : "s");
 	if (q->reruns)
-		n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, " (%d rerun%s)",
-			      q->reruns, q->reruns == 1 ? "" : "s");
+		n = addf(buf, len, n, " (%d rerun%s)", q->reruns, q->reruns == 1 ? "" : "s");
+	bool dist = q->disturbed || q->pool_disturbed;
 	if (q->disturbed)
-		n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, ", %d DISTURBED",
-			      q->disturbed);
-	else
-		n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, ", none disturbed");
-	snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0,
-		 "; other processes %.1f%% of a CPU on average, %.1f%% at most in a round "
-		 "(threshold %.0f%%), steal %.1f%%, load average %.2f-%.2f; the bench "
-		 "itself %.1f CPU-s",
-		 q->wall > 0 ? 100 * q->other_s / q->wall : 0.0, 100 * q->other_max,
-		 100 * c->disturbed_at, q->wall > 0 ? 100 * q->steal_s / q->wall : 0.0,
-		 q->load_min, q->load_max, q->own_s);
+		n = addf(buf, len, n, ", %d DISTURBED", q->disturbed);
+	else if (!dist && !q->too_short)
+		n = addf(buf, len, n, ", none disturbed");
+	n = addf(buf, len, n, "; other processes %.1f%% of a CPU on average",
+		 q->wall > 0 ? 100 * q->other_s / q->wall : 0.0);
+	if (q->judged_alone || !q->short_rounds)
+		n = addf(buf, len, n, ", %.1f%% at most in a round judged alone", 100 * q->other_max);
+	n = addf(buf, len, n, " (threshold %.0f%%)", 100 * c->disturbed_at);
+	if (q->short_rounds) {
+		if (q->too_short)
+			n = addf(buf, len, n, "; %d round%s under %.1f s, too short to judge even "
+				 "together (%.2f s in all): NOT JUDGED", q->short_rounds,
+				 q->short_rounds == 1 ? "" : "s", bench_quiet_min_s(c), q->pool_wall);
+		else
+			n = addf(buf, len, n, "; %d round%s under %.1f s judged together%s: "
+				 "%.1f%% of a CPU over %.2f s%s", q->short_rounds,
+				 q->short_rounds == 1 ? "" : "s", bench_quiet_min_s(c),
+				 q->pool_span ? " (over the table's whole span)" : "",
+				 100 * q->pool_share, q->pool_wall,
+				 q->pool_disturbed ? ", DISTURBED" : "");
+	}
+	addf(buf, len, n, ", steal %.1f%%, load average %.2f-%.2f; the bench itself %.1f CPU-s",
+	     q->wall > 0 ? 100 * q->steal_s / q->wall : 0.0, q->load_min, q->load_max, q->own_s);
 }
 
 /* ---------------------------------------------------------------- rounds */
@@ -280,6 +365,7 @@ bool bench_round(struct bench_ctx *c, struct bench_rounds *rr, int *r)
 		bool checked = rr->r >= rr->warm;
 		double frac = 0;
 		bool dist = checked && bench_quiet_add(c, q, &rr->start, &now, &frac);
+		bool alone = now.wall - rr->start.wall >= bench_quiet_min_s(c);
 		/* at most --reruns a round, and half the rounds (at least one) in
 		 * all: a machine that stays busy costs the run 1.5x, not 3x */
 		int bound = (rr->n - rr->warm + 1) / 2;
@@ -296,6 +382,16 @@ bool bench_round(struct bench_ctx *c, struct bench_rounds *rr, int *r)
 			if (checked) {
 				q->rounds++;
 				q->disturbed += dist;
+				if (alone) {
+					q->judged_alone++;
+				} else { /* judged with the others at bench_end */
+					double wall, other, steal, own;
+					if (span_of(c, &rr->start, &now, &wall, &other, &steal, &own)) {
+						q->short_rounds++;
+						q->short_wall += wall;
+						q->short_other += other;
+					}
+				}
 			}
 			rr->r++;
 			rr->tries = 0;

@@ -5,6 +5,9 @@
     report.py results/bench.json [more.json ...] [--out DIR] [--md FILE]
     report.py --compare A.json B.json     (bypass bench --compare)
     report.py --times run.json            (seconds per table and module)
+    report.py --check-rounds run.json     (no timing verdict from < 5 rounds)
+    report.py --expect run.json ID TEXT VERDICT, --expect-quiet run.json ID STATE,
+    report.py --expect-failed ID run.json (the planted checks)
 
 Writes DIR/<experiment>.png (one chart per experiment) and a Markdown file
 (default DIR/report.md) with, per experiment, the side-by-side table, its
@@ -16,220 +19,18 @@ line per series against x), e.g. fault latency against thread count; other
 experiments are drawn as horizontal bars of the median with the p99 marked.
 """
 import argparse
+import glob
 import json
 import math
 import os
 import sys
 
+from reportlib import (charts_of, command_of, exp_md, fmt, interval_brackets,
+                       markdown, provenance_lines, quiet_line, ratio_cell, row_of,
+                       verdict, verdict_md, pre_rules, _rx)
+from report_checks import (check_rounds, compare, expect, expect_failed, expect_quiet,
+                           times)
 
-def fmt(v):
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    a = abs(v)
-    if a >= 1e7:
-        return f"{v:.3g}"
-    if a >= 100:
-        return f"{v:,.0f}"
-    if a >= 10:
-        return f"{v:.1f}"
-    return f"{v:.2f}"
-
-
-def machine_line(doc):
-    m = doc.get("machine", {})
-    hz = m.get("tsc_hz") or 0
-    return (f"{m.get('cpu_model', '?')}, {m.get('cores', '?')} cores, "
-            f"Linux {m.get('kernel', '?')}, TSC {hz / 1e9:.3f} GHz; "
-            f"{doc.get('mode', '?')} mode, {doc.get('rounds', '?')} rounds, "
-            f"{doc.get('date', '?')}")
-
-
-def provenance_lines(doc):
-    """What the run was measured on and with (issue 9's provenance)."""
-    p = doc.get("provenance")
-    if not p:
-        return ["Provenance: not recorded (JSON from a bypass-bench before provenance)."]
-    commit = p.get("git_commit") or "unknown"
-    dirty = p.get("git_dirty")
-    state = (" with uncommitted changes (dirty tree)" if dirty else
-             " (clean tree)" if dirty is False else " (tree state unknown)")
-    if dirty and p.get("git_dirty_list"):
-        state += f": `{p['git_dirty_list']}`"
-    out = [f"- source: commit `{commit[:12]}`{state}"]
-    env = p.get("env") or {}
-    out.append("- BYPASS_* environment: " +
-               (", ".join(f"`{k}={v}`" for k, v in sorted(env.items())) or "none set"))
-    k = p.get("kernel") or {}
-    if k:
-        out.append("- kernel settings: " + "; ".join(f"{n} = `{v}`" for n, v in k.items()))
-    facts = dict(p.get("facts") or {})
-    swap = facts.pop("pager.swap_o_direct", None)
-    out.append("- swap file O_DIRECT: " +
-               (swap if swap is not None else "not reported (the pager experiment did not "
-                "report it in this run)"))
-    for n, v in facts.items():
-        out.append(f"- {n}: {v}")
-    pair = p.get("cpu_pair") or {}
-    if pair:
-        out.append(f"- the two CPUs of cross-core experiments: {pair.get('cpus')}, "
-                   f"{pair.get('relation', '?')}")
-    if p.get("loadavg_start") or p.get("loadavg_end"):
-        out.append(f"- /proc/loadavg at start: `{p.get('loadavg_start')}`, at end: "
-                   f"`{p.get('loadavg_end')}` (other work on the machine moves every figure)")
-    c = p.get("cpu") or {}
-    if c:
-        out.append(f"- CPU: {c.get('model', '?')}, {c.get('online', '?')} online "
-                   f"({c.get('configured', '?')} configured, {c.get('usable', '?')} usable "
-                   f"by the run)")
-    return out
-
-
-def verdict(t):
-    """A target's verdict, as the harness gave it (older JSON: from met and
-    resolved)."""
-    v = t.get("verdict")
-    if v:
-        return v
-    if t.get("resolved") is False:
-        return "not resolved"
-    return "met" if t.get("met") else "not met"
-
-
-def verdict_md(t):
-    v = verdict(t)
-    if v == "met":
-        return "met"
-    if v == "not resolved":
-        return "**not resolved** (the goal lies inside the 95% CI)"
-    return f"**{v}**"
-
-
-def quiet_line(q):
-    """How quiet the machine was (bypass-bench's disturbance record)."""
-    if not q:
-        return "not recorded (JSON from a bypass-bench before disturbance detection)"
-    return q.get("line") or "not measured"
-
-
-def _rx(v):
-    """A ratio: two decimals, or three significant digits below 0.1."""
-    return f"{v:.2f}" if abs(v) >= 0.1 or v == 0 else f"{v:.3g}"
-
-
-def ratio_cell(r):
-    if r.get("ratio") is None:
-        return "-"
-    ci = r.get("ratio_ci")
-    if ci and None not in ci:
-        return f"{_rx(r['ratio'])}x [{_rx(ci[0])}, {_rx(ci[1])}]"
-    return f"{_rx(r['ratio'])}x"
-
-
-def table(exp):
-    rows = exp.get("rows", [])
-    if not rows:
-        return ""
-    cyc = any(r.get("unit") == "cycles" for r in rows)
-    src = any(r.get("source") for r in rows)
-    ratio = any(r.get("ratio") is not None for r in rows)
-    note = any(r.get("note") for r in rows)
-    head = ["variant", "kind", "median", "mean", "p99"]
-    if cyc:
-        head += ["median ns", "p99 ns"]
-    head += ["unit"]
-    if ratio:
-        head += ["ratio"]
-    if src:
-        head += ["source"]
-    if note:
-        head += ["note"]
-    out = ["| " + " | ".join(head) + " |",
-           "|" + "|".join("---" if i < 2 or h in ("unit", "note", "source") else "---:"
-                          for i, h in enumerate(head)) + "|"]
-    for r in rows:
-        cells = [r.get("variant", ""), r.get("kind", ""), fmt(r.get("median")),
-                 fmt(r.get("mean")), fmt(r.get("p99"))]
-        if cyc:
-            cells += [fmt(r.get("median_ns")), fmt(r.get("p99_ns"))]
-        cells += [r.get("unit", "")]
-        if ratio:
-            cells += [ratio_cell(r)]
-        if src:
-            cells += [r.get("source") or ""]
-        if note:
-            cells += [r.get("note") or ""]
-        out.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(out)
-
-
-def command_of(doc):
-    """The command that made a run (older JSON: rebuilt from its mode)."""
-    if doc.get("command"):
-        return doc["command"]
-    mode = doc.get("mode")
-    flag = {"quick": " --quick", "smoke": " --smoke"}.get(mode, "")
-    return f"bypass-bench {doc.get('modules', 'all')}{flag} (reconstructed: older JSON)"
-
-
-def exp_md(exp, charts, heading="####", source=None, anchor=False):
-    """One experiment: heading, ratio rule, how quiet, table, notes,
-    failures, targets with the harness's verdicts, chart, and (source) the
-    JSON and command it comes from."""
-    out = [f"{heading} {exp['id']}: {exp.get('title', '')}\n"]
-    if anchor:
-        out.insert(0, f'<a id="{exp["id"]}"></a>\n')
-    if source:
-        out.append(source + "\n")
-    if exp.get("skipped"):
-        out.append(f"Skipped: {exp['skipped']}\n")
-        return out
-    rule = exp.get("ratio_rule")
-    if exp.get("ratio_base") or rule:
-        base = exp.get("ratio_base") or "the base row"
-        out.append(f"Ratio = row median / median of {base}" +
-                   (f": {rule}.\n" if rule else ".\n"))
-    out.append(f"Quiet: {quiet_line(exp.get('quiet'))}.\n")
-    out.append(table(exp) + "\n")
-    for n in exp.get("notes", []):
-        out.append(f"- {n}")
-    if exp.get("notes"):
-        out.append("")
-    for f in exp.get("failures", []):
-        out.append(f"- **FAILED**: {f}")
-    if exp.get("failures"):
-        out.append("")
-    for t in exp.get("targets", []):
-        ci = t.get("ci")
-        cis = (f" (95% CI {fmt(ci[0])}..{fmt(ci[1])})"
-               if ci and None not in ci else "")
-        out.append(f"- target: {t['what']}: {fmt(t.get('value'))}{cis} "
-                   f"{t['op']} {fmt(t.get('goal'))}: {verdict_md(t)}")
-    if exp.get("targets"):
-        out.append("")
-    if exp["id"] in charts:
-        out.append(f"![{exp['id']}]({charts[exp['id']]})\n")
-    return out
-
-
-def charts_of(charts, i):
-    """One run's charts: experiment id -> path (charts is keyed by (run, id))."""
-    return {eid: path for (j, eid), path in charts.items() if j == i}
-
-
-def markdown(docs, charts):
-    out = []
-    for i, doc in enumerate(docs):
-        out.append(f"Machine: {machine_line(doc)}.\n")
-        out.append("\n".join(provenance_lines(doc)) + "\n")
-        if doc.get("quiet"):
-            out.append(f"The whole run ({fmt(doc.get('seconds'))} s): "
-                       f"{quiet_line(doc.get('quiet'))}.\n")
-        for exp in doc.get("experiments", []):
-            out += exp_md(exp, charts_of(charts, i), heading="###")
-    return "\n".join(out) + "\n"
-
-
-# ------------------------------------------------------------ the document
 
 MODULE_ORDER = ["notify", "batch", "ipc", "pager", "syslet"]
 
@@ -240,6 +41,7 @@ class Runs:
     first (later files: other machines, other sizes)."""
 
     def __init__(self, paths, md_dir):
+        self.md_dir = md_dir
         self.runs = []
         for p in paths:
             with open(p) as f:
@@ -280,9 +82,11 @@ def targets_table(runs):
     for e, link, d in runs.all_experiments():
         mod = e["id"].split(".")[0]
         for t in e.get("targets", []):
-            ci = t.get("ci")
-            cis = f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci and None not in ci else ""
-            fig = f"{fmt(t.get('value'))}{cis} {t['op']} {fmt(t.get('goal'))}"
+            if t.get("value") is None and verdict(t).startswith("no verdict:"):
+                fig = "-"
+            else:
+                fig = (f"{fmt(t.get('value'))}{interval_brackets(t)} {t['op']} "
+                       f"{fmt(t.get('goal'))}")
             anchor = e["id"]
             rows.append((MODULE_ORDER.index(mod) if mod in MODULE_ORDER else 99,
                          f"| {mod} | {t['what']} ([{e['id']}](#{anchor})) | {fig} | "
@@ -294,23 +98,89 @@ def targets_table(runs):
 
 
 def status_lines(runs):
-    """README's status lines: per module, the targets met and those not."""
-    per = {}
+    """README's status lines: per module, the targets met, not met and not
+    resolved, each with its figure and interval (the harness's verdicts;
+    an experiment found in several runs counts once, from the first)."""
+    per, seen = {}, set()
     for e, link, d in runs.all_experiments():
+        if e["id"] in seen:
+            continue
+        seen.add(e["id"])
         mod = e["id"].split(".")[0]
         for t in e.get("targets", []):
             per.setdefault(mod, []).append((t, e["id"]))
     out = []
     for mod in sorted(per, key=lambda m: MODULE_ORDER.index(m) if m in MODULE_ORDER else 99):
         ts = per[mod]
-        met = sum(1 for t, _ in ts if verdict(t) == "met")
-        rest = [f"{t['what']} ({verdict(t)}, {fmt(t.get('value'))})"
-                for t, _ in ts if verdict(t) != "met"]
-        line = f"- **{mod}**: {met} of {len(ts)} targets met"
-        if rest:
-            line += "; not met or not resolved: " + "; ".join(rest)
+
+        def item(t):
+            if t.get("value") is None:
+                return t["what"]
+            return f"{t['what']}: {fmt(t.get('value'))}{interval_brackets(t)}"
+        groups = {"met": [], "not met": [], "other": []}
+        for t, _ in ts:
+            v = verdict(t)
+            groups[v if v in ("met", "not met") else "other"].append(t)
+        for k in ("met", "not met"):
+            for t in [t for t in groups[k] if pre_rules(t)]:
+                groups[k].remove(t)
+                groups["other"].append(t)
+        line = f"- **{mod}**: {len(groups['met'])} of {len(ts)} targets met"
+        if groups["met"]:
+            line += " (" + "; ".join(item(t) for t in groups["met"]) + ")"
+        if groups["not met"]:
+            line += "; not met: " + "; ".join(item(t) for t in groups["not met"])
+        if groups["other"]:
+            line += "; no verdict: " + "; ".join(
+                f"{item(t)} ({verdict(t)}" +
+                (", from before the 5-round rule" if pre_rules(t) else "") + ")"
+                for t in groups["other"])
         out.append(line + ".")
     return "\n".join(out)
+
+
+README_BEGIN = "<!-- targets: begin (tools/report.py --readme; do not edit by hand) -->"
+
+
+README_END = "<!-- targets: end -->"
+
+
+def readme_block(runs):
+    """README's "Where the targets stand", rendered: the runs (JSON, command,
+    commit, machine, how quiet) and the status lines."""
+    out = ["From the runs on [docs/BENCHMARKS.md](docs/BENCHMARKS.md), rendered by "
+           "`tools/report.py --readme README.md` from their JSON (the harness's "
+           "verdicts; an interval is `[lo, hi; method, n=rounds]`, a range of fewer "
+           "than 5 rounds decides nothing):", ""]
+    for p, link, d in runs.runs:
+        pr = d.get("provenance") or {}
+        m = d.get("machine", {})
+        q = d.get("quiet") or {}
+        dirty = " (dirty tree)" if pr.get("git_dirty") else ""
+        out.append(f"- `{os.path.relpath(p)}`: `{command_of(d)}` at "
+                   f"`{(pr.get('git_commit') or 'unknown')[:12]}`{dirty}, {d.get('date', '?')}, "
+                   f"{m.get('cpu_model', '?')} ({m.get('cores', '?')} CPUs, Linux "
+                   f"{m.get('kernel', '?')}); other processes "
+                   f"{100 * (q.get('other_cpu_mean') or 0):.1f}% of a CPU on average, "
+                   f"{q.get('disturbed_rounds', 0)} disturbed rounds")
+    out.append("")
+    out.append(status_lines(runs))
+    return "\n".join(out)
+
+
+def update_readme(path, runs):
+    with open(path) as f:
+        text = f.read()
+    a, b = text.find(README_BEGIN), text.find(README_END)
+    if a < 0 or b < a:
+        print(f"report: {path} has no {README_BEGIN!r} ... {README_END!r} block",
+              file=sys.stderr)
+        return 1
+    text = text[:a + len(README_BEGIN)] + "\n" + readme_block(runs) + "\n" + text[b:]
+    with open(path, "w") as f:
+        f.write(text)
+    print(f"report: {path}: the targets rendered")
+    return 0
 
 
 def run_paragraph(runs):
@@ -332,20 +202,16 @@ def run_paragraph(runs):
     return "\n".join(out)
 
 
-def row_of(e, variant):
-    for r in e.get("rows", []):
-        if r.get("variant") == variant:
-            return r
-    return None
-
-
 def render_doc(template, runs, charts):
     """Fill a template: {{run}}, {{targets}}, {{status}}, {{table ID}},
     {{tables}} (every experiment not placed by {{table}}), and inline
     {{ratio ID|variant}}, {{median ID|variant}}, {{target ID|text}} (the
     first target of ID whose description contains text: figure and
-    verdict).  A figure missing from the runs renders as "(not in this
-    run)"."""
+    verdict); ID may be FILE@ID, a committed JSON file (relative to the
+    page) other than the runs; {{range FILES@ID|variant[|median]}} and
+    {{trange FILES@ID|text}}: the lowest and highest over several JSON
+    files (a glob).  A figure missing from the runs renders as "(not in
+    this run)"."""
     import re
     placed = set(re.findall(r"\{\{table ([^}]+)\}\}", template))
 
@@ -374,15 +240,28 @@ def render_doc(template, runs, charts):
     def inline(m):
         kind, arg = m.group(1), m.group(2)
         exp_id, _, what = arg.partition("|")
-        e, link, d = runs.find(exp_id.strip())
+        exp_id = exp_id.strip()
+        if kind in ("range", "trange"):
+            return range_of(kind, exp_id, what)
+        if "@" in exp_id:
+            src, exp_id = exp_id.split("@", 1)
+            e = None
+            for path in sorted(glob.glob(os.path.join(runs.md_dir or ".", src))):
+                with open(path) as f:
+                    for x in json.load(f).get("experiments", []):
+                        if x.get("id") == exp_id:
+                            e = x
+                break
+        else:
+            e, link, d = runs.find(exp_id)
         if not e:
             return "(not in this run)"
         if kind == "target":
             for t in e.get("targets", []):
                 if what.strip() in t["what"]:
-                    ci = t.get("ci")
-                    cis = f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci and None not in ci else ""
-                    return f"{fmt(t.get('value'))}{cis} ({verdict(t)})"
+                    if t.get("value") is None:
+                        return f"({verdict(t)})"
+                    return f"{fmt(t.get('value'))}{interval_brackets(t)} ({verdict(t)})"
             return "(not in this run)"
         r = row_of(e, what.strip())
         if not r:
@@ -391,13 +270,47 @@ def render_doc(template, runs, charts):
             return ratio_cell(r)
         return f"{fmt(r.get('median'))} {r.get('unit', '')}".strip()
 
+    def range_of(kind, spec, what):
+        """{{range FILES@ID|variant[|median]}}: the lowest and highest ratio
+        (or median) of that row over the JSON files FILES (a glob relative
+        to the page); {{trange FILES@ID|target text}}: of that target's
+        figure.  With the number of runs and the files, so that a range
+        over several runs is as traceable as a table."""
+        src, _, exp_id = spec.partition("@")
+        field = "ratio"
+        if kind == "range" and what.count("|"):
+            what, _, field = what.rpartition("|")
+        vals = []
+        paths = sorted(glob.glob(os.path.join(runs.md_dir or ".", src)))
+        for path in paths:
+            with open(path) as f:
+                doc = json.load(f)
+            for x in doc.get("experiments", []):
+                if x.get("id") != exp_id:
+                    continue
+                if kind == "range":
+                    r = row_of(x, what.strip())
+                    if r and r.get(field) is not None:
+                        vals.append(r[field])
+                else:
+                    for t in x.get("targets", []):
+                        if what.strip() in t["what"] and t.get("value") is not None:
+                            vals.append(t["value"])
+                            break
+        if not vals:
+            return "(not in these runs)"
+        unit = "x" if field == "ratio" or kind == "trange" else ""
+        one = (lambda v: _rx(v) + unit) if unit else fmt
+        span = one(vals[0]) if len(vals) == 1 else f"{one(min(vals))}-{one(max(vals))}"
+        return f"{span} ({len(vals)} run{'s' if len(vals) != 1 else ''}: `{src}`)"
+
     out = template
     out = out.replace("{{run}}", run_paragraph(runs))
     out = out.replace("{{targets}}", targets_table(runs))
     out = out.replace("{{status}}", status_lines(runs))
     out = re.sub(r"\{\{table ([^}]+)\}\}", lambda m: one_table(m.group(1)), out)
     out = out.replace("{{tables}}", rest())
-    out = re.sub(r"\{\{(ratio|median|target) ([^}]+)\}\}", inline, out)
+    out = re.sub(r"\{\{(ratio|median|target|range|trange) ([^}]+)\}\}", inline, out)
     return out
 
 
@@ -453,163 +366,6 @@ def draw(exp, path, plt):
     return True
 
 
-def _ci(r):
-    ci = r.get("ratio_ci") or r.get("ci")
-    return ci if ci and None not in ci else None
-
-
-def moved(a, b, ca, cb):
-    """Whether a figure moved between two runs: the intervals do not
-    overlap; without intervals, more than the 20% run-to-run spread."""
-    if a is None or b is None:
-        return "-"
-    if ca and cb:
-        return "**moved**" if ca[1] < cb[0] or cb[1] < ca[0] else "within the intervals"
-    if a == 0:
-        return "-"
-    d = abs(b - a) / abs(a)
-    return ("**moved** (no interval: > 20%)" if d > 0.2
-            else "within 20% (no interval)")
-
-
-def cell(v, ci):
-    if v is None:
-        return "-"
-    return f"{v:.3g}x [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else f"{v:.3g}x"
-
-
-def compare(pa, pb):
-    """bypass bench --compare A.json B.json: two runs side by side."""
-    da, db = (json.load(open(p)) for p in (pa, pb))
-    out = [f"# {pa} (A) against {pb} (B)", ""]
-    for name, p, d in (("A", pa, da), ("B", pb, db)):
-        pr = d.get("provenance") or {}
-        c = (pr.get("git_commit") or "unknown")[:12]
-        dirty = " (dirty tree)" if pr.get("git_dirty") else ""
-        m = d.get("machine", {})
-        out.append(f"- {name}: `{p}`: commit `{c}`{dirty}, {d.get('mode', '?')} mode, "
-                   f"{d.get('rounds', '?')} rounds, {d.get('date', '?')}, on "
-                   f"{m.get('cpu_model', '?')} ({m.get('cores', '?')} cores, Linux "
-                   f"{m.get('kernel', '?')}); quiet: {quiet_line(d.get('quiet'))}")
-    out.append("")
-    out.append("A figure moved when the two 95% intervals do not overlap; a ratio "
-               "without an interval moved when it changed by more than 20% (this "
-               "machine's run-to-run spread).")
-    out.append("")
-    ea = {e["id"]: e for e in da.get("experiments", [])}
-    eb = {e["id"]: e for e in db.get("experiments", [])}
-    ids = list(ea) + [i for i in eb if i not in ea]
-    for i in ids:
-        a, b = ea.get(i), eb.get(i)
-        out.append(f"## {i}")
-        out.append("")
-        if not a or not b:
-            out.append(f"Only in {'A' if a else 'B'}.")
-            out.append("")
-            continue
-        if a.get("skipped") or b.get("skipped"):
-            out.append(f"Skipped: A {a.get('skipped') or 'ran'}; B {b.get('skipped') or 'ran'}.")
-            out.append("")
-            continue
-        out.append(f"Quiet: A {quiet_line(a.get('quiet'))}; B {quiet_line(b.get('quiet'))}.")
-        out.append("")
-        out.append("| row | A ratio | B ratio | B / A | |")
-        out.append("|---|---:|---:|---:|---|")
-        rb = {r["variant"]: r for r in b.get("rows", [])}
-        seen = set()
-        for r in a.get("rows", []) + [x for x in b.get("rows", [])
-                                       if x["variant"] not in
-                                       {y["variant"] for y in a.get("rows", [])}]:
-            v = r["variant"]
-            if v in seen:
-                continue
-            seen.add(v)
-            ra = r if r in a.get("rows", []) else None
-            rbb = rb.get(v)
-            xa = ra.get("ratio") if ra else None
-            xb = rbb.get("ratio") if rbb else None
-            q = f"{xb / xa:.3g}" if xa and xb else "-"
-            out.append(f"| {v} | {cell(xa, _ci(ra) if ra else None)} | "
-                       f"{cell(xb, _ci(rbb) if rbb else None)} | {q} | "
-                       f"{moved(xa, xb, _ci(ra) if ra else None, _ci(rbb) if rbb else None)} |")
-        ta = {t["what"]: t for t in a.get("targets", [])}
-        tb = {t["what"]: t for t in b.get("targets", [])}
-        if ta or tb:
-            out.append("")
-            out.append("| target | A | B | |")
-            out.append("|---|---|---|---|")
-            for w in list(ta) + [x for x in tb if x not in ta]:
-                x, y = ta.get(w), tb.get(w)
-
-                def tc(t):
-                    if not t:
-                        return "-"
-                    ci = _ci(t)
-                    cs = f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else ""
-                    return f"{fmt(t.get('value'))}{cs}: {verdict(t)}"
-                mv = moved(x.get("value") if x else None, y.get("value") if y else None,
-                           _ci(x) if x else None, _ci(y) if y else None)
-                out.append(f"| {w} | {tc(x)} | {tc(y)} | {mv} |")
-        fa, fb = a.get("failures") or [], b.get("failures") or []
-        if fa or fb:
-            out.append("")
-            out.append(f"Failures: A {len(fa)}, B {len(fb)}.")
-        out.append("")
-    return "\n".join(out) + "\n"
-
-
-def expect_failed(exp_id, path):
-    """report.py --expect-failed ID run.json: the planted-failure tests'
-    check (tests/<module>/bench-plant.sh).  Exit 0 when experiment ID ran,
-    recorded a failure in "failures" and left no target met (each says "no
-    verdict: failed"); 77 when it was skipped here (the reason printed); 1
-    otherwise."""
-    d = json.load(open(path))
-    exps = [e for e in d.get("experiments", []) if e.get("id") == exp_id]
-    if not exps:
-        print(f"no experiment {exp_id} in {path}")
-        return 1
-    e = exps[0]
-    if e.get("skipped") and not e.get("failures"):
-        print(f"SKIP: {exp_id} skipped here: {e['skipped']}")
-        return 77
-    if not e.get("failures"):
-        print(f"{exp_id}: no failure recorded")
-        return 1
-    bad = [t for t in e.get("targets", []) if t.get("met") or
-           not verdict(t).startswith("no verdict")]
-    if bad:
-        print(f"{exp_id}: targets judged despite the failure: "
-              f"{[(t['what'], verdict(t)) for t in bad]}")
-        return 1
-    met = sum(1 for x in d.get("experiments", []) for t in x.get("targets", [])
-              if t.get("met") and x.get("failures"))
-    if met:
-        print(f"{met} targets met in experiments with failures")
-        return 1
-    print(f"{exp_id}: failed as it should: {e['failures'][0]}; "
-          f"{len(e.get('targets', []))} targets without a verdict")
-    return 0
-
-
-def times(path):
-    """report.py --times run.json: seconds per table and per module, and the
-    run's total (the quick suite's budget is in bench/bench.h)."""
-    d = json.load(open(path))
-    per = {}
-    out = []
-    for e in d.get("experiments", []):
-        sec = e.get("seconds") or 0
-        mod = e["id"].split(".")[0]
-        per[mod] = per.get(mod, 0) + sec
-        q = e.get("quiet") or {}
-        extra = f", {q.get('reruns')} reruns" if q.get("reruns") else ""
-        out.append(f"  {e['id']:28s} {sec:7.1f} s{extra}")
-    head = [f"{path}: {d.get('mode', '?')} mode, {fmt(d.get('seconds'))} s in all"]
-    head += [f"{m:8s} {v:7.1f} s" for m, v in per.items()]
-    return "\n".join(head + ["per table:"] + out) + "\n"
-
-
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--times":
         if len(sys.argv) != 3:
@@ -617,6 +373,21 @@ def main():
             sys.exit(2)
         sys.stdout.write(times(sys.argv[2]))
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "--check-rounds":
+        if len(sys.argv) != 3:
+            print("usage: report.py --check-rounds run.json", file=sys.stderr)
+            sys.exit(2)
+        sys.exit(check_rounds(sys.argv[2]))
+    if len(sys.argv) > 1 and sys.argv[1] == "--expect":
+        if len(sys.argv) != 6:
+            print("usage: report.py --expect run.json ID TEXT VERDICT", file=sys.stderr)
+            sys.exit(2)
+        sys.exit(expect(*sys.argv[2:6]))
+    if len(sys.argv) > 1 and sys.argv[1] == "--expect-quiet":
+        if len(sys.argv) != 5:
+            print("usage: report.py --expect-quiet run.json ID STATE", file=sys.stderr)
+            sys.exit(2)
+        sys.exit(expect_quiet(*sys.argv[2:5]))
     if len(sys.argv) > 1 and sys.argv[1] == "--expect-failed":
         if len(sys.argv) != 4:
             print("usage: report.py --expect-failed ID run.json", file=sys.stderr)
@@ -639,10 +410,14 @@ def main():
                     "into --md instead of the plain report")
     ap.add_argument("--status", action="store_true",
                     help="print README's status lines (targets met and not) and exit")
+    ap.add_argument("--readme", help="render README's \"Where the targets stand\" "
+                    "between its markers from the JSON files, and exit")
     args = ap.parse_args()
     if args.status:
         print(status_lines(Runs(args.json, None)))
         return
+    if args.readme:
+        sys.exit(update_readme(args.readme, Runs(args.json, None)))
     docs = []
     for p in args.json:
         with open(p) as f:

@@ -39,6 +39,7 @@ struct bsrv {
 	double timeouts;         /* wrk's timeouts (counted, not failures) */
 	bool clean;              /* exited by itself with status 0 */
 	double ratio, ci_lo, ci_hi;
+	struct bench_est est;    /* per-round rate ratio to its base row */
 };
 
 extern char bsrv_top[256]; /* the experiment's directory (www/ holds the files) */

@@ -336,7 +336,7 @@ int bench_batch_sendfile(struct bench_ctx *c)
 			       : "one %zu-byte sendfile to a TCP socket, per call, until sent",
 			 FILE_SIZE);
 		if (table)
-			bench_quiet_again(c); /* the same rounds */
+			bench_same_runs(c); /* the same rounds */
 		bench_begin(c, table ? "batch.sendfile_cpu" : "batch.sendfile", title,
 			    names[SF_DIRECT]);
 		if (failed >= 0)

@@ -407,9 +407,10 @@ void bsrv_report(struct bench_ctx *c, struct bsrv *s, int nv, const double *rate
 		}
 		bench_summarize_d(a, na, &sum);
 		bench_summarize_d(b, nb, &base);
-		double lo = 0, hi = 0;
-		if (v != s[v].base && bench_ratio_ci(a, na, b, nb, &lo, &hi))
-			lo = hi = 0;
+		/* the per-round ratio to the base row, in the rounds where both
+		 * ran (a round where either failed leaves the estimate
+		 * incomplete) */
+		bench_est_ratio(mine, theirs, (size_t)rounds, rounds, BENCH_CI_T, &s[v].est);
 		double req = s[v].requests;
 		char note[400], params[400];
 		double cpu_us = req > 0 ? s[v].cpu_ticks * 1e6 / (double)sysconf(_SC_CLK_TCK) / req
@@ -436,14 +437,15 @@ void bsrv_report(struct bench_ctx *c, struct bsrv *s, int nv, const double *rate
 			.ratio = !sum.n || !base.n || !(base.median > 0) ? NAN
 				 : v == s[v].base ? 1.0 : sum.median / base.median,
 			.is_base = v == 0,
-			.ci_lo = lo, .ci_hi = hi,
 			.source = s[v].source,
 			.note = note, .params = params,
 		};
+		if (v != s[v].base && sum.n && base.n)
+			bench_row_est(&row, &s[v].est);
 		bench_row(c, &row);
 		s[v].ratio = row.ratio;
-		s[v].ci_lo = lo;
-		s[v].ci_hi = hi;
+		s[v].ci_lo = row.ci_lo;
+		s[v].ci_hi = row.ci_hi;
 		if (!sum.n)
 			bench_fail(c, "%s: no run gave a figure (every run failed)", s[v].label);
 		if (s[v].errors > 0)
@@ -575,7 +577,7 @@ static int web_table(struct bench_ctx *c, const char *id, const char *title,
 		   "the %d CPUs with the server; variants alternate, order rotated per round",
 		   secs, path, bench_ncpus());
 	if (goal > 0)
-		bench_target_ci(c, what, s[1].ratio, s[1].ci_lo, s[1].ci_hi, ">=", goal);
+		bench_target_est(c, what, &s[1].est, ">=", goal);
 	if (s[0].kind == BSRV_NGINX_DEBIAN && !isnan(s[0].crossings) && !isnan(s[1].crossings))
 		bench_target_exact(c, "nginx (Debian) kernel crossings per request, preload / "
 				   "without", s[1].crossings / s[0].crossings, "<=", 0.5);

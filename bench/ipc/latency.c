@@ -573,6 +573,30 @@ static int bench_oneway(struct bench_ctx *c)
 			a->cpu_srv += k == OW_ICEORYX2 ? isv : sh->cpu_ns;
 		}
 	}
+	/* Per round: each row's median and mean one-way (offset removed), from
+	 * its slice of the accumulated samples (a rerun round overwrote its
+	 * own slice); a row that failed has none from then on. */
+	double (*rmed)[64] = calloc(OW_ROWS, sizeof(*rmed));
+	double (*rmean)[64] = calloc(OW_ROWS, sizeof(*rmean));
+	int nr = rounds < 64 ? rounds : 64;
+	for (int k = 0; rmed && rmean && k < OW_ROWS; k++) {
+		size_t n = k == OW_LIMIT ? lim_per : k == OW_BYPASS_SPACED ? per_sp : per;
+		size_t len = n - n / 50;
+		for (int r = 0; r < nr; r++) {
+			rmed[k][r] = rmean[k][r] = NAN;
+			if (!len || acc[k].have < (size_t)(r + 1) * len)
+				continue;
+			double *x = malloc(len * sizeof(double));
+			if (!x)
+				continue;
+			memcpy(x, acc[k].ow + (size_t)r * len, len * sizeof(double));
+			struct bench_summary m;
+			bench_summarize_d(x, len, &m);
+			rmed[k][r] = m.median;
+			rmean[k][r] = m.mean;
+			free(x);
+		}
+	}
 	char spaced_note[160];
 	snprintf(spaced_note, sizeof(spaced_note),
 		 "messages %llu us apart (spin budget 20 us): the receiver is asleep every time",
@@ -606,25 +630,38 @@ static int bench_oneway(struct bench_ctx *c)
 		   "the one in its setting");
 	if (iox_why)
 		bench_note(c, "iceoryx2 row skipped: %s", iox_why);
-	if (acc[OW_BYPASS_ADAPTIVE].have && have_base) {
-		bench_target(c, "adaptive mean one-way (cycles) <= RPAL's 1,703",
-			     s[OW_BYPASS_ADAPTIVE].mean, "<=", 1703);
-		bench_target(c, "adaptive median / unix+epoll median <= 0.1 (10x faster)",
-			     s[OW_BYPASS_ADAPTIVE].median / s[OW_UNIX_EPOLL].median, "<=", 0.1);
+	/* the targets: per round (the rows alternate within every round),
+	 * Student's t intervals over the rounds */
+	struct bench_est est;
+	bool per_round = rmed && rmean;
+	if (acc[OW_BYPASS_ADAPTIVE].have && have_base && per_round) {
+		bench_est_of(rmean[OW_BYPASS_ADAPTIVE], (size_t)nr, rounds, BENCH_CI_T, &est);
+		bench_target_est(c, "adaptive mean one-way (cycles) <= RPAL's 1,703", &est, "<=",
+				 1703);
+		bench_est_ratio(rmed[OW_BYPASS_ADAPTIVE], rmed[OW_UNIX_EPOLL], (size_t)nr, rounds,
+				BENCH_CI_T, &est);
+		bench_target_est(c, "adaptive median / unix+epoll median <= 0.1 (10x faster)", &est,
+				 "<=", 0.1);
 	}
-	if (acc[OW_BYPASS_SPACED].have && have_base) {
-		bench_target(c, "spaced (receiver asleep, RPAL's setting) mean one-way <= RPAL's 1,703",
-			     s[OW_BYPASS_SPACED].mean, "<=", 1703);
+	if (acc[OW_BYPASS_SPACED].have && have_base && per_round) {
+		bench_est_of(rmean[OW_BYPASS_SPACED], (size_t)nr, rounds, BENCH_CI_T, &est);
+		bench_target_est(c, "spaced (receiver asleep, RPAL's setting) mean one-way <= "
+				 "RPAL's 1,703", &est, "<=", 1703);
 		bench_note(c, "spaced: median %.2fx unix+epoll's", s[OW_BYPASS_SPACED].median /
 			   s[OW_UNIX_EPOLL].median);
 	}
-	if (acc[OW_BYPASS_SLEEP].have && have_base)
-		bench_target(c, "sleeping median / unix+epoll median <= 1",
-			     s[OW_BYPASS_SLEEP].median / s[OW_UNIX_EPOLL].median, "<=", 1);
+	if (acc[OW_BYPASS_SLEEP].have && have_base && per_round) {
+		bench_est_ratio(rmed[OW_BYPASS_SLEEP], rmed[OW_UNIX_EPOLL], (size_t)nr, rounds,
+				BENCH_CI_T, &est);
+		bench_target_est(c, "sleeping median / unix+epoll median <= 1", &est, "<=", 1);
+	}
+	bench_note(c, "targets: per round (each row's mean, or its median over unix+epoll's "
+		   "in the same round), the mean over the rounds with Student's t 95%% "
+		   "interval");
 	bench_end(c);
 
 	/* Table 2: the same runs on one clock. */
-	bench_quiet_again(c); /* the same runs as ipc.oneway */
+	bench_same_runs(c); /* the same runs as ipc.oneway */
 	bench_begin(c, "ipc.oneway.rtt",
 		    "the same runs timed on the client's clock alone: round trip (message + "
 		    "1-byte ack by the same transport) / 2",
@@ -635,20 +672,18 @@ static int bench_oneway(struct bench_ctx *c)
 		   "polling target");
 	if (acc[OW_BYPASS_SPIN].have && have_lim) {
 		/* per round, against the limit measured beside the polling row */
-		double ratio_r[64], tmp[64], lo = 0, hi = 0;
-		int nr = 0;
-		for (int k = 0; k < rounds && nr < 64; k++)
-			if (lim_r[k] > 0 && poll_r[k] > 0)
-				ratio_r[nr++] = poll_r[k] / lim_r[k];
-		struct bench_summary rs;
-		memcpy(tmp, ratio_r, (size_t)nr * sizeof(double));
-		bench_summarize_d(tmp, (size_t)nr, &rs);
-		if (bench_median_ci(ratio_r, (size_t)nr, &lo, &hi))
-			lo = hi = 0;
-		bench_target_ci(c, "polling (round trip / 2) median / cache-line limit median <= 2 "
-				"(per round, the limit beside it)", rs.median, lo, hi, "<=", 2);
+		double ratio_r[64], rr_r[64];
+		int nrr = 0;
+		for (int k = 0; k < rounds && k < 64; k++) {
+			rr_r[k] = lim_r[k] > 0 && poll_r[k] > 0 ? poll_r[k] / lim_r[k] : NAN;
+			if (isfinite(rr_r[k]))
+				ratio_r[nrr++] = rr_r[k];
+		}
+		bench_est_of(rr_r, (size_t)nr, rounds, BENCH_CI_BOOT, &est);
+		bench_target_est(c, "polling (round trip / 2) median / cache-line limit median <= 2 "
+				 "(per round, the limit beside it)", &est, "<=", 2);
 		char each[400] = "";
-		for (int k = 0, o = 0; k < nr && o < (int)sizeof(each) - 16; k++)
+		for (int k = 0, o = 0; k < nrr && o < (int)sizeof(each) - 16; k++)
 			o += snprintf(each + o, sizeof(each) - (size_t)o, "%s%.2f (%.0f)",
 				      k ? ", " : "", ratio_r[k], lim_r[k]);
 		bench_note(c, "polling per round against the limit measured right before and after "
@@ -669,6 +704,8 @@ static int bench_oneway(struct bench_ctx *c)
 		free(acc[k].ow);
 		free(acc[k].rtt);
 	}
+	free(rmed);
+	free(rmean);
 	free(offs);
 	free(poll_r);
 	free(lim_r);

@@ -339,21 +339,16 @@ static void lrows(struct bench_ctx *c, struct lacc *acc, struct bench_summary *s
 	}
 }
 
-/* A per-round figure of two rows (f(a's round mean, b's)), its median and
- * 95% interval. */
-static double per_round(const struct lacc *a, const struct lacc *b, int op, double *lo,
-			double *hi)
+/* A per-round figure of two rows (f(a's round mean, b's): '/' or '-'), its
+ * estimate over the rounds both ran. */
+static void per_round(const struct lacc *a, const struct lacc *b, int op, int planned,
+		      struct bench_est *e)
 {
 	double v[64];
 	int n = a->rounds < b->rounds ? a->rounds : b->rounds;
-	for (int r = 0; r < n; r++)
+	for (int r = 0; r < n && r < 64; r++)
 		v[r] = op == '/' ? a->mean[r] / b->mean[r] : a->mean[r] - b->mean[r];
-	*lo = *hi = 0;
-	if (n >= 2)
-		bench_median_ci(v, (size_t)n, lo, hi);
-	struct bench_summary s;
-	bench_summarize_d(v, (size_t)n, &s);
-	return s.median;
+	bench_est_of(v, (size_t)(n < 64 ? n : 64), planned, BENCH_CI_T, e);
 }
 
 static int bench_lib_call(struct bench_ctx *c, struct ipcb_srv *s, const char *why_no_gate)
@@ -480,43 +475,53 @@ static int bench_lib_call(struct bench_ctx *c, struct ipcb_srv *s, const char *w
 		   "2.3 GHz Xeon with a patched kernel; these are whole calls, request and "
 		   "answer: compare ratios, not cycles");
 	bench_fact(c, "ipc_lib_gate", "%s", why_no_gate ? "absent" : "pkey");
-	/* Targets: with the gate where there is one, else the unguarded row
-	 * stands for it (and says so).  Each on the rounds' means: the median
-	 * over rounds, with its 95% interval. */
-	int lib = why_no_gate ? L_UNGUARDED : L_GATED;
-	const char *tag = why_no_gate ? " (unguarded: no protection keys here)" : "";
+	/* Targets, each on the rounds' means (Student's t over the rounds):
+	 * the gated row's where there are protection keys, else "no verdict:
+	 * no protection keys"; the unguarded row's under its own name. */
 	if (why_no_gate)
-		bench_note(c, "the gated row did not run: %s; the unguarded row is measured "
-			   "against the targets instead", why_no_gate);
-	double lo, hi, v;
-	char what[200];
-	if (acc[lib].rounds) {
-		double m[64];
-		for (int i = 0; i < acc[lib].rounds; i++)
-			m[i] = acc[lib].mean[i];
-		struct bench_summary ms;
-		lo = hi = 0;
-		if (acc[lib].rounds >= 2)
-			bench_median_ci(m, (size_t)acc[lib].rounds, &lo, &hi);
-		bench_summarize_d(m, (size_t)acc[lib].rounds, &ms);
-		snprintf(what, sizeof(what), "library mode mean call (cycles) <= 200%s", tag);
-		bench_target_ci(c, what, ms.median, lo, hi, "<=", 200);
+		bench_note(c, "the gated row did not run: %s; its targets have no verdict here, "
+			   "the unguarded row's are its own", why_no_gate);
+	struct bench_est est;
+	int nr = rounds < 64 ? rounds : 64;
+	static const struct {
+		int row;
+		const char *name;
+	} lt[] = { { L_GATED, "gated" }, { L_UNGUARDED, "unguarded" } };
+	for (size_t i = 0; i < sizeof(lt) / sizeof(lt[0]); i++) {
+		int k = lt[i].row;
+		char what[200], w2[200];
+		snprintf(what, sizeof(what), "library mode (%s) mean call (cycles) <= 200",
+			 lt[i].name);
+		snprintf(w2, sizeof(w2), "library mode (%s) mean / unix+epoll mean <= 1/100",
+			 lt[i].name);
+		if (k == L_GATED && why_no_gate) {
+			bench_target_none(c, what, "no protection keys");
+			bench_target_none(c, w2, "no protection keys");
+			continue;
+		}
+		bench_est_of(acc[k].mean, (size_t)(acc[k].rounds < 64 ? acc[k].rounds : 64), nr,
+			     BENCH_CI_T, &est);
+		bench_target_est(c, what, &est, "<=", 200);
+		per_round(&acc[k], &acc[L_UNIX], '/', nr, &est);
+		bench_target_est(c, w2, &est, "<=", 0.01);
+		if (acc[k].rounds && acc[L_UNIX].rounds)
+			bench_note(c, "library mode (%s): median %.4fx unix+epoll's, mean %.4fx",
+				   lt[i].name, sm[k].median / sm[L_UNIX].median,
+				   sm[k].mean / sm[L_UNIX].mean);
 	}
-	if (acc[lib].rounds && acc[L_UNIX].rounds) {
-		v = per_round(&acc[lib], &acc[L_UNIX], '/', &lo, &hi);
-		snprintf(what, sizeof(what), "library mode mean / unix+epoll mean <= 1/100%s", tag);
-		bench_target_ci(c, what, v, lo, hi, "<=", 0.01);
-		bench_note(c, "library mode: median %.4fx unix+epoll's, mean %.4fx",
-			   sm[lib].median / sm[L_UNIX].median, sm[lib].mean / sm[L_UNIX].mean);
+	if (why_no_gate) {
+		bench_target_none(c, "the gate adds <= 100 cycles (gated mean - unguarded mean)",
+				  "no protection keys");
+	} else {
+		per_round(&acc[L_GATED], &acc[L_UNGUARDED], '-', nr, &est);
+		bench_target_est(c, "the gate adds <= 100 cycles (gated mean - unguarded mean)",
+				 &est, "<=", 100);
+		if (acc[L_GATED].rounds && acc[L_UNGUARDED].rounds)
+			bench_note(c, "the gate adds %.0f cycles to the median call, %.0f to the "
+				   "mean", sm[L_GATED].median - sm[L_UNGUARDED].median,
+				   sm[L_GATED].mean - sm[L_UNGUARDED].mean);
 	}
-	if (acc[L_GATED].rounds && acc[L_UNGUARDED].rounds) {
-		v = per_round(&acc[L_GATED], &acc[L_UNGUARDED], '-', &lo, &hi);
-		bench_target_ci(c, "the gate adds <= 100 cycles (gated mean - unguarded mean)", v,
-				lo, hi, "<=", 100);
-		bench_note(c, "the gate adds %.0f cycles to the median call, %.0f to the mean",
-			   sm[L_GATED].median - sm[L_UNGUARDED].median,
-			   sm[L_GATED].mean - sm[L_UNGUARDED].mean);
-	}
+	int lib = why_no_gate ? L_UNGUARDED : L_GATED;
 	if (acc[lib].rounds && acc[L_DIRECT].rounds)
 		bench_note(c, "library mode: %.0f cycles (median) above the plain function call",
 			   sm[lib].median - sm[L_DIRECT].median);

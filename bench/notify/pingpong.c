@@ -249,13 +249,9 @@ int bench_notify_pingpong(struct bench_ctx *c)
 		char params[1200];
 		if (v != V_LIMIT) {
 			int nr = rounds < 64 ? rounds : 64;
-			struct bench_summary rs;
-			double tmp[64];
-			memcpy(tmp, ratio_r[v], (size_t)nr * sizeof(double));
-			bench_summarize_d(tmp, (size_t)nr, &rs);
-			row.ratio = rs.median;
-			if (bench_median_ci(ratio_r[v], (size_t)nr, &row.ci_lo, &row.ci_hi))
-				row.ci_lo = row.ci_hi = 0;
+			struct bench_est re;
+			bench_est_of(ratio_r[v], (size_t)nr, rounds, BENCH_CI_BOOT, &re);
+			bench_row_est(&row, &re);
 			/* each round's ratio and the limit beside it, for the reader */
 			int o = snprintf(params, sizeof(params), "{\"round_ratio\": [");
 			for (int k = 0; k < nr && o < (int)sizeof(params) - 40; k++)
@@ -331,15 +327,11 @@ int bench_notify_pingpong(struct bench_ctx *c)
 		   "(Sapphire Rapids, not this machine)");
 	/* the targets: per-round ratios, with their intervals */
 	int nr = rounds < 64 ? rounds : 64;
-	double lo = 0, hi = 0, tmp[64];
-	struct bench_summary rs;
-	memcpy(tmp, ratio_r[V_ADAPTIVE], (size_t)nr * sizeof(double));
-	bench_summarize_d(tmp, (size_t)nr, &rs);
-	if (bench_median_ci(ratio_r[V_ADAPTIVE], (size_t)nr, &lo, &hi))
-		lo = hi = 0;
-	bench_target_ci(c, "adaptive doorbell, awake receiver: median / cache-line limit median "
-			"(per round, the limit beside it)",
-			failed[V_ADAPTIVE] ? NAN : rs.median, lo, hi, "<=", 1.5);
+	struct bench_est est;
+	bench_est_of(ratio_r[V_ADAPTIVE], failed[V_ADAPTIVE] ? 0 : (size_t)nr, rounds,
+		     BENCH_CI_BOOT, &est);
+	bench_target_est(c, "adaptive doorbell, awake receiver: median / cache-line limit median "
+			 "(per round, the limit beside it)", &est, "<=", 1.5);
 	static const struct {
 		size_t a, b;
 		const char *what, *op;
@@ -350,13 +342,12 @@ int bench_notify_pingpong(struct bench_ctx *c)
 	};
 	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
 		size_t a = pairs[i].a, b = pairs[i].b;
-		lo = hi = 0;
-		if (bench_ratio_ci(row_r[a], (size_t)nr, row_r[b], (size_t)nr, &lo, &hi))
-			lo = hi = 0;
-		bench_target_ci(c, pairs[i].what,
-				failed[a] || failed[b] ? NAN : s[a].median / s[b].median, lo, hi,
-				pairs[i].op, 1.0);
+		bench_est_ratio(row_r[a], row_r[b], failed[a] || failed[b] ? 0 : (size_t)nr,
+				rounds, BENCH_CI_BOOT, &est);
+		bench_target_est(c, pairs[i].what, &est, pairs[i].op, 1.0);
 	}
+	bench_note(c, "targets: the median over rounds of the per-round ratio (row_r: each "
+		   "row's median in the round), percentile bootstrap 95%% interval");
 	bench_end(c);
 
 	for (size_t v = 0; v < NVARIANTS; v++) {

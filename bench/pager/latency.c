@@ -28,7 +28,7 @@
  */
 #include "pager_bench.h"
 
-/* Rounds whose medians give the targets' intervals (bench_ratio_ci). */
+/* Rounds whose medians give the targets' intervals (bench_est). */
 #define MAX_ROUNDS_CI 64
 #include "pager/pager_internal.h" /* bp_engine_force: the pool row */
 
@@ -310,14 +310,15 @@ static void scaling_table(struct bench_ctx *c, int phase, bool one_cpu)
 	memset(rs, 0, sizeof(rs));
 	/* each round's median per thread count and kind (before summarizing
 	 * sorts the samples): the targets' intervals are over the rounds */
-	double rmed[MAX_COUNTS][K_N][MAX_ROUNDS_CI];
+	double rmed[MAX_COUNTS][K_N][MAX_ROUNDS_CI], rrate[MAX_COUNTS][K_N][MAX_ROUNDS_CI];
 	int nrm = rounds < MAX_ROUNDS_CI ? rounds : MAX_ROUNDS_CI;
 	for (int k = 0; k < nc; k++)
 		for (int m = 0; m < K_N; m++)
 			for (int q = 0; q < nrm; q++) {
-				rmed[k][m][q] = NAN;
+				rmed[k][m][q] = rrate[k][m][q] = NAN;
 				if (!kind_in(m, phase) || (m == K_HANDLER && !handler_ok))
 					continue;
+				rrate[k][m][q] = rate[k][m][q];
 				size_t len = (size_t)counts[k] * pages;
 				struct bench_summary one;
 				bench_summarize(s[k][m] + (size_t)q * len, len, &one);
@@ -415,55 +416,71 @@ static void scaling_table(struct bench_ctx *c, int phase, bool one_cpu)
 		bench_note(c, "faults per thread scaled down from %d (full) to %zu",
 			   phase == PH_SWAPIN ? 10000 : 50000, pages);
 
+	/* The targets, each on a per-round figure (the kinds alternate within
+	 * every round), Student's t interval over the rounds. */
 	int last = nc - 1;
+	double v[MAX_ROUNDS_CI];
+	struct bench_est est;
+	bench_note(c, "targets: each computed per round from that round's medians (latency) or "
+		   "rates, the mean over %d rounds with Student's t 95%% interval", nrm);
 	if (phase == PH_TOUCH && !one_cpu) {
-		double best_ratio = 1e9;
 		int worst_at = 0;
-		for (int k = 0; k < nc; k++) {
-			double better = rs[k][K_UPCALL].median;
-			if (handler_ok && rs[k][K_HANDLER].median > better)
-				better = rs[k][K_HANDLER].median;
-			if (rs[k][K_POOL].median > better)
-				better = rs[k][K_POOL].median;
-			double r = rs[k][K_ADAPTIVE].median / better;
-			if (r < best_ratio) {
-				best_ratio = r;
-				worst_at = counts[k];
+		for (int q = 0; q < nrm; q++) {
+			double worst = INFINITY;
+			for (int k = 0; k < nc; k++) {
+				double better = rrate[k][K_UPCALL][q];
+				if (handler_ok && rrate[k][K_HANDLER][q] > better)
+					better = rrate[k][K_HANDLER][q];
+				if (rrate[k][K_POOL][q] > better)
+					better = rrate[k][K_POOL][q];
+				double r = rrate[k][K_ADAPTIVE][q] / better;
+				if (r < worst) {
+					worst = r;
+					worst_at = counts[k];
+				}
 			}
+			v[q] = worst;
 		}
 		char what[200];
 		snprintf(what, sizeof(what), "adaptive first-touch faults/s / the best of upcall, "
-			 "handler thread and pool, at every thread count (worst: %d threads; at "
-			 "least 1)", worst_at);
-		bench_target(c, what, best_ratio, ">=", 1.0);
-		double lo = 0, hi = 0;
-		if (bench_ratio_ci(rmed[0][K_ADAPTIVE], (size_t)nrm, rmed[0][K_UPCALL],
-				   (size_t)nrm, &lo, &hi))
-			lo = hi = 0;
-		bench_target_ci(c, "adaptive per-fault median, 1 thread / upcall's (no worse: <= 1)",
-				sum[0][K_ADAPTIVE].median / sum[0][K_UPCALL].median, lo, hi, "<=",
-				1.0);
+			 "handler thread and pool, at the worst thread count of each round (last: "
+			 "%d threads; at least 1)", worst_at);
+		bench_est_of(v, (size_t)nrm, rounds, BENCH_CI_T, &est);
+		bench_target_est(c, what, &est, ">=", 1.0);
+		bench_est_ratio(rmed[0][K_ADAPTIVE], rmed[0][K_UPCALL], (size_t)nrm, rounds,
+				BENCH_CI_T, &est);
+		bench_target_est(c, "adaptive per-fault median, 1 thread / upcall's (no worse: <= 1)",
+				 &est, "<=", 1.0);
 		if (bench_ncpus() >= 16) {
 			int k16 = -1;
 			for (int k = 0; k < nc; k++)
 				if (counts[k] == 16)
 					k16 = k;
-			if (k16 >= 0)
-				bench_target(c, "adaptive first-touch faults/s, 16 threads / 1 thread "
-					     "(at least 8)", rs[k16][K_ADAPTIVE].median /
-					     rs[0][K_ADAPTIVE].median, ">=", 8.0);
+			if (k16 >= 0) {
+				bench_est_ratio(rrate[k16][K_ADAPTIVE], rrate[0][K_ADAPTIVE],
+						(size_t)nrm, rounds, BENCH_CI_T, &est);
+				bench_target_est(c, "adaptive first-touch faults/s, 16 threads / 1 "
+						 "thread (at least 8)", &est, ">=", 8.0);
+			}
 		}
-		bench_target(c, "first-touch upcall fault / kernel minor fault, 1 thread (within 3x)",
-			     sum[0][K_UPCALL].median / sum[0][K_KERNEL].median, "<=", 3.0);
+		bench_est_ratio(rmed[0][K_UPCALL], rmed[0][K_KERNEL], (size_t)nrm, rounds, BENCH_CI_T,
+				&est);
+		bench_target_est(c, "first-touch upcall fault / kernel minor fault, 1 thread (within "
+				 "3x)", &est, "<=", 3.0);
 	}
 	if (phase == PH_TOUCH && one_cpu) {
-		double up_growth = sum[last][K_UPCALL].median / sum[0][K_UPCALL].median;
-		bench_target(c, "upcall median latency, most threads / 1 thread (flat: <= 1.25)",
-			     up_growth, "<=", 1.25);
+		double up[MAX_ROUNDS_CI];
+		for (int q = 0; q < nrm; q++)
+			up[q] = rmed[last][K_UPCALL][q] / rmed[0][K_UPCALL][q];
+		bench_est_of(up, (size_t)nrm, rounds, BENCH_CI_T, &est);
+		bench_target_est(c, "upcall median latency, most threads / 1 thread (flat: <= 1.25)",
+				 &est, "<=", 1.25);
 		if (handler_ok) {
-			double h_growth = sum[last][K_HANDLER].median / sum[0][K_HANDLER].median;
-			bench_target(c, "handler-thread latency growth / upcall growth (handler "
-				     "degrades more)", h_growth / up_growth, ">", 1.0);
+			for (int q = 0; q < nrm; q++)
+				v[q] = rmed[last][K_HANDLER][q] / rmed[0][K_HANDLER][q] / up[q];
+			bench_est_of(v, (size_t)nrm, rounds, BENCH_CI_T, &est);
+			bench_target_est(c, "handler-thread latency growth / upcall growth (handler "
+					 "degrades more)", &est, ">", 1.0);
 		}
 	}
 	bench_end(c);

@@ -219,7 +219,17 @@ static int reap_stale(const char *cgroot, const char *swapdir)
 		closedir(d);
 	d = opendir(cgroot);
 	while (d && (de = readdir(d))) {
-		if (!stale_name(de->d_name, "bypass-bench-", ""))
+		/* bypass-bench-<pid>, and pb_cg_make's bypass-bench-<pid>-<tag>-peak */
+		char base[256];
+		snprintf(base, sizeof(base), "%s", de->d_name);
+		size_t bl = strlen(base);
+		if (bl > 5 && !strcmp(base + bl - 5, "-peak")) {
+			base[bl - 5] = 0;
+			char *dash = strrchr(base, '-');
+			if (dash && dash > base + 13)
+				*dash = 0;
+		}
+		if (!stale_name(base, "bypass-bench-", ""))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", cgroot, de->d_name);
 		if (rmdir(path) == 0)
@@ -278,6 +288,8 @@ int pb_linux_setup(struct bench_ctx *c, size_t budget, size_t swap_size, struct 
 			 "; %d leftovers of a killed run removed first (stale swap area, swap "
 			 "files, cgroup)", stale);
 	}
+	snprintf(env->cgroot, sizeof(env->cgroot), "%s", root);
+	env->limit_file = limit_file;
 	snprintf(env->cg, sizeof(env->cg), "%s/bypass-bench-%d", root, (int)getpid());
 	if (mkdir(env->cg, 0755) < 0) {
 		snprintf(why, whylen, "mkdir %s: %s", env->cg, strerror(errno));
@@ -334,6 +346,73 @@ fail:
 	return -1;
 }
 
+
+/* ------------------------------------------------------------ cgroups */
+
+void pb_cg_remove(const char *cg)
+{
+	for (int i = 0; i < 100 && rmdir(cg) < 0 && errno == EBUSY; i++) {
+		struct timespec ts = { 0, 20000000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+int pb_linux_limit(struct pb_linux_env *env, size_t limit)
+{
+	char path[400], buf[64];
+	if (!env->limit_file)
+		return -EINVAL;
+	if (env->cg_made) {
+		pb_cg_remove(env->cg);
+		env->cg_made = false;
+	}
+	if (mkdir(env->cg, 0755) < 0)
+		return -errno;
+	env->cg_made = true;
+	snprintf(path, sizeof(path), "%s/%s", env->cg, env->limit_file);
+	snprintf(buf, sizeof(buf), "%zu", limit);
+	int e = pb_write_small(path, buf);
+	if (e)
+		return e;
+	if (!strcmp(env->limit_file, "memory.max")) {
+		snprintf(path, sizeof(path), "%s/memory.swap.max", env->cg);
+		pb_write_small(path, "max");
+	}
+	snprintf(path, sizeof(path), "%s/memory.swappiness", env->cg);
+	if (access(path, W_OK) == 0)
+		pb_write_small(path, "100");
+	return 0;
+}
+
+int pb_cg_make(const struct pb_linux_env *env, const char *tag, char *path, size_t len)
+{
+	if (!env->cgroot[0])
+		return -EINVAL;
+	snprintf(path, len, "%s/bypass-bench-%d-%s-peak", env->cgroot, (int)getpid(), tag);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+uint64_t pb_cg_peak(const char *cg)
+{
+	char path[400], buf[64];
+	snprintf(path, sizeof(path), "%s/memory.max_usage_in_bytes", cg);
+	if (pb_read_small(path, buf, sizeof(buf))) {
+		snprintf(path, sizeof(path), "%s/memory.peak", cg);
+		if (pb_read_small(path, buf, sizeof(buf)))
+			return 0;
+	}
+	return strtoull(buf, NULL, 10);
+}
+
+int pb_cg_join(const char *cg, pid_t pid)
+{
+	char path[400], buf[32];
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	snprintf(buf, sizeof(buf), "%d", (int)pid);
+	return pb_write_small(path, buf);
+}
 
 /* ------------------------------------------------------------ sides */
 

@@ -71,6 +71,8 @@ struct pb_linux_env {
 	char swapfile[300];
 	char cg[300];
 	char procs[320];
+	char cgroot[300];       /* the memory controller's root */
+	const char *limit_file; /* memory.limit_in_bytes (v1) or memory.max (v2) */
 	bool swap_on, cg_made, file_made;
 	const char *bypass_file; /* the bypass side's swap file, if made */
 	const char *extra_file;  /* another scratch file to remove, if set */
@@ -87,6 +89,26 @@ void pb_linux_teardown(struct pb_linux_env *env);
 /* Between runs: the cgroup's charged memory reclaimed (a run starts with
  * none of the last run's page cache charged to it). */
 void pb_linux_reset(const struct pb_linux_env *env);
+/*
+ * The memory cgroups of a like-for-like comparison (pager.unmodified), on
+ * env's controller (pb_linux_setup succeeded):
+ *   pb_linux_limit   env's cgroup made anew with this limit (its peak
+ *                    starts from nothing; memory.swappiness 100 where the
+ *                    controller has it): 0 or -errno;
+ *   pb_cg_make       a cgroup of its own, no limit, to measure a process's
+ *                    peak charge: bypass-bench-<pid>-<tag>-peak; 0 or
+ *                    -errno, its directory in path;
+ *   pb_cg_peak       the largest charge a cgroup has had (v1
+ *                    memory.max_usage_in_bytes, v2 memory.peak), bytes, or 0;
+ *   pb_cg_join       write pid into its cgroup.procs (0 or -errno);
+ *   pb_cg_remove     rmdir it (empty), retrying while it drains.
+ * A killed run's leftovers are reaped by the next pb_linux_setup.
+ */
+int pb_linux_limit(struct pb_linux_env *env, size_t limit);
+int pb_cg_make(const struct pb_linux_env *env, const char *tag, char *path, size_t len);
+uint64_t pb_cg_peak(const char *cg);
+int pb_cg_join(const char *cg, pid_t pid);
+void pb_cg_remove(const char *cg);
 /* Clean env up if the run is interrupted (NULL: stop doing so). */
 void pb_cleanup_on_signal(struct pb_linux_env *env);
 extern volatile pid_t pb_running_child;

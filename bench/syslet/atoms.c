@@ -176,18 +176,22 @@ int bench_syslet_atoms(struct bench_ctx *c)
 	}
 	struct bench_summary sum[K_N];
 	size_t nsmp = per * (size_t)rounds;
-	double *d[K_N]; /* the samples as doubles, for the intervals */
-	for (int k = 0; k < K_N; k++) {
-		d[k] = malloc(nsmp * sizeof(double));
-		for (size_t i = 0; d[k] && i < nsmp; i++)
-			d[k][i] = (double)smp[k][i];
-		bench_summarize(smp[k], nsmp, &sum[k]);
-	}
-	double lo[K_N], hi[K_N]; /* 95% interval of each row's ratio */
+	/* each row's median in every round, and its per-round ratio to its
+	 * plain call's median in the same round (the rows alternate batch by
+	 * batch within a round) */
+	double rmed[K_N][64];
+	int nr = rounds < 64 ? rounds : 64;
 	for (int k = 0; k < K_N; k++)
-		if (k == kbase[k] || !d[k] || !d[kbase[k]] ||
-		    bench_ratio_ci(d[k], nsmp, d[kbase[k]], nsmp, &lo[k], &hi[k]))
-			lo[k] = hi[k] = 0;
+		for (int q = 0; q < nr; q++) {
+			struct bench_summary x;
+			bench_summarize(&smp[k][(size_t)q * per], per, &x);
+			rmed[k][q] = x.median;
+		}
+	struct bench_est est[K_N];
+	for (int k = 0; k < K_N; k++)
+		bench_est_ratio(rmed[k], rmed[kbase[k]], (size_t)nr, rounds, BENCH_CI_T, &est[k]);
+	for (int k = 0; k < K_N; k++)
+		bench_summarize(smp[k], nsmp, &sum[k]);
 	bench_begin(c, id, "cost per program when nothing blocks, beside the plain system calls",
 		    "the plain call(s) of the same row group");
 	for (int k = 0; k < K_N; k++) {
@@ -199,11 +203,12 @@ int bench_syslet_atoms(struct bench_ctx *c)
 		struct bench_row row = {
 			.variant = kname[k], .kind = kkind[k], .unit = "cycles", .s = sum[k],
 			.ratio = sum[k].median / sum[kbase[k]].median,
-			.ci_lo = lo[k], .ci_hi = hi[k],
 			.source = k == K_PPID_S ? "null overhead ~10% of a null syscall" :
 				  k == K_TWO_RUN ? "two atoms: a win already" : NULL,
 			.note = note,
 		};
+		if (k != kbase[k])
+			bench_row_est(&row, &est[k]);
 		bench_row(c, &row);
 	}
 	bench_note(c, "samples: mean cost per call over batches of %d; %llu batches per row; "
@@ -214,23 +219,18 @@ int bench_syslet_atoms(struct bench_ctx *c)
 		   "costs %.2fx pread64 here, the program %.2fx the form",
 		   sum[K_PREADV2].median / sum[K_PREAD].median,
 		   sum[K_PREAD_S].median / sum[K_PREADV2].median);
-	bench_note(c, "intervals: bootstrap over the batches of the row and of its plain call");
-	bench_target_ci(c, "one-atom non-blocking syslet within 10% of the plain call (pread64)",
-			sum[K_PREAD_S].median / sum[K_PREAD].median, lo[K_PREAD_S], hi[K_PREAD_S],
-			"<=", 1.10);
-	bench_target_ci(c, "one-atom non-blocking syslet within 10% of the plain call (getppid)",
-			sum[K_PPID_S].median / sum[K_PPID].median, lo[K_PPID_S], hi[K_PPID_S],
-			"<=", 1.10);
-	bench_target_ci(c, "two-atom program cheaper than two system calls (run, inline)",
-			sum[K_TWO_RUN].median / sum[K_TWO].median, lo[K_TWO_RUN], hi[K_TWO_RUN],
-			"<", 1.0);
+	bench_note(c, "ratios with an interval: the mean over %d rounds of the row's median / "
+		   "its plain call's median in the same round, Student's t 95%% interval", nr);
+	bench_target_est(c, "one-atom non-blocking syslet within 10% of the plain call (pread64)",
+			 &est[K_PREAD_S], "<=", 1.10);
+	bench_target_est(c, "one-atom non-blocking syslet within 10% of the plain call (getppid)",
+			 &est[K_PPID_S], "<=", 1.10);
+	bench_target_est(c, "two-atom program cheaper than two system calls (run, inline)",
+			 &est[K_TWO_RUN], "<", 1.0);
 	if (uring)
-		bench_target_ci(c, "two-atom program cheaper than two system calls (submit, "
-				"io_uring)", sum[K_TWO_SUB].median / sum[K_TWO].median,
-				lo[K_TWO_SUB], hi[K_TWO_SUB], "<", 1.0);
+		bench_target_est(c, "two-atom program cheaper than two system calls (submit, "
+				 "io_uring)", &est[K_TWO_SUB], "<", 1.0);
 	bench_end(c);
-	for (int k = 0; k < K_N; k++)
-		free(d[k]);
 out:
 	for (int k = 0; k < K_N; k++)
 		free(smp[k]);

@@ -315,14 +315,35 @@ static int run_variant(struct env *e, int v, uint64_t *wall, uint64_t *cpu,
 
 static void report(struct bench_ctx *c, const char *id, const char *title,
 		   double *wall[V_N], double *cpu[V_N], double *calls[V_N],
-		   size_t ns, bool cached, const char *engine, unsigned nfiles)
+		   int rounds, unsigned per, bool cached, const char *engine, unsigned nfiles)
 {
+	size_t ns = (size_t)rounds * per;
 	struct bench_summary w[V_N], u[V_N], k[V_N];
+	/* each variant's median wall time in every round (the variants
+	 * alternate, order rotated, within a round) */
+	double *rw[V_N];
 	for (int v = 0; v < V_N; v++) {
+		rw[v] = calloc((size_t)rounds, sizeof(double));
+		for (int r = 0; rw[v] && r < rounds; r++) {
+			double *x = malloc(per * sizeof(double));
+			struct bench_summary m;
+			for (unsigned i = 0; x && i < per; i++)
+				x[i] = wall[v][(size_t)r * per + i];
+			bench_summarize_d(x, x ? per : 0, &m);
+			rw[v][r] = m.median;
+			free(x);
+		}
 		bench_summarize_d(wall[v], ns, &w[v]);
 		bench_summarize_d(cpu[v], ns, &u[v]);
 		bench_summarize_d(calls[v], ns, &k[v]);
 	}
+	struct bench_est est[V_N], speed_e, uring_e;
+	for (int v = 0; v < V_N; v++)
+		bench_est_ratio(rw[v], rw[V_SYNC], (size_t)rounds, rounds, BENCH_CI_T, &est[v]);
+	bench_est_ratio(rw[V_SYNC], rw[V_SYSLET], (size_t)rounds, rounds, BENCH_CI_T, &speed_e);
+	bench_est_ratio(rw[V_SYSLET], rw[V_URING], (size_t)rounds, rounds, BENCH_CI_T, &uring_e);
+	for (int v = 0; v < V_N; v++)
+		free(rw[v]);
 	bench_begin(c, id, title, vname[V_SYNC]);
 	static const char *src_cached[V_N] = { "31.6 ms", "26.5 ms (+19.2%)", NULL,
 					       NULL };
@@ -343,10 +364,8 @@ static void report(struct bench_ctx *c, const char *id, const char *title,
 			.source = cached ? src_cached[v] : src_uncached[v],
 			.note = note, .params = params,
 		};
-		/* 95% interval: bootstrap over the runs of both rows */
-		if (v != V_SYNC && bench_ratio_ci(wall[v], ns, wall[V_SYNC], ns, &row.ci_lo,
-						  &row.ci_hi))
-			row.ci_lo = row.ci_hi = 0;
+		if (v != V_SYNC)
+			bench_row_est(&row, &est[v]);
 		bench_row(c, &row);
 	}
 	for (int v = 0; v < V_N; v++) {
@@ -359,26 +378,22 @@ static void report(struct bench_ctx *c, const char *id, const char *title,
 		bench_row(c, &row);
 	}
 	double speed = w[V_SYNC].median / w[V_SYSLET].median;
-	double vs_uring = w[V_SYSLET].median / w[V_URING].median;
 	bench_note(c, "speed-up = synchronous / syslets (median wall): %.3f; workers only: %.3f; "
 		   "hand-written liburing: %.3f", speed,
 		   w[V_SYNC].median / w[V_WORKERS].median, w[V_SYNC].median / w[V_URING].median);
-	/* the targets' intervals: bootstrap over the runs (alternated) */
-	double s_lo = 0, s_hi = 0, u_lo = 0, u_hi = 0;
-	if (bench_ratio_ci(wall[V_SYNC], ns, wall[V_SYSLET], ns, &s_lo, &s_hi))
-		s_lo = s_hi = 0;
-	if (bench_ratio_ci(wall[V_SYSLET], ns, wall[V_URING], ns, &u_lo, &u_hi))
-		u_lo = u_hi = 0;
+	bench_note(c, "ratios with an interval and the targets: the mean over %d rounds of "
+		   "the per-round ratio of the two variants' median runs, Student's t 95%% "
+		   "interval", rounds);
 	if (cached) {
-		bench_target_ci(c, "cached: syslets at least 19% faster than synchronous (speed-up)",
-				speed, s_lo, s_hi, ">=", 1.19);
-		bench_target_ci(c, "cached: syslets not slower than hand-written liburing (time "
-				"ratio)", vs_uring, u_lo, u_hi, "<=", 1.0);
+		bench_target_est(c, "cached: syslets at least 19% faster than synchronous "
+				 "(speed-up)", &speed_e, ">=", 1.19);
+		bench_target_est(c, "cached: syslets not slower than hand-written liburing (time "
+				 "ratio)", &uring_e, "<=", 1.0);
 	} else {
-		bench_target_ci(c, "uncached: syslets at least 2x faster than synchronous "
-				"(speed-up)", speed, s_lo, s_hi, ">=", 2.0);
-		bench_target_ci(c, "uncached: syslets not slower than hand-written liburing (time "
-				"ratio)", vs_uring, u_lo, u_hi, "<=", 1.0);
+		bench_target_est(c, "uncached: syslets at least 2x faster than synchronous "
+				 "(speed-up)", &speed_e, ">=", 2.0);
+		bench_target_est(c, "uncached: syslets not slower than hand-written liburing (time "
+				 "ratio)", &uring_e, "<=", 1.0);
 	}
 }
 
@@ -501,7 +516,7 @@ int bench_syslet_files(struct bench_ctx *c)
 				 cached ? "cached (after a warm pass)"
 					: "uncached (caches dropped as root before each run)",
 				 n != 1000 ? " (scaled: the source used 1000)" : "");
-			report(c, id, title, wall, cpu, cl, ns, cached, engine, n);
+			report(c, id, title, wall, cpu, cl, rounds, per, cached, engine, n);
 			bench_note(c, "load average before this table's runs: %s", load0);
 			sb_note_load(c, "after them");
 			bench_note(c, "%zu runs per variant (%d rounds x %u, order rotated); "

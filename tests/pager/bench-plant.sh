@@ -12,6 +12,7 @@
 # Each must end up in the JSON's "failures", leave no target of its table
 # met ("no verdict: failed") and make bypass-bench exit 1
 # (tools/report.py --expect-failed checks the JSON).  No figure is judged.
+# Then the verdicts' own planted checks (below).
 set -u
 build=${BYPASS_BUILD:?BYPASS_BUILD unset}
 src=${BYPASS_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -54,6 +55,52 @@ for spec in \
 	[ $r = 1 ] || bad "$id: planted failure: exit $r, want 1: $(tail -5 "$tmp/$name.out")"
 	grep -q FAILED "$tmp/$name.out" || bad "$id: no FAILED line"
 done
+# The verdicts (issue 33), on pager.unmodified at smoke size:
+# - a program that never pages fails the peak target (plant=
+#   pager.unmodified.nopage: the preload's budget is 1 GiB, above the C
+#   program's footprint, so its peak is its footprint, above 0.6x it), and
+#   an identical-output target is judged on a disturbed run (plant=
+#   disturbed: every span counts as if another process took a whole CPU):
+#   the table is disturbed, its identical output met, its peak not met;
+# - a killed baseline run gives "baseline incomplete" (plant=
+#   pager.unmodified.kill: the Linux side's run of the first of 2 rounds is
+#   killed, as its OOM killer would): the time and swap-in targets of the
+#   program are "not resolved: baseline incomplete", never met.
+vj=$tmp/verdicts.json
+"$bench" pager --smoke --rounds 2 --param only=unmodified --param programs=syscalls \
+	--param plant=pager.unmodified.nopage,disturbed --json "$vj" >"$tmp/verdicts.out" 2>&1
+r=$?
+python3 "$src/tools/report.py" --expect "$vj" pager.unmodified "identical output" met
+c=$?
+if [ $c != 77 ]; then
+	ran=1
+	[ $c = 0 ] || bad "identical output on a disturbed run: $(tail -5 "$tmp/verdicts.out")"
+	[ $r = 0 ] || bad "the nopage/disturbed run: exit $r, want 0: $(tail -5 "$tmp/verdicts.out")"
+	python3 "$src/tools/report.py" --expect-quiet "$vj" pager.unmodified disturbed ||
+		bad "plant=disturbed: the table is not disturbed"
+	python3 "$src/tools/report.py" --expect "$vj" pager.unmodified "peak resident set" \
+		"not met" || bad "a program that never pages met the peak target"
+fi
+if [ "$(id -u)" = 0 ] && [ -x /usr/bin/python3 ]; then
+	kj=$tmp/kill.json
+	"$bench" pager --smoke --rounds 2 --param only=unmodified --param programs=python \
+		--param plant=pager.unmodified.kill --json "$kj" >"$tmp/kill.out" 2>&1
+	r=$?
+	python3 "$src/tools/report.py" --expect "$kj" pager.unmodified "time vs Linux" \
+		"not resolved: baseline incomplete"
+	c=$?
+	if [ $c != 77 ]; then
+		ran=1
+		[ $c = 0 ] || bad "a killed Linux run: $(tail -5 "$tmp/kill.out")"
+		python3 "$src/tools/report.py" --expect "$kj" pager.unmodified "swap-ins" \
+			"not resolved: baseline incomplete" || bad "a killed Linux run: swap-ins judged"
+		grep -q "killed by the memory cgroup's OOM killer in 1 of 2 runs" "$tmp/kill.out" ||
+			bad "a killed Linux run: no note of the kill"
+		[ $r = 0 ] || bad "the kill run: exit $r, want 0 (a baseline's kill is no failure)"
+	fi
+else
+	echo "(the killed-baseline check needs root and /usr/bin/python3: not run)"
+fi
 [ $ran = 1 ] || { echo "SKIP: no experiment could run here"; exit 77; }
 [ $fail -eq 0 ] && echo "PASS: pager/bench-plant"
 exit $fail
