@@ -26,8 +26,10 @@
  *       interceptors order threads through descriptors and clear its
  *       shadow of unmapped memory (and the preloads do not run under TSan).
  *
- * Never libc's syscall(), nor a libc function that a preload defines.
- * What stays libc's, and why:
+ * Never libc's syscall(), nor a libc function that a preload defines:
+ * tests/core/imports.sh fails when an object of the library references
+ * one (the names taken from the built preloads).  What stays libc's, and
+ * why (imports.sh allows the same):
  *   - the malloc family: the library allocates with the process's
  *     allocator, which the pager preload may replace (its own blocks come
  *     from glibc's: docs/pager.md, the heap);

@@ -18,7 +18,8 @@
 #     read" is).  The library reads no environment behind an explicit
 #     option: in src/ only core/env.c (the parsing helpers the preloads and
 #     the command use) and core/log.c (BYPASS_LOG) call getenv or them.
-# Every public function has a man page: manpages.sh; symbols: symbols.sh.
+# Every public function has a man page: manpages.sh; symbols: symbols.sh;
+# no libc name a preload defines is called from src/: imports.sh.
 set -u
 src=${BYPASS_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$src" || exit 1
