@@ -16,7 +16,7 @@ MODULES  ?=
 CMAKEDEFS = $(if $(MODULES),-DBYPASS_MODULES="$(MODULES)")
 
 
-.PHONY: deps all configure check soak check-kernel bench bench-full bench-docs install asan asan-check tsan tsan-check clang clean report doctor
+.PHONY: deps all configure check soak check-kernel bench bench-full bench-docs install asan asan-check tsan tsan-check clang clean report doctor realworld realworld-full
 
 all: $(BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
@@ -47,6 +47,18 @@ KTESTS ?= kernel
 check-kernel: all
 	KERNEL='$(KERNEL)' ACCEL='$(ACCEL)' KTESTS='$(KTESTS)' CTESTARGS='$(CTESTARGS)' \
 	  tools/check-kernel.sh $(BUILD)
+
+# Redis's own test suite (the source of Debian's package, fetched once into
+# $(BUILD)/realworld/), plain and with every server under the batch preload
+# and the pager preload, failing on any test that ends differently
+# (tools/realworld/redis.sh --help; docs/batch.md, "Tested against").
+# realworld: the CI subset; realworld-full: the whole suite.
+REALWORLDARGS ?=
+realworld: all
+	tools/realworld/redis.sh --build $(BUILD) --preload "batch pager" $(REALWORLDARGS)
+
+realworld-full: all
+	tools/realworld/redis.sh --full --build $(BUILD) --preload "batch pager" $(REALWORLDARGS)
 
 # The quick suite: every experiment, baselines beside bypass, one table,
 # within 300 s on 2 CPUs (bench/bench.h states each module's share).  The

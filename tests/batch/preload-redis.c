@@ -5,9 +5,10 @@
  * GET, APPEND, INCR and DEL of binary values from 0 B to 200 KB (above the
  * preload's copy limit too), one at a time and in pipelines of 16.  The
  * server must exit cleanly, and its counters must show the preload queued
- * its replies.  Redis's own test suite is not in Debian: this client is.
- * Skips (with the reason) where redis-server is not installed
- * (tools/deps.sh installs it).
+ * its replies.  Redis's own test suite (from Debian's source package) runs
+ * in make realworld (tools/realworld/redis.sh), outside make check.  Skips
+ * (with the reason) where redis-server is not installed (tools/deps.sh
+ * installs it).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
