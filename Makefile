@@ -16,7 +16,7 @@ MODULES  ?=
 CMAKEDEFS = $(if $(MODULES),-DBYPASS_MODULES="$(MODULES)")
 
 
-.PHONY: deps all configure check soak check-kernel bench bench-full bench-docs install asan asan-check tsan tsan-check clang clean report doctor realworld realworld-full
+.PHONY: deps all configure check soak check-kernel bench bench-full bench-docs install deb asan asan-check tsan tsan-check clang clean report doctor realworld realworld-full
 
 all: $(BUILD)/CMakeCache.txt
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
@@ -99,6 +99,13 @@ doctor: all
 install: all
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 
+# The Debian packages libbypass0, libbypass-dev and bypass-tools, built by
+# dpkg-buildpackage from debian/ in a copy of the tree and checked by
+# lintian: $(DEBDIR)/*.deb (tools/deb.sh, docs/packaging.md).
+DEBDIR ?= build-deb
+deb:
+	tools/deb.sh $(DEBDIR)
+
 asan:
 	$(CMAKE) -S . -B $(ASAN_BUILD) -DBYPASS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKEDEFS)
 	$(CMAKE) --build $(ASAN_BUILD) -j $(JOBS)
@@ -121,4 +128,4 @@ clang:
 	$(MAKE) BUILD=build-clang CC=clang all
 
 clean:
-	rm -rf build build-asan build-tsan build-clang
+	rm -rf build build-asan build-tsan build-clang build-deb

@@ -6,6 +6,9 @@
 #   tools/deps.sh --build    only what building the library needs
 #   tools/deps.sh --kernel   only what make check-kernel adds (QEMU, and
 #                            busybox and cpio for its initramfs)
+#   tools/deps.sh --deb      what make deb needs (the build, Debian's packaging
+#                            tools and lintian; man-db for the installed
+#                            pages' check in tools/deb-ci.sh)
 set -euo pipefail
 
 build_pkgs=(build-essential cmake pkg-config liburing-dev libjemalloc-dev)
@@ -13,11 +16,13 @@ test_pkgs=(clang libclang-rt-14-dev nginx-light lighttpd wrk curl procps util-li
            python3 python3-matplotlib)
 
 kernel_pkgs=(qemu-system-x86 busybox-static cpio e2fsprogs xz-utils zstd)
+deb_pkgs=(dpkg-dev debhelper lintian man-db)
 
 case "${1:-}" in
 --build) pkgs=("${build_pkgs[@]}") ;;
 --kernel) pkgs=("${kernel_pkgs[@]}") ;;
-*) pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+--deb) pkgs=("${build_pkgs[@]}" "${deb_pkgs[@]}") ;;
+*) pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}" "${deb_pkgs[@]}") ;;
 esac
 
 missing=()
