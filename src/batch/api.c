@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The explicit API: segments opened and flushed by the program itself. */
 #include "batch/batch_internal.h"
+#include "core/syscall.h"
 
 #include <limits.h>
 #include <liburing.h>
@@ -314,7 +315,8 @@ bool bp_bt_uring_sockopt(void)
 	if (!k) {
 		struct utsname u;
 		int ma, mi;
-		bool yes = !uname(&u) && sscanf(u.release, "%d.%d", &ma, &mi) == 2 &&
+		bool yes = !bp_syscall1(SYS_uname, &u) &&
+			   sscanf(u.release, "%d.%d", &ma, &mi) == 2 &&
 			   (ma > 6 || (ma == 6 && mi >= 7));
 		k = yes ? 1 : -1;
 		atomic_store_explicit(&known, k, memory_order_relaxed);
@@ -337,7 +339,7 @@ static int sockopt_now(int fd, int level, int name, const void *val, socklen_t l
 		bp_bt_submit(th);
 		bp_bt_wait_fd_idle(th, fe, false);
 	}
-	long r = syscall(SYS_setsockopt, fd, level, name, val, len);
+	int r = bp_sys_setsockopt(fd, level, name, val, len);
 	if (res)
 		*res = r < 0 ? -errno : 0;
 	th->seg_calls++;

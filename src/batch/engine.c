@@ -6,6 +6,7 @@
  * handover.c).  See batch_internal.h for the invariants.
  */
 #include "batch/batch_internal.h"
+#include "core/syscall.h"
 #include "core/uring_link.h"
 
 #include <fcntl.h>
@@ -288,7 +289,7 @@ static int do_submit(struct bt_thread *th)
 		bp_bt_reap(th);
 		if (r != -EINTR) {
 			struct timespec ts = { 0, 100000 };
-			nanosleep(&ts, NULL);
+			bp_syscall2(SYS_nanosleep, &ts, NULL);
 		}
 	}
 	if (enter)
@@ -308,9 +309,8 @@ void bp_bt_wait_one_locked(struct bt_thread *th)
 	struct io_uring *ring = th->ring;
 	struct __kernel_timespec ts = { 1, 0 };
 	struct io_uring_getevents_arg ga = { .ts = (uint64_t)(uintptr_t)&ts };
-	long r = syscall(SYS_io_uring_enter, ring->ring_fd, 0, 1,
-			 IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &ga, sizeof(ga));
-	(void)r;
+	bp_syscall6(SYS_io_uring_enter, ring->ring_fd, 0, 1,
+		    IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, (long)&ga, sizeof(ga));
 	th->c.enters++;
 	bp_bt_reap(th);
 }
@@ -324,13 +324,12 @@ int bp_bt_wait_unlocked(struct bt_thread *th, const struct io_uring_getevents_ar
 {
 	int fd = th->ring->ring_fd;
 	bp_bt_unlock(th);
-	long r = syscall(SYS_io_uring_enter, fd, 0, 1,
-			 IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, ga, sizeof(*ga));
-	int e = r < 0 ? errno : 0;
+	long r = bp_syscall6(SYS_io_uring_enter, fd, 0, 1,
+			     IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, (long)ga, sizeof(*ga));
 	bp_bt_lock(th);
 	th->c.enters++;
 	bp_bt_reap(th);
-	return -e;
+	return r < 0 ? (int)r : 0;
 }
 
 /* Issue the file reads of queued sendfile calls not read yet (nor being
@@ -399,7 +398,7 @@ static void unregister_epoll(struct bt_fdent *fe)
 	for (int i = 0; i < 2; i++) {
 		int ep = atomic_exchange(&fe->ep[i], 0);
 		if (ep > 0)
-			syscall(SYS_epoll_ctl, ep - 1, 2 /* EPOLL_CTL_DEL */, fe->fd, NULL);
+			bp_sys_epoll_ctl(ep - 1, EPOLL_CTL_DEL, fe->fd, NULL);
 	}
 }
 
@@ -439,8 +438,7 @@ static int unregister_closing(struct bt_thread *th)
 				if (r > 0)
 					total += r;
 				if (!(sqe = io_uring_get_sqe(th->ring))) {
-					syscall(SYS_epoll_ctl, ep - 1, 2 /* EPOLL_CTL_DEL */,
-						fe->fd, NULL);
+					bp_sys_epoll_ctl(ep - 1, EPOLL_CTL_DEL, fe->fd, NULL);
 					continue;
 				}
 			}
@@ -464,16 +462,14 @@ static int enter_wait(struct bt_thread *th, const void *ga, bool wait_all, bool 
 	unsigned ready = tail - io_uring_smp_load_acquire(sq->khead);
 	int fd = ring->ring_fd;
 	bp_bt_unlock(th);
-	long r = syscall(SYS_io_uring_enter, fd, ready, wait_all ? ready : 1,
-			 IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, ga,
-			 sizeof(struct io_uring_getevents_arg));
-	int e = r < 0 ? errno : 0;
+	long r = bp_syscall6(SYS_io_uring_enter, fd, ready, wait_all ? ready : 1,
+			     IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, (long)ga,
+			     sizeof(struct io_uring_getevents_arg));
 	bp_bt_lock(th);
 	th->c.enters++;
 	*all_in = r >= 0 && (unsigned long)r >= ready;
-	if (r < 0)
-		return -e;
-	th->c.submitted += (unsigned long)r;
+	if (r >= 0)
+		th->c.submitted += (unsigned long)r;
 	return (int)r;
 }
 

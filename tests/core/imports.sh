@@ -36,7 +36,6 @@ command -v nm >/dev/null || { echo "SKIP: no nm"; exit 77; }
 pending=(
 	src/ipc/        # converted in phase 2 (issue 34)
 	src/pager/      # converted in phase 2 (issue 34)
-	src/batch/      # converted in phase 2 (issue 34)
 	src/core/fault.c # converted in phase 2 (issue 34): sigaction, signal
 )
 # Exceptions: "file name".  notify's interrupt handler runs the user's
