@@ -14,6 +14,8 @@
  *                     read-ahead (issue 11, experiment 1)
  *   pager.pagerank    pull PageRank over a Kronecker graph: Linux swap,
  *                     bypass 2Q, bypass's sliding window (issue 11, 2)
+ *   pager.fork        fork() with most of the memory evicted, against the
+ *                     same fork at the same resident set (issue 32)
  */
 #include "pager_bench.h"
 
@@ -24,8 +26,8 @@ const char *pb_swapdir(struct bench_ctx *c)
 	return bench_param(c, "swapdir", "/var/tmp");
 }
 
-/* --param only=latency|drop|throughput|unmodified|prefetch|pagerank runs one
- * experiment. */
+/* --param only=latency|drop|throughput|unmodified|prefetch|pagerank|fork
+ * runs one experiment. */
 int bench_pager(struct bench_ctx *c)
 {
 	const char *only = bench_param(c, "only", NULL);
@@ -42,5 +44,7 @@ int bench_pager(struct bench_ctx *c)
 		ret |= bench_pager_prefetch(c);
 	if (!only || !strcmp(only, "pagerank"))
 		ret |= bench_pager_pagerank(c);
+	if (!only || !strcmp(only, "fork"))
+		ret |= bench_pager_fork(c);
 	return ret;
 }

@@ -28,6 +28,9 @@ int bench_pager_prefetch(struct bench_ctx *c);
 /* Issue 11's experiment 2: pull PageRank over a Kronecker graph, Linux
  * swap vs bypass 2Q vs bypass's sliding-window policy (pagerank.c). */
 int bench_pager_pagerank(struct bench_ctx *c);
+/* Issue 32's fork target: fork() with most of the memory evicted against
+ * the same fork at the same resident set without the pager (fork.c). */
+int bench_pager_fork(struct bench_ctx *c);
 
 /* ------------------------------------------------ the graph (kron.c) */
 struct pb_csr {

@@ -410,12 +410,15 @@ bypass_pager *bp_pp_pager(void)
 }
 
 /*
- * The child of a fork has the regions' memory, every byte (the library
- * read every evicted page back before the fork), as ordinary memory, and
- * cannot use the parent's pager: its records become PP_STALE (the child
- * frees and unmaps them as ordinary memory), and it makes a pager of its
- * own when it needs one (its new large allocations, the heap's new
- * extents).
+ * The child of a fork.  Usually the library keeps the pager in the child
+ * (its own fork handler, which runs after this one, re-arms it: the
+ * parent's evicted pages are read from the parent's swap slots, nothing
+ * was read back): the regions, the heap and the table go on as they are.
+ * Where it cannot (pager.md, "Fork"), it read every evicted page back
+ * before the fork: the regions are ordinary memory here, and the parent's
+ * pager cannot be used; the records become PP_STALE (the child frees and
+ * unmaps them as ordinary memory), and it makes a pager of its own when
+ * it needs one (its new large allocations, the heap's new extents).
  */
 static void atfork_child(void)
 {
@@ -423,10 +426,14 @@ static void atfork_child(void)
 	bp_pp_heap_forked();
 	bp_pp_reserve_forked();
 	bypass_pager *p = atomic_load(&the_pager);
+	if (p && bp_share_kept(p)) {
+		bp_pp_forked(false);
+		return;
+	}
 	if (p)
 		stale_pager = p;
 	atomic_store(&the_pager, NULL);
-	bp_pp_stale();
+	bp_pp_forked(true);
 }
 
 /* ------------------------------------------------------------ statistics */

@@ -159,8 +159,9 @@ struct bp_pp_region *bp_pp_next(uintptr_t a);
 int bp_pp_add(const struct bp_pp_region *r);
 /* Under the lock: forget [a, b) of the table (splits and trims records). */
 void bp_pp_forget(uintptr_t a, uintptr_t b);
-/* In the child of a fork: every record becomes PP_STALE (ordinary memory). */
-void bp_pp_stale(void);
+/* In the child of a fork: the lock free; with stale, every record becomes
+ * PP_STALE (ordinary memory: the library read the pages back). */
+void bp_pp_forked(bool stale);
 
 /* Map a region of len bytes (a page multiple); 0 and *out, or -errno. */
 int bp_pp_map(size_t len, void **out);

@@ -140,10 +140,10 @@ void bp_pp_forget(uintptr_t a, uintptr_t b)
 	bounds();
 }
 
-void bp_pp_stale(void)
+void bp_pp_forked(bool stale)
 {
 	atomic_store(&owner, 0);
-	for (size_t i = 0; i < ntab; i++)
+	for (size_t i = 0; stale && i < ntab; i++)
 		tab[i].kind |= PP_STALE;
 }
 

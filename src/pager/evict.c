@@ -32,6 +32,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WB_RECORDS 128u
 #define WB_MAX_PAGES 64u
@@ -56,10 +57,17 @@ static struct region *ectx_region(struct bypass_pager *p, struct ectx *c, uint32
 
 /* ------------------------------------------------------------ slots */
 
+/* Slots of word w in use: ours, or held by forked descendants (share.c). */
+static uint64_t slot_busy(struct bypass_pager *p, uint32_t w)
+{
+	return atomic_load_explicit(&p->swap.slotmap[w], memory_order_relaxed) |
+	       bp_share_busy(p, w);
+}
+
 static bool slot_take(struct bypass_pager *p, uint32_t s)
 {
 	uint64_t bit = 1ull << (s % 64);
-	if (atomic_load_explicit(&p->swap.slotmap[s / 64], memory_order_relaxed) & bit)
+	if (s >= p->swap.nslots || (slot_busy(p, s / 64) & bit))
 		return false;
 	/* Only the evictor sets bits, so nobody else can take it now. */
 	atomic_fetch_or_explicit(&p->swap.slotmap[s / 64], bit, memory_order_relaxed);
@@ -67,20 +75,23 @@ static bool slot_take(struct bypass_pager *p, uint32_t s)
 	return true;
 }
 
-/* Next fit from the cursor: successive victims get successive slots. */
-static uint32_t slot_alloc(struct bypass_pager *p)
+/* Next fit from the cursor within [0, end) slots; PG_NONE if all busy. */
+static uint32_t slot_search(struct bypass_pager *p, uint32_t end)
 {
-	uint32_t words = (p->swap.pages + 63) / 64;
-	uint32_t w = p->swap.cursor / 64;
-	uint64_t low = ~0ull << (p->swap.cursor % 64);
+	uint32_t words = (end + 63) / 64;
+	uint32_t cur = p->swap.cursor < end ? p->swap.cursor : 0;
+	uint32_t w = cur / 64;
+	uint64_t low = ~0ull << (cur % 64);
 	for (uint32_t i = 0; i <= words; i++) {
-		uint64_t m = ~atomic_load_explicit(&p->swap.slotmap[w], memory_order_relaxed);
+		uint64_t m = ~slot_busy(p, w);
 		if (i == 0)
 			m &= low;
+		if (w == words - 1 && end % 64)
+			m &= ~(~0ull << (end % 64));
 		if (m) {
 			uint32_t s = w * 64 + (uint32_t)__builtin_ctzll(m);
 			slot_take(p, s);
-			p->swap.cursor = s + 1 < p->swap.pages ? s + 1 : 0;
+			p->swap.cursor = s + 1 < end ? s + 1 : 0;
 			return s;
 		}
 		w = w + 1 == words ? 0 : w + 1;
@@ -88,16 +99,37 @@ static uint32_t slot_alloc(struct bypass_pager *p)
 	return PG_NONE;
 }
 
+/*
+ * Next fit from the cursor: successive victims get successive slots.  The
+ * sized part of the file first; past it (slots forked children hold keep
+ * the sized part full) after giving back what gone children held.
+ */
+static uint32_t slot_alloc(struct bypass_pager *p)
+{
+	uint32_t s = slot_search(p, p->swap.pages);
+	if (s == PG_NONE && p->swap.nslots > p->swap.pages) {
+		if (bp_share_collect(p))
+			s = slot_search(p, p->swap.pages);
+		if (s == PG_NONE)
+			s = slot_search(p, p->swap.nslots);
+	}
+	return s;
+}
+
 void bp_slot_free(struct bypass_pager *p, struct pg *pg)
 {
-	uint32_t s = pg->slot;
-	if (!s)
+	uint32_t s1 = pg->slot;
+	if (!s1)
 		return;
-	s--;
+	pg->slot = 0;
+	if (slot_level(s1) != p->lin.depth) { /* an ancestor's: our hold on it */
+		bp_share_drop(p, s1);
+		return;
+	}
+	uint32_t s = slot_index(s1);
 	atomic_fetch_and_explicit(&p->swap.slotmap[s / 64], ~(1ull << (s % 64)),
 				  memory_order_relaxed);
 	atomic_fetch_sub_explicit(&p->swap.used, 1, memory_order_relaxed);
-	pg->slot = 0;
 }
 
 /* ------------------------------------------------------------ the budget */
@@ -359,11 +391,11 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 		struct wb *b = wb_get(p, c, &ri);
 		uint32_t cnt = 0, niov = 0;
 		for (; i < n && cnt < WB_MAX_PAGES; i++, cnt++) {
-			if (cnt && (s + cnt >= p->swap.pages || !slot_take(p, s + cnt)))
+			if (cnt && !slot_take(p, s + cnt))
 				break;
 			struct region *r = ectx_region(p, c, v[i]);
 			uintptr_t a = region_addr(r, v[i]);
-			pg_of(p, v[i])->slot = s + cnt + 1;
+			pg_of(p, v[i])->slot = slot_make(p->lin.depth, s + cnt);
 			b->ids[cnt] = v[i];
 			if (niov && (uintptr_t)b->iov[niov - 1].iov_base +
 						b->iov[niov - 1].iov_len == a) {
@@ -374,7 +406,7 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 				niov++;
 			}
 		}
-		p->swap.cursor = s + cnt < p->swap.pages ? s + cnt : 0;
+		p->swap.cursor = s + cnt < p->swap.nslots ? s + cnt : 0;
 		b->n = cnt;
 		atomic_fetch_add(&p->bud.writeback, cnt);
 		for (uint32_t k = 0; k < cnt; k++) {
@@ -717,6 +749,23 @@ int bp_evict_init(struct bypass_pager *p)
 	}
 	p->ev.ring_live = true;
 	return 0;
+}
+
+void bp_evict_child(struct bypass_pager *p)
+{
+	if (p->ev.pidfd_owned >= 0)
+		close(p->ev.pidfd_owned);
+	p->ev.pidfd_owned = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	p->ev.pidfd = p->ev.pidfd_owned;
+	if (!p->ev.ring_live)
+		return;
+	bp_uring_exit(&p->ev.ring); /* the parent's: mapped shared with it */
+	p->ev.ring_live = bp_uring_init(RING_ENTRIES, &p->ev.ring, NULL) >= 0;
+	p->ev.wb_inflight = 0;
+	for (uint32_t i = 0; i < p->ev.nwb; i++)
+		p->ev.wbs[i].used = 0;
+	if (!p->ev.ring_live) /* pwritev then, in every thread */
+		atomic_store(&p->ev.sync_wb, true);
 }
 
 void bp_evict_fini(struct bypass_pager *p)

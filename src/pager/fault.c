@@ -79,14 +79,19 @@ static int resolve_wp(struct bypass_pager *p, struct region *r, struct pg *pg,
  * A fault on a page bypass thinks is mapped: another thread served it
  * between the fault and our lock, or the application discarded it behind
  * our back (MADV_DONTNEED: anonymous memory then reads as zeros).  A copy
- * tells the two apart: it fails with EEXIST on a mapped page.
+ * tells the two apart: it fails with EEXIST on a mapped page.  A write to
+ * a mapped dirty page that faults is a write-protection the pager did not
+ * ask for: a forked child protects every page it inherits (share.c), the
+ * dirty ones too; unprotected here (another thread's race: a no-op).
  */
 static int resolve_other(struct bypass_pager *p, struct region *r, struct pg *pg,
-			 uintptr_t pa)
+			 uintptr_t pa, bool write)
 {
 	int e = bp_uffd_copy(r->uffd, pa, zero_page, PG_SIZE, false, false);
 	if (e == -EEXIST)
-		return 0;
+		return write && !(atomic_load(&pg->w) & PW_WP)
+			       ? bp_uffd_wp(r->uffd, pa, PG_SIZE, false, false)
+			       : 0;
 	if (e)
 		return e;
 	bp_debug("bypass: pager: page %#lx was discarded behind the pager's back",
@@ -274,7 +279,8 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 
 	unsigned bslot;
 	char *buf = bounce_get(p, &bslot);
-	e = bp_swap_read(p, buf, (size_t)k * PG_SIZE, (off_t)(slot1 - 1) * (off_t)PG_SIZE);
+	e = bp_swap_read(p, bp_share_fd(p, slot1), buf, (size_t)k * PG_SIZE,
+			 (off_t)slot_index(slot1) * (off_t)PG_SIZE);
 	/* All write-protected when there is readahead (one copy), then the
 	 * pages to write are unprotected (one call). */
 	if (!e)
@@ -286,8 +292,8 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 		nw = 0;
 	}
 	if (e) {
-		bp_err("bypass: pager: swap-in of %#lx (%u pages, slot %u): %s",
-		       (unsigned long)pa, k, slot1 - 1, strerror(-e));
+		bp_err("bypass: pager: swap-in of %#lx (%u pages, slot %u of level %u): %s",
+		       (unsigned long)pa, k, slot_index(slot1), slot_level(slot1), strerror(-e));
 		bp_pager_unreserve(p, k);
 		goto unlock;
 	}
@@ -362,7 +368,7 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 			ra_note_wp(r, id);
 			kind = BYPASS_PAGER_FAULT_WP;
 		} else {
-			e = resolve_other(p, r, pg, pa);
+			e = resolve_other(p, r, pg, pa, write);
 			stat_add(&ST(p).other, 1);
 			kind = BYPASS_PAGER_FAULT_OTHER;
 		}
@@ -438,7 +444,9 @@ static int pager_hook(int sig, siginfo_t *si, void *uc)
 	} else if (segv) {
 		handled = r->adaptive && bp_engine_segv(r, a);
 	} else if (!atomic_load_explicit(&r->handler, memory_order_relaxed)) {
+		bp_gate_enter(r->pager); /* a fork being prepared: after it */
 		int e = bp_pager_serve(r, a, fault_is_write(uc), false);
+		bp_gate_leave(r->pager);
 		if (!e || e == -EAGAIN)
 			handled = 1;
 		else
@@ -475,7 +483,9 @@ static void handle_msg(struct bypass_pager *p, int uffd, const struct uffd_msg *
 		/* who faulted (with UFFD_FEATURE_THREAD_ID; else 0, counted
 		 * as this thread) */
 		bp_serving_tid = m->arg.pagefault.feat.ptid;
+		bp_gate_enter(p); /* a fork being prepared: after it */
 		int e = bp_pager_serve(r, a, write, true);
+		bp_gate_leave(p);
 		bp_serving_tid = 0;
 		if (e == -EAGAIN) { /* switched meanwhile: the thread faults again */
 			bp_uffd_wake(uffd, pa, PG_SIZE);

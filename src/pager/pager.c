@@ -89,6 +89,7 @@ static void pager_free(struct bypass_pager *p, bool child)
 	bp_heat_free(p); /* access heat (heat.h) */
 	bp_sample_free(p);
 	bp_evict_fini(p);
+	bp_share_fini(p, !child);
 	if (p->srv.uffd_sigbus >= 0)
 		close(p->srv.uffd_sigbus);
 	if (p->srv.uffd_thread >= 0)
@@ -108,6 +109,7 @@ static void pager_free(struct bypass_pager *p, bool child)
 	bp_pg_free(p->srv.bounce_map);
 	bp_swap_read_fini(p);
 	bp_pg_free((void *)p->swap.slotmap);
+	bp_pg_free(p->swap.dir);
 	bp_pg_free(p->ids.ext);
 	if (!child)
 		pthread_mutex_destroy(&p->lock);
@@ -124,6 +126,8 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	p->swap.fd = p->srv.uffd_sigbus = p->srv.uffd_thread = p->srv.stop_fd = -1;
 	atomic_init(&p->eng.uffd_pool, -1);
 	p->ev.pidfd = p->ev.pidfd_owned = -1;
+	for (unsigned l = 0; l < PG_LEVELS; l++)
+		p->lin.fd[l] = p->lin.ent[l] = p->lin.pend[l] = -1;
 	pthread_mutex_init(&p->lock, NULL);
 	bp_pid();
 	p->cfg.gen = bp_fork_gen();
@@ -187,14 +191,14 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 		e = -ENOMEM;
 		goto fail;
 	}
-	uint32_t words = (p->swap.pages + 63) / 64;
+	uint32_t words = (p->swap.nslots + 63) / 64;
 	p->swap.slotmap = bp_pg_calloc(words, sizeof(uint64_t));
 	if (!p->swap.slotmap) {
 		e = -ENOMEM;
 		goto fail;
 	}
-	if (p->swap.pages % 64) /* slots past the end are never free */
-		atomic_store(&p->swap.slotmap[words - 1], ~0ull << (p->swap.pages % 64));
+	if (p->swap.nslots % 64) /* slots past the end are never free */
+		atomic_store(&p->swap.slotmap[words - 1], ~0ull << (p->swap.nslots % 64));
 	e = id_reserve_extent(p);
 	if (e)
 		goto fail;
@@ -624,7 +628,9 @@ int bypass_pager_pin(bypass_pager *p, void *addr, size_t length, unsigned flags)
 	if (e)
 		return e < 0 ? e : 0;
 	/* An engine switch never starts while a pin is under way or pages
-	 * are pinned; one that started before is waited for below. */
+	 * are pinned; one that started before is waited for below.  A fork
+	 * waits for the pin (the gate). */
+	bp_gate_enter(p);
 	atomic_fetch_add(&p->eng.pinning, 1);
 	unsigned idx = bp_tab_enter();
 	struct regtab *t = bp_tab_get();
@@ -643,6 +649,7 @@ int bypass_pager_pin(bypass_pager *p, void *addr, size_t length, unsigned flags)
 	}
 	bp_tab_leave(idx);
 	atomic_fetch_sub(&p->eng.pinning, 1);
+	bp_gate_leave(p);
 	return e;
 }
 
@@ -652,6 +659,7 @@ int bypass_pager_unpin(bypass_pager *p, void *addr, size_t length)
 	int e = page_range(p, addr, length, &start, &end);
 	if (e)
 		return e < 0 ? e : 0;
+	bp_gate_enter(p);
 	unsigned idx = bp_tab_enter();
 	struct regtab *t = bp_tab_get();
 	e = range_check(p, t, start, end);
@@ -663,6 +671,7 @@ int bypass_pager_unpin(bypass_pager *p, void *addr, size_t length)
 	for (uintptr_t a = start; !e && a < end; a += PG_SIZE)
 		unpin_page(p, bp_tab_find(t, a), a);
 	bp_tab_leave(idx);
+	bp_gate_leave(p);
 	return e;
 }
 

@@ -87,6 +87,30 @@ static inline unsigned pg_state(uint32_t w)
 	return (w & PW_STATE) >> PW_STATE_SHIFT;
 }
 
+/*
+ * pg.slot: 0 = none, else the level of the swap file (share.c: the
+ * process's own, or an ancestor's whose slots it holds since a fork) and
+ * the slot + 1.  Level 0 in a process that never forked without reading
+ * back: the slot + 1, as before.  Consecutive slots of one file are
+ * consecutive values.
+ */
+#define PG_SLOT_BITS 28
+#define PG_SLOT_MASK ((1u << PG_SLOT_BITS) - 1)
+#define PG_LEVELS 8u       /* files a process can reference: its own and 7 ancestors' */
+#define PG_REF_ENTRIES 32u /* descendants holding slots of one file at a time */
+static inline unsigned slot_level(uint32_t s1)
+{
+	return s1 >> PG_SLOT_BITS;
+}
+static inline uint32_t slot_index(uint32_t s1)
+{
+	return (s1 & PG_SLOT_MASK) - 1;
+}
+static inline uint32_t slot_make(unsigned level, uint32_t s)
+{
+	return ((uint32_t)level << PG_SLOT_BITS) | (s + 1);
+}
+
 /* --------------------------------------------------------------- ranks */
 
 /*
@@ -303,6 +327,12 @@ struct region *bp_tab_find_id(struct regtab *t, struct bypass_pager *p, uint32_t
  * the table, then wait for readers of the old table.  Returns -ENOMEM.
  */
 int bp_tab_replace(struct region **old, size_t nold, struct region **add, size_t nadd);
+/* fn(p, r, id, arg) for every page of every region of p, in a read section. */
+void bp_tab_each_page(struct bypass_pager *p,
+		      void (*fn)(struct bypass_pager *p, struct region *r, uint32_t id, void *arg),
+		      void *arg);
+/* A fork child: keep the regions keep() accepts, forget the others. */
+void bp_tab_fork_child(bool (*keep)(const struct region *r));
 
 /* ------------------------------------------------------------ the pager */
 
@@ -414,10 +444,40 @@ struct pg_swap {
 	int fd;
 	bool direct;         /* opened O_DIRECT */
 	bool created;        /* SWAP_CREATE made the file (removed if create fails) */
-	uint32_t pages;      /* slots, and so page ids */
-	_Atomic uint64_t *slotmap;
+	uint32_t pages;      /* page ids, and the slots sized (fallocated) */
+	uint32_t nslots;     /* slots: more than pages where forked children may
+				hold some (share.c); the file grows past pages */
+	char *dir;           /* SWAP_TEMP's directory (a forked child makes its
+				own file there), or NULL: forks read back */
+	_Atomic uint64_t *slotmap; /* nslots bits */
 	uint32_t cursor;     /* where the next search starts (evict lock) */
 	_Atomic uint32_t used;
+};
+
+/* The gate a fork closes (share.c): what takes page locks outside the
+ * evict lock passes it (serves, pins, prefetch reads, the access sampler),
+ * counted by thread on cache lines of their own. */
+struct pg_gate {
+	_Atomic uint32_t closed;
+	_Atomic int32_t owner;       /* the forking thread: passes */
+	struct bp_eng_slot busy[PG_ENG_SLOTS];
+};
+
+/* The swap files of a process tree (share.c).  Level depth is this
+ * process's own file (swap.fd); levels below are its ancestors', whose
+ * slots it holds through its entries in their registries.  Changed at a
+ * fork (prepare: under the fork's locks; child: single-threaded). */
+struct pg_refs;
+struct pg_lineage {
+	unsigned depth;
+	int fd[PG_LEVELS];               /* ancestors' files (read only) */
+	struct pg_refs *refs[PG_LEVELS]; /* registries; refs[depth]: our own,
+					    made at our first shared fork */
+	uint64_t refs_ino;               /* our registry's inode (collect) */
+	int ent[PG_LEVELS];              /* our entry in refs[l], l < depth */
+	_Atomic uint64_t *mine[PG_LEVELS]; /* its bitmap */
+	int pend[PG_LEVELS];             /* a fork: the child's entries */
+	bool share;                      /* this fork keeps the regions */
 };
 
 /* The budget (evict.c): what is resident, pinned, under write-back.
@@ -495,6 +555,8 @@ struct bypass_pager {
 	struct pg_evict ev;
 	struct pg_lists lists;
 	struct pg_polref pol;
+	struct pg_gate gate;
+	struct pg_lineage lin;
 	struct bp_pf *_Atomic pf;       /* the prefetcher (prefetch.c), once started */
 	_Atomic(struct bp_heat *) heat; /* access heat (heat.h), NULL until enabled */
 	struct bp_sample *_Atomic samp; /* access samples (sample.c), with
@@ -561,6 +623,41 @@ char *bp_pg_strdup(const char *s);
  */
 int bp_pager_map_at(bypass_pager *p, void *at, size_t length, unsigned flags);
 
+/* ---------------------------------------------------------------- share.c */
+
+/*
+ * Fork without reading back: the gate, the registries of slot holders.
+ * Enter the gate before taking page locks outside the evict lock (tryenter
+ * where the caller can skip its work: false while a fork is prepared).
+ */
+void bp_gate_enter(struct bypass_pager *p);
+bool bp_gate_tryenter(struct bypass_pager *p);
+void bp_gate_leave(struct bypass_pager *p);
+/* Slots of our own file that descendants hold, in bitmap word w. */
+uint64_t bp_share_busy(struct bypass_pager *p, uint32_t w);
+/* A slot of an ancestor's file we no longer need (pg.slot value). */
+void bp_share_drop(struct bypass_pager *p, uint32_t slot1);
+/* The descriptor to read a slot from (pg.slot value). */
+int bp_share_fd(struct bypass_pager *p, uint32_t slot1);
+/* Give back the entries of descendants that are gone (exited, exec'd);
+ * how many.  Any context (system calls only). */
+unsigned bp_share_collect(struct bypass_pager *p);
+/* Descendants holding slots of our file now (tests). */
+unsigned bp_share_holders(struct bypass_pager *p);
+/* fork.c's handlers: prepare (true: this fork keeps p's regions in the
+ * child, nothing read back; p's lock held), the parent after it, the
+ * child (0, or -errno: it cannot page its regions). */
+bool bp_share_prepare(struct bypass_pager *p);
+void bp_share_parent(struct bypass_pager *p);
+int bp_share_child(struct bypass_pager *p);
+/* The fork being prepared (or that made this child) keeps p. */
+bool bp_share_kept(const struct bypass_pager *p);
+/* At destroy: our entries back (release; not for a read-back child's
+ * stale copy, whose entries are the parent's), files and maps closed. */
+void bp_share_fini(struct bypass_pager *p, bool release);
+/* Clear every pin (a child: the pins were the parent's threads'). */
+void bp_share_unpin_all(struct bypass_pager *p);
+
 /* ---------------------------------------------------------------- fork.c */
 
 /* A pager in the list of those a fork prepares (every region resident
@@ -570,7 +667,6 @@ void bp_fork_remove(struct bypass_pager *p);
 /* table.c's part, called by fork.c's handlers. */
 void bp_tab_fork_prepare(void);
 void bp_tab_fork_parent(void);
-void bp_tab_fork_child(void);
 
 /* ---------------------------------------------------------------- fault.c */
 
@@ -628,16 +724,21 @@ void bp_engine_wait(struct region *r);
 
 /* ---------------------------------------------------------------- setup.c */
 
-/* The handler thread's userfaultfd (kernel faults too), or -EPERM. */
+/* The handler thread's userfaultfd (kernel faults too), or -EPERM; the
+ * features it is set up with. */
 int bp_open_thread_uffd(struct bypass_pager *p);
+uint64_t bp_thread_uffd_features(const struct bypass_pager *p);
 /* The adaptive engine's pool userfaultfd (user-mode-only, no SIGBUS). */
 int bp_open_pool_uffd(struct bypass_pager *p);
 /* Open and size the swap file; sets swap_fd, direct, swap_pages. */
 int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg);
+/* A new unnamed swap file in dir for a forked child, nslots pages long
+ * (sparse); the descriptor or -errno. */
+int bp_swap_tmpfile(struct bypass_pager *p, const char *dir, bool direct);
 /* read.c: a swap-in read of len bytes at off into buf (the fault path,
  * signal handlers included), polling its completion where a CPU can spare
  * it; 0 or -errno.  Init makes the rings (spin: not BYPASS_PAGER_NO_SPIN). */
-int bp_swap_read(struct bypass_pager *p, char *buf, size_t len, off_t off);
+int bp_swap_read(struct bypass_pager *p, int fd, char *buf, size_t len, off_t off);
 int bp_swap_read_init(struct bypass_pager *p, bool spin);
 void bp_swap_read_fini(struct bypass_pager *p);
 
@@ -689,6 +790,9 @@ void bp_evict_fork_end(struct bypass_pager *p, bool child);
 bool bp_evict_forking(struct bypass_pager *p);
 int bp_evict_init(struct bypass_pager *p);
 void bp_evict_fini(struct bypass_pager *p);
+/* A fork child keeping p: its own ring and pidfd (the parent's are the
+ * parent's). */
+void bp_evict_child(struct bypass_pager *p);
 void bp_pager_progress(struct bypass_pager *p);
 
 /* ---------------------------------------------------------------- sample.c */
@@ -699,6 +803,9 @@ struct bp_sample;
 int bp_sample_start(struct bypass_pager *p, bool thread);
 void bp_sample_stop(struct bypass_pager *p);
 void bp_sample_free(struct bypass_pager *p);
+/* A fork child keeping p: the parent's sampler forgotten (its parking area
+ * is not inherited); true if it had a thread. */
+bool bp_sample_forget_child(struct bypass_pager *p);
 /* A fault on a parked page (locked, PW_PARK): its data back, a hit. */
 int bp_sample_fault(struct bypass_pager *p, struct region *r, struct pg *pg, uint32_t id,
 		    uintptr_t pa, bool write);

@@ -69,6 +69,7 @@ struct bp_pf {
 	bool rd_busy[PF_QD];
 	uint32_t inflight;
 	uint32_t cur, end; /* the request being read: [cur, end) */
+	bool gated;        /* inside the fork's gate while reads are in flight */
 };
 
 void bp_pf_mark_used(struct bypass_pager *p, struct pg *pg)
@@ -325,7 +326,10 @@ static void pf_reap_one(struct bypass_pager *p, struct bp_pf *pf)
 	io_uring_cqe_seen(&pf->ring, cqe);
 	pf_complete(p, &pf->rd[i], res);
 	pf->rd_busy[i] = false;
-	pf->inflight--;
+	if (!--pf->inflight && pf->gated) {
+		bp_gate_leave(p);
+		pf->gated = false;
+	}
 }
 
 /*
@@ -336,7 +340,7 @@ static void pf_reap_one(struct bypass_pager *p, struct bp_pf *pf)
  * Returns false when the request is done (or there is no room: the rest
  * of it is dropped; the next fault of the stream asks again).
  */
-static bool pf_start_read(struct bypass_pager *p, struct bp_pf *pf)
+static bool pf_start_read_in(struct bypass_pager *p, struct bp_pf *pf)
 {
 	while (pf->cur < pf->end) {
 		unsigned ti = bp_tab_enter();
@@ -377,8 +381,8 @@ static bool pf_start_read(struct bypass_pager *p, struct bp_pf *pf)
 			io_uring_submit(&pf->ring);
 			sqe = io_uring_get_sqe(&pf->ring);
 		}
-		io_uring_prep_read(sqe, p->swap.fd, rd->buf, k * (unsigned)PG_SIZE,
-				   (uint64_t)(slot1 - 1) * PG_SIZE);
+		io_uring_prep_read(sqe, bp_share_fd(p, slot1), rd->buf, k * (unsigned)PG_SIZE,
+				   (uint64_t)slot_index(slot1) * PG_SIZE);
 		io_uring_sqe_set_data64(sqe, i);
 		pf->rd_busy[i] = true;
 		pf->inflight++;
@@ -386,6 +390,26 @@ static bool pf_start_read(struct bypass_pager *p, struct bp_pf *pf)
 		return true;
 	}
 	return false;
+}
+
+/* pf_start_read_in() inside the fork's gate (share.c) for as long as reads
+ * are in flight: a fork waits for them; while one is prepared, requests
+ * are dropped (the next fault of a stream asks again). */
+static bool pf_start_read(struct bypass_pager *p, struct bp_pf *pf)
+{
+	if (!pf->gated) {
+		if (!bp_gate_tryenter(p)) {
+			pf->cur = pf->end;
+			return false;
+		}
+		pf->gated = true;
+	}
+	bool started = pf_start_read_in(p, pf);
+	if (!pf->inflight) {
+		bp_gate_leave(p);
+		pf->gated = false;
+	}
+	return started;
 }
 
 /*

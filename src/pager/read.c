@@ -114,22 +114,22 @@ static int ring_read(struct io_uring *ring, int fd, char *buf, size_t len, off_t
 	return res;
 }
 
-int bp_swap_read(struct bypass_pager *p, char *buf, size_t len, off_t off)
+int bp_swap_read(struct bypass_pager *p, int fd, char *buf, size_t len, off_t off)
 {
 	struct pg_rdring *d = ring_take(p);
 	if (!d)
-		return pread_full(p->swap.fd, buf, len, off);
-	int n = ring_read(&d->ring, p->swap.fd, buf, len, off);
+		return pread_full(fd, buf, len, off);
+	int n = ring_read(&d->ring, fd, buf, len, off);
 	if (n == RD_BROKEN) /* stays taken: never used again */
-		return pread_full(p->swap.fd, buf, len, off);
+		return pread_full(fd, buf, len, off);
 	ring_give(d);
 	stat_add(&ST(p).polled, 1);
 	if (n >= 0 && (size_t)n == len)
 		return 0;
 	if (n > 0) /* a short read: the rest the usual way */
-		return pread_full(p->swap.fd, buf + n, len - (size_t)n, off + n);
+		return pread_full(fd, buf + n, len - (size_t)n, off + n);
 	if (n == 0 || n == -EINTR || n == -EAGAIN)
-		return pread_full(p->swap.fd, buf, len, off); /* pread says why, or reads */
+		return pread_full(fd, buf, len, off); /* pread says why, or reads */
 	return n;
 }
 

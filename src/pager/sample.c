@@ -247,6 +247,8 @@ static void *sampler_main(void *arg)
 		struct pollfd pf = { .fd = s->stop_fd, .events = POLLIN };
 		if (poll(&pf, 1, SAMPLE_INTERVAL_MS) != 0)
 			break;
+		if (!bp_gate_tryenter(p)) /* a fork being prepared: not now */
+			continue;
 		uint64_t t0 = now_ns();
 		uint64_t hit_ns0 = atomic_load(&s->hit_ns);
 		unpark_all(p, s);
@@ -271,8 +273,11 @@ static void *sampler_main(void *arg)
 			uint32_t w = per > 0 ? (uint32_t)(allowed / per) : SAMPLE_MAX;
 			s->want = w < SAMPLE_MIN ? SAMPLE_MIN : w > SAMPLE_MAX ? SAMPLE_MAX : w;
 		}
+		bp_gate_leave(p);
 	}
+	bp_gate_enter(p);
 	unpark_all(p, s);
+	bp_gate_leave(p);
 	return NULL;
 }
 
@@ -329,6 +334,19 @@ void bp_sample_stop(struct bypass_pager *p)
 	s->thread = 0;
 }
 
+bool bp_sample_forget_child(struct bypass_pager *p)
+{
+	struct bp_sample *s = atomic_exchange(&p->samp, NULL);
+	if (!s)
+		return false;
+	/* no parked page (the fork put them back); the parking area was
+	 * MADV_DONTFORK: not here, and its addresses may be reused already */
+	bool thread = s->thread != 0;
+	close(s->stop_fd);
+	bp_pg_free(s);
+	return thread;
+}
+
 /* Free it (after stop; in a forked child, only the memory). */
 void bp_sample_free(struct bypass_pager *p)
 {
@@ -357,6 +375,7 @@ uint32_t bp_sample_park_now(struct bypass_pager *p, uintptr_t addr, uint32_t n)
 	if (!s || n > SAMPLE_MAX)
 		return 0;
 	uint32_t ids[SAMPLE_MAX], k = 0;
+	bp_gate_enter(p);
 	unsigned ti = bp_tab_enter();
 	struct regtab *t = bp_tab_get();
 	for (uint32_t i = 0; i < n && t; i++) {
@@ -373,8 +392,11 @@ uint32_t bp_sample_park_now(struct bypass_pager *p, uintptr_t addr, uint32_t n)
 void bp_sample_unpark_now(struct bypass_pager *p)
 {
 	struct bp_sample *s = atomic_load(&p->samp);
-	if (s)
+	if (s) {
+		bp_gate_enter(p);
 		unpark_all(p, s);
+		bp_gate_leave(p);
+	}
 }
 
 void bp_sample_stats(struct bypass_pager *p, uint64_t *parked, uint64_t *hits, uint64_t *ns,

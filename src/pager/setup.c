@@ -24,13 +24,17 @@
 
 /* ------------------------------------------------------------ userfaultfd */
 
+uint64_t bp_thread_uffd_features(const struct bypass_pager *p)
+{
+	return UFFD_FEATURE_PAGEFAULT_FLAG_WP | (p->cfg.uffd_avail & UFFD_FEATURE_POISON);
+}
+
 int bp_open_thread_uffd(struct bypass_pager *p)
 {
 	int fd = bp_uffd_open(false);
 	if (fd < 0)
 		return fd;
-	int e = bp_uffd_setup(fd, UFFD_FEATURE_PAGEFAULT_FLAG_WP |
-				       (p->cfg.uffd_avail & UFFD_FEATURE_POISON));
+	int e = bp_uffd_setup(fd, bp_thread_uffd_features(p));
 	if (e) {
 		close(fd);
 		return e;
@@ -77,6 +81,25 @@ int bp_open_pool_uffd(struct bypass_pager *p)
 
 /* ------------------------------------------------------------ swap file */
 
+/* An unnamed file in dir (O_TMPFILE, or a named one unlinked at once where
+ * the file system has no O_TMPFILE); the descriptor, or -1 and errno. */
+static int open_tmp(const char *dir, bool direct)
+{
+	int fd = open(dir, O_RDWR | O_CLOEXEC | O_TMPFILE | (direct ? O_DIRECT : 0), 0600);
+	if (fd < 0 && errno == EOPNOTSUPP) {
+		char tmpl[4096];
+		int n = snprintf(tmpl, sizeof(tmpl), "%s/bypass-swap-XXXXXX", dir);
+		if (n < 0 || (size_t)n >= sizeof(tmpl)) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		fd = mkostemp(tmpl, O_CLOEXEC | (direct ? O_DIRECT : 0));
+		if (fd >= 0)
+			unlink(tmpl);
+	}
+	return fd;
+}
+
 int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
 {
 	const char *path = cfg->swap_path;
@@ -87,17 +110,9 @@ int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
 	for (int direct = 1; direct >= 0 && fd < 0; direct--) {
 		int fl = base | (direct ? O_DIRECT : 0);
 		if (cfg->flags & BYPASS_PAGER_SWAP_TEMP) {
-			fd = open(path, fl | O_TMPFILE, 0600);
-			if (fd < 0 && errno == EOPNOTSUPP) {
-				/* No O_TMPFILE here: a named file, unlinked at once. */
-				char tmpl[4096];
-				int n = snprintf(tmpl, sizeof(tmpl), "%s/bypass-swap-XXXXXX", path);
-				if (n < 0 || (size_t)n >= sizeof(tmpl))
-					return -ENAMETOOLONG;
-				fd = mkostemp(tmpl, O_CLOEXEC | (direct ? O_DIRECT : 0));
-				if (fd >= 0)
-					unlink(tmpl);
-			}
+			fd = open_tmp(path, direct);
+			if (fd < 0 && errno == ENAMETOOLONG)
+				return -ENAMETOOLONG;
 		} else if (cfg->flags & BYPASS_PAGER_SWAP_CREATE) {
 			fd = open(path, fl | O_CREAT, 0600);
 		} else {
@@ -167,7 +182,37 @@ int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
 		pages = UINT32_MAX - 2;
 	}
 	p->swap.pages = (uint32_t)pages;
+	p->swap.nslots = p->swap.pages;
+	/*
+	 * An unnamed file in a directory: a forked child can make its own
+	 * there and keep the parent's slots instead of reading them back
+	 * (share.c).  The slots its children hold are not the parent's to
+	 * reuse, so there are more slots than pages (the file grows past its
+	 * sized part, sparse, only when they are used): four times, within
+	 * what pg.slot can say.
+	 */
+	if ((cfg->flags & BYPASS_PAGER_SWAP_TEMP) && pages < PG_SLOT_MASK / 4) {
+		p->swap.dir = bp_pg_strdup(path);
+		if (!p->swap.dir)
+			return -ENOMEM;
+		p->swap.nslots = (uint32_t)pages * 4;
+	}
 	return 0;
+}
+
+int bp_swap_tmpfile(struct bypass_pager *p, const char *dir, bool direct)
+{
+	int fd = open_tmp(dir, direct);
+	if (fd < 0)
+		return -errno;
+	/* sparse: a fork does not wait for blocks to be allocated; a full
+	 * file system shows as write errors (the pages stay resident) */
+	if (ftruncate(fd, (off_t)p->swap.nslots * (off_t)PG_SIZE) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
 }
 
 int bp_check_config(const struct bypass_pager_config *cfg, struct bypass_pager *p)

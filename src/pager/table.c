@@ -40,24 +40,40 @@ void bp_tab_fork_parent(void)
 }
 
 /*
- * The child has the regions' memory (fork.c made every page resident
- * first) but not their userfaultfd registrations, and a single thread: it
- * forgets them all, so that its memory there is ordinary memory and a pager
- * or mapping created in the child at a recycled address is not mistaken
- * for the parent's.
+ * The child has the regions' memory and a single thread.  The regions of
+ * pagers the fork kept (share.c: the child pages them itself, keep() says
+ * which) stay; the others are forgotten (fork.c made every page of them
+ * resident first: ordinary memory here, the child's to unmap), so that a
+ * pager or mapping created in the child at a recycled address is not
+ * mistaken for the parent's.
  */
-void bp_tab_fork_child(void)
+void bp_tab_fork_child(bool (*keep)(const struct region *r))
 {
 	pthread_mutex_init(&g_lock, NULL);
 	/* Readers counted by the parent's other threads do not exist here. */
 	atomic_store(&g_readers[0].n, 0);
 	atomic_store(&g_readers[1].n, 0);
-	struct regtab *t = atomic_exchange(&g_tab, NULL);
-	if (t) {
-		for (size_t i = 0; i < t->n; i++)
-			bp_region_free(t->r[i]);
+	struct regtab *t = atomic_load(&g_tab);
+	if (!t)
+		return;
+	size_t k = 0, k2 = 0;
+	for (size_t i = 0; i < t->n; i++) /* in place: order kept in both */
+		if (keep(t->r[i]))
+			t->r[k++] = t->r[i];
+	for (size_t i = 0; i < t->n; i++)
+		if (keep(t->by_id[i]))
+			t->by_id[k2++] = t->by_id[i];
+		else
+			bp_region_free(t->by_id[i]);
+	if (!k) {
+		atomic_store(&g_tab, NULL);
 		bp_pg_free(t);
+		return;
 	}
+	/* by_id follows r[] in the same block: move it down next to r[k] */
+	memmove(t->r + k, t->by_id, k * sizeof(t->r[0]));
+	t->by_id = t->r + k;
+	t->n = k;
 }
 
 unsigned bp_tab_enter(void)
@@ -93,6 +109,23 @@ struct region *bp_tab_find(struct regtab *t, uintptr_t addr)
 			return r;
 	}
 	return NULL;
+}
+
+void bp_tab_each_page(struct bypass_pager *p,
+		      void (*fn)(struct bypass_pager *p, struct region *r, uint32_t id, void *arg),
+		      void *arg)
+{
+	unsigned idx = bp_tab_enter();
+	struct regtab *t = bp_tab_get();
+	for (size_t i = 0; t && i < t->n; i++) {
+		struct region *r = t->r[i];
+		if (r->pager != p)
+			continue;
+		uint32_t n = (uint32_t)((r->end - r->start) >> PG_SHIFT);
+		for (uint32_t k = 0; k < n; k++)
+			fn(p, r, r->id0 + k, arg);
+	}
+	bp_tab_leave(idx);
 }
 
 /* (pager, first id) order of by_id */

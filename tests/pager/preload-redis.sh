@@ -188,6 +188,10 @@ echo "  $(sed -n 1p "$dir/paged.replies"), $(sed -n 2p "$dir/paged.replies") key
 echo "  under --pager 32M: evictions $ev, bytes read back $rd, resident peak $peak pages, heap $heap"
 [ "${heap:-0}" = 1 ] || fail "the preload's heap did not engage: the test proves nothing"
 [ "${ev:-0}" -gt 0 ] || fail "nothing was evicted: the data set was not paged"
+# BGSAVE's fork read nothing back (issue 32): the server stayed within its
+# 32 MiB budget all along (8192 pages; at 95741d6 the fork read every
+# evicted page back first)
+[ "${peak:-0}" -le 8192 ] || fail "resident peak $peak pages, above the 32 MiB budget (8192)"
 
 # --batch --pager: the first command again
 start batched --batch --pager 32M
