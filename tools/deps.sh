@@ -11,7 +11,7 @@
 #                            pages' check in tools/deb-ci.sh)
 set -euo pipefail
 
-build_pkgs=(build-essential cmake pkg-config liburing-dev libjemalloc-dev)
+build_pkgs=(build-essential cmake pkg-config liburing-dev libjemalloc-dev liblz4-dev)
 test_pkgs=(clang libclang-rt-14-dev nginx-light lighttpd wrk curl procps util-linux redis-server redis-tools
            python3 python3-matplotlib)
 

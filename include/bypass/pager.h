@@ -300,7 +300,9 @@ struct bypass_pager_stats {
 					 fault-driven prefetch */
 #define BYPASS_PAGER_ADV_WILLNEED 3   /* bring the swapped pages in now,
 					 asynchronously, within the budget */
-#define BYPASS_PAGER_ADV_DONTNEED 4   /* evict these first (contents kept) */
+#define BYPASS_PAGER_ADV_DONTNEED 4   /* evict these first (contents kept);
+					 with the compressed tier, to the swap
+					 file only, never the pool */
 #define BYPASS_PAGER_ADV_PRIORITY 5   /* keep resident ahead of everything
 					 else: evicted only when nothing else
 					 can be */
@@ -425,6 +427,54 @@ BYPASS_API int bypass_pager_set_policy(bypass_pager *p, const char *spec);
  * atomically; the set is not one instant).  Returns 0, -EINVAL.
  */
 BYPASS_API int bypass_pager_stats(bypass_pager *p, struct bypass_pager_stats *st);
+
+/* ------------------------------------------------------------ compressed tier */
+
+/*
+ * The compressed tier: evicted pages that compress to accept_pct of a page
+ * (LZ4) are kept in a pool of memory that counts in the budget, as well as
+ * written to the swap file (write-through: the file always has them); when
+ * the pool passes its share of the budget it forgets its oldest copies.
+ * A swap-in from the pool is a decompression, not a read.  Off by default.
+ */
+struct bypass_pager_tier_config {
+	unsigned share_pct;   /* the pool's most memory, in percent of the
+				 budget: 0 = 50, 5 .. 90 */
+	unsigned accept_pct;  /* a page is kept if it compresses to this
+				 percent of its size: 0 = 60, 10 .. 95 */
+	unsigned flags;       /* must be zero */
+	unsigned reserved_u;  /* must be zero */
+	uint64_t reserved[4]; /* must be zero */
+};
+
+struct bypass_pager_tier_stats {
+	uint64_t pool_bytes;   /* memory the pool holds now (counted in the
+				  budget's resident pages) */
+	uint64_t pool_pages;   /* pages whose data is in the pool now */
+	uint64_t comp_bytes;   /* their compressed size */
+	uint64_t stored;       /* pages put in the pool */
+	uint64_t rejected;     /* pages that did not compress: to the file */
+	uint64_t dropped;      /* copies the pool forgot (oldest first) */
+	uint64_t swapin_pool;  /* pages read back from the pool */
+	uint64_t swapin_file;  /* pages read back from the file (tier on) */
+	uint64_t cold;         /* pages sent to the file by the DONTNEED hint */
+	uint64_t reserved[3];
+};
+
+/*
+ * bypass_pager_tier - turn the compressed tier on (cfg: its settings) or
+ * off (cfg NULL: the pool is emptied).  Regions may be mapped and faulting
+ * meanwhile.  Returns 0, -EINVAL (a null pager, a setting out of range, a
+ * non-zero reserved field), -EOPNOTSUPP (built without liblz4), -ENOMEM,
+ * -ECHILD.
+ */
+BYPASS_API int bypass_pager_tier(bypass_pager *p, const struct bypass_pager_tier_config *cfg);
+
+/*
+ * bypass_pager_tier_stats - the tier's counters (zeros if it was never on).
+ * Returns 0, -EINVAL.
+ */
+BYPASS_API int bypass_pager_tier_stats(bypass_pager *p, struct bypass_pager_tier_stats *st);
 
 /* ------------------------------------------------------------ access heat */
 

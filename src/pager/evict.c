@@ -23,6 +23,7 @@
  * asynchronously; other threads write synchronously (pwritev).
  */
 #include "pager/policy.h"
+#include "pager/tier.h"
 #include "core/uring.h"
 
 #include <limits.h>
@@ -127,10 +128,14 @@ void bp_slot_free(struct bypass_pager *p, struct pg *pg)
 		return;
 	}
 	uint32_t s = slot_index(s1);
+	struct bp_tier *t = atomic_load_explicit(&p->tier, memory_order_acquire);
+	if (t) /* its data in the pool freed first: the slot may be reused next */
+		bp_tier_forget(p, t, s);
 	atomic_fetch_and_explicit(&p->swap.slotmap[s / 64], ~(1ull << (s % 64)),
 				  memory_order_relaxed);
 	atomic_fetch_sub_explicit(&p->swap.used, 1, memory_order_relaxed);
 }
+
 
 /* ------------------------------------------------------------ the budget */
 
@@ -365,13 +370,15 @@ static int write_sync(struct bypass_pager *p, const struct iovec *iov, uint32_t 
 
 /*
  * Write n locked, write-protected dirty pages (sorted by id) to fresh
- * slots: runs of consecutive slots become one writev.  The pages are
+ * slots: runs of consecutive slots become one writev (the first staged
+ * of them also into the compressed pool: tier_stage()).  The pages are
  * unlocked in state WRITEBACK (and, for a synchronous write-back, finished
  * before this returns).
  */
 static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint32_t *v,
-			     uint32_t n)
+			     uint32_t n, uint32_t staged)
 {
+	struct bp_tier *t = staged ? atomic_load_explicit(&p->tier, memory_order_acquire) : NULL;
 	uint32_t i = 0;
 	bool queued = false;
 	bool sync = atomic_load_explicit(&p->ev.sync_wb, memory_order_relaxed) &&
@@ -396,6 +403,8 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 			struct region *r = ectx_region(p, c, v[i]);
 			uintptr_t a = region_addr(r, v[i]);
 			pg_of(p, v[i])->slot = slot_make(p->lin.depth, s + cnt);
+			if (i < staged) /* a compressed copy in the pool too */
+				bp_tier_commit(p, t, s + cnt, v[i], i);
 			b->ids[cnt] = v[i];
 			if (niov && (uintptr_t)b->iov[niov - 1].iov_base +
 						b->iov[niov - 1].iov_len == a) {
@@ -435,6 +444,40 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 		io_uring_submit(&p->ev.ring);
 }
 
+/* ------------------------------------------------------------ the tier */
+
+/*
+ * The compressed tier (tier.c), write-through: of the n locked,
+ * write-protected dirty victims v (the first TIER_STAGE of them), those
+ * that compress are compressed now, and submit_writeback() puts each in
+ * the pool under the slot it gives the page, then writes the page to the
+ * file as before.  The file always has the data: whatever reads slots from
+ * the file (the prefetcher, a forked child) reads it right, and the pool
+ * shrinks by forgetting.  Pages under the DONTNEED hint (cold: not
+ * expected back soon) are not compressed.  Returns how many victims were
+ * staged (their compressed copies are indexed by their place in v).
+ */
+static uint32_t tier_stage(struct bypass_pager *p, struct ectx *c, const uint32_t *v, uint32_t n)
+{
+	struct bp_tier *t = atomic_load_explicit(&p->tier, memory_order_acquire);
+	if (!bp_tier_on(t) || !n)
+		return 0;
+	void *addrs[BP_TIER_STAGE];
+	uint32_t m = n < BP_TIER_STAGE ? n : BP_TIER_STAGE;
+	for (uint32_t i = 0; i < m; i++)
+		addrs[i] = (void *)region_addr(ectx_region(p, c, v[i]), v[i]);
+	const char *buf = bp_tier_stage(t, addrs, m);
+	if (!buf)
+		return 0;
+	for (uint32_t i = 0; i < m; i++) {
+		if (atomic_load_explicit(&pg_of(p, v[i])->w, memory_order_relaxed) & PW_COLD)
+			bp_tier_count_cold(t); /* DONTNEED: the file only */
+		else
+			bp_tier_compress(t, buf + (size_t)i * PG_SIZE, i);
+	}
+	return m;
+}
+
 /* ------------------------------------------------------------ eviction */
 
 /*
@@ -451,9 +494,14 @@ static uint32_t evict_round(struct bypass_pager *p, struct ectx *c, bool force, 
 	if (want > p->cfg.batch)
 		want = p->cfg.batch;
 	uint32_t *v = p->ev.victims, *clean = p->ev.clean_ids;
+	struct bp_tier *t = atomic_load_explicit(&p->tier, memory_order_acquire);
+	uint32_t shrunk = 0;
+	if (t && bp_tier_pages(t) > (bp_tier_on(t) ? bp_tier_cap(t) : 0))
+		shrunk = bp_tier_shrink(p, t, bp_tier_on(t) ? bp_tier_cap(t) : 0);
 	uint32_t n = bp_select_victims(p, want, v);
-	if (!n)
-		return 0;
+	if (!n) /* nothing resident to take: the pool's oldest forgotten */
+		return t && bp_tier_pages(t) ? shrunk + bp_tier_shrink(p, t, bp_tier_pages(t) - 1)
+					    : shrunk;
 	sort_u32(v, n);
 	uint32_t ndirty = 0, nclean = 0;
 	for (uint32_t i = 0; i < n; i++) {
@@ -492,7 +540,7 @@ static uint32_t evict_round(struct bypass_pager *p, struct ectx *c, bool force, 
 			bp_err("bypass: pager: write-protect %u pages: %s", j - i, strerror(-e));
 		i = j;
 	}
-	submit_writeback(p, c, v, kept);
+	submit_writeback(p, c, v, kept, tier_stage(p, c, v, kept));
 	return nclean + kept;
 }
 
@@ -766,6 +814,9 @@ void bp_evict_child(struct bypass_pager *p)
 		p->ev.wbs[i].used = 0;
 	if (!p->ev.ring_live) /* pwritev then, in every thread */
 		atomic_store(&p->ev.sync_wb, true);
+	struct bp_tier *t = atomic_load(&p->tier);
+	if (t)
+		bp_tier_child(p, t);
 }
 
 void bp_evict_fini(struct bypass_pager *p)
@@ -780,4 +831,6 @@ void bp_evict_fini(struct bypass_pager *p)
 	bp_pg_free(p->ev.clean_ids);
 	bp_pg_free(p->ev.reap_ids);
 	bp_pg_free(p->ev.dropv);
+	bp_tier_free(atomic_load(&p->tier));
+	atomic_store(&p->tier, NULL);
 }

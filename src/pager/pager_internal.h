@@ -365,6 +365,7 @@ struct pstats {
 
 struct iovec;
 struct bp_heat; /* heat.h */
+struct bp_tier; /* tier.h */
 struct wb {           /* one write-back request in flight */
 	uint32_t n;
 	uint32_t used;
@@ -561,6 +562,9 @@ struct bypass_pager {
 	_Atomic(struct bp_heat *) heat; /* access heat (heat.h), NULL until enabled */
 	struct bp_sample *_Atomic samp; /* access samples (sample.c), with
 					   BYPASS_PAGER_SAMPLE */
+	/* the compressed tier (tier.c), NULL until bypass_pager_tier() first
+	 * turns it on; then kept until destroy (bp_evict_fini) */
+	struct bp_tier *_Atomic tier;
 	/* the counters, every file adds to them (stat_add) */
 	struct pstats st[PG_STAT_SHARDS];
 };

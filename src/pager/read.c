@@ -23,6 +23,7 @@
  * memory operations and io_uring_enter().
  */
 #include "pager/pager_internal.h"
+#include "pager/tier.h"
 #include "core/uring.h"
 
 #include <limits.h>
@@ -114,7 +115,52 @@ static int ring_read(struct io_uring *ring, int fd, char *buf, size_t len, off_t
 	return res;
 }
 
+static int file_read(struct bypass_pager *p, int fd, char *buf, size_t len, off_t off);
+
+/*
+ * The compressed tier (tier.c): the pages of our own file's slots that the
+ * pool holds are decompressed into buf (the fault's bounce buffer, which
+ * the fault then installs with UFFDIO_COPY); runs of the others are read
+ * from the file.  The caller holds every page's lock (tier.h).
+ */
+static int tier_read(struct bypass_pager *p, struct bp_tier *t, int fd, char *buf, size_t len,
+		     off_t off)
+{
+	uint32_t n = (uint32_t)(len / PG_SIZE), s0 = (uint32_t)(off / (off_t)PG_SIZE);
+	uint32_t from_pool = 0, run = 0; /* run: file pages before page i */
+	int e = 0;
+	for (uint32_t i = 0; i <= n && !e; i++) {
+		int got = i < n ? bp_tier_load(t, s0 + i, buf + (size_t)i * PG_SIZE) : 0;
+		if (got < 0) {
+			e = got;
+			break;
+		}
+		if (got == 0 && i < n) {
+			run++;
+			continue;
+		}
+		from_pool += got;
+		if (run) {
+			uint32_t j = i - run;
+			e = file_read(p, fd, buf + (size_t)j * PG_SIZE, (size_t)run * PG_SIZE,
+				      off + (off_t)j * (off_t)PG_SIZE);
+			bp_tier_count_reads(t, 0, run);
+			run = 0;
+		}
+	}
+	bp_tier_count_reads(t, from_pool, 0);
+	return e;
+}
+
 int bp_swap_read(struct bypass_pager *p, int fd, char *buf, size_t len, off_t off)
+{
+	struct bp_tier *t = atomic_load_explicit(&p->tier, memory_order_acquire);
+	if (t && fd == p->swap.fd && !(len % PG_SIZE) && !(off % (off_t)PG_SIZE))
+		return tier_read(p, t, fd, buf, len, off);
+	return file_read(p, fd, buf, len, off);
+}
+
+static int file_read(struct bypass_pager *p, int fd, char *buf, size_t len, off_t off)
 {
 	struct pg_rdring *d = ring_take(p);
 	if (!d)

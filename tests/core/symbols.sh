@@ -159,6 +159,7 @@ int main(void)
 }
 C
 	uring=$(pkg-config --libs liburing 2>/dev/null || echo -luring)
+	uring="$uring $(pkg-config --libs liblz4 2>/dev/null)" # the pager's tier (issue 35)
 	if ! cc -I"$src/include" "$tmp/clash.c" -o "$tmp/clash" \
 		-Wl,--whole-archive "$ar" -Wl,--no-whole-archive $uring -lpthread -ldl \
 		>"$tmp/log" 2>&1; then

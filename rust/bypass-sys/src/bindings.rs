@@ -1249,6 +1249,41 @@ unsafe extern "C" {
     ) -> ::core::ffi::c_int;
 }
 #[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct bypass_pager_tier_config {
+    pub share_pct: ::core::ffi::c_uint,
+    pub accept_pct: ::core::ffi::c_uint,
+    pub flags: ::core::ffi::c_uint,
+    pub reserved_u: ::core::ffi::c_uint,
+    pub reserved: [u64; 4usize],
+}
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct bypass_pager_tier_stats {
+    pub pool_bytes: u64,
+    pub pool_pages: u64,
+    pub comp_bytes: u64,
+    pub stored: u64,
+    pub rejected: u64,
+    pub dropped: u64,
+    pub swapin_pool: u64,
+    pub swapin_file: u64,
+    pub cold: u64,
+    pub reserved: [u64; 3usize],
+}
+unsafe extern "C" {
+    pub fn bypass_pager_tier(
+        p: *mut bypass_pager,
+        cfg: *const bypass_pager_tier_config,
+    ) -> ::core::ffi::c_int;
+}
+unsafe extern "C" {
+    pub fn bypass_pager_tier_stats(
+        p: *mut bypass_pager,
+        st: *mut bypass_pager_tier_stats,
+    ) -> ::core::ffi::c_int;
+}
+#[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct bypass_pager_heat_config {
     pub sources: ::core::ffi::c_uint,

@@ -192,6 +192,10 @@ pub type PagerStats = sys::bypass_pager_stats;
 pub type HeatStats = sys::bypass_pager_heat_stats;
 /// A range of pages at a similar heat, with its mean score (0..256).
 pub type HeatRange = sys::bypass_pager_heat_range;
+/// The compressed tier's settings (`bypass_pager_tier(3)`).
+pub type TierConfig = sys::bypass_pager_tier_config;
+/// The compressed tier's counters.
+pub type TierStats = sys::bypass_pager_tier_stats;
 
 /// A pager.  Dropping it (after its regions, which borrow it) unmaps
 /// everything and closes the swap file.
@@ -250,6 +254,24 @@ impl Pager {
         let mut s = PagerStats::default();
         // SAFETY: s is valid for the call.
         cvt(unsafe { sys::bypass_pager_stats(self.raw.as_ptr(), &mut s) })?;
+        Ok(s)
+    }
+
+    /// Turn the compressed tier on with `cfg` (`TierConfig::default()`:
+    /// a 50% share, pages kept at 60%), or off with `None` (the pool
+    /// emptied).  `EOPNOTSUPP` where the library was built without liblz4.
+    pub fn tier(&self, cfg: Option<&TierConfig>) -> io::Result<()> {
+        let c = cfg.map_or(ptr::null(), |c| c as *const TierConfig);
+        // SAFETY: c is null or valid for the call.
+        cvt(unsafe { sys::bypass_pager_tier(self.raw.as_ptr(), c) })?;
+        Ok(())
+    }
+
+    /// The compressed tier's counters (zeros if it was never on).
+    pub fn tier_stats(&self) -> io::Result<TierStats> {
+        let mut s = TierStats::default();
+        // SAFETY: s is valid for the call.
+        cvt(unsafe { sys::bypass_pager_tier_stats(self.raw.as_ptr(), &mut s) })?;
         Ok(s)
     }
 
