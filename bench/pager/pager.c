@@ -46,5 +46,7 @@ int bench_pager(struct bench_ctx *c)
 		ret |= bench_pager_pagerank(c);
 	if (!only || !strcmp(only, "fork"))
 		ret |= bench_pager_fork(c);
+	if (only && !strcmp(only, "tier"))
+		ret |= bench_pager_tier(c);
 	return ret;
 }

@@ -31,6 +31,9 @@ int bench_pager_pagerank(struct bench_ctx *c);
 /* Issue 32's fork target: fork() with most of the memory evicted against
  * the same fork at the same resident set without the pager (fork.c). */
 int bench_pager_fork(struct bench_ctx *c);
+/* Issue 35's compressed tier: a swap-in from the pool against a minor
+ * fault plus a decompression (tier.c; only=tier, not in all). */
+int bench_pager_tier(struct bench_ctx *c);
 
 /* ------------------------------------------------ the graph (kron.c) */
 struct pb_csr {
