@@ -82,6 +82,16 @@ step "cargo package (bypass-sys, bypass)"
 # cannot verify bypass before bypass-sys is on crates.io.
 export BYPASS_INCLUDE_DIR=${BYPASS_INCLUDE_DIR:-$here/../include} BYPASS_LIB_DIR=${BYPASS_LIB_DIR:-$BYPASS_BUILD}
 cv=$(cargo --version | awk '{print $2}')
+# cargo unpacks the just-packaged bypass-sys into a registry directory
+# named after this tree's path and keeps it, and reuses what it compiled
+# from there (a registry's sources are taken as immutable): a second run
+# on the same tree would verify bypass against the first run's bindings
+# (same version).  That unpacked copy of our own crate goes, and the
+# packages are verified in a target directory of their own, made afresh.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/bypass-sys-[0-9]*
+main_target=$CARGO_TARGET_DIR
+export CARGO_TARGET_DIR=$main_target/verify
+rm -rf "$CARGO_TARGET_DIR"
 if [ "$(printf '%s\n1.90.0\n' "${cv%%-*}" | sort -V | head -1)" = 1.90.0 ]; then
 	cargo package --locked --allow-dirty -p bypass-sys -p bypass
 else
@@ -90,6 +100,7 @@ else
 	cargo package --locked --allow-dirty --no-verify -p bypass
 fi
 unset BYPASS_INCLUDE_DIR BYPASS_LIB_DIR
+export CARGO_TARGET_DIR=$main_target
 step "build with no clang and no libclang (no-clang.sh)"
 cargo build --locked -q -p bypass-sys-gen
 "$here/no-clang.sh"
