@@ -167,9 +167,9 @@ static void fork_child(void)
 		if (!bp_evict_forking(p))
 			continue;
 		bp_evict_fork_end(p, true);
-		pthread_mutex_init(&p->lock, NULL);
+		pthread_mutex_unlock(&p->lock); /* this thread's, from fork_prepare */
 	}
-	pthread_mutex_init(&g_lock, NULL);
+	pthread_mutex_unlock(&g_lock); /* the same */
 	bp_leave();
 }
 

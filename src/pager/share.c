@@ -436,8 +436,12 @@ int bp_share_child(struct bypass_pager *p)
 {
 	unsigned gen = bp_fork_gen();
 	int e = 0;
-	/* what the parent's other threads held or counted */
-	pthread_mutex_init(&p->lock, NULL);
+	/* p->lock: taken by this very thread in the fork's prepare handler
+	 * (bp_share_kept: it was prepared), so this thread unlocks it; a
+	 * re-init would leave it locked in a sanitizer's eyes (TSan: "destroy
+	 * of a locked mutex" at the child's bypass_pager_destroy).  Then what
+	 * the parent's other threads held or counted. */
+	pthread_mutex_unlock(&p->lock);
 	atomic_store(&p->ev.lock.v, 0);
 	atomic_store(&p->gate.closed, 0);
 	atomic_store(&p->gate.owner, 0);

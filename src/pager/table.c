@@ -49,7 +49,10 @@ void bp_tab_fork_parent(void)
  */
 void bp_tab_fork_child(bool (*keep)(const struct region *r))
 {
-	pthread_mutex_init(&g_lock, NULL);
+	/* taken by this thread in bp_tab_fork_prepare: unlocked, not re-made
+	 * (a re-init leaves it held in TSan's eyes: false lock-order reports
+	 * once the child forks again) */
+	pthread_mutex_unlock(&g_lock);
 	/* Readers counted by the parent's other threads do not exist here. */
 	atomic_store(&g_readers[0].n, 0);
 	atomic_store(&g_readers[1].n, 0);
