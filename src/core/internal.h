@@ -112,6 +112,37 @@ void bp_log_emit(int level, const char *fmt, ...)
 #define bp_info(...) bp_log(BYPASS_LOG_INFO, __VA_ARGS__)
 #define bp_debug(...) bp_log(BYPASS_LOG_DEBUG, __VA_ARGS__)
 
+/* ------------------------------------------------------------- threads */
+
+/*
+ * A thread of the library's own, on a stack this file maps (a raw mmap, no
+ * preload sees it) and with every signal blocked (the application's go to
+ * its own threads).  Not glibc's stack cache: in a forked child that cache
+ * holds the stacks of the parent's other threads, and pthread_create()
+ * clears the TLS vector of the one it reuses, memory the program's
+ * allocator made; under the pager preload it may be a page evicted in the
+ * parent, which nobody serves until the child's handler threads run (the
+ * child hung there: Redis's BGSAVE child, issue 32).  With a stack of its
+ * own glibc takes a new vector from calloc, which serves bypass's threads
+ * outside the pager (preload/pager/alloc.c).
+ *
+ *   bp_thread_start(t, fn, arg)  0 or -errno; t->live set on success.
+ *   bp_thread_join(t)            joins it and unmaps the stack (no-op when
+ *                                not live).
+ *   bp_thread_forget(t)          in a forked child: the thread is not
+ *                                there; only its stack is unmapped.
+ */
+#include <pthread.h>
+struct bp_thread {
+	pthread_t id;
+	void *stack; /* the mapping, guard page first */
+	size_t len;
+	bool live;
+};
+int bp_thread_start(struct bp_thread *t, void *(*fn)(void *), void *arg);
+void bp_thread_join(struct bp_thread *t);
+void bp_thread_forget(struct bp_thread *t);
+
 /* -------------------------------------------------------- process identity */
 
 /*

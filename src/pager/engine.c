@@ -460,11 +460,7 @@ int bp_engine_start(struct bypass_pager *p)
 	int e = bp_open_pool_uffd(p);
 	if (e)
 		return e;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = -pthread_create(&p->eng.monitor, NULL, monitor_main, p);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	e = bp_thread_start(&p->eng.monitor, monitor_main, p);
 	if (!e)
 		p->eng.mon_live = true;
 	return e;
@@ -493,7 +489,7 @@ void bp_engine_stop(struct bypass_pager *p)
 {
 	if (p->eng.mon_live) {
 		atomic_store(&p->eng.mon_stop, true);
-		pthread_join(p->eng.monitor, NULL);
+		bp_thread_join(&p->eng.monitor);
 		p->eng.mon_live = false;
 	}
 }

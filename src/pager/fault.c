@@ -659,20 +659,18 @@ int bp_pager_thread_start(struct bypass_pager *p)
 {
 	if (p->srv.nlive)
 		return 0;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int e = 0;
 	unsigned want = p->cfg.nthreads ? p->cfg.nthreads : 1;
 	while (p->srv.nlive < want) {
-		e = pthread_create(&p->srv.threads[p->srv.nlive], NULL, handler_main, p);
+		/* a stack of its own: in a fork child, one from glibc's cache
+		 * would touch memory that only these threads can serve */
+		e = bp_thread_start(&p->srv.threads[p->srv.nlive], handler_main, p);
 		if (e)
 			break;
 		p->srv.nlive++;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e && !p->srv.nlive)
-		return -e;
+		return e;
 	/*
 	 * From now on a thread may block in a fault until a handler thread
 	 * serves it, and then runs no task work: write-backs started by
@@ -697,7 +695,7 @@ void bp_pager_thread_stop(struct bypass_pager *p)
 	ssize_t n = write(p->srv.stop_fd, &one, sizeof(one));
 	(void)n;
 	for (unsigned i = 0; i < p->srv.nlive; i++)
-		pthread_join(p->srv.threads[i], NULL);
+		bp_thread_join(&p->srv.threads[i]);
 	p->srv.nlive = 0;
 	n = read(p->srv.stop_fd, &one, sizeof(one)); /* reset, for a restart */
 }

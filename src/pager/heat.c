@@ -485,7 +485,7 @@ static void heat_stop_locked(struct bp_heat *h)
 		uint64_t one = 1;
 		ssize_t n = write(h->stop_fd, &one, sizeof(one));
 		(void)n;
-		pthread_join(h->thread, NULL);
+		bp_thread_join(&h->thread);
 		h->live = false;
 	}
 	if (h->damon)
@@ -568,11 +568,7 @@ int bypass_pager_heat_enable(bypass_pager *p, const struct bypass_pager_heat_con
 	}
 	atomic_store(&h->on, (h->sources & BYPASS_PAGER_HEAT_FAULTS) != 0);
 	h->stats_last_ns = 0;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = -pthread_create(&h->thread, NULL, sampler_main, h);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	e = bp_thread_start(&h->thread, sampler_main, h);
 	if (e)
 		goto undo;
 	h->live = true;

@@ -45,7 +45,7 @@ struct bp_heat {
 	_Atomic bool on;           /* faults are recorded */
 
 	pthread_mutex_t lock;      /* the sampler's round vs reset and ranges */
-	pthread_t thread;
+	struct bp_thread thread;
 	bool live;                 /* the sampler runs */
 	int stop_fd;               /* eventfd: stop the sampler */
 	unsigned sources;          /* BYPASS_PAGER_HEAT_* in use */

@@ -409,7 +409,7 @@ struct pg_ids {
 struct pg_serve {
 	int uffd_sigbus;     /* upcall userfaultfd, or -1 */
 	int uffd_thread;     /* handler-thread userfaultfd, or -1 */
-	pthread_t threads[PG_MAX_THREADS]; /* handler threads */
+	struct bp_thread threads[PG_MAX_THREADS]; /* handler threads */
 	unsigned nlive;      /* handler threads running */
 	int stop_fd;         /* eventfd that stops the handler threads */
 	_Atomic unsigned spinners; /* handler threads trying to spin (fault.c) */
@@ -431,7 +431,7 @@ struct pg_engine {
 	_Atomic bool pool_now; /* adaptive regions are on the pool */
 	_Atomic bool mon_stop;
 	bool mon_live;
-	pthread_t monitor;
+	struct bp_thread monitor;
 	_Atomic uint32_t pinning; /* bypass_pager_pin() calls under way */
 	_Atomic uint32_t epoch;   /* measuring interval (distinct faulting threads) */
 	_Atomic uint32_t epoch_threads;

@@ -61,7 +61,7 @@ struct bp_pf {
 	_Atomic uint32_t idle_tail; /* asleep with nothing to do: 1 + the
 				       requests taken so far (bp_pf_idle) */
 	_Atomic bool stop;
-	pthread_t thread;
+	struct bp_thread thread;
 	struct bypass_pager *p;
 	struct io_uring ring;
 	char *bufs;
@@ -480,17 +480,13 @@ int bp_pf_start(struct bypass_pager *p)
 		return e;
 	}
 	pf->p = p;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = pthread_create(&pf->thread, NULL, pf_main, pf);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	e = bp_thread_start(&pf->thread, pf_main, pf);
 	if (e) {
 		/* never published: no fault can be pushing into it */
 		bp_uring_exit(&pf->ring);
 		munmap(pf->bufs, blen);
 		bp_pg_free(pf);
-		return -e;
+		return e;
 	}
 	/* published only now: a fault that pushes into it (bp_pf_push, no
 	 * lock) must never see one that a failed start frees */
@@ -507,7 +503,7 @@ void bp_pf_stop(struct bypass_pager *p)
 	atomic_store(&pf->stop, true);
 	atomic_fetch_add(&pf->wake, 1);
 	bp_futex_wake(&pf->wake, 1, false);
-	pthread_join(pf->thread, NULL);
+	bp_thread_join(&pf->thread);
 	bp_uring_exit(&pf->ring);
 	munmap(pf->bufs, (size_t)PF_QD * PF_RUN * PG_SIZE);
 	bp_pg_free(pf);
@@ -519,7 +515,9 @@ void bp_pf_forget(struct bypass_pager *p)
 	if (!pf)
 		return;
 	/* the child's copies: the ring's descriptor and mappings, the read
-	 * buffers (the thread and its reads are the parent's) */
+	 * buffers (the thread and its reads are the parent's: only its stack
+	 * is here) */
+	bp_thread_forget(&pf->thread);
 	bp_uring_exit(&pf->ring);
 	munmap(pf->bufs, (size_t)PF_QD * PF_RUN * PG_SIZE);
 	bp_pg_free(pf);

@@ -47,7 +47,7 @@ struct bp_sample {
 	char *park;                  /* SAMPLE_MAX pages */
 	_Atomic uint32_t id[SAMPLE_MAX]; /* page id + 1 parked in slot i, 0 = free */
 	uint32_t want;               /* pages to park per interval */
-	pthread_t thread;
+	struct bp_thread thread;
 	int stop_fd;
 	uint64_t last_evict;         /* evictions seen at the last round */
 	_Atomic uint64_t parked, hits, ns, hit_ns;
@@ -303,11 +303,7 @@ int bp_sample_start(struct bypass_pager *p, bool thread)
 		atomic_store_explicit(&p->samp, s, memory_order_release);
 		return 0;
 	}
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = -pthread_create(&s->thread, NULL, sampler_main, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	e = bp_thread_start(&s->thread, sampler_main, s);
 	if (e)
 		goto fail;
 	atomic_store_explicit(&p->samp, s, memory_order_release);
@@ -325,13 +321,12 @@ fail:
 void bp_sample_stop(struct bypass_pager *p)
 {
 	struct bp_sample *s = atomic_load(&p->samp);
-	if (!s || !s->thread)
+	if (!s || !s->thread.live)
 		return;
 	uint64_t one = 1;
 	ssize_t n = write(s->stop_fd, &one, sizeof(one));
 	(void)n;
-	pthread_join(s->thread, NULL);
-	s->thread = 0;
+	bp_thread_join(&s->thread);
 }
 
 bool bp_sample_forget_child(struct bypass_pager *p)
@@ -341,7 +336,8 @@ bool bp_sample_forget_child(struct bypass_pager *p)
 		return false;
 	/* no parked page (the fork put them back); the parking area was
 	 * MADV_DONTFORK: not here, and its addresses may be reused already */
-	bool thread = s->thread != 0;
+	bool thread = s->thread.live;
+	bp_thread_forget(&s->thread); /* the parent's: only its stack is here */
 	close(s->stop_fd);
 	bp_pg_free(s);
 	return thread;

@@ -532,6 +532,8 @@ int bp_share_child(struct bypass_pager *p)
 		bp_share_unpin_all(p);
 
 	/* threads */
+	for (unsigned i = 0; i < p->srv.nlive; i++)
+		bp_thread_forget(&p->srv.threads[i]); /* the parent's: stacks only */
 	p->srv.nlive = 0;
 	if (p->srv.uffd_thread >= 0 && (e = bp_pager_thread_start(p)) != 0) {
 		bp_err("bypass: pager: fork: the child's handler threads: %s", strerror(-e));
