@@ -272,6 +272,57 @@ static bool heat_env(void)
 	return true;
 }
 
+/* BYPASS_PAGER_TIER: the compressed tier (bypass_pager_tier()), turned on
+ * once the pager exists: 1/on for its defaults, or share=PCT,accept=PCT
+ * (either or both; the library checks their ranges).  Off by default. */
+static bool tier_on;
+static struct bypass_pager_tier_config tier_cfg;
+static char tier_spec[64];
+
+static bool tier_env(void)
+{
+	const char *v = getenv("BYPASS_PAGER_TIER");
+	if (!v || !*v || env_off(v))
+		return true;
+	struct bypass_pager_tier_config c;
+	memset(&c, 0, sizeof(c));
+	if (strcmp(v, "1") && strcasecmp(v, "on") && strcasecmp(v, "yes") &&
+	    strcasecmp(v, "true")) {
+		const char *q = v;
+		while (*q) {
+			unsigned *dst;
+			if (!strncmp(q, "share=", 6)) {
+				dst = &c.share_pct;
+				q += 6;
+			} else if (!strncmp(q, "accept=", 7)) {
+				dst = &c.accept_pct;
+				q += 7;
+			} else {
+				goto bad;
+			}
+			char *end;
+			errno = 0;
+			unsigned long n = strtoul(q, &end, 10);
+			if (errno || !isdigit((unsigned char)*q) || n > 100)
+				goto bad;
+			*dst = (unsigned)n;
+			q = end;
+			if (*q == ',' && q[1])
+				q++;
+			else if (*q)
+				goto bad;
+		}
+	}
+	snprintf(tier_spec, sizeof(tier_spec), "%s", v);
+	tier_cfg = c;
+	tier_on = true;
+	return true;
+bad:
+	complain("bypass: pager preload: BYPASS_PAGER_TIER=%s is not 0, 1, or "
+		 "share=PCT,accept=PCT; the program runs unpaged", v);
+	return false;
+}
+
 static bool configure(void)
 {
 	const char *k = getenv("BYPASS_PAGER");
@@ -289,7 +340,7 @@ static bool configure(void)
 	    !env_size("BYPASS_PAGER_THRESHOLD", 64ul << 20, PP_PAGE, &c.threshold) ||
 	    !env_size("BYPASS_PAGER_SWAP_SIZE", 4ul << 30, 16 * PP_PAGE, &c.swap_size))
 		return false;
-	if (!engine_env() || !heat_env())
+	if (!engine_env() || !heat_env() || !tier_env())
 		return false;
 	const char *pol = getenv("BYPASS_PAGER_POLICY");
 	if (pol && *pol && !policy_ok(pol)) {
@@ -351,6 +402,23 @@ static bool configure(void)
 
 /* ------------------------------------------------------------ the pager */
 
+/* The tier on a new pager: 0, or -errno (the program then runs unpaged).
+ * A build without LZ4 pages without it, and says so. */
+static int tier_start(bypass_pager *p)
+{
+	int e = bypass_pager_tier(p, &tier_cfg);
+	if (e == -EOPNOTSUPP) {
+		complain("bypass: pager preload: BYPASS_PAGER_TIER: this build has no LZ4 "
+			 "(liblz4); the program runs paged without the tier");
+		tier_on = false;
+		return 0;
+	}
+	if (e)
+		complain("bypass: pager preload: BYPASS_PAGER_TIER=%s: %s; the program runs "
+			 "unpaged", tier_spec, strerror(-e));
+	return e;
+}
+
 static pthread_mutex_t pager_lock = PTHREAD_MUTEX_INITIALIZER;
 static bypass_pager *_Atomic the_pager;
 static bypass_pager *stale_pager; /* a fork child's copy of the parent's */
@@ -389,6 +457,8 @@ bypass_pager *bp_pp_pager(void)
 		} else if (policy_spec[0] && (e = bypass_pager_set_policy(p, policy_spec))) {
 			complain("bypass: pager preload: BYPASS_PAGER_POLICY=%s: %s; the program "
 				 "runs unpaged", policy_spec, strerror(-e));
+			bypass_pager_destroy(p);
+		} else if (tier_on && (e = tier_start(p))) {
 			bypass_pager_destroy(p);
 		} else if (heat_on && (heat_cfg.stats_path = heat_file(),
 				       e = bypass_pager_heat_enable(p, &heat_cfg))) {
@@ -473,6 +543,17 @@ static void write_stats(void)
 		PUT("%s%llu", i ? "," : "", (unsigned long long)st.lat_hist[i]);
 	PUT("]");
 	F(lat_count); F(lat_sum_ns);
+	if (p && tier_on) {
+		struct bypass_pager_tier_stats ts;
+		memset(&ts, 0, sizeof(ts));
+		bp_enter();
+		bypass_pager_tier_stats(p, &ts);
+		bp_leave();
+#define T(name) PUT(",\"tier_" #name "\":%llu", (unsigned long long)ts.name)
+		T(stored); T(rejected); T(dropped); T(swapin_pool); T(swapin_file);
+		T(pool_pages); T(pool_bytes);
+#undef T
+	}
 	PUT(",\"heap\":%d}\n", (int)bp_pp_heap_on());
 #undef F
 #undef PUT
