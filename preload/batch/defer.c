@@ -631,7 +631,7 @@ long bp_bt_tx_close(int fd)
 			bp_bt_unlock(th);
 			struct timespec ts = { 0, 20000 };
 			while (atomic_load(&fe->readers))
-				nanosleep(&ts, NULL);
+				bp_sys_nanosleep(&ts, NULL);
 			bp_bt_lock(th);
 		}
 	}

@@ -384,6 +384,13 @@ static inline int bp_sys_epoll_wait(int epfd, struct epoll_event *evs, int n, in
 
 /* Processes and signals. */
 
+/* A sleep (the batch preload defines nanosleep: a call by that name from
+ * inside it would run its own wrapper). */
+static inline int bp_sys_nanosleep(const struct timespec *req, struct timespec *rem)
+{
+	return (int)BP_SYS(nanosleep(req, rem), bp_syscall2(SYS_nanosleep, req, rem));
+}
+
 static inline pid_t bp_sys_getpid(void)
 {
 	return (pid_t)BP_SYS(getpid(), bp_syscall0(SYS_getpid));
