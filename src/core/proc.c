@@ -64,10 +64,17 @@ int bp_proc_alive(pid_t pid, int *pidfd_cache)
 			*pidfd_cache = fd;
 	}
 	if (pidfd_cache && *pidfd_cache >= 0) {
-		/* A pidfd polls readable once the process has exited. */
+		/* A pidfd polls readable once the process has exited.  A
+		 * signal that lands during the poll (EINTR) says nothing about
+		 * the process: ask again.  Another failure cannot tell either:
+		 * kill(pid, 0) below does. */
 		struct pollfd p = { .fd = *pidfd_cache, .events = POLLIN };
-		int r = bp_sys_poll(&p, 1, 0);
-		return r == 0;
+		int r;
+		do
+			r = bp_sys_poll(&p, 1, 0);
+		while (r < 0 && errno == EINTR);
+		if (r >= 0)
+			return r == 0;
 	}
 	if (bp_sys_kill(pid, 0) == 0 || errno == EPERM)
 		return 1;
