@@ -112,6 +112,8 @@ int main(int argc, char **argv)
 		work();
 		return 0;
 	}
+	if (!pp_malloc_reaches_preload())
+		SKIP("the sanitizer's malloc does not reach the preload");
 	paged(argv, "1");
 	paged(argv, "share=20,accept=80");
 	refused(argv, "share=95", "BYPASS_PAGER_TIER=share=95: Invalid argument");
