@@ -127,6 +127,11 @@ void bp_log_emit(int level, const char *fmt, ...)
  * outside the pager (preload/pager/alloc.c).
  *
  *   bp_thread_start(t, fn, arg)  0 or -errno; t->live set on success.
+ *                                Returns once the thread runs (its
+ *                                sanitizer's start-up done: a fork right
+ *                                after must not catch the new thread
+ *                                inside ASan's allocator, whose locks a
+ *                                child would inherit held).
  *   bp_thread_join(t)            joins it and unmaps the stack (no-op when
  *                                not live).
  *   bp_thread_forget(t)          in a forked child: the thread is not
@@ -138,6 +143,9 @@ struct bp_thread {
 	void *stack; /* the mapping, guard page first */
 	size_t len;
 	bool live;
+	void *(*fn)(void *); /* the entry, run by bp_thread_main */
+	void *arg;
+	_Atomic uint32_t started;
 };
 int bp_thread_start(struct bp_thread *t, void *(*fn)(void *), void *arg);
 void bp_thread_join(struct bp_thread *t);

@@ -15,6 +15,16 @@
  * handlers, LZ4 and the sanitizers' frames fit with room). */
 #define BP_THREAD_STACK (8u << 20)
 
+static void *bp_thread_main(void *v)
+{
+	struct bp_thread *t = v;
+	void *(*fn)(void *) = t->fn;
+	void *arg = t->arg;
+	atomic_store(&t->started, 1);
+	bp_futex_wake(&t->started, 1, false);
+	return fn(arg);
+}
+
 int bp_thread_start(struct bp_thread *t, void *(*fn)(void *), void *arg)
 {
 	size_t guard = (size_t)sysconf(_SC_PAGESIZE);
@@ -35,8 +45,11 @@ int bp_thread_start(struct bp_thread *t, void *(*fn)(void *), void *arg)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	t->fn = fn;
+	t->arg = arg;
+	atomic_store(&t->started, 0);
 	if (!e)
-		e = pthread_create(&t->id, &at, fn, arg);
+		e = pthread_create(&t->id, &at, bp_thread_main, t);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&at);
 	if (e) {
@@ -46,6 +59,8 @@ int bp_thread_start(struct bp_thread *t, void *(*fn)(void *), void *arg)
 	t->stack = m;
 	t->len = len;
 	t->live = true;
+	while (!atomic_load(&t->started))
+		bp_futex_wait(&t->started, 0, -1, false);
 	return 0;
 }
 

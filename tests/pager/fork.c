@@ -115,10 +115,17 @@ static void child(bypass_pager *p, unsigned v, int go_fd)
 	_exit(0);
 }
 
+/* Set once the faulter runs: ASan's runtime of this compiler takes its
+ * allocator's locks while a new thread starts and has no fork handler for
+ * them, so a fork at that moment leaves them held in the child (whose own
+ * new threads then hang in their start-up).  Nothing of the pager's. */
+static atomic_int faulting;
+
 static void *faulter(void *arg)
 {
 	(void)arg;
 	uint64_t seed = 42;
+	atomic_store(&faulting, 1);
 	while (!atomic_load(&stop)) {
 		uint64_t i = xorshift(&seed) % NDATA;
 		if (!page_ok(m + i * PAGE, i, 1))
@@ -220,7 +227,10 @@ static void run(int mode, const char *self)
 	/* again, while a thread faults and evicts */
 	atomic_store(&stop, 0);
 	pthread_t t;
+	atomic_store(&faulting, 0);
 	CHECK_EQ(pthread_create(&t, NULL, faulter, NULL), 0);
+	while (!atomic_load(&faulting))
+		sched_yield();
 	for (int k = 0; k < 5; k++) {
 		pid = fork();
 		CHECK(pid >= 0);
