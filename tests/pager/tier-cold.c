@@ -3,7 +3,11 @@
  * The cold hint and the compressed tier (issue 35), both fault modes:
  * pages under BYPASS_PAGER_ADV_DONTNEED are evicted to the swap file
  * uncompressed, never into the pool, though they compress well; the other
- * pages of the region go to the pool; both read back right.
+ * pages of the region go to the pool; both read back right.  (Only the
+ * first pages of an eviction batch are staged for the pool, in id order:
+ * in the first pass a batch that starts with cold pages may leave the pool
+ * empty, so the pool is checked on a pass that writes the other pages
+ * again, when the cold ones are clean.)
  */
 #include "tier-util.h"
 
@@ -21,8 +25,7 @@ static void run(int mode)
 		tier_fill(m + i * PAGE, i, 1);
 	struct bypass_pager_tier_stats t1 = tier_stats(p);
 	CHECK(t1.cold >= NCOLD - BUDGET / PAGE); /* the cold pages: to the file */
-	CHECK(t1.stored > 0);                    /* the others: to the pool */
-	CHECK(t1.stored <= NPAGES - NCOLD);
+	CHECK(t1.stored <= NPAGES - NCOLD);      /* never a cold one in the pool */
 
 	/* the cold pages come back from the file only */
 	for (uint64_t i = 0; i < NCOLD; i++)
@@ -31,16 +34,26 @@ static void run(int mode)
 	struct bypass_pager_tier_stats t2 = tier_stats(p);
 	CHECK_EQ(t2.swapin_pool, t1.swapin_pool);
 	CHECK(t2.swapin_file > t1.swapin_file);
-	/* the others from the pool (and the file, for what the pool wrote back) */
-	for (uint64_t i = NCOLD; i < NPAGES; i++)
+	/* the others, written again: evicted into the pool (the cold pages
+	 * are clean now), then read back from it */
+	for (uint64_t i = NCOLD; i < NPAGES; i++) {
 		if (!tier_ok(m + i * PAGE, i, 1))
 			TEST_FAIL("%s: page %lu wrong", mode_name(mode), (unsigned long)i);
-	CHECK(tier_stats(p).swapin_pool > t2.swapin_pool);
+		tier_fill(m + i * PAGE, i, 2);
+	}
+	struct bypass_pager_tier_stats t3 = tier_stats(p);
+	CHECK(t3.stored > t2.stored);
+	for (uint64_t i = NCOLD; i < NPAGES; i++)
+		if (!tier_ok(m + i * PAGE, i, 2))
+			TEST_FAIL("%s: page %lu wrong after the rewrite", mode_name(mode),
+				  (unsigned long)i);
+	CHECK(tier_stats(p).swapin_pool > t3.swapin_pool);
 	CHECK(stats_of(p).resident_peak <= BUDGET / PAGE);
 	CHECK_EQ(bypass_pager_unmap(p, m, NPAGES * PAGE), 0);
 	CHECK_EQ(bypass_pager_destroy(p), 0);
-	TEST_LOG("%s: %lu cold pages to the file, %lu to the pool", mode_name(mode),
-		 (unsigned long)t1.cold, (unsigned long)t1.stored);
+	TEST_LOG("%s: %lu cold pages to the file, %lu to the pool (%lu after the rewrite)",
+		 mode_name(mode), (unsigned long)t1.cold, (unsigned long)t1.stored,
+		 (unsigned long)t3.stored);
 }
 
 int main(void)
