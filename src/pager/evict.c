@@ -660,8 +660,10 @@ int bp_pager_reserve_prefetch(struct bypass_pager *p, uint32_t n)
 	return e;
 }
 
-/* A fork is being prepared (bp_evict_fork_begin): take the room at once,
- * above the budget if need be (nothing may be evicted until the fork). */
+/* A fork is being prepared (bp_evict_fork_begin, or the gate closed by
+ * bp_share_prepare): take the room at once, above the budget if need be
+ * (nothing may be evicted until the fork: the forking thread holds the
+ * evict lock, and may itself be the one faulting). */
 static int reserve_forking(struct bypass_pager *p, uint32_t n)
 {
 	uint32_t r = atomic_fetch_add(&p->bud.resident, n) + n;
@@ -676,7 +678,7 @@ int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 	bool evicted = false;
 	uint64_t stuck = 0;
 	for (;;) {
-		if (bp_unlikely(atomic_load(&p->bud.forking)))
+		if (bp_unlikely(atomic_load(&p->bud.forking) || bp_gate_closed(p)))
 			return reserve_forking(p, n);
 		uint32_t r = atomic_load(&p->bud.resident);
 		if (r + n <= p->cfg.budget) {

@@ -338,7 +338,9 @@ static inline uint64_t rdtsc(void)
 	return bypass_rdtscp(NULL);
 }
 
-int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
+/* bp_pager_serve(); policy false: the policy and the prefetcher not told
+ * (the forking thread's own fault, while its fork is prepared). */
+static int serve(struct region *r, uintptr_t addr, bool write, bool handler, bool policy)
 {
 	struct bypass_pager *p = r->pager;
 	if (r->adaptive) {
@@ -400,9 +402,14 @@ int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
 	if (r->adaptive)
 		bp_engine_leave(r);
 	/* the policy and prefetch, once the thread can go on */
-	if (!e)
+	if (!e && policy)
 		bp_policy_fault(p, r, id, kind, write, mapped);
 	return e;
+}
+
+int bp_pager_serve(struct region *r, uintptr_t addr, bool write, bool handler)
+{
+	return serve(r, addr, write, handler, true);
 }
 
 /* ------------------------------------------------------------ upcall */
@@ -469,7 +476,25 @@ int bp_pager_hook_install(void)
 
 /* ------------------------------------------------------------ handler */
 
-static void handle_msg(struct bypass_pager *p, int uffd, const struct uffd_msg *m)
+/*
+ * Faults that arrived while a fork was being prepared, kept by the handler
+ * thread that read them until the gate opens: a handler thread waiting at
+ * the gate would read no more messages, and the forking thread's own
+ * faults (after the pager's prepare handler) would never be served: with
+ * one handler thread, a fork while another thread faults hung.  A thread
+ * has at most one fault waiting, so a full list (that many threads
+ * faulting at once during one fork) is not expected; it waits at the gate.
+ */
+#define DEFER_MAX 128
+
+struct hdefer {
+	unsigned n;
+	int uffd[DEFER_MAX];
+	struct uffd_msg m[DEFER_MAX];
+};
+
+static void handle_msg(struct bypass_pager *p, int uffd, const struct uffd_msg *m,
+		       struct hdefer *d)
 {
 	if (m->event != UFFD_EVENT_PAGEFAULT)
 		return;
@@ -482,10 +507,36 @@ static void handle_msg(struct bypass_pager *p, int uffd, const struct uffd_msg *
 	if (r && r->pager == p && atomic_load(&r->handler) && atomic_load(&r->uffd) == uffd) {
 		/* who faulted (with UFFD_FEATURE_THREAD_ID; else 0, counted
 		 * as this thread) */
-		bp_serving_tid = m->arg.pagefault.feat.ptid;
-		bp_gate_enter(p); /* a fork being prepared: after it */
-		int e = bp_pager_serve(r, a, write, true);
-		bp_gate_leave(p);
+		pid_t tid = (pid_t)m->arg.pagefault.feat.ptid;
+		bp_serving_tid = tid;
+		int e;
+		if (bp_gate_owned_by(p, tid)) {
+			/* The forking thread, after the pager's prepare
+			 * handler (glibc's fork touches the program's heap
+			 * then): nobody else is inside the gate, and the
+			 * thread waits in the kernel until woken, so it is
+			 * served through the closed gate, room taken without
+			 * evicting (its evict lock), and woken only once all
+			 * is done: the fork then finds no page lock held.
+			 * The policy hears nothing of it. */
+			e = serve(r, a, write, false, false);
+			if (!e)
+				e = bp_uffd_wake(uffd, pa, PG_SIZE);
+		} else {
+			bool in = bp_gate_tryenter(p);
+			if (!in && d->n < DEFER_MAX) {
+				/* a fork being prepared: after it (handler_main) */
+				d->uffd[d->n] = uffd;
+				d->m[d->n++] = *m;
+				bp_serving_tid = 0;
+				bp_tab_leave(idx);
+				return;
+			}
+			if (!in)
+				bp_gate_enter(p);
+			e = bp_pager_serve(r, a, write, true);
+			bp_gate_leave(p);
+		}
 		bp_serving_tid = 0;
 		if (e == -EAGAIN) { /* switched meanwhile: the thread faults again */
 			bp_uffd_wake(uffd, pa, PG_SIZE);
@@ -511,7 +562,7 @@ bool bp_pager_in_handler_thread(void)
 }
 
 /* Read and serve what one userfaultfd has; returns messages served. */
-static size_t drain_uffd(struct bypass_pager *p, int uffd, bool *broken)
+static size_t drain_uffd(struct bypass_pager *p, int uffd, bool *broken, struct hdefer *d)
 {
 	struct uffd_msg msgs[16];
 	size_t total = 0;
@@ -519,7 +570,7 @@ static size_t drain_uffd(struct bypass_pager *p, int uffd, bool *broken)
 		ssize_t n = read(uffd, msgs, sizeof(msgs));
 		if (n > 0) {
 			for (size_t i = 0; i < (size_t)n / sizeof(msgs[0]); i++)
-				handle_msg(p, uffd, &msgs[i]);
+				handle_msg(p, uffd, &msgs[i], d);
 			total += (size_t)n / sizeof(msgs[0]);
 			continue;
 		}
@@ -561,8 +612,9 @@ static void hwait_init(struct bypass_pager *p, struct hwait *w)
 	}
 }
 
-/* Sleep until one of fds[] (or stop_fd) is readable; false: stop. */
-static bool hwait_sleep(struct bypass_pager *p, struct hwait *w, const int fds[2])
+/* Sleep until one of fds[] (or stop_fd) is readable, or for ms
+ * milliseconds (-1: no limit); false: stop. */
+static bool hwait_sleep(struct bypass_pager *p, struct hwait *w, const int fds[2], int ms)
 {
 	for (int i = 0; i < 2 && w->ep >= 0; i++) {
 		if (fds[i] < 0 || fds[i] == w->fds[i])
@@ -577,7 +629,7 @@ static bool hwait_sleep(struct bypass_pager *p, struct hwait *w, const int fds[2
 	}
 	if (w->ep >= 0) {
 		struct epoll_event ev[3];
-		int n = epoll_wait(w->ep, ev, 3, -1);
+		int n = epoll_wait(w->ep, ev, 3, ms);
 		if (n < 0)
 			return errno == EINTR;
 		for (int i = 0; i < n; i++)
@@ -591,7 +643,7 @@ static bool hwait_sleep(struct bypass_pager *p, struct hwait *w, const int fds[2
 	for (int i = 0; i < 2; i++)
 		if (fds[i] >= 0)
 			pf[n++] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-	if (poll(pf, n, -1) < 0)
+	if (poll(pf, n, ms) < 0)
 		return errno == EINTR;
 	return !pf[0].revents;
 }
@@ -613,13 +665,22 @@ static void *handler_main(void *arg)
 	unsigned no_spin = 0; /* batches to serve without spinning after */
 	struct hwait w;
 	hwait_init(p, &w);
+	struct hdefer d;
+	d.n = 0;
 	for (;;) {
 		int fds[2] = { p->srv.uffd_thread, atomic_load(&p->eng.uffd_pool) };
 		bool broken = false;
 		size_t got = 0;
+		if (d.n && !bp_gate_closed(p)) { /* the fork is done: serve them */
+			unsigned n = d.n;
+			d.n = 0; /* kept again, in place, if another fork began */
+			for (unsigned i = 0; i < n; i++)
+				handle_msg(p, d.uffd[i], &d.m[i], &d);
+			got += n;
+		}
 		for (int i = 0; i < 2; i++)
 			if (fds[i] >= 0)
-				got += drain_uffd(p, fds[i], &broken);
+				got += drain_uffd(p, fds[i], &broken, &d);
 		if (broken)
 			break;
 		if (got && no_spin) {
@@ -632,7 +693,7 @@ static void *handler_main(void *arg)
 				bp_cpu_relax();
 				for (int i = 0; i < 2; i++)
 					if (fds[i] >= 0)
-						more += drain_uffd(p, fds[i], &broken);
+						more += drain_uffd(p, fds[i], &broken, &d);
 			}
 			atomic_fetch_sub(&p->srv.spinners, 1);
 			if (broken)
@@ -647,9 +708,15 @@ static void *handler_main(void *arg)
 			atomic_fetch_sub(&p->srv.spinners, 1); /* another spins */
 			continue;
 		}
-		if (!hwait_sleep(p, &w, fds))
+		/* with faults kept, look at the gate every millisecond */
+		if (!hwait_sleep(p, &w, fds, d.n ? 1 : -1))
 			break;
 	}
+	/* stopping: the threads of faults kept fault again (their regions
+	 * are being unmapped) */
+	for (unsigned i = 0; i < d.n; i++)
+		bp_uffd_wake(d.uffd[i], (uintptr_t)d.m[i].arg.pagefault.address & ~(uintptr_t)(PG_SIZE - 1),
+			     PG_SIZE);
 	if (w.ep >= 0)
 		close(w.ep);
 	return NULL;

@@ -116,12 +116,14 @@ static void fork_prepare(void)
 		fetch_all(p);
 	}
 	bp_tab_fork_prepare();
+	bp_rank_fork_held(true); /* glibc's fork may fault now (fork-late) */
 	bp_leave();
 }
 
 static void fork_parent(void)
 {
 	bp_enter();
+	bp_rank_fork_held(false);
 	bp_tab_fork_parent();
 	unsigned gen = bp_fork_gen();
 	for (size_t i = 0; i < g_n; i++) {

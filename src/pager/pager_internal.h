@@ -197,6 +197,11 @@ void bp_rank_frame_leave(unsigned saved);
 unsigned bp_rank_held(void);
 /* A fork child: nothing is held (the fork handlers' locks are reset). */
 void bp_rank_fork_child(void);
+/* The fork handlers' locks held from the end of prepare to the parent
+ * handler (true, then false): a fault in between is allowed (glibc's
+ * fork touches the program's memory then), since a fork being prepared
+ * takes room at once and serves without those locks (fault.c). */
+void bp_rank_fork_held(bool held);
 
 /* pthread mutexes with a rank */
 static inline void bp_mutex_lock(pthread_mutex_t *m, enum bp_rank r)
@@ -637,6 +642,16 @@ int bp_pager_map_at(bypass_pager *p, void *at, size_t length, unsigned flags);
 void bp_gate_enter(struct bypass_pager *p);
 bool bp_gate_tryenter(struct bypass_pager *p);
 void bp_gate_leave(struct bypass_pager *p);
+/* The gate is closed (a fork is being prepared): reservations take room at
+ * once, since the evict lock is the forking thread's. */
+bool bp_gate_closed(const struct bypass_pager *p);
+/* The gate is closed by thread tid (a userfaultfd message's thread id; 0:
+ * unknown, false).  A fault of that thread then is the forking thread's
+ * own, after the pager's prepare handler (glibc's fork touches the
+ * program's memory before the fork system call and before the parent
+ * handlers): served through the closed gate, and woken only once the
+ * page's bookkeeping is done (fault.c). */
+bool bp_gate_owned_by(const struct bypass_pager *p, pid_t tid);
 /* Slots of our own file that descendants hold, in bitmap word w. */
 uint64_t bp_share_busy(struct bypass_pager *p, uint32_t w);
 /* A slot of an ancestor's file we no longer need (pg.slot value). */

@@ -16,7 +16,10 @@
  * Entering it with a lock of rank BP_RANK_EVICT or above held aborts (the
  * fault may need that lock: a self-deadlock, or a 10 s wait for room that
  * ends in SIGBUS); inside it, takes are checked against the locks taken in
- * the frame only (the interrupted code's locks are not in its way).
+ * the frame only (the interrupted code's locks are not in its way).  Not
+ * between the fork handlers' prepare and parent (bp_rank_fork_held): the
+ * forking thread holds their locks then, and glibc's fork touches the
+ * program's memory; a fork being prepared serves without them.
  *
  * Everything here is async-signal-safe: thread-local arrays (initial-exec),
  * write(2), abort().
@@ -69,6 +72,7 @@ struct held {
 static __thread struct {
 	unsigned n, base;
 	bool lost; /* more than RANK_MAX_HELD: no more checks in this thread */
+	bool fork_held; /* what is held is the fork handlers' (fork.c) */
 	struct held h[RANK_MAX_HELD];
 } rk __attribute__((tls_model("initial-exec")));
 
@@ -172,7 +176,8 @@ void bp_rank_pop_slow(enum bp_rank r, const void *lock)
 unsigned bp_rank_frame_enter(void)
 {
 	unsigned saved = rk.base;
-	if (atomic_load_explicit(&bp_rank_on, memory_order_relaxed) && !rk.lost) {
+	if (atomic_load_explicit(&bp_rank_on, memory_order_relaxed) && !rk.lost &&
+	    !rk.fork_held) {
 		for (unsigned i = 0; i < rk.n; i++)
 			if (rk.h[i].rank >= BP_RANK_EVICT && rk.h[i].rank <= BP_RANK_TABLE)
 				die(BP_RANK_NONE, (enum bp_rank)rk.h[i].rank);
@@ -199,4 +204,10 @@ void bp_rank_fork_child(void)
 	 * is the program's call, outside bypass), all of it reset here */
 	rk.n = rk.base = 0;
 	rk.lost = false;
+	rk.fork_held = false;
+}
+
+void bp_rank_fork_held(bool held)
+{
+	rk.fork_held = held;
 }

@@ -127,6 +127,17 @@ void bp_gate_leave(struct bypass_pager *p)
 	atomic_fetch_sub(gate_mine(p), 1);
 }
 
+bool bp_gate_closed(const struct bypass_pager *p)
+{
+	return atomic_load_explicit(&p->gate.closed, memory_order_acquire) != 0;
+}
+
+bool bp_gate_owned_by(const struct bypass_pager *p, pid_t tid)
+{
+	/* stable while tid's fault waits: only tid opens the gate */
+	return tid && bp_gate_closed(p) && atomic_load(&p->gate.owner) == tid;
+}
+
 /* Close the gate and wait until nobody is inside (the calling thread
  * passes it from now on). */
 static void gate_close(struct bypass_pager *p)
