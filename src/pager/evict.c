@@ -370,16 +370,16 @@ static int write_sync(struct bypass_pager *p, const struct iovec *iov, uint32_t 
 
 /*
  * Write n locked, write-protected dirty pages (sorted by id) to fresh
- * slots: runs of consecutive slots become one writev (the first staged
- * of them also into the compressed pool: tier_stage()).  The pages are
- * unlocked in state WRITEBACK (and, for a synchronous write-back, finished
- * before this returns).
+ * slots: runs of consecutive slots become one writev (the staged ones,
+ * v[at[0]], v[at[1]], ... (increasing), also into the compressed pool:
+ * tier_stage()).  The pages are unlocked in state WRITEBACK (and, for a
+ * synchronous write-back, finished before this returns).
  */
 static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint32_t *v,
-			     uint32_t n, uint32_t staged)
+			     uint32_t n, const uint32_t *at, uint32_t staged)
 {
 	struct bp_tier *t = staged ? atomic_load_explicit(&p->tier, memory_order_acquire) : NULL;
-	uint32_t i = 0;
+	uint32_t i = 0, sk = 0; /* sk: the next staged page, at[sk] */
 	bool queued = false;
 	bool sync = atomic_load_explicit(&p->ev.sync_wb, memory_order_relaxed) &&
 		    !bp_pager_in_handler_thread();
@@ -403,8 +403,8 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 			struct region *r = ectx_region(p, c, v[i]);
 			uintptr_t a = region_addr(r, v[i]);
 			pg_of(p, v[i])->slot = slot_make(p->lin.depth, s + cnt);
-			if (i < staged) /* a compressed copy in the pool too */
-				bp_tier_commit(p, t, s + cnt, v[i], i);
+			if (sk < staged && at[sk] == i) /* a compressed copy in the pool too */
+				bp_tier_commit(p, t, s + cnt, v[i], sk++);
 			b->ids[cnt] = v[i];
 			if (niov && (uintptr_t)b->iov[niov - 1].iov_base +
 						b->iov[niov - 1].iov_len == a) {
@@ -448,33 +448,43 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 
 /*
  * The compressed tier (tier.c), write-through: of the n locked,
- * write-protected dirty victims v (the first TIER_STAGE of them), those
- * that compress are compressed now, and submit_writeback() puts each in
- * the pool under the slot it gives the page, then writes the page to the
- * file as before.  The file always has the data: whatever reads slots from
- * the file (the prefetcher, a forked child) reads it right, and the pool
- * shrinks by forgetting.  Pages under the DONTNEED hint (cold: not
- * expected back soon) are not compressed.  Returns how many victims were
- * staged (their compressed copies are indexed by their place in v).
+ * write-protected dirty victims v, the first BP_TIER_STAGE that are not
+ * under the DONTNEED hint (cold: not expected back soon; the file only,
+ * counted) are staged, and those that compress are compressed now;
+ * submit_writeback() puts each in the pool under the slot it gives the
+ * page, then writes the page to the file as before.  The file always has
+ * the data: whatever reads slots from the file (the prefetcher, a forked
+ * child) reads it right, and the pool shrinks by forgetting.  The cold
+ * pages are passed over, not counted against the window (a batch that
+ * began with cold pages staged none of the others after them).  Returns
+ * how many were staged; at[k] is the place in v of the k-th (increasing),
+ * whose compressed copy is the tier's k-th.
  */
-static uint32_t tier_stage(struct bypass_pager *p, struct ectx *c, const uint32_t *v, uint32_t n)
+static uint32_t tier_stage(struct bypass_pager *p, struct ectx *c, const uint32_t *v, uint32_t n,
+			   uint32_t *at)
 {
 	struct bp_tier *t = atomic_load_explicit(&p->tier, memory_order_acquire);
 	if (!bp_tier_on(t) || !n)
 		return 0;
 	void *addrs[BP_TIER_STAGE];
-	uint32_t m = n < BP_TIER_STAGE ? n : BP_TIER_STAGE;
-	for (uint32_t i = 0; i < m; i++)
-		addrs[i] = (void *)region_addr(ectx_region(p, c, v[i]), v[i]);
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		/* decided once, here: the hint may change while the page is
+		 * written back, the staged list may not */
+		if (atomic_load_explicit(&pg_of(p, v[i])->w, memory_order_relaxed) & PW_COLD) {
+			bp_tier_count_cold(t); /* DONTNEED: the file only */
+		} else if (m < BP_TIER_STAGE) {
+			at[m] = i;
+			addrs[m++] = (void *)region_addr(ectx_region(p, c, v[i]), v[i]);
+		}
+	}
+	if (!m)
+		return 0;
 	const char *buf = bp_tier_stage(t, addrs, m);
 	if (!buf)
 		return 0;
-	for (uint32_t i = 0; i < m; i++) {
-		if (atomic_load_explicit(&pg_of(p, v[i])->w, memory_order_relaxed) & PW_COLD)
-			bp_tier_count_cold(t); /* DONTNEED: the file only */
-		else
-			bp_tier_compress(t, buf + (size_t)i * PG_SIZE, i);
-	}
+	for (uint32_t k = 0; k < m; k++)
+		bp_tier_compress(t, buf + (size_t)k * PG_SIZE, k);
 	return m;
 }
 
@@ -540,7 +550,9 @@ static uint32_t evict_round(struct bypass_pager *p, struct ectx *c, bool force, 
 			bp_err("bypass: pager: write-protect %u pages: %s", j - i, strerror(-e));
 		i = j;
 	}
-	submit_writeback(p, c, v, kept, tier_stage(p, c, v, kept));
+	uint32_t at[BP_TIER_STAGE];
+	uint32_t staged = tier_stage(p, c, v, kept, at);
+	submit_writeback(p, c, v, kept, at, staged);
 	return nclean + kept;
 }
 
