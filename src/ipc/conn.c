@@ -99,7 +99,7 @@ bool bp_ipc_uid_allowed(uid_t uid, unsigned flags, const uid_t *allow, unsigned 
 static int peer_cred(int sock, struct ucred *uc)
 {
 	socklen_t l = sizeof(*uc);
-	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, uc, &l) < 0)
+	if (bp_sys_getsockopt(sock, SOL_SOCKET, SO_PEERCRED, uc, &l) < 0)
 		return -errno;
 	return 0;
 }
@@ -141,14 +141,14 @@ int bypass_ipc_listen(const char *name, const struct bypass_ipc_opts *o,
 	}
 	s->ring_size = o && o->ring_size ? o->ring_size : DEFAULT_RING;
 	s->max_msg = o && o->max_msg ? o->max_msg : s->ring_size / 4;
-	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	s->fd = bp_sys_socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s->fd < 0) {
 		r = -errno;
 		goto fail;
 	}
 	if ((r = bp_ipc_bind(s->fd, &sa, alen, is_path)))
 		goto fail;
-	if (listen(s->fd, 128) < 0) {
+	if (bp_sys_listen(s->fd, 128) < 0) {
 		r = -errno;
 		goto fail;
 	}
@@ -159,7 +159,7 @@ int bypass_ipc_listen(const char *name, const struct bypass_ipc_opts *o,
 	return 0;
 fail:
 	if (s->fd >= 0)
-		close(s->fd);
+		bp_sys_close(s->fd);
 	bp_ipc_quota_close(s->quota);
 	free(s->allow);
 	free(s);
@@ -177,7 +177,7 @@ int bypass_ipc_service_close(bypass_ipc_service *s)
 		return -EINVAL;
 	if (s->path[0] && s->creator == bp_pid())
 		unlink(s->path);
-	close(s->fd);
+	bp_sys_close(s->fd);
 	if (s->creator == bp_pid())
 		bp_ipc_quota_close(s->quota);
 	free(s->allow);
@@ -192,7 +192,7 @@ int bp_ipc_wait_fd(int fd, short events, uint64_t deadline)
 		if (!ms)
 			return -ETIMEDOUT;
 		struct pollfd p = { .fd = fd, .events = events };
-		int r = poll(&p, 1, ms);
+		int r = bp_sys_poll(&p, 1, ms);
 		if (r > 0)
 			return 0;
 		if (r < 0 && errno != EINTR)
@@ -227,9 +227,9 @@ static void conn_free(struct bypass_ipc_conn *c)
 	if (c->arena)
 		bypass_arena_close(c->arena);
 	if (c->sock >= 0)
-		close(c->sock);
+		bp_sys_close(c->sock);
 	if (c->pidfd >= 0)
-		close(c->pidfd);
+		bp_sys_close(c->pidfd);
 	free(c);
 }
 
@@ -262,7 +262,7 @@ static int populate(struct bypass_ipc_conn *c)
 		{ c->rx.data, c->rx.cap },
 	};
 	for (int i = 0; i < 3; i++) {
-		if (madvise(part[i].p, part[i].n, MADV_POPULATE_WRITE) == 0)
+		if (bp_sys_madvise(part[i].p, part[i].n, MADV_POPULATE_WRITE) == 0)
 			continue;
 		if (errno == EINVAL)
 			return 0;
@@ -277,7 +277,7 @@ static int open_pidfd(pid_t pid)
 {
 	if (pid <= 0)
 		return -1;
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int fd = bp_sys_pidfd_open(pid, 0);
 	return fd < 0 ? -1 : fd;
 }
 
@@ -301,7 +301,7 @@ int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t time
 	uint64_t deadline = bp_deadline(timeout_ns);
 	int fd;
 	for (;;) {
-		fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		fd = bp_sys_accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd >= 0)
 			break;
 		if (errno == EINTR || errno == ECONNABORTED)
@@ -317,7 +317,7 @@ int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t time
 	struct ucred uc;
 	int r = peer_cred(fd, &uc);
 	if (r) {
-		close(fd);
+		bp_sys_close(fd);
 		return r;
 	}
 	struct ipc_hello h = { .magic = IPC_MAGIC, .version = IPC_VERSION,
@@ -326,7 +326,7 @@ int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t time
 		bp_info("bypass: ipc: refused pid %d uid %u", (int)uc.pid, (unsigned)uc.uid);
 		h.status = EACCES;
 		bypass_send_fds(fd, NULL, 0, &h, sizeof(h));
-		close(fd);
+		bp_sys_close(fd);
 		return -EACCES;
 	}
 
@@ -335,14 +335,14 @@ int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t time
 	if (r) {
 		h.status = -r;
 		bypass_send_fds(fd, NULL, 0, &h, sizeof(h));
-		close(fd);
+		bp_sys_close(fd);
 		return r;
 	}
 	struct bypass_ipc_conn *c = conn_new();
 	if (!c) {
 		int nofd = -1;
 		bp_ipc_quota_leave(s->quota, qid, &nofd, -1, 0, true, false);
-		close(fd);
+		bp_sys_close(fd);
 		return -ENOMEM;
 	}
 	c->quota = s->quota;
@@ -358,7 +358,7 @@ int bypass_ipc_accept(bypass_ipc_service *s, bypass_ipc_conn **out, int64_t time
 		goto fail;
 	int afd = bypass_arena_fd(c->arena);
 	/* Core seals against shrinking; also growing, then the seals. */
-	fcntl(afd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SEAL);
+	bp_sys_fcntl(afd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SEAL);
 	struct ipc_shared *sh;
 	void *d1, *d2;
 	if ((r = bypass_arena_alloc(c->arena, sizeof(*sh), ps, (void **)&sh)) ||
@@ -416,7 +416,7 @@ static int recv_hello(int sock, struct ipc_hello *h, int *afd, pid_t *pid)
 			      .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
 	ssize_t n;
 	do
-		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+		n = bp_sys_recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
@@ -439,7 +439,7 @@ static int recv_hello(int sock, struct ipc_hello *h, int *afd, pid_t *pid)
 				if (*afd < 0) {
 					*afd = fd;
 				} else {
-					close(fd);
+					bp_sys_close(fd);
 					extra = true;
 				}
 			}
@@ -447,7 +447,7 @@ static int recv_hello(int sock, struct ipc_hello *h, int *afd, pid_t *pid)
 	}
 	if (extra) {
 		if (*afd >= 0)
-			close(*afd);
+			bp_sys_close(*afd);
 		*afd = -1;
 		return -EPROTO;
 	}
@@ -464,14 +464,14 @@ static int recv_hello(int sock, struct ipc_hello *h, int *afd, pid_t *pid)
 int bp_ipc_memfd_ok(int afd, uint64_t *size)
 {
 	struct stat st;
-	if (fstat(afd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+	if (bp_sys_fstat(afd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
 		return -EPROTO;
 	struct statfs fs;
 	if (fstatfs(afd, &fs) < 0 || fs.f_type != TMPFS_MAGIC) {
 		bp_warn("bypass: ipc: the server's arena is not a shmem memfd: refused");
 		return -EPROTO;
 	}
-	int seals = fcntl(afd, F_GET_SEALS);
+	int seals = bp_sys_fcntl(afd, F_GET_SEALS, 0);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
 		bp_warn("bypass: ipc: the server's arena is not sealed against "
 			"shrinking (it could be truncated under us): refused");
@@ -531,7 +531,7 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 	if (!c)
 		return -ENOMEM;
 	conn_set_mode(c, o);
-	c->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	c->sock = bp_sys_socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (c->sock < 0) {
 		r = -errno;
 		goto fail;
@@ -544,11 +544,11 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 			      .tv_usec = hto % 1000000000 / 1000 };
 	if (!tv.tv_sec && !tv.tv_usec)
 		tv.tv_usec = 1; /* 0 would mean no limit */
-	setsockopt(c->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	bp_sys_setsockopt(c->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	/* The hello then carries its sender's pid, in our pid namespace. */
 	int one = 1;
-	setsockopt(c->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
-	if (connect(c->sock, (struct sockaddr *)&sa, (socklen_t)alen) < 0) {
+	bp_sys_setsockopt(c->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+	if (bp_sys_connect(c->sock, (struct sockaddr *)&sa, (socklen_t)alen) < 0) {
 		r = errno == EAGAIN ? -ETIMEDOUT : -errno;
 		goto fail;
 	}
@@ -595,7 +595,7 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 	r = bypass_arena_open(afd, &c->arena);
 	if (r)
 		goto fail_fd;
-	close(afd);
+	bp_sys_close(afd);
 	afd = -1;
 	c->lo = (uintptr_t)bypass_arena_base(c->arena);
 	c->len = bypass_arena_size(c->arena);
@@ -621,16 +621,16 @@ int bypass_ipc_connect(const char *name, const struct bypass_ipc_opts *o,
 	unsigned fl = o ? o->flags : 0;
 	if ((!(fl & BYPASS_IPC_LAZY) && (r = populate(c))) || (r = conn_pkey(c, fl)))
 		goto fail;
-	int sfl = fcntl(c->sock, F_GETFL);
+	int sfl = bp_sys_fcntl(c->sock, F_GETFL, 0);
 	if (sfl >= 0)
-		fcntl(c->sock, F_SETFL, sfl | O_NONBLOCK);
+		bp_sys_fcntl(c->sock, F_SETFL, sfl | O_NONBLOCK);
 	one = 0;
-	setsockopt(c->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+	bp_sys_setsockopt(c->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 	*out = c;
 	return 0;
 fail_fd:
 	if (afd >= 0)
-		close(afd);
+		bp_sys_close(afd);
 fail:
 	conn_free(c);
 	return r;
@@ -645,7 +645,7 @@ void bp_ipc_drain_socket(bypass_ipc_conn *c)
 	 * the socket readable: a spurious wake-up at worst). */
 	char buf[256];
 	for (int i = 0; i < 16; i++) {
-		ssize_t n = recv(c->sock, buf, sizeof(buf), MSG_DONTWAIT);
+		ssize_t n = bp_sys_recv(c->sock, buf, sizeof(buf), MSG_DONTWAIT);
 		if (n > 0)
 			continue;
 		if (n == 0)
@@ -666,7 +666,7 @@ int bp_ipc_peer_check(bypass_ipc_conn *c)
 		{ .fd = c->sock, .events = POLLIN | POLLRDHUP },
 		{ .fd = c->pidfd, .events = POLLIN },
 	};
-	int r = poll(p, c->pidfd >= 0 ? 2 : 1, 0);
+	int r = bp_sys_poll(p, c->pidfd >= 0 ? 2 : 1, 0);
 	if (r > 0 && ((p[0].revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) ||
 		      (p[1].revents & POLLIN))) {
 		c->peer_gone = true;
@@ -710,7 +710,7 @@ int bypass_ipc_close(bypass_ipc_conn *c)
 			c->quota = NULL;
 		}
 		if (c->sock >= 0)
-			shutdown(c->sock, SHUT_RDWR);
+			bp_sys_shutdown(c->sock, SHUT_RDWR);
 	}
 	conn_free(c);
 	return 0;

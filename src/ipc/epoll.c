@@ -70,9 +70,9 @@ static void drop_set_if_empty(struct ipc_epset *s)
 /* Take c's descriptors out of the kernel's set epfd. */
 static void kernel_del(int epfd, bypass_ipc_conn *c)
 {
-	epoll_ctl(epfd, EPOLL_CTL_DEL, c->sock, NULL);
+	bp_sys_epoll_ctl(epfd, EPOLL_CTL_DEL, c->sock, NULL);
 	if (c->pidfd >= 0)
-		epoll_ctl(epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
+		bp_sys_epoll_ctl(epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
 }
 
 static void unlink_reg(struct ipc_epreg *g)
@@ -157,12 +157,12 @@ int bypass_ipc_epoll_ctl(int epfd, int op, bypass_ipc_conn *c, struct epoll_even
 		}
 		struct epoll_event kev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = g };
 		struct epoll_event pev = { .events = EPOLLIN, .data.ptr = (char *)g + 1 };
-		if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->sock, &kev) < 0) {
+		if (bp_sys_epoll_ctl(epfd, EPOLL_CTL_ADD, c->sock, &kev) < 0) {
 			r = -errno;
 		} else if (c->pidfd >= 0 &&
-			   epoll_ctl(epfd, EPOLL_CTL_ADD, c->pidfd, &pev) < 0) {
+			   bp_sys_epoll_ctl(epfd, EPOLL_CTL_ADD, c->pidfd, &pev) < 0) {
 			r = -errno;
-			epoll_ctl(epfd, EPOLL_CTL_DEL, c->sock, NULL);
+			bp_sys_epoll_ctl(epfd, EPOLL_CTL_DEL, c->sock, NULL);
 		}
 		if (r) {
 			free(g);
@@ -299,7 +299,7 @@ static int kpoll(int epfd, struct epoll_event *ev, int max, int timeout_ms)
 {
 	int k;
 	do
-		k = epoll_wait(epfd, ev, max, timeout_ms);
+		k = bp_sys_epoll_wait(epfd, ev, max, timeout_ms);
 	while (k < 0 && errno == EINTR && timeout_ms == 0);
 	return k < 0 ? -errno : k;
 }

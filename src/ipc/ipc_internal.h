@@ -32,6 +32,7 @@
 
 #include "core/deadline.h"
 #include "core/internal.h"
+#include "core/syscall.h"
 
 #define IPC_MAGIC 0x4250495043415231ull /* "BPIPCAR1" */
 #define IPC_VERSION 1u

@@ -30,10 +30,10 @@ static void server_pidfd(int sock, pid_t pid, struct lib_core *lc)
 {
 	int fd = -1;
 	socklen_t l = sizeof(fd);
-	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &l) < 0 || fd < 0)
-		fd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	if (bp_sys_getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &l) < 0 || fd < 0)
+		fd = pid > 0 ? bp_sys_pidfd_open(pid, 0) : -1;
 	if (fd >= 0)
-		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		bp_sys_fcntl(fd, F_SETFD, FD_CLOEXEC);
 	lc->srv_pid = pid;
 	lc->srv_pidfd = fd;
 }
@@ -49,7 +49,7 @@ static int handshake(const char *name, const struct bypass_ipc_lib_opts *o, stru
 	int alen = bp_ipc_make_addr(name, true, &sa, &is_path);
 	if (alen < 0)
 		return alen;
-	int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int sock = bp_sys_socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (sock < 0)
 		return -errno;
 	int64_t hto = o && o->handshake_timeout_ns ? o->handshake_timeout_ns : HANDSHAKE_NS;
@@ -57,9 +57,9 @@ static int handshake(const char *name, const struct bypass_ipc_lib_opts *o, stru
 	struct timeval tv = { .tv_sec = hto / 1000000000, .tv_usec = hto % 1000000000 / 1000 };
 	if (!tv.tv_sec && !tv.tv_usec)
 		tv.tv_usec = 1;
-	setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	bp_sys_setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	int r;
-	if (connect(sock, (struct sockaddr *)&sa, (socklen_t)alen) < 0) {
+	if (bp_sys_connect(sock, (struct sockaddr *)&sa, (socklen_t)alen) < 0) {
 		r = errno == EAGAIN ? -ETIMEDOUT : -errno;
 		goto out;
 	}
@@ -83,7 +83,7 @@ static int handshake(const char *name, const struct bypass_ipc_lib_opts *o, stru
 	} else {
 		struct ucred uc;
 		socklen_t l = sizeof(uc);
-		r = getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0 ? -errno : 0;
+		r = bp_sys_getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0 ? -errno : 0;
 		*srv = uc.uid;
 		if (!r)
 			server_pidfd(sock, uc.pid, lc);
@@ -95,9 +95,9 @@ static int handshake(const char *name, const struct bypass_ipc_lib_opts *o, stru
 	}
 	if (r)
 		for (unsigned i = 0; i < nfds; i++)
-			close(fds[i]);
+			bp_sys_close(fds[i]);
 out:
-	close(sock);
+	bp_sys_close(sock);
 	return r;
 }
 
@@ -139,7 +139,7 @@ static int open_library(struct bypass_ipc_lib *h, const char *name,
 	bool allow_wrpkru = o && (o->flags & BYPASS_IPC_LIB_ALLOW_WRPKRU);
 	if ((r = bp_ipc_memfd_ok(afd, &size)))
 		goto out;
-	int seals = fcntl(afd, F_GET_SEALS);
+	int seals = bp_sys_fcntl(afd, F_GET_SEALS, 0);
 	if (size != hello.size || seals < 0 || !(seals & F_SEAL_GROW) ||
 	    hello.ctl_off < 4096 || (hello.ctl_off & (BP_CACHELINE - 1)) ||
 	    hello.ctl_off + sizeof(struct lib_ctl) > size) {
@@ -148,7 +148,7 @@ static int open_library(struct bypass_ipc_lib *h, const char *name,
 	}
 	/* The object: the server's own descriptor, checked before a byte of
 	 * it runs here. */
-	if (fstat(objfd, &st) < 0 || (uint64_t)st.st_dev != hello.dev ||
+	if (bp_sys_fstat(objfd, &st) < 0 || (uint64_t)st.st_dev != hello.dev ||
 	    (uint64_t)st.st_ino != hello.ino) {
 		r = -EPROTO;
 		goto out;
@@ -203,8 +203,8 @@ static int open_library(struct bypass_ipc_lib *h, const char *name,
 		bp_ipc_lib_noread();
 	h->mode = BYPASS_IPC_LIB_MODE_LIBRARY;
 out:
-	close(afd);
-	close(objfd);
+	bp_sys_close(afd);
+	bp_sys_close(objfd);
 	return r;
 }
 
@@ -214,9 +214,9 @@ static void lib_free(struct bypass_ipc_lib *h)
 	bp_ipc_lib_unload(lc);
 	bp_ipc_lib_map_put(lc->map);
 	if (lc->evfd >= 0)
-		close(lc->evfd);
+		bp_sys_close(lc->evfd);
 	if (lc->srv_pidfd >= 0)
-		close(lc->srv_pidfd);
+		bp_sys_close(lc->srv_pidfd);
 	bp_ipc_lib_msg_close(h);
 	free(h);
 }

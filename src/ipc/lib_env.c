@@ -328,7 +328,7 @@ static int env_post(const struct bypass_ipc_env *env, uint32_t type, const void 
 	if (atomic_load_explicit(&c->ev_armed, memory_order_seq_cst) &&
 	    atomic_exchange(&c->ev_armed, 0)) {
 		uint64_t one = 1;
-		if (lc->evfd >= 0 && write(lc->evfd, &one, sizeof(one)) < 0)
+		if (lc->evfd >= 0 && bp_sys_write(lc->evfd, &one, sizeof(one)) < 0)
 			bp_debug("bypass: ipc: event wake-up: %s", strerror(errno));
 	}
 	return 0;

@@ -197,7 +197,7 @@ int bp_ipc_lib_guard(void *addr, size_t len)
 	int k = bp_ipc_lib_key();
 	if (k < 0)
 		return -EOPNOTSUPP;
-	if (syscall(SYS_pkey_mprotect, addr, len, PROT_READ | PROT_WRITE, k) < 0)
+	if (bp_sys_pkey_mprotect(addr, len, PROT_READ | PROT_WRITE, (int)k) < 0)
 		return -errno;
 	close_here();
 	return 0;

@@ -51,7 +51,7 @@ static int reopen(int afd)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", afd);
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	int fd = bp_sys_open(path, O_RDWR | O_CLOEXEC, 0);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -59,7 +59,7 @@ static int ofd_lock(int fd, uint32_t id, short type, int cmd)
 {
 	struct flock fl = { .l_type = type, .l_whence = SEEK_SET,
 			    .l_start = (off_t)(LIB_OWNER_BASE + id), .l_len = 1 };
-	if (fcntl(fd, cmd, &fl) < 0)
+	if (bp_sys_fcntl(fd, cmd, (long)&fl) < 0)
 		return -errno;
 	return cmd == F_OFD_GETLK ? fl.l_type != F_UNLCK : 0;
 }
@@ -102,7 +102,7 @@ static __attribute__((noinline)) int owner_refresh(struct lib_owner *o)
 		/* After fork: the description was the parent's (lib_map.c's
 		 * child handler closed it); take an id of our own. */
 		if (o->fd >= 0)
-			close(o->fd);
+			bp_sys_close(o->fd);
 		o->fd = reopen(o->afd);
 		uint32_t id = 0;
 		if (o->fd < 0)
@@ -111,7 +111,7 @@ static __attribute__((noinline)) int owner_refresh(struct lib_owner *o)
 			bp_warn("bypass: ipc: no lock owner id: %s", strerror(-r));
 		if (r) {
 			if (o->fd >= 0)
-				close(o->fd);
+				bp_sys_close(o->fd);
 			o->fd = -1;
 		} else {
 			atomic_store_explicit(&o->id, id + 1, memory_order_relaxed);
@@ -130,7 +130,7 @@ int bp_ipc_lib_owner_take(struct lib_owner *o)
 void bp_ipc_lib_owner_fini(struct lib_owner *o)
 {
 	if (o->fd >= 0)
-		close(o->fd);
+		bp_sys_close(o->fd);
 	o->fd = -1;
 	pthread_mutex_destroy(&o->mu);
 }
@@ -139,7 +139,7 @@ void bp_ipc_lib_owner_fini(struct lib_owner *o)
 void bp_ipc_lib_owner_forked(struct lib_owner *o)
 {
 	if (o->fd >= 0)
-		close(o->fd);
+		bp_sys_close(o->fd);
 	o->fd = -1;
 	atomic_store(&o->gen, ~0u);
 	pthread_mutex_init(&o->mu, NULL);
@@ -256,8 +256,8 @@ static void *live_main(void *arg)
 	lv->head.list.next = &lv->entry;
 	lv->head.futex_offset = (long)((uintptr_t)lv->word - (uintptr_t)&lv->entry);
 	lv->head.list_op_pending = NULL;
-	pid_t tid = (pid_t)syscall(SYS_gettid);
-	if (syscall(SYS_set_robust_list, &lv->head, sizeof(lv->head)) < 0) {
+	pid_t tid = bp_sys_gettid();
+	if (bp_sys_ret(bp_syscall2(SYS_set_robust_list, &lv->head, sizeof(lv->head))) < 0) {
 		lv->err = -errno;
 		atomic_store(&lv->state, 3);
 		bp_futex_wake(&lv->state, 1, false);

@@ -81,7 +81,7 @@ int bp_ipc_lib_map_open(int afd, struct lib_map **out)
 {
 	pthread_once(&atfork_once, install_atfork);
 	struct stat st;
-	if (fstat(afd, &st) < 0)
+	if (bp_sys_fstat(afd, &st) < 0)
 		return -errno;
 	pthread_mutex_lock(&lock);
 	struct lib_map *m = find(st.st_dev, st.st_ino);
@@ -103,7 +103,7 @@ int bp_ipc_lib_map_adopt(bypass_arena *a, int guarded, struct lib_map **out)
 {
 	pthread_once(&atfork_once, install_atfork);
 	struct stat st;
-	if (fstat(bypass_arena_fd(a), &st) < 0)
+	if (bp_sys_fstat(bypass_arena_fd(a), &st) < 0)
 		return -errno;
 	pthread_mutex_lock(&lock);
 	int r = add(a, &st, guarded, out);

@@ -78,7 +78,7 @@ static int scan_file_range(int fd, uint64_t off, uint64_t end, size_t *count, ui
 	size_t keep = 0;
 	while (off < end) {
 		size_t want = end - off > CHUNK ? CHUNK : (size_t)(end - off);
-		ssize_t n = pread(fd, buf + keep, want, (off_t)off);
+		ssize_t n = bp_sys_pread(fd, buf + keep, want, (off_t)off);
 		if (n <= 0) {
 			r = n < 0 ? -errno : -ENOEXEC;
 			break;
@@ -102,7 +102,7 @@ static int scan_file_range(int fd, uint64_t off, uint64_t end, size_t *count, ui
 static int scan_file(int fd, uint64_t fsize, size_t *count, uint64_t *first)
 {
 	Elf64_Ehdr eh;
-	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	if (bp_sys_pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64 ||
 	    eh.e_type != ET_DYN || eh.e_phentsize != sizeof(Elf64_Phdr) || !eh.e_phnum ||
@@ -111,7 +111,7 @@ static int scan_file(int fd, uint64_t fsize, size_t *count, uint64_t *first)
 	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
 	for (unsigned i = 0; i < eh.e_phnum; i++) {
 		Elf64_Phdr ph;
-		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) !=
+		if (bp_sys_pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) !=
 		    (ssize_t)sizeof(ph))
 			return -ENOEXEC;
 		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
@@ -132,7 +132,7 @@ static int scan_file(int fd, uint64_t fsize, size_t *count, uint64_t *first)
 int bp_ipc_lib_check_object(int fd, uid_t owner, bool allow_wrpkru)
 {
 	struct stat st;
-	if (fstat(fd, &st) < 0)
+	if (bp_sys_fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return -EACCES;
@@ -169,7 +169,7 @@ int bp_ipc_lib_check_object(int fd, uid_t owner, bool allow_wrpkru)
 int bp_ipc_lib_object_copy(int fd, int *out)
 {
 	struct stat st;
-	if (fstat(fd, &st) < 0)
+	if (bp_sys_fstat(fd, &st) < 0)
 		return -errno;
 	/* MFD_EXEC: executable where vm.memfd_noexec would seal it
 	 * otherwise (Linux 6.3+; older kernels refuse the flag: EINVAL). */
@@ -183,7 +183,7 @@ int bp_ipc_lib_object_copy(int fd, int *out)
 	int r = buf ? 0 : -ENOMEM;
 	off_t off = 0;
 	while (!r) {
-		ssize_t n = pread(fd, buf, CHUNK, off);
+		ssize_t n = bp_sys_pread(fd, buf, CHUNK, off);
 		if (n < 0) {
 			r = -errno;
 			break;
@@ -191,7 +191,7 @@ int bp_ipc_lib_object_copy(int fd, int *out)
 		if (n == 0)
 			break;
 		for (ssize_t done = 0; done < n && !r;) {
-			ssize_t w = write(m, buf + done, (size_t)(n - done));
+			ssize_t w = bp_sys_write(m, buf + done, (size_t)(n - done));
 			if (w < 0)
 				r = -errno;
 			else
@@ -202,10 +202,10 @@ int bp_ipc_lib_object_copy(int fd, int *out)
 	free(buf);
 	if (!r && fchmod(m, 0555) < 0)
 		r = -errno;
-	if (!r && fcntl(m, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+	if (!r && bp_sys_fcntl(m, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		r = -errno;
 	if (r) {
-		close(m);
+		bp_sys_close(m);
 		return r;
 	}
 	*out = m;
@@ -214,7 +214,7 @@ int bp_ipc_lib_object_copy(int fd, int *out)
 
 int bp_ipc_lib_object_sealed(int fd)
 {
-	int seals = fcntl(fd, F_GET_SEALS);
+	int seals = bp_sys_fcntl(fd, F_GET_SEALS, 0);
 	unsigned need = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW;
 	if (seals < 0)
 		return 0;
@@ -269,28 +269,52 @@ static int scan_loaded(struct dl_phdr_info *info, size_t sz, void *arg)
 	return 1;
 }
 
-/* The device and inode of the file mapped at addr, from /proc/self/maps. */
+/* The device and inode of the file mapped at addr, from /proc/self/maps
+ * (read through core's system calls, not stdio: tests/core/imports.sh). */
 static int mapped_file(const void *addr, dev_t *dev, ino_t *ino)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	if (!f)
+	int fd = bp_sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
 		return -errno;
-	char line[4096];
+	char buf[8192];
+	size_t have = 0;
 	int r = -ENOENT;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi, off, ma, mi, in;
-		char perm[8];
-		if (sscanf(line, "%lx-%lx %7s %lx %lx:%lx %lu", &lo, &hi, perm, &off, &ma, &mi,
-			   &in) != 7)
+	for (;;) {
+		ssize_t n = bp_sys_read(fd, buf + have, sizeof(buf) - 1 - have);
+		if (n < 0 && errno == EINTR)
 			continue;
-		if ((uintptr_t)addr >= lo && (uintptr_t)addr < hi) {
-			*dev = makedev(ma, mi);
-			*ino = (ino_t)in;
-			r = 0;
+		if (n < 0) {
+			r = -errno;
 			break;
 		}
+		have += (size_t)n;
+		buf[have] = 0;
+		char *line = buf, *nl;
+		/* Whole lines; at the end of the file, the last one too. */
+		while ((nl = strchr(line, '\n')) || (n == 0 && *line)) {
+			if (nl)
+				*nl = 0;
+			unsigned long lo, hi, off, ma, mi, in;
+			char perm[8];
+			if (sscanf(line, "%lx-%lx %7s %lx %lx:%lx %lu", &lo, &hi, perm, &off, &ma,
+				   &mi, &in) == 7 &&
+			    (uintptr_t)addr >= lo && (uintptr_t)addr < hi) {
+				*dev = makedev(ma, mi);
+				*ino = (ino_t)in;
+				r = 0;
+				goto out;
+			}
+			line = nl ? nl + 1 : line + strlen(line);
+		}
+		if (n == 0)
+			break;
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (have == sizeof(buf) - 1)
+			have = 0; /* a line longer than the buffer: not ours */
 	}
-	fclose(f);
+out:
+	bp_sys_close(fd);
 	return r;
 }
 
@@ -326,20 +350,20 @@ static void *open_fd(int fd, const struct stat *st, const struct bypass_ipc_lib_
 			break;
 		dlclose(dl);
 		dl = NULL;
-		int nfd = fcntl(fd, F_DUPFD_CLOEXEC, lfd + 1);
+		int nfd = bp_sys_fcntl(fd, F_DUPFD_CLOEXEC, lfd + 1);
 		if (lfd != fd)
-			close(lfd);
+			bp_sys_close(lfd);
 		lfd = nfd;
 	}
 	if (lfd >= 0 && lfd != fd)
-		close(lfd);
+		bp_sys_close(lfd);
 	return dl;
 }
 
 int bp_ipc_lib_load(struct lib_core *lc, int fd, bool allow_wrpkru)
 {
 	struct stat st;
-	if (fstat(fd, &st) < 0)
+	if (bp_sys_fstat(fd, &st) < 0)
 		return -errno;
 	const struct bypass_ipc_lib_desc *d = NULL;
 	void *dl = open_fd(fd, &st, &d);

@@ -104,7 +104,7 @@ static int make_arena(struct bypass_ipc_lib_service *s, const struct bypass_ipc_
 	int r = bypass_arena_create(&ao, &lc->arena);
 	if (r)
 		return r;
-	fcntl(bypass_arena_fd(lc->arena), F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SEAL);
+	bp_sys_fcntl(bypass_arena_fd(lc->arena), F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SEAL);
 	void *cp, *hp;
 	if ((r = bypass_arena_alloc(lc->arena, ctl_len, ps, &cp)) ||
 	    (r = bypass_arena_alloc(lc->arena, heap, ps, &hp)))
@@ -149,15 +149,15 @@ static void service_free(struct bypass_ipc_lib_service *s)
 	if (s->msg)
 		bypass_ipc_service_close(s->msg);
 	if (s->lsock >= 0)
-		close(s->lsock);
+		bp_sys_close(s->lsock);
 	if (s->lpath[0] && s->creator == bp_pid())
 		unlink(s->lpath);
 	if (s->epfd >= 0)
-		close(s->epfd);
+		bp_sys_close(s->epfd);
 	if (s->lc.evfd >= 0)
-		close(s->lc.evfd);
+		bp_sys_close(s->lc.evfd);
 	if (s->objfd >= 0)
-		close(s->objfd);
+		bp_sys_close(s->objfd);
 	bp_ipc_lib_unload(&s->lc);
 	if (s->lc.map)
 		bp_ipc_lib_map_put(s->lc.map);
@@ -174,13 +174,13 @@ static int listen_lib(struct bypass_ipc_lib_service *s, const char *name)
 	int alen = bp_ipc_make_addr(name, true, &sa, &is_path);
 	if (alen < 0)
 		return alen;
-	s->lsock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	s->lsock = bp_sys_socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s->lsock < 0)
 		return -errno;
 	int r = bp_ipc_bind(s->lsock, &sa, alen, is_path);
 	if (r)
 		return r;
-	if (listen(s->lsock, 128) < 0)
+	if (bp_sys_listen(s->lsock, 128) < 0)
 		return -errno;
 	if (is_path)
 		snprintf(s->lpath, sizeof(s->lpath), "%s", sa.sun_path);
@@ -190,7 +190,7 @@ static int listen_lib(struct bypass_ipc_lib_service *s, const char *name)
 static int epoll_add(int ep, int fd)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
-	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+	return bp_sys_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
 int bypass_ipc_lib_listen(const char *name, const char *path, const struct bypass_ipc_lib_opts *o,
@@ -220,7 +220,7 @@ int bypass_ipc_lib_listen(const char *name, const char *path, const struct bypas
 		s->nallow = o->nallow;
 	}
 	bool allow_wrpkru = s->flags & BYPASS_IPC_LIB_ALLOW_WRPKRU;
-	s->objfd = open(path, O_RDONLY | O_CLOEXEC);
+	s->objfd = bp_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (s->objfd < 0) {
 		r = -errno;
 		goto fail;
@@ -233,7 +233,7 @@ int bypass_ipc_lib_listen(const char *name, const char *path, const struct bypas
 	int copy;
 	r = bp_ipc_lib_object_copy(s->objfd, &copy);
 	if (r == 0) {
-		close(s->objfd);
+		bp_sys_close(s->objfd);
 		s->objfd = copy;
 		if ((r = bp_ipc_lib_check_object(s->objfd, geteuid(), allow_wrpkru)))
 			goto fail;
@@ -243,7 +243,7 @@ int bypass_ipc_lib_listen(const char *name, const char *path, const struct bypas
 	} else {
 		goto fail;
 	}
-	if (fstat(s->objfd, &st) < 0) {
+	if (bp_sys_fstat(s->objfd, &st) < 0) {
 		r = -errno;
 		goto fail;
 	}
@@ -322,9 +322,9 @@ static int admit(struct bypass_ipc_lib_service *s, int fd)
 	struct ucred uc;
 	socklen_t l = sizeof(uc);
 	int r;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0) {
+	if (bp_sys_getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &l) < 0) {
 		r = -errno;
-		close(fd);
+		bp_sys_close(fd);
 		return r;
 	}
 	if (!bp_ipc_uid_allowed(uc.uid, s->flags, s->allow, s->nallow)) {
@@ -332,7 +332,7 @@ static int admit(struct bypass_ipc_lib_service *s, int fd)
 			(unsigned)uc.uid);
 		h.status = EACCES;
 		bypass_send_fds(fd, NULL, 0, &h, sizeof(h));
-		close(fd);
+		bp_sys_close(fd);
 		return -EACCES;
 	}
 	h.base = lc->base;
@@ -343,7 +343,7 @@ static int admit(struct bypass_ipc_lib_service *s, int fd)
 	h.nops = lc->nops;
 	int fds[3] = { bypass_arena_fd(lc->arena), s->objfd, lc->evfd };
 	r = bypass_send_fds(fd, fds, 3, &h, sizeof(h));
-	close(fd);
+	bp_sys_close(fd);
 	if (r < 0)
 		return r == -EPIPE || r == -ECONNRESET ? -ECONNABORTED : r;
 	return 1;
@@ -358,7 +358,7 @@ int bypass_ipc_lib_accept(bypass_ipc_lib_service *s, bypass_ipc_conn **out, int6
 	*out = NULL;
 	uint64_t deadline = bp_deadline(timeout_ns);
 	for (;;) {
-		int fd = accept4(s->lsock, NULL, NULL, SOCK_CLOEXEC);
+		int fd = bp_sys_accept4(s->lsock, NULL, NULL, SOCK_CLOEXEC);
 		if (fd >= 0)
 			return admit(s, fd);
 		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
@@ -371,7 +371,7 @@ int bypass_ipc_lib_accept(bypass_ipc_lib_service *s, bypass_ipc_conn **out, int6
 			return deadline ? -ETIMEDOUT : -EAGAIN;
 		struct pollfd p[2] = { { .fd = s->lsock, .events = POLLIN },
 				       { .fd = bypass_ipc_service_fd(s->msg), .events = POLLIN } };
-		if (poll(p, 2, ms) < 0 && errno != EINTR)
+		if (bp_sys_poll(p, 2, ms) < 0 && errno != EINTR)
 			return -errno;
 	}
 }
@@ -434,7 +434,7 @@ int bypass_ipc_lib_arm(bypass_ipc_lib_service *s)
 	uint64_t v;
 	/* One read takes the whole count (clients hold the eventfd too: a
 	 * loop could be kept reading for ever). */
-	if (read(s->lc.evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+	if (bp_sys_read(s->lc.evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return -errno;
 	atomic_store_explicit(&c->ev_armed, 1, memory_order_seq_cst);
 	if (bp_ipc_lib_events_waiting(&s->lc)) {

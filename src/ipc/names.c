@@ -71,18 +71,18 @@ static bool stale(const struct sockaddr_un *sa, int alen)
 	struct stat st;
 	if (lstat(sa->sun_path, &st) < 0 || !S_ISSOCK(st.st_mode))
 		return false;
-	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int s = bp_sys_socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return false;
-	int r = connect(s, (const struct sockaddr *)sa, (socklen_t)alen);
+	int r = bp_sys_connect(s, (const struct sockaddr *)sa, (socklen_t)alen);
 	int e = errno;
-	close(s);
+	bp_sys_close(s);
 	return r < 0 && e == ECONNREFUSED;
 }
 
 int bp_ipc_bind(int fd, const struct sockaddr_un *sa, int alen, bool is_path)
 {
-	if (bind(fd, (const struct sockaddr *)sa, (socklen_t)alen) == 0)
+	if (bp_sys_bind(fd, (const struct sockaddr *)sa, (socklen_t)alen) == 0)
 		return 0;
 	int e = errno;
 	if (e != EADDRINUSE || !is_path || !stale(sa, alen))
@@ -91,5 +91,5 @@ int bp_ipc_bind(int fd, const struct sockaddr_un *sa, int alen, bool is_path)
 		sa->sun_path);
 	if (unlink(sa->sun_path) < 0 && errno != ENOENT)
 		return -EADDRINUSE;
-	return bind(fd, (const struct sockaddr *)sa, (socklen_t)alen) == 0 ? 0 : -errno;
+	return bp_sys_bind(fd, (const struct sockaddr *)sa, (socklen_t)alen) == 0 ? 0 : -errno;
 }

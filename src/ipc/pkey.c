@@ -43,7 +43,7 @@ int bp_ipc_pkey_alloc(unsigned rights, char *why, size_t n)
 		snprintf(why, n, "the OS has not enabled protection keys (CPUID.7.0:ECX[4] OSPKE)");
 		return -EOPNOTSUPP;
 	}
-	long k = syscall(SYS_pkey_alloc, 0, rights);
+	long k = bp_sys_ret(bp_syscall2(SYS_pkey_alloc, 0, rights));
 	if (k < 0) {
 		int e = errno;
 		snprintf(why, n, "pkey_alloc failed: %s", strerror(e));
@@ -132,7 +132,7 @@ int bp_ipc_pkey_tag(void *addr, size_t len)
 	int k = bp_ipc_pkey_get();
 	if (k < 0)
 		return -EOPNOTSUPP;
-	if (syscall(SYS_pkey_mprotect, addr, len, PROT_READ | PROT_WRITE, k) < 0)
+	if (bp_sys_pkey_mprotect(addr, len, PROT_READ | PROT_WRITE, (int)k) < 0)
 		return -errno;
 	bp_ipc_pkey_close();
 	return 0;

@@ -83,10 +83,10 @@ static void drop(struct bp_ipc_quota *q, size_t i, bool do_punch)
 	if (e->memfd >= 0) {
 		if (do_punch)
 			punch(e->memfd, e->len);
-		close(e->memfd);
+		bp_sys_close(e->memfd);
 	}
 	if (e->sock >= 0)
-		close(e->sock);
+		bp_sys_close(e->sock);
 	q->e[i] = q->e[--q->n];
 }
 
@@ -110,7 +110,7 @@ static void sweep(struct bp_ipc_quota *q)
 	for (size_t i = 0; i < q->n; i++)
 		if (q->e[i].sock >= 0)
 			p[j++] = (struct pollfd){ .fd = q->e[i].sock, .events = POLLRDHUP };
-	if (poll(p, (nfds_t)k, 0) > 0) {
+	if (bp_sys_poll(p, (nfds_t)k, 0) > 0) {
 		for (size_t m = 0; m < k; m++) {
 			if (!hung_up(p[m].revents))
 				continue;
@@ -183,18 +183,18 @@ void bp_ipc_quota_leave(struct bp_ipc_quota *q, uint64_t id, int *sock, int memf
 		;
 	if (!gone && *sock >= 0) {
 		struct pollfd p = { .fd = *sock, .events = POLLRDHUP };
-		gone = poll(&p, 1, 0) > 0 && hung_up(p.revents);
+		gone = bp_sys_poll(&p, 1, 0) > 0 && hung_up(p.revents);
 	}
 	if (gone && memfd >= 0)
 		punch(memfd, len);
 	if (i < q->n) {
 		int dup = -1;
 		if (!gone && may_linger && q->open && *sock >= 0 && memfd >= 0)
-			dup = fcntl(memfd, F_DUPFD_CLOEXEC, 0);
+			dup = bp_sys_fcntl(memfd, F_DUPFD_CLOEXEC, 0);
 		if (dup >= 0) {
 			/* Linger: tell the client (it reads what is left, then
 			 * sees the end), keep counting it until it leaves. */
-			shutdown(*sock, SHUT_WR);
+			bp_sys_shutdown(*sock, SHUT_WR);
 			q->e[i].sock = *sock;
 			q->e[i].memfd = dup;
 			q->e[i].len = len;

@@ -211,7 +211,7 @@ int bp_ipc_publish(bypass_ipc_conn *c, size_t len, unsigned kind, uint32_t id)
 	    atomic_exchange(&ctl->rx_armed, 0)) {
 		/* The peer sleeps in epoll: one byte makes its socket readable.
 		 * Non-blocking: a full socket is readable already. */
-		ssize_t n = send(c->sock, "w", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+		ssize_t n = bp_sys_send(c->sock, "w", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 		(void)n;
 	}
 	return 0;

@@ -34,7 +34,6 @@ command -v nm >/dev/null || { echo "SKIP: no nm"; exit 77; }
 # What is not converted yet: directories (ending in /) or files of src/.
 # Each: converted in phase 2 (issue 34).
 pending=(
-	src/ipc/        # converted in phase 2 (issue 34)
 	src/pager/      # converted in phase 2 (issue 34)
 	src/core/fault.c # converted in phase 2 (issue 34): sigaction, signal
 )
