@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,8 +108,11 @@ uint64_t pb_vmstat(const char *key)
 static struct pb_linux_env *cleanup_env; /* for the signal handler */
 volatile pid_t pb_running_child;
 
+static void backend_undo(struct pb_linux_env *env);
+
 void pb_linux_teardown(struct pb_linux_env *env)
 {
+	backend_undo(env);
 	if (env->swap_on && swapoff(env->swapfile) == 0)
 		env->swap_on = false;
 	if (env->file_made && unlink(env->swapfile) == 0)
@@ -120,6 +124,8 @@ void pb_linux_teardown(struct pb_linux_env *env)
 		}
 		env->cg_made = false;
 	}
+	if (env->state[0])
+		unlink(env->state);
 }
 
 static void on_fatal(int sig)
@@ -180,6 +186,328 @@ static bool stale_name(const char *name, const char *prefix, const char *suffix)
 	if (end == name + pl || strcmp(end, suffix) || pid <= 0)
 		return false;
 	return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+/* ------------------------------------------------------------ zram, zswap */
+
+const char *const pb_backend_name[PB_NBACKENDS] = { "swap file", "zram", "zswap + swap file" };
+
+#define ZSWAP_P "/sys/module/zswap/parameters/"
+
+static void zram_path(char *buf, size_t len, int dev, const char *attr)
+{
+	snprintf(buf, len, "/sys/block/zram%d/%s", dev, attr);
+}
+
+/* A zram device set up by us: swap off, reset, removed if we added it. */
+static void zram_down(int dev, bool added)
+{
+	char p[200], d[32];
+	snprintf(d, sizeof(d), "/dev/zram%d", dev);
+	swapoff(d); /* fails harmlessly when it is not swap */
+	zram_path(p, sizeof(p), dev, "reset");
+	for (int i = 0; i < 50 && pb_write_small(p, "1") == -EBUSY; i++) {
+		struct timespec ts = { 0, 20000000 };
+		nanosleep(&ts, NULL);
+	}
+	if (added) {
+		snprintf(d, sizeof(d), "%d", dev);
+		pb_write_small("/sys/class/zram-control/hot_remove", d);
+	}
+}
+
+/* A state file's undo (a killed run's, or ours): "zram DEV ADDED",
+ * "zswap WAS_ON WAS_COMPRESSOR". */
+static void undo_state(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[200], a[64], b[64];
+	int dev, added;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "zram %d %d", &dev, &added) == 2 && dev >= 0)
+			zram_down(dev, added);
+		else if (sscanf(line, "zswap %63s %63s", a, b) == 2) {
+			pb_write_small(ZSWAP_P "enabled", a);
+			pb_write_small(ZSWAP_P "compressor", b);
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+static void write_state(struct pb_linux_env *env)
+{
+	if (!env->state[0])
+		return;
+	FILE *f = fopen(env->state, "w");
+	if (!f)
+		return;
+	if (env->zram_dev >= 0)
+		fprintf(f, "zram %d %d\n", env->zram_dev, env->zram_added ? 1 : 0);
+	if (env->zswap_set)
+		fprintf(f, "zswap %s %s\n", env->zswap_was_on, env->zswap_was_comp);
+	fclose(f);
+}
+
+/* Back to the swap file alone (zram down, zswap parameters restored). */
+static void backend_undo(struct pb_linux_env *env)
+{
+	if (env->zram_dev >= 0) {
+		zram_down(env->zram_dev, env->zram_added);
+		env->zram_dev = -1;
+		env->zram_on = false;
+	}
+	if (env->zswap_set) {
+		/* off first: the pool's pages were the exited child's (freed) */
+		pb_write_small(ZSWAP_P "enabled", env->zswap_was_on);
+		pb_write_small(ZSWAP_P "compressor", env->zswap_was_comp);
+		env->zswap_set = false;
+	}
+	write_state(env);
+	env->backend = PB_FILE;
+}
+
+/* The algorithm in brackets of zram's comp_algorithm. */
+static void bracketed(const char *s, char *out, size_t len)
+{
+	const char *a = strchr(s, '['), *b = a ? strchr(a, ']') : NULL;
+	if (!a || !b || (size_t)(b - a) > len)
+		snprintf(out, len, "?");
+	else
+		snprintf(out, len, "%.*s", (int)(b - a - 1), a + 1);
+}
+
+static int zram_up(struct pb_linux_env *env, size_t size, char *why, size_t whylen)
+{
+	char p[200], buf[256], d[32];
+	if (access("/sys/class/zram-control", F_OK) && access("/sys/block/zram0", F_OK)) {
+		pb_run_cmd("modprobe", "zram");
+		if (access("/sys/class/zram-control", F_OK) && access("/sys/block/zram0", F_OK)) {
+			snprintf(why, whylen, "no zram module (no /sys/block/zram0, modprobe zram "
+				 "failed)");
+			return -1;
+		}
+	}
+	/* zram0 if it is unused (disk size 0), else a device of our own */
+	int dev = -1;
+	bool added = false;
+	if (pb_read_small("/sys/block/zram0/disksize", buf, sizeof(buf)) == 0 &&
+	    strtoull(buf, NULL, 10) == 0)
+		dev = 0;
+	else if (pb_read_small("/sys/class/zram-control/hot_add", buf, sizeof(buf)) == 0) {
+		dev = atoi(buf);
+		added = true;
+	}
+	if (dev < 0) {
+		snprintf(why, whylen, "zram0 is busy (its disk size is set) and no device could "
+			 "be added (hot_add)");
+		return -1;
+	}
+	env->zram_dev = dev;
+	env->zram_added = added;
+	write_state(env); /* from here, a killed run's reap undoes it */
+	zram_path(p, sizeof(p), dev, "comp_algorithm");
+	pb_write_small(p, "lz4"); /* where offered; else the default stays */
+	if (pb_read_small(p, buf, sizeof(buf)) == 0)
+		bracketed(buf, env->zram_comp, sizeof(env->zram_comp));
+	zram_path(p, sizeof(p), dev, "disksize");
+	snprintf(buf, sizeof(buf), "%zu", size);
+	int e = pb_write_small(p, buf);
+	if (e) {
+		snprintf(why, whylen, "zram%d disksize %zu: %s (device busy?)", dev, size,
+			 strerror(-e));
+		return -1;
+	}
+	snprintf(d, sizeof(d), "/dev/zram%d", dev);
+	if (pb_run_cmd("mkswap", d)) {
+		snprintf(why, whylen, "mkswap %s failed", d);
+		return -1;
+	}
+	if (swapon(d, SWAP_FLAG_PREFER | (32767 & SWAP_FLAG_PRIO_MASK)) < 0) {
+		snprintf(why, whylen, "swapon %s: %s", d, strerror(errno));
+		return -1;
+	}
+	env->zram_on = true;
+	return 0;
+}
+
+static int zswap_up(struct pb_linux_env *env, char *why, size_t whylen)
+{
+	char buf[64];
+	if (pb_read_small(ZSWAP_P "enabled", buf, sizeof(buf))) {
+		snprintf(why, whylen, "no zswap in this kernel (%senabled absent)", ZSWAP_P);
+		return -1;
+	}
+	if (buf[0] == 'Y') {
+		snprintf(why, whylen, "zswap is enabled already (by someone else: not ours to "
+			 "change or restore)");
+		return -1;
+	}
+	snprintf(env->zswap_was_on, sizeof(env->zswap_was_on), "N");
+	if (pb_read_small(ZSWAP_P "compressor", buf, sizeof(buf)))
+		snprintf(buf, sizeof(buf), "lzo");
+	buf[strcspn(buf, "\n")] = 0;
+	snprintf(env->zswap_was_comp, sizeof(env->zswap_was_comp), "%.31s", buf);
+	if (pb_read_small(ZSWAP_P "max_pool_percent", buf, sizeof(buf)) == 0) {
+		buf[strcspn(buf, "\n")] = 0;
+		snprintf(env->zswap_pool_pct, sizeof(env->zswap_pool_pct), "%.15s", buf);
+	}
+	env->zswap_set = true;
+	write_state(env);
+	/* lz4 where the kernel's crypto API has it (CONFIG_CRYPTO_LZ4): else
+	 * the write fails and the compressor stays as it was */
+	bool lz4 = pb_write_small(ZSWAP_P "compressor", "lz4") == 0;
+	int e = pb_write_small(ZSWAP_P "enabled", "Y");
+	if (e) {
+		snprintf(why, whylen, "enabling zswap: %s", strerror(-e));
+		return -1;
+	}
+	if (pb_read_small(ZSWAP_P "compressor", buf, sizeof(buf)) == 0) {
+		buf[strcspn(buf, "\n")] = 0;
+		snprintf(env->zswap_comp, sizeof(env->zswap_comp), "%.15s%s", buf,
+			 lz4 ? "" : " (lz4 refused)");
+	}
+	return 0;
+}
+
+int pb_linux_use(struct pb_linux_env *env, int b, size_t swap_size, char *why, size_t whylen,
+		 char *facts, size_t factslen)
+{
+	if (b < 0 || b >= PB_NBACKENDS || !env->file_made) {
+		snprintf(why, whylen, "no swap file set up");
+		return -1;
+	}
+	backend_undo(env);
+	if (b == PB_ZRAM) {
+		if (env->swap_on && swapoff(env->swapfile) == 0)
+			env->swap_on = false;
+		if (env->swap_on) {
+			snprintf(why, whylen, "swapoff %s: %s", env->swapfile, strerror(errno));
+			return -1;
+		}
+		if (zram_up(env, swap_size, why, whylen)) {
+			backend_undo(env);
+			return -1;
+		}
+		if (facts)
+			snprintf(facts, factslen, "zram%d the only swap: disksize %zu, %s",
+				 env->zram_dev, swap_size, env->zram_comp);
+	} else {
+		if (!env->swap_on) {
+			if (swapon(env->swapfile, SWAP_FLAG_PREFER |
+				   (32767 & SWAP_FLAG_PRIO_MASK)) < 0) {
+				snprintf(why, whylen, "swapon %s: %s", env->swapfile,
+					 strerror(errno));
+				return -1;
+			}
+			env->swap_on = true;
+		}
+		if (b == PB_ZSWAP && zswap_up(env, why, whylen)) {
+			backend_undo(env);
+			return -1;
+		}
+		if (facts && b == PB_ZSWAP)
+			snprintf(facts, factslen, "zswap in front of the swap file: compressor %s, "
+				 "max_pool_percent %s (the default, left alone), enabled only for "
+				 "these runs", env->zswap_comp, env->zswap_pool_pct);
+		else if (facts)
+			snprintf(facts, factslen, "the swap file");
+	}
+	env->backend = b;
+	return 0;
+}
+
+static uint64_t pool_now(const struct pb_linux_env *env, int field)
+{
+	char buf[512];
+	if (env->backend == PB_ZRAM && env->zram_dev >= 0) {
+		char p[200];
+		unsigned long long v[5] = { 0 };
+		zram_path(p, sizeof(p), env->zram_dev, "mm_stat");
+		if (pb_read_small(p, buf, sizeof(buf)) == 0 &&
+		    sscanf(buf, "%llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4]) == 5)
+			return v[field];
+		return 0;
+	}
+	if (env->backend == PB_ZSWAP) {
+		FILE *f = fopen("/proc/meminfo", "r");
+		char k[64];
+		unsigned long long kb;
+		uint64_t r = 0;
+		while (f && fgets(buf, sizeof(buf), f))
+			if (sscanf(buf, "%63s %llu", k, &kb) == 2 && !strcmp(k, "Zswap:"))
+				r = kb << 10;
+		if (f)
+			fclose(f);
+		return r;
+	}
+	return 0;
+}
+
+static void *pool_sampler(void *arg)
+{
+	struct pb_linux_env *env = arg;
+	struct timespec nap = { 0, 5000000 };
+	while (!env->pool_stop) {
+		uint64_t v = pool_now(env, 2); /* zram: mem_used_total */
+		if (v > env->pool_peak)
+			env->pool_peak = v;
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+void pb_linux_pool_begin(struct pb_linux_env *env)
+{
+	env->pool_peak = 0;
+	env->pool_stop = 0;
+	env->pool_thread = 0;
+	if (env->backend == PB_FILE)
+		return;
+	if (env->backend == PB_ZRAM) {
+		char p[200];
+		zram_path(p, sizeof(p), env->zram_dev, "mem_used_max");
+		pb_write_small(p, "0"); /* the peak from now */
+	}
+	pthread_t t;
+	if (pthread_create(&t, NULL, pool_sampler, env) == 0)
+		env->pool_thread = (unsigned long)t;
+}
+
+uint64_t pb_linux_pool_end(struct pb_linux_env *env)
+{
+	if (env->pool_thread) {
+		env->pool_stop = 1;
+		pthread_join((pthread_t)env->pool_thread, NULL);
+		env->pool_thread = 0;
+	}
+	if (env->backend == PB_ZRAM) {
+		uint64_t m = pool_now(env, 4); /* mem_used_max */
+		if (m > env->pool_peak)
+			env->pool_peak = m;
+	}
+	return env->pool_peak;
+}
+
+/* A killed run's zram device and zswap parameters (its state files),
+ * undone first: before zswap is checked, before its swap file goes. */
+static int reap_state(const char *swapdir)
+{
+	int n = 0;
+	char path[600];
+	DIR *d = opendir(swapdir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (!stale_name(de->d_name, "bypass-bench-linux-", ".state"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", swapdir, de->d_name);
+		undo_state(path);
+		if (unlink(path) == 0)
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
 }
 
 /*
@@ -244,12 +572,14 @@ int pb_linux_setup(struct bench_ctx *c, size_t budget, size_t swap_size, struct 
 		       char *why, size_t whylen, char *facts, size_t factslen)
 {
 	memset(env, 0, sizeof(*env));
+	env->zram_dev = -1;
 	pb_cleanup_on_signal(env);
 	if (geteuid() != 0) {
 		snprintf(why, whylen, "needs root (swapon and a memory cgroup)");
 		return -1;
 	}
 	char buf[256];
+	int stale = reap_state(pb_swapdir(c));
 	if (pb_read_small("/sys/module/zswap/parameters/enabled", buf, sizeof(buf)) == 0 &&
 	    buf[0] == 'Y') {
 		snprintf(why, whylen, "zswap is enabled: Linux would compress pages in RAM "
@@ -281,12 +611,12 @@ int pb_linux_setup(struct bench_ctx *c, size_t budget, size_t swap_size, struct 
 			 "with memory enabled in subtree_control)");
 		return -1;
 	}
-	int stale = reap_stale(root, pb_swapdir(c));
+	stale += reap_stale(root, pb_swapdir(c));
 	if (stale) {
 		size_t sl = strlen(facts);
 		snprintf(facts + sl, factslen - sl,
 			 "; %d leftovers of a killed run removed first (stale swap area, swap "
-			 "files, cgroup)", stale);
+			 "files, cgroup, zram device or zswap settings)", stale);
 	}
 	snprintf(env->cgroot, sizeof(env->cgroot), "%s", root);
 	env->limit_file = limit_file;
@@ -320,6 +650,9 @@ int pb_linux_setup(struct bench_ctx *c, size_t budget, size_t swap_size, struct 
 		goto fail;
 	}
 	env->file_made = true;
+	snprintf(env->swapdir, sizeof(env->swapdir), "%s", pb_swapdir(c));
+	snprintf(env->state, sizeof(env->state), "%s/bypass-bench-linux-%d.state", env->swapdir,
+		 (int)getpid());
 	if (pb_run_cmd("mkswap", env->swapfile)) {
 		snprintf(why, whylen, "mkswap %s failed (is util-linux installed?)", env->swapfile);
 		goto fail;

@@ -83,7 +83,43 @@ struct pb_linux_env {
 	const char *bypass_file; /* the bypass side's swap file, if made */
 	const char *extra_file;  /* another scratch file to remove, if set */
 	const char *scratch_dir; /* an (emptied) directory to remove, if set */
+	/* the swap behind the cgroup (pb_linux_use): the file, zram, zswap */
+	int backend;             /* enum pb_backend */
+	char swapdir[300];       /* where the state files of zram/zswap go */
+	int zram_dev;            /* -1: no zram device set up */
+	bool zram_added, zram_on, zswap_set;
+	char zram_comp[32], zswap_comp[32], zswap_was_comp[32], zswap_was_on[8];
+	char zswap_pool_pct[16]; /* max_pool_percent, as found (left alone) */
+	char state[340];         /* what to undo if we are SIGKILLed (reap_stale) */
+	/* the compressed pool's peak over a run (pb_linux_pool_begin/end) */
+	volatile int pool_stop;
+	volatile uint64_t pool_peak;
+	unsigned long pool_thread; /* pthread_t */
 };
+
+/*
+ * The Linux baselines of issue 35: the same memory cgroup with swap to
+ * the file (PB_FILE, what pb_linux_setup sets up), to zram as the only
+ * swap (PB_ZRAM: a zram device of the swap file's size, lz4 where offered,
+ * mkswap + swapon by the bench), or to the file with zswap in front
+ * (PB_ZSWAP: zswap enabled, compressor lz4 where offered, max_pool_percent
+ * left as found).  Everything is undone by pb_linux_teardown, on a signal,
+ * and by the next run's reap_stale after a SIGKILL (state files named with
+ * the pid, in the swap directory).
+ */
+enum pb_backend { PB_FILE, PB_ZRAM, PB_ZSWAP, PB_NBACKENDS };
+extern const char *const pb_backend_name[PB_NBACKENDS];
+/* Switch env's swap to backend b: 0, or -1 with the reason in why (the row
+ * cannot run here: no zram module, no free device, no zswap ...); facts
+ * get what was set (compressor, disk size, max_pool_percent). */
+int pb_linux_use(struct pb_linux_env *env, int b, size_t swap_size, char *why, size_t whylen,
+		 char *facts, size_t factslen);
+/* The compressed pool of the current backend over one run: begin before it
+ * (a sampler thread every 5 ms; zram's mem_used_max reset), end after it:
+ * the pool's peak in bytes (zram: mm_stat mem_used_max; zswap: /proc/meminfo
+ * Zswap, system-wide; the file: 0). */
+void pb_linux_pool_begin(struct pb_linux_env *env);
+uint64_t pb_linux_pool_end(struct pb_linux_env *env);
 
 /* Returns 0, or -1 with the reason in why; facts gets what the reader must
  * know (zswap, cgroup version, other swap areas).  On a signal the swap,
