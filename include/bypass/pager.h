@@ -279,9 +279,11 @@ struct bypass_pager_stats {
 	uint64_t readahead_dirty;   /* readahead pages mapped writable and
 				       dirty, in a write stream (counted in
 				       readahead_pages too; docs/pager.md) */
-	uint64_t reads_polled;      /* swap-in reads waited for by polling
-				       their completion (for up to 200 us,
-				       then sleeping); the others slept in
+	uint64_t reads_polled;      /* swap-in reads through the polling
+				       rings: their completion polled for up
+				       to 200 us, then slept for (at once
+				       while the disk is saturated: see
+				       docs/pager.md); the others slept in
 				       pread (BYPASS_PAGER_NO_SPIN: all) */
 	/* Room for counters to come: zero now.  The struct is 96 words (768
 	 * bytes) and keeps that size; a new counter takes the first reserved

@@ -12,7 +12,11 @@
  *
  * So a swap-in read takes one of a few small rings (made at create, never
  * on the fault path), submits the read and polls for up to SPIN_NS, then
- * sleeps in io_uring_wait_cqe.  The rings are the bound on spinning: at
+ * sleeps in io_uring_wait_cqe.  Not while the disk is saturated (issue 32,
+ * thrashing without waste): after MISS_MAX reads in a row on a ring whose
+ * completion came after the spin, its reads sleep at once (a poll of
+ * SPIN_NS would only burn the CPU the program needs), every PROBE-th one
+ * still polling to find out when the disk is fast again.  The rings are the bound on spinning: at
  * most one fewer than the CPUs the process may run on (at most RD_MAX), so
  * that a CPU is always left to the program's other threads.  A read that
  * finds every ring taken, a pager made with BYPASS_PAGER_NO_SPIN, and a
@@ -35,9 +39,13 @@
 #define RD_MAX 8u            /* rings, so spinning readers, per pager */
 #define RD_ENTRIES 4u
 #define SPIN_NS 200000ull    /* poll this long, then sleep */
+#define MISS_MAX 4u          /* spins in a row that missed: sleep at once */
+#define PROBE 16u            /* then every PROBE-th read polls again */
 
 struct pg_rdring {
 	_Atomic bool busy;
+	uint32_t misses; /* reads in a row not done within their poll (taker's) */
+	uint32_t probe;
 	struct io_uring ring;
 };
 
@@ -83,10 +91,13 @@ static void ring_give(struct pg_rdring *d)
 
 #define RD_BROKEN INT_MIN /* the ring refused the read: do not use it again */
 
-/* Submit one read and wait for it, polling first.  Returns the bytes read,
- * -errno from the completion, or RD_BROKEN. */
-static int ring_read(struct io_uring *ring, int fd, char *buf, size_t len, off_t off)
+/* Submit one read and wait for it, polling first unless the last reads
+ * all outlasted their poll.  Returns the bytes read, -errno from the
+ * completion, or RD_BROKEN. */
+static int ring_read(struct pg_rdring *d, int fd, char *buf, size_t len, off_t off)
 {
+	struct io_uring *ring = &d->ring;
+	bool spin = d->misses < MISS_MAX || ++d->probe % PROBE == 0;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 	if (!sqe)
 		return RD_BROKEN; /* cannot happen: each read is waited for */
@@ -98,11 +109,14 @@ static int ring_read(struct io_uring *ring, int fd, char *buf, size_t len, off_t
 	if (e != 1)
 		return RD_BROKEN; /* the read may still go later: keep the ring away */
 	struct io_uring_cqe *cqe = NULL;
-	uint64_t t0 = bypass_now_ns();
+	uint64_t t0 = spin ? bypass_now_ns() : 0;
 	unsigned spins = 0;
 	while (io_uring_peek_cqe(ring, &cqe) != 0) {
 		bp_cpu_relax();
-		if ((++spins & 63) == 0 && bypass_now_ns() - t0 > SPIN_NS) {
+		if (!spin || ((++spins & 63) == 0 && bypass_now_ns() - t0 > SPIN_NS)) {
+			if (spin && d->misses < MISS_MAX)
+				d->misses++;
+			spin = false;
 			/* the buffer is the kernel's until the completion:
 			 * wait for it whatever interrupts the wait */
 			while (io_uring_wait_cqe(ring, &cqe) != 0)
@@ -110,6 +124,8 @@ static int ring_read(struct io_uring *ring, int fd, char *buf, size_t len, off_t
 			break;
 		}
 	}
+	if (spin) /* done within the poll */
+		d->misses = 0;
 	int res = cqe->res;
 	io_uring_cqe_seen(ring, cqe);
 	return res;
@@ -165,7 +181,7 @@ static int file_read(struct bypass_pager *p, int fd, char *buf, size_t len, off_
 	struct pg_rdring *d = ring_take(p);
 	if (!d)
 		return pread_full(fd, buf, len, off);
-	int n = ring_read(&d->ring, fd, buf, len, off);
+	int n = ring_read(d, fd, buf, len, off);
 	if (n == RD_BROKEN) /* stays taken: never used again */
 		return pread_full(fd, buf, len, off);
 	ring_give(d);
