@@ -9,6 +9,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+
+/* A ratio for a JSON params string: "%.3f", or null where there is none
+ * (a baseline that did not run or was killed: NaN is not JSON). */
+static inline const char *pb_jratio(char *buf, size_t len, double v)
+{
+	if (!isfinite(v))
+		return "null";
+	snprintf(buf, len, "%.3f", v);
+	return buf;
+}
 #include <sys/types.h>
 
 #define PB_PAGE 4096ul

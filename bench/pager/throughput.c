@@ -628,7 +628,7 @@ int bench_pager_throughput(struct bench_ctx *c)
 			}
 		est[ph] = est_sd[ph][0];
 		est_best[ph] = est_sd[ph][best[ph] >= 0 ? best[ph] : 0];
-		char name[128], params[600];
+		char name[128], params[600], j[4][32];
 		for (int side = 0; side < T_SIDES; side++) {
 			if (side != 1 && !lruns[side])
 				continue;
@@ -637,11 +637,14 @@ int bench_pager_throughput(struct bench_ctx *c)
 				snprintf(params, sizeof(params),
 					 "{\"phase\": \"%s\", \"region_mib\": %zu, \"budget_mib\": %zu, "
 					 "\"side\": \"bypass\", \"best_of_linux\": \"%s\", "
-					 "\"ratio_to_best\": %.3f, \"ratio_to_file\": %.3f, "
-					 "\"ratio_to_zram\": %.3f, \"ratio_to_zswap\": %.3f}",
+					 "\"ratio_to_best\": %s, \"ratio_to_file\": %s, "
+					 "\"ratio_to_zram\": %s, \"ratio_to_zswap\": %s}",
 					 phase_name[ph], z.region >> 20, z.budget >> 20,
-					 best[ph] >= 0 ? t_key[best[ph]] : "none", est_best[ph].value,
-					 est_sd[ph][0].value, est_sd[ph][2].value, est_sd[ph][3].value);
+					 best[ph] >= 0 ? t_key[best[ph]] : "none",
+					 pb_jratio(j[0], sizeof(j[0]), est_best[ph].value),
+					 pb_jratio(j[1], sizeof(j[1]), est_sd[ph][0].value),
+					 pb_jratio(j[2], sizeof(j[2]), est_sd[ph][2].value),
+					 pb_jratio(j[3], sizeof(j[3]), est_sd[ph][3].value));
 			else
 				snprintf(params, sizeof(params),
 					 "{\"phase\": \"%s\", \"region_mib\": %zu, \"budget_mib\": %zu, "

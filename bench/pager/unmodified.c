@@ -757,6 +757,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					 "charge%s%s", MIB(cgp), MIB(pool[w][sd]), rss[w][side] / 1024.0,
 					 sd == best[w] ? "; the best of Linux's three" : "",
 					 oom[w][sd] ? "; OOM-killed in some runs" : "");
+			char j[4][32];
 			int nb = snprintf(params, sizeof(params),
 				 "{\"workload\": \"%s\", \"side\": \"%s\", \"budget_mib\": %zu, "
 				 "\"footprint_mib\": %.1f, "
@@ -771,7 +772,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					       ", \"backend\": \"%s\", \"pool_peak_mib\": %.1f, "
 					       "\"charged_plus_pool_mib\": %.1f, \"limit_includes\": "
 					       "\"%s\", \"oom_killed_runs\": %d, \"zswpin_per_run\": %.0f, "
-					       "\"best_of_linux\": %s, \"bypass_ratio\": %.3f}",
+					       "\"best_of_linux\": %s, \"bypass_ratio\": %s}",
 					       pb_backend_name[sd_backend[sd]], MIB(pool[w][sd]),
 					       MIB(total_l[w][sd]),
 					       sd == 0 ? "anonymous memory, page cache and kernel memory "
@@ -781,15 +782,17 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					       "this side had the limit plus its pool",
 					       oom[w][sd], runs_l[w][sd] ? (double)zswpin[w][sd] /
 					       runs_l[w][sd] : 0.0, sd == best[w] ? "true" : "false",
-					       est_sd[w][sd].value);
+					       pb_jratio(j[0], sizeof(j[0]), est_sd[w][sd].value));
 			else
 				nb += snprintf(params + nb, sizeof(params) - (size_t)nb,
-					       ", \"best_of_linux\": \"%s\", \"ratio_to_best\": %.3f, "
-					       "\"ratio_to_file\": %.3f, \"ratio_to_zram\": %.3f, "
-					       "\"ratio_to_zswap\": %.3f}",
+					       ", \"best_of_linux\": \"%s\", \"ratio_to_best\": %s, "
+					       "\"ratio_to_file\": %s, \"ratio_to_zram\": %s, "
+					       "\"ratio_to_zswap\": %s}",
 					       best[w] >= 0 ? sd_key[best[w]] : "none",
-					       est_best[w].value, est_sd[w][0].value,
-					       est_sd[w][2].value, est_sd[w][3].value);
+					       pb_jratio(j[0], sizeof(j[0]), est_best[w].value),
+					       pb_jratio(j[1], sizeof(j[1]), est_sd[w][0].value),
+					       pb_jratio(j[2], sizeof(j[2]), est_sd[w][2].value),
+					       pb_jratio(j[3], sizeof(j[3]), est_sd[w][3].value));
 			(void)nb;
 			struct bench_row row = {
 				.variant = name, .kind = sd == 1 ? BENCH_BYPASS : BENCH_BASELINE,
