@@ -21,11 +21,10 @@ static inline bool tier_ok(const char *pg, uint64_t i, uint64_t v)
 	return memcmp(pg, want, PAGE) == 0;
 }
 
-/* A pager (new_pager) with the tier on at share_pct (0: the default);
- * the test skips where the library was built without liblz4. */
-static inline bypass_pager *tier_pager(int mode, size_t budget, size_t swap, unsigned share_pct)
+/* The tier on for p at share_pct (0: the default); the test skips where
+ * the library was built without liblz4. */
+static inline bypass_pager *tier_on(bypass_pager *p, unsigned share_pct)
 {
-	bypass_pager *p = new_pager(mode, budget, swap);
 	int r = bypass_pager_tier(p, &(struct bypass_pager_tier_config){ .share_pct = share_pct });
 	if (r == -EOPNOTSUPP) {
 		bypass_pager_destroy(p);
@@ -34,6 +33,12 @@ static inline bypass_pager *tier_pager(int mode, size_t budget, size_t swap, uns
 	if (r)
 		TEST_FAIL("bypass_pager_tier: %s", strerror(-r));
 	return p;
+}
+
+/* A pager (new_pager) with the tier on at share_pct. */
+static inline bypass_pager *tier_pager(int mode, size_t budget, size_t swap, unsigned share_pct)
+{
+	return tier_on(new_pager(mode, budget, swap), share_pct);
 }
 
 static inline struct bypass_pager_tier_stats tier_stats(bypass_pager *p)

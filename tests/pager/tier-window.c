@@ -34,13 +34,7 @@ int main(void)
 		.budget = BUDGET * PAGE, .swap_size = NPAGES * PAGE,
 		.mode = BYPASS_PAGER_UPCALL, .batch = BATCH,
 	};
-	bypass_pager *p = try_pager(&c);
-	int r = bypass_pager_tier(p, &(struct bypass_pager_tier_config){ 0 });
-	if (r == -EOPNOTSUPP) {
-		bypass_pager_destroy(p);
-		SKIP("built without liblz4 (tools/deps.sh installs liblz4-dev)");
-	}
-	CHECK_EQ(r, 0);
+	bypass_pager *p = tier_on(try_pager(&c), 0);
 	char *m;
 	CHECK_EQ(bypass_pager_map(p, NPAGES * PAGE, 0, (void **)&m), 0);
 	CHECK_EQ(bypass_pager_advise(p, m, NCOLD * PAGE, BYPASS_PAGER_ADV_DONTNEED), 0);
