@@ -452,7 +452,7 @@ int bench_pager_throughput(struct bench_ctx *c)
 	/* Linux's zram and zswap sides: tried once here (then back to the
 	 * file); one that cannot run is skipped with its reason */
 	bool lb[T_SIDES] = { have_linux, true, false, false };
-	char lwhy[T_SIDES][600], lfacts[T_SIDES][400];
+	char lwhy[T_SIDES][1024], lfacts[T_SIDES][400];
 	int oom[T_SIDES] = { 0 }, lruns[T_SIDES] = { 0 };
 	uint64_t pool[T_SIDES] = { 0 }, lin[T_SIDES] = { 0 }, zin[T_SIDES] = { 0 };
 	for (int s = 2; s < T_SIDES; s++) {

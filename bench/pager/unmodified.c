@@ -470,7 +470,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	/* the three Linux baselines: each tried once here (set up, then back
 	 * to the file); one that cannot run is skipped with its reason */
 	bool lb[SD_N] = { false };
-	char lwhy[SD_N][600], lfacts[SD_N][400];
+	char lwhy[SD_N][1024], lfacts[SD_N][400];
 	for (int sd = 0; sd < SD_N; sd++) {
 		lwhy[sd][0] = lfacts[sd][0] = 0;
 		if (sd == 1)
