@@ -81,6 +81,16 @@ void bench_summarize_d(double *v, size_t n, struct bench_summary *o)
 	o->mean = sum / (double)n;
 }
 
+void bench_summarize_finite(const double *v, size_t n, struct bench_summary *out)
+{
+	double w[256];
+	size_t k = 0;
+	for (size_t i = 0; i < n && k < 256; i++)
+		if (isfinite(v[i]))
+			w[k++] = v[i];
+	bench_summarize_d(w, k, out);
+}
+
 /* ----------------------------------------------------------- experiments */
 
 static double now_s(void)

@@ -39,6 +39,9 @@ struct bench_summary {
 /* Sort samples in place and summarize them. */
 void bench_summarize(uint64_t *samples, size_t n, struct bench_summary *out);
 void bench_summarize_d(double *samples, size_t n, struct bench_summary *out);
+/* The finite values of v[0..n) summarized, v left as it is (a NaN stands
+ * for a round without a run); at most 256 of them. */
+void bench_summarize_finite(const double *v, size_t n, struct bench_summary *out);
 
 /* Row kinds, for the reader and the report. */
 #define BENCH_BASELINE "baseline"

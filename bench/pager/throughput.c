@@ -354,17 +354,6 @@ static const char *const t_row[T_SIDES] = { "Linux swap (memory cgroup)", "bypas
 static const char *const t_key[T_SIDES] = { "file", "bypass", "zram", "zswap" };
 static const int t_backend[T_SIDES] = { PB_FILE, -1, PB_ZRAM, PB_ZSWAP };
 
-/* The finite values of v[0..n) summarized (a NaN: a round without a run). */
-static void summarize_finite(const double *v, int n, struct bench_summary *out)
-{
-	double w[256];
-	size_t k = 0;
-	for (int i = 0; i < n && k < 256; i++)
-		if (isfinite(v[i]))
-			w[k++] = v[i];
-	bench_summarize_d(w, k, out);
-}
-
 int bench_pager_throughput(struct bench_ctx *c)
 {
 	int ret = 0;
@@ -610,7 +599,7 @@ int bench_pager_throughput(struct bench_ctx *c)
 		struct bench_summary sum[T_SIDES];
 		best[ph] = -1;
 		for (int side = 0; side < T_SIDES; side++) {
-			summarize_finite(aps[side][ph], n, &sum[side]);
+			bench_summarize_finite(aps[side][ph], (size_t)n, &sum[side]);
 			med[ph][side] = sum[side].n ? sum[side].median : NAN;
 			bench_est_ratio(aps[1][ph], aps[side][ph], have_linux ? (size_t)n : 0, rounds,
 					BENCH_CI_T, &est_sd[ph][side]);
@@ -735,7 +724,7 @@ int bench_pager_throughput(struct bench_ctx *c)
 	if (have_dev) {
 		struct bench_summary ri[2];
 		for (int side = have_linux ? 0 : 1; side < 2; side++)
-			summarize_finite(rand_in[side], n, &ri[side]);
+			bench_summarize_finite(rand_in[side], (size_t)n, &ri[side]);
 		bench_note(c, "swap device rows: measured in every round after the two sides, on "
 			   "bypass's swap file (%zu MiB); %llu random reads per queue depth, %zu MiB "
 			   "sequential; ratio '-': a different unit", z.region >> 20,

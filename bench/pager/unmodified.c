@@ -51,7 +51,7 @@
  * is set, so it is an ordinary program that never calls bypass; the
  * preload is what pages it.
  */
-#include "pager_bench.h"
+#include "unmodified.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -70,123 +70,6 @@
 
 /* ------------------------------------------------------------ the experiment */
 
-enum { W_SYSCALLS, W_SORT, W_PYTHON, W_SQLITE, W_N };
-static const char *w_name[W_N] = { "C program (malloc + read/write)", "sort",
-				   "python (small objects)", "sqlite (in memory)" };
-static const char *w_key[W_N] = { "syscalls", "sort", "python", "sqlite" };
-
-/* The Python programs: argv[1] sizes them; stdout is the result. */
-static const char py_objects[] =
-	"import sys\n"
-	"n = int(sys.argv[1])\n"
-	"a = [i * 3 for i in range(n)]\n"
-	"s = 0\n"
-	"for p in range(2):\n"
-	"    for x in a:\n"
-	"        s += x\n"
-	"b = [x + 1 for x in a[::7]]\n"
-	"print(s, len(a), sum(b))\n";
-static const char py_sqlite[] =
-	"import sqlite3, sys\n"
-	"n = int(sys.argv[1])\n"
-	"db = sqlite3.connect(':memory:')\n"
-	"db.execute('PRAGMA cache_size=-4000000')\n"
-	"db.execute('CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)')\n"
-	"db.executemany('INSERT INTO t VALUES(?, ?)', ((i, 'v%08d-%s' % ((i * 7919) % n, 'x' * 60))"
-	" for i in range(n)))\n"
-	"db.execute('CREATE INDEX tv ON t(v)')\n"
-	"print(db.execute(\"SELECT count(*), sum(k % 1000), min(v), max(v) FROM t WHERE v >= "
-	"'v00000500'\").fetchone())\n"
-	"print(db.execute('SELECT k FROM t ORDER BY v LIMIT 5 OFFSET ?', (n // 2,)).fetchall())\n";
-#define PYTHON "/usr/bin/python3"
-
-struct sizes {
-	size_t budget, prog_bytes, sort_bytes;
-	uint64_t updates, py_n, sq_n;
-};
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Lines of the sort input: a pseudo-random key, a line number, a payload. */
-static int make_sort_input(const char *path, size_t bytes)
-{
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return -errno;
-	uint64_t x = 88172645463325252ull;
-	size_t done = 0;
-	for (unsigned long i = 0; done < bytes; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		int k = fprintf(f, "%016llx %lu payload-%llu-payload-payload-payload\n",
-				(unsigned long long)x, i, (unsigned long long)(x % 100000));
-		if (k < 0)
-			break;
-		done += (size_t)k;
-	}
-	return fclose(f) ? -errno : 0;
-}
-
-static int make_prog_input(const char *path, size_t bytes)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0)
-		return -errno;
-	unsigned char buf[65536];
-	uint64_t x = 1234567;
-	int e = 0;
-	for (size_t done = 0; !e && done < bytes;) {
-		for (size_t i = 0; i < sizeof(buf); i++) {
-			x = x * 6364136223846793005ull + 1442695040888963407ull;
-			buf[i] = (unsigned char)(x >> 56);
-		}
-		size_t k = bytes - done < sizeof(buf) ? bytes - done : sizeof(buf);
-		if (write(fd, buf, k) != (ssize_t)k)
-			e = -EIO;
-		done += k;
-	}
-	close(fd);
-	return e;
-}
-
-/* --param plant=pager.unmodified: the bypass side's output gains a byte,
- * which the comparison with the reference must catch. */
-static void append_byte(const char *path)
-{
-	FILE *f = fopen(path, "a");
-	if (f) {
-		fputc('x', f);
-		fclose(f);
-	}
-}
-
-/* Byte-identical files? */
-static bool same_file(const char *a, const char *b)
-{
-	FILE *fa = fopen(a, "r"), *fb = fopen(b, "r");
-	bool same = fa && fb;
-	char ba[65536], bb[65536];
-	while (same) {
-		size_t na = fread(ba, 1, sizeof(ba), fa), nb = fread(bb, 1, sizeof(bb), fb);
-		if (na != nb || memcmp(ba, bb, na))
-			same = false;
-		if (!na)
-			break;
-	}
-	if (fa)
-		fclose(fa);
-	if (fb)
-		fclose(fb);
-	return same;
-}
-
-enum side { S_REF, S_LINUX, S_BYPASS, S_ZRAM, S_ZSWAP, S_N };
 /* The sides of a round (sd): the swap file, the preload, zram, zswap. */
 enum { SD_N = 4 };
 static const enum side sd_side[SD_N] = { S_LINUX, S_BYPASS, S_ZRAM, S_ZSWAP };
@@ -196,162 +79,6 @@ static const char *const sd_row[SD_N] = { "Linux swap (memory cgroup)", "bypass 
 					  "Linux zswap + swap file (memory cgroup)" };
 static const char *const sd_key[SD_N] = { "file", "bypass", "zram", "zswap" };
 
-/*
- * Run workload w on one side; its stdout goes to out.  0 and the wall time,
- * or -errno with the reason in why.
- */
-static int run(enum side side, int w, const struct sizes *z, const char *dir,
-	       const char *cg, const char *out, double *secs, long *maxrss_kb, char *why,
-	       size_t whylen)
-{
-	char in[400], pout[400], spec[1000], buf[64], pre[600], stats[400];
-	snprintf(in, sizeof(in), "%s/%s.in", dir, w == W_SORT ? "sort" : "prog");
-	snprintf(pout, sizeof(pout), "%s/prog-%d.out", dir, (int)side);
-	snprintf(stats, sizeof(stats), "%s/stats", dir);
-	snprintf(spec, sizeof(spec), "%s %s %zu %llu", in, pout, z->prog_bytes,
-		 (unsigned long long)z->updates);
-	snprintf(pre, sizeof(pre), "%s/libbypass-pager.so", bench_build_dir());
-	double t0 = now_s();
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (!pid) {
-		pb_cleanup_on_signal(NULL);
-		if (cg && cg[0] && pb_cg_join(cg, getpid()))
-			_exit(4); /* the side's cgroup: its limit, or a peak to measure */
-		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fd < 0)
-			_exit(5);
-		dup2(fd, 1);
-		close(fd);
-		setenv("LC_ALL", "C", 1);
-		if (side == S_BYPASS) {
-			setenv("LD_PRELOAD", pre, 1);
-			snprintf(buf, sizeof(buf), "%zu", z->budget);
-			setenv("BYPASS_PAGER_BUDGET", buf, 1);
-			setenv("BYPASS_PAGER_THRESHOLD", "1M", 1);
-			/* the budget covers every allocation from the first */
-			setenv("BYPASS_PAGER_HEAP_AFTER", "0", 1);
-			setenv("BYPASS_PAGER_SWAP", dir, 1);
-			setenv("BYPASS_STATS_FILE", stats, 1);
-		}
-		if (w == W_SORT) {
-			/* sort's buffer: room for all of the input in one piece */
-			snprintf(buf, sizeof(buf), "%zuK", (z->sort_bytes * 3) >> 10);
-			execlp("sort", "sort", "-S", buf, in, (char *)NULL);
-			_exit(127);
-		}
-		if (w == W_PYTHON || w == W_SQLITE) {
-			snprintf(buf, sizeof(buf), "%llu",
-				 (unsigned long long)(w == W_PYTHON ? z->py_n : z->sq_n));
-			execl(PYTHON, "python3", "-c", w == W_PYTHON ? py_objects : py_sqlite,
-			      buf, (char *)NULL);
-			_exit(127);
-		}
-		setenv("BYPASS_BENCH_UNMODIFIED_PROG", spec, 1);
-		execl("/proc/self/exe", "bypass-bench-unmodified", (char *)NULL);
-		_exit(127);
-	}
-	pb_running_child = pid;
-	bench_watchdog(900, "pager.unmodified: a run", pid); /* a stall fails, never hangs */
-	int st;
-	struct rusage ru;
-	memset(&ru, 0, sizeof(ru));
-	while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR)
-		;
-	*maxrss_kb = ru.ru_maxrss; /* the whole process's peak resident set */
-	bench_watchdog(0, NULL, 0);
-	pb_running_child = 0;
-	*secs = now_s() - t0;
-	if (WIFSIGNALED(st)) {
-		snprintf(why, whylen, "%s killed by signal %d", w_name[w], WTERMSIG(st));
-		return -EINTR;
-	}
-	if (WEXITSTATUS(st)) {
-		snprintf(why, whylen, "%s exited with %d", w_name[w], WEXITSTATUS(st));
-		return -EIO;
-	}
-	if (w == W_SYSCALLS) { /* its output file is part of its output */
-		char ref[400];
-		snprintf(ref, sizeof(ref), "%s/prog-%d.out", dir, (int)S_REF);
-		if (side != S_REF && !same_file(ref, pout)) {
-			snprintf(why, whylen, "%s: its output file differs from the reference",
-				 w_name[w]);
-			return -EIO;
-		}
-	}
-	return 0;
-}
-
-/* The sum of a counter over the stats file's lines (then the file goes). */
-static uint64_t stats_take(const char *dir, const char *key, bool remove)
-{
-	char path[400], pat[64], line[8192];
-	snprintf(path, sizeof(path), "%s/stats", dir);
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	uint64_t sum = 0;
-	FILE *f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, pat);
-		if (p)
-			sum += strtoull(p + strlen(pat), NULL, 10);
-	}
-	if (f)
-		fclose(f);
-	if (remove)
-		unlink(path);
-	return sum;
-}
-
-/* The scratch directory and every file in it (it holds no directory). */
-static void rmtree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char p[800];
-	while (d && (de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		unlink(p);
-	}
-	if (d)
-		closedir(d);
-	rmdir(dir);
-}
-
-/* This bench, and so the preload beside it, built with AddressSanitizer. */
-static bool built_with_asan(void)
-{
-#if defined(__SANITIZE_ADDRESS__)
-	return true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-	return true;
-#else
-	return false;
-#endif
-#else
-	return false;
-#endif
-}
-
-/* The stats file's counters of one bypass run (then the file goes). */
-struct brun {
-	uint64_t rdpages, evict, swapin, hits, samples, peak;
-};
-
-static void brun_take(const char *dir, struct brun *b)
-{
-	b->rdpages = stats_take(dir, "bytes_read", false) / 4096;
-	b->evict = stats_take(dir, "evictions", false);
-	b->swapin = stats_take(dir, "faults_swapin", false);
-	b->hits = stats_take(dir, "access_hits", false);
-	b->samples = stats_take(dir, "access_samples", false);
-	b->peak = stats_take(dir, "resident_peak", true);
-}
-
 /* Whether workload w runs: --param programs=a,b (keys), else all but sort
  * in the quick suite (sort's runs are the longest). */
 static bool selected(struct bench_ctx *c, int w)
@@ -359,9 +86,9 @@ static bool selected(struct bench_ctx *c, int w)
 	const char *p = bench_param(c, "programs", NULL);
 	if (!p)
 		return !(bench_quick(c) && w == W_SORT);
-	size_t n = strlen(w_key[w]);
+	size_t n = strlen(pu_w_key[w]);
 	for (const char *q = p; q && *q; q = strchr(q, ','), q = q ? q + 1 : NULL)
-		if (!strncmp(q, w_key[w], n) && (q[n] == ',' || !q[n]))
+		if (!strncmp(q, pu_w_key[w], n) && (q[n] == ',' || !q[n]))
 			return true;
 	return false;
 }
@@ -424,7 +151,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	bool have_python = access(PYTHON, X_OK) == 0;
 	int ret = 0;
 
-	if (built_with_asan()) {
+	if (pu_built_with_asan()) {
 		bench_skip(c, id, "an AddressSanitizer build: its preload, instrumented, "
 			   "crashes inside the uninstrumented programs (sort, python3) "
 			   "without libasan loaded first; tests/pager/preload-* run them "
@@ -450,13 +177,13 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		    "the best of Linux's swap file, zram and zswap (per program)");
 	char path[500], why[1024] = "", facts[1024] = "";
 	snprintf(path, sizeof(path), "%s/sort.in", dir);
-	int e = make_sort_input(path, z.sort_bytes);
+	int e = pu_make_sort_input(path, z.sort_bytes);
 	snprintf(path, sizeof(path), "%s/prog.in", dir);
 	if (!e)
-		e = make_prog_input(path, z.prog_bytes);
+		e = pu_make_prog_input(path, z.prog_bytes);
 	if (e) {
 		bench_skip(c, id, "writing the inputs in %s: %s", dir, strerror(-e));
-		rmtree(dir);
+		pu_rmtree(dir);
 		return 0;
 	}
 	/* The Linux side swaps to a file with room for either footprint
@@ -491,7 +218,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	char out[W_N][S_N][500];
 	for (int w = 0; w < W_N; w++)
 		for (int k = 0; k < S_N; k++)
-			snprintf(out[w][k], sizeof(out[w][k]), "%s/%s-%d.out", dir, w_key[w], k);
+			snprintf(out[w][k], sizeof(out[w][k]), "%s/%s-%d.out", dir, pu_w_key[w], k);
 	/* per workload: each round's time per side (NaN: no run), runs, kills */
 	static double t[W_N][SD_N][64];
 	int nr[W_N] = { 0 }, planned[W_N] = { 0 }, oom[W_N][SD_N] = { { 0 } };
@@ -534,7 +261,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		/* the reference output and footprint: no limit, no preload */
 		if (have_linux)
 			pb_cg_make(&env, "ref", cgm, sizeof(cgm));
-		if (run(S_REF, w, &z, dir, cgm, out[w][S_REF], &ref_s[w], &rss[w][S_REF],
+		if (pu_run(S_REF, w, &z, dir, cgm, out[w][S_REF], &ref_s[w], &rss[w][S_REF],
 			fail_why[w], sizeof(fail_why[w]))) {
 			bad[w] = true;
 			if (cgm[0])
@@ -550,12 +277,12 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		cgm[0] = 0;
 		if (have_linux)
 			pb_cg_make(&env, "cal", cgm, sizeof(cgm));
-		e = run(S_BYPASS, w, &zb, dir, cgm, out[w][S_BYPASS], &secs, &kb, fail_why[w],
+		e = pu_run(S_BYPASS, w, &zb, dir, cgm, out[w][S_BYPASS], &secs, &kb, fail_why[w],
 			sizeof(fail_why[w]));
-		if (!e && !same_file(out[w][S_REF], out[w][S_BYPASS])) {
+		if (!e && !pu_same_file(out[w][S_REF], out[w][S_BYPASS])) {
 			e = -EIO;
 			snprintf(fail_why[w], sizeof(fail_why[w]), "%s: the output differs from the "
-				 "reference (bypass, calibration run)", w_name[w]);
+				 "reference (bypass, calibration run)", pu_w_name[w]);
 		}
 		if (cgm[0]) {
 			cg_cal[w] = pb_cg_peak(cgm);
@@ -569,7 +296,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		if (kb > rss[w][S_BYPASS])
 			rss[w][S_BYPASS] = kb;
 		struct brun br;
-		brun_take(dir, &br);
+		pu_brun_take(dir, &br);
 		if (br.peak > bsum[w].peak)
 			bsum[w].peak = br.peak;
 		bool lx = have_linux;
@@ -623,7 +350,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				char cgb[400] = "";
 				if (sd == 1 && have_linux)
 					pb_cg_make(&env, "byp", cgb, sizeof(cgb));
-				e = run(side, w, sd == 1 ? &zb : &z, dir, sd == 1 ? cgb : env.cg,
+				e = pu_run(side, w, sd == 1 ? &zb : &z, dir, sd == 1 ? cgb : env.cg,
 					out[w][side], &secs, &kb, fail_why[w], sizeof(fail_why[w]));
 				uint64_t pl = 0, pk_l = 0;
 				if (sd != 1) {
@@ -649,12 +376,12 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				if (kb > rss[w][side])
 					rss[w][side] = kb;
 				if (!e && side == S_BYPASS && w == W_SYSCALLS && bench_planted(c, id))
-					append_byte(out[w][side]); /* tests/pager/bench-plant.sh */
-				if (!e && !same_file(out[w][S_REF], out[w][side])) {
+					pu_append_byte(out[w][side]); /* tests/pager/bench-plant.sh */
+				if (!e && !pu_same_file(out[w][S_REF], out[w][side])) {
 					e = -EIO;
 					snprintf(fail_why[w], sizeof(fail_why[w]),
 						 "%s: the output differs from the reference (%s)",
-						 w_name[w], sd == 1 ? "bypass" : sd_row[sd]);
+						 pu_w_name[w], sd == 1 ? "bypass" : sd_row[sd]);
 				}
 				if (e == -EINTR && sd != 1) {
 					/* The cgroup's OOM killer: a result about Linux,
@@ -676,7 +403,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					zswpin[w][sd] += pb_vmstat("zswpin") - zin0;
 					runs_l[w][sd]++;
 				} else {
-					brun_take(dir, &br);
+					pu_brun_take(dir, &br);
 					bsum[w].rdpages += br.rdpages;
 					bsum[w].evict += br.evict;
 					bsum[w].swapin += br.swapin;
@@ -704,14 +431,9 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	for (int w = 0; w < W_N; w++) {
 		best[w] = -1;
 		for (int sd = 0; sd < SD_N; sd++) {
-			double v[64];
-			size_t nv = 0;
-			for (int r = 0; r < nr[w]; r++)
-				if (isfinite(t[w][sd][r]))
-					v[nv++] = t[w][sd][r];
 			struct bench_summary sum;
-			bench_summarize_d(v, nv, &sum);
-			med[w][sd] = nv ? sum.median : NAN;
+			bench_summarize_finite(t[w][sd], (size_t)nr[w], &sum);
+			med[w][sd] = sum.n ? sum.median : NAN;
 			bench_est_ratio(t[w][1], t[w][sd], (size_t)nr[w], planned[w], BENCH_CI_T,
 					&est_sd[w][sd]);
 		}
@@ -732,17 +454,12 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			bool lx = sd == 1 ? best[w] >= 0 : runs_l[w][sd] > 0;
 			if (sd != 1 && !lx)
 				continue;
-			double v[64];
-			size_t nv = 0;
-			for (int r = 0; r < nr[w]; r++)
-				if (isfinite(t[w][sd][r]))
-					v[nv++] = t[w][sd][r];
 			struct bench_summary sum;
-			bench_summarize_d(v, nv, &sum);
+			bench_summarize_finite(t[w][sd], (size_t)nr[w], &sum);
 			char name[128], params[1000], note[400];
 			enum side side = sd_side[sd];
 			uint64_t cgp = sd == 1 ? cg_b[w] : cg_l[w][sd];
-			snprintf(name, sizeof(name), "%s: %s", w_name[w], sd_row[sd]);
+			snprintf(name, sizeof(name), "%s: %s", pu_w_name[w], sd_row[sd]);
 			double swin = sd == 1 ? (runs_b[w] ? (double)bsum[w].rdpages / runs_b[w] : 0.0)
 				: (runs_l[w][sd] ? (double)(pswpin[w][sd] + zswpin[w][sd]) /
 						   runs_l[w][sd] : 0.0);
@@ -764,7 +481,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				 "\"footprint_charged_mib\": %.1f, \"peak_rss_mib\": %.1f, "
 				 "\"peak_charged_mib\": %.1f, \"linux_limit_mib\": %.1f, "
 				 "\"swap_in_pages_per_run\": %.0f, \"runs\": %d",
-				 w_key[w], sd_key[sd], zb.budget >> 20, rss[w][S_REF] / 1024.0,
+				 pu_w_key[w], sd_key[sd], zb.budget >> 20, rss[w][S_REF] / 1024.0,
 				 MIB(cg_ref[w]), rss[w][side] / 1024.0, MIB(cgp), MIB(limit[w]), swin,
 				 sd == 1 ? runs_b[w] : runs_l[w][sd]);
 			if (sd != 1)
@@ -835,7 +552,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			   "MiB charged%s; pages read from swap per run (mean): %.0f bypass (%.0f "
 			   "swap-in faults, the rest readahead), %.0f Linux swap file (pswpin); bypass "
 			   "evictions %llu, access samples %llu (hits %llu), resident peak %llu "
-			   "pages, over %d runs", w_name[w], rss[w][S_REF] / 1024.0, MIB(cg_ref[w]),
+			   "pages, over %d runs", pu_w_name[w], rss[w][S_REF] / 1024.0, MIB(cg_ref[w]),
 			   zb.budget >> 20, rss[w][S_BYPASS] / 1024.0, b, MIB(cg_cal[w]),
 			   MIB(cg_bmin[w]), MIB(cg_b[w]), lim,
 			   rss[w][S_LINUX] / 1024.0, MIB(cg_l[w][0]), lfl,
@@ -885,7 +602,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			   "mean of %d), / swap file %.2f, / zram %.2f, / zswap %.2f; compressed "
 			   "pool peak MiB: zram %.1f, zswap %.1f; pages read from swap per run "
 			   "(pswpin + zswpin): file %.0f+%.0f, zram %.0f+%.0f, zswap %.0f+%.0f",
-			   w_name[w], med[w][0], med[w][2], med[w][3], med[w][1],
+			   pu_w_name[w], med[w][0], med[w][2], med[w][3], med[w][1],
 			   sd_row[best[w]], est_best[w].value, est_best[w].n, est_sd[w][0].value,
 			   est_sd[w][2].value, est_sd[w][3].value, MIB(pool[w][2]), MIB(pool[w][3]),
 			   runs_l[w][0] ? (double)pswpin[w][0] / runs_l[w][0] : 0.0,
@@ -899,7 +616,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		bench_note(c, "python and sqlite not run: no %s", PYTHON);
 	for (int w = 0; w < W_N; w++)
 		if (notsel[w])
-			bench_note(c, "%s: not run%s", w_name[w], w == W_SORT && bench_quick(c) &&
+			bench_note(c, "%s: not run%s", pu_w_name[w], w == W_SORT && bench_quick(c) &&
 				   !bench_param(c, "programs", NULL) ?
 				   ": judged only in make bench-full (its runs are the longest: 5 "
 				   "rounds of both sides do not fit the quick suite's 300 s)" :
@@ -909,14 +626,14 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			if (oom[w][sd])
 				bench_note(c, "%s: %s was killed by the memory cgroup's OOM killer in "
 					   "%d of %d runs%s: its rounds have no figure for it, so "
-					   "that baseline is incomplete%s", w_name[w], sd_row[sd],
+					   "that baseline is incomplete%s", pu_w_name[w], sd_row[sd],
 					   oom[w][sd], oom[w][sd] + runs_l[w][sd],
 					   plant_kill ? " (planted: --param plant=pager.unmodified.kill)"
 					   : "", sd ? " (an outcome of that backend, recorded: not "
 					   "a failure of the run)" : "");
 	for (int w = 0; w < W_N; w++)
 		if (bad[w]) {
-			bench_note(c, "%s stopped: %s", w_name[w], fail_why[w]);
+			bench_note(c, "%s stopped: %s", pu_w_name[w], fail_why[w]);
 			if (ret)
 				bench_fail(c, "pager.unmodified: %s", fail_why[w]);
 		}
@@ -930,7 +647,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			continue;
 		char what[300];
 		snprintf(what, sizeof(what), "%s: identical output at a budget below the "
-			 "footprint (every run matched)", w_name[w]);
+			 "footprint (every run matched)", pu_w_name[w]);
 		bench_target_exact_runs(c, what, bad[w] ? 0 : 1, ">=", 1, bad[w] ? 0 : runs_b[w] + 1,
 					planned[w] + 1);
 		if (bad[w] || !nr[w])
@@ -939,19 +656,19 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		if (0.6 * fp < goal)
 			goal = 0.6 * fp;
 		snprintf(what, sizeof(what), "%s: peak resident set under the preload, MiB (<= "
-			 "budget + 32 MiB and <= 0.6x its unlimited footprint of %.1f MiB)", w_name[w],
+			 "budget + 32 MiB and <= 0.6x its unlimited footprint of %.1f MiB)", pu_w_name[w],
 			 fp);
 		bench_target_exact_runs(c, what, rss[w][S_BYPASS] / 1024.0, "<=", goal, runs_b[w] + 1,
 					planned[w] + 1);
 		if (w == W_SYSCALLS || !have_linux || !runs_l[w][0])
 			continue;
-		snprintf(what, sizeof(what), "%s: time vs Linux swap at the same memory", w_name[w]);
+		snprintf(what, sizeof(what), "%s: time vs Linux swap at the same memory", pu_w_name[w]);
 		bench_target_est(c, what, &est[w], "<=", 1.0);
 		snprintf(what, sizeof(what), "%s: time vs the best of Linux's swap file, zram and "
-			 "zswap at the same memory (issue 35)", w_name[w]);
+			 "zswap at the same memory (issue 35)", pu_w_name[w]);
 		bench_target_est(c, what, &est_best[w], "<=", 1.0);
 		snprintf(what, sizeof(what), "%s: swap-ins (pages read from swap per run), "
-			 "bypass / Linux (<= 1)", w_name[w]);
+			 "bypass / Linux (<= 1)", pu_w_name[w]);
 		double rb = runs_b[w] ? (double)bsum[w].rdpages / runs_b[w] : 0.0;
 		double rl = runs_l[w][0] ? (double)pswpin[w][0] / runs_l[w][0] : 0.0;
 		/* complete when every round kept has both sides' runs */
@@ -976,6 +693,6 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					"file, zram and zswap (issue 35: at least 3)", n07, ">=", 3,
 					rows_done, 3);
 	bench_end(c);
-	rmtree(dir);
+	pu_rmtree(dir);
 	return ret;
 }

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* pager.unmodified (unmodified.c): one program run on one side, its
+ * inputs, its output checks and the preload's stats file (unmodrun.c). */
+#ifndef BYPASS_BENCH_PAGER_UNMODIFIED_H
+#define BYPASS_BENCH_PAGER_UNMODIFIED_H
+
+#include "pager_bench.h"
+
+enum { W_SYSCALLS, W_SORT, W_PYTHON, W_SQLITE, W_N };
+extern const char *const pu_w_name[W_N], *const pu_w_key[W_N];
+#define PYTHON "/usr/bin/python3"
+
+struct sizes {
+	size_t budget, prog_bytes, sort_bytes;
+	uint64_t updates, py_n, sq_n;
+};
+
+enum side { S_REF, S_LINUX, S_BYPASS, S_ZRAM, S_ZSWAP, S_N };
+
+/* Inputs: sort's lines, the C program's bytes; 0 or -errno. */
+int pu_make_sort_input(const char *path, size_t bytes);
+int pu_make_prog_input(const char *path, size_t bytes);
+/* --param plant=pager.unmodified: a byte appended to the output. */
+void pu_append_byte(const char *path);
+/* Byte-identical files? */
+bool pu_same_file(const char *a, const char *b);
+/* Run workload w on one side (in cgroup cg when not empty); its stdout
+ * goes to out.  0 and the wall time and the peak resident set, or -errno
+ * with the reason in why (-EINTR: killed by a signal). */
+int pu_run(enum side side, int w, const struct sizes *z, const char *dir, const char *cg,
+	   const char *out, double *secs, long *maxrss_kb, char *why, size_t whylen);
+/* The scratch directory and every file in it. */
+void pu_rmtree(const char *dir);
+/* This bench, and so the preload beside it, built with AddressSanitizer. */
+bool pu_built_with_asan(void);
+/* The stats file's counters of one bypass run (then the file goes). */
+struct brun {
+	uint64_t rdpages, evict, swapin, hits, samples, peak;
+};
+void pu_brun_take(const char *dir, struct brun *b);
+
+#endif

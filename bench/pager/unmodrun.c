@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pager.unmodified's runs (split from unmodified.c): the programs, their
+ * inputs, one run of a program on one side (the reference, the preload,
+ * Linux in a cgroup), its output compared, the preload's stats file.
+ */
+#include "unmodified.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *const pu_w_name[W_N] = { "C program (malloc + read/write)", "sort",
+				   "python (small objects)", "sqlite (in memory)" };
+const char *const pu_w_key[W_N] = { "syscalls", "sort", "python", "sqlite" };
+
+
+/* The Python programs: argv[1] sizes them; stdout is the result. */
+static const char py_objects[] =
+	"import sys\n"
+	"n = int(sys.argv[1])\n"
+	"a = [i * 3 for i in range(n)]\n"
+	"s = 0\n"
+	"for p in range(2):\n"
+	"    for x in a:\n"
+	"        s += x\n"
+	"b = [x + 1 for x in a[::7]]\n"
+	"print(s, len(a), sum(b))\n";
+static const char py_sqlite[] =
+	"import sqlite3, sys\n"
+	"n = int(sys.argv[1])\n"
+	"db = sqlite3.connect(':memory:')\n"
+	"db.execute('PRAGMA cache_size=-4000000')\n"
+	"db.execute('CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)')\n"
+	"db.executemany('INSERT INTO t VALUES(?, ?)', ((i, 'v%08d-%s' % ((i * 7919) % n, 'x' * 60))"
+	" for i in range(n)))\n"
+	"db.execute('CREATE INDEX tv ON t(v)')\n"
+	"print(db.execute(\"SELECT count(*), sum(k % 1000), min(v), max(v) FROM t WHERE v >= "
+	"'v00000500'\").fetchone())\n"
+	"print(db.execute('SELECT k FROM t ORDER BY v LIMIT 5 OFFSET ?', (n // 2,)).fetchall())\n";
+#define PYTHON "/usr/bin/python3"
+static double pu_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Lines of the sort input: a pseudo-random key, a line number, a payload. */
+int pu_make_sort_input(const char *path, size_t bytes)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	uint64_t x = 88172645463325252ull;
+	size_t done = 0;
+	for (unsigned long i = 0; done < bytes; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		int k = fprintf(f, "%016llx %lu payload-%llu-payload-payload-payload\n",
+				(unsigned long long)x, i, (unsigned long long)(x % 100000));
+		if (k < 0)
+			break;
+		done += (size_t)k;
+	}
+	return fclose(f) ? -errno : 0;
+}
+
+int pu_make_prog_input(const char *path, size_t bytes)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return -errno;
+	unsigned char buf[65536];
+	uint64_t x = 1234567;
+	int e = 0;
+	for (size_t done = 0; !e && done < bytes;) {
+		for (size_t i = 0; i < sizeof(buf); i++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			buf[i] = (unsigned char)(x >> 56);
+		}
+		size_t k = bytes - done < sizeof(buf) ? bytes - done : sizeof(buf);
+		if (write(fd, buf, k) != (ssize_t)k)
+			e = -EIO;
+		done += k;
+	}
+	close(fd);
+	return e;
+}
+
+/* --param plant=pager.unmodified: the bypass side's output gains a byte,
+ * which the comparison with the reference must catch. */
+void pu_append_byte(const char *path)
+{
+	FILE *f = fopen(path, "a");
+	if (f) {
+		fputc('x', f);
+		fclose(f);
+	}
+}
+
+/* Byte-identical files? */
+bool pu_same_file(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "r"), *fb = fopen(b, "r");
+	bool same = fa && fb;
+	char ba[65536], bb[65536];
+	while (same) {
+		size_t na = fread(ba, 1, sizeof(ba), fa), nb = fread(bb, 1, sizeof(bb), fb);
+		if (na != nb || memcmp(ba, bb, na))
+			same = false;
+		if (!na)
+			break;
+	}
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return same;
+}
+
+
+/*
+ * Run workload w on one side; its stdout goes to out.  0 and the wall time,
+ * or -errno with the reason in why.
+ */
+int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
+	       const char *cg, const char *out, double *secs, long *maxrss_kb, char *why,
+	       size_t whylen)
+{
+	char in[400], pout[400], spec[1000], buf[64], pre[600], stats[400];
+	snprintf(in, sizeof(in), "%s/%s.in", dir, w == W_SORT ? "sort" : "prog");
+	snprintf(pout, sizeof(pout), "%s/prog-%d.out", dir, (int)side);
+	snprintf(stats, sizeof(stats), "%s/stats", dir);
+	snprintf(spec, sizeof(spec), "%s %s %zu %llu", in, pout, z->prog_bytes,
+		 (unsigned long long)z->updates);
+	snprintf(pre, sizeof(pre), "%s/libbypass-pager.so", bench_build_dir());
+	double t0 = pu_now_s();
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		pb_cleanup_on_signal(NULL);
+		if (cg && cg[0] && pb_cg_join(cg, getpid()))
+			_exit(4); /* the side's cgroup: its limit, or a peak to measure */
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0)
+			_exit(5);
+		dup2(fd, 1);
+		close(fd);
+		setenv("LC_ALL", "C", 1);
+		if (side == S_BYPASS) {
+			setenv("LD_PRELOAD", pre, 1);
+			snprintf(buf, sizeof(buf), "%zu", z->budget);
+			setenv("BYPASS_PAGER_BUDGET", buf, 1);
+			setenv("BYPASS_PAGER_THRESHOLD", "1M", 1);
+			/* the budget covers every allocation from the first */
+			setenv("BYPASS_PAGER_HEAP_AFTER", "0", 1);
+			setenv("BYPASS_PAGER_SWAP", dir, 1);
+			setenv("BYPASS_STATS_FILE", stats, 1);
+		}
+		if (w == W_SORT) {
+			/* sort's buffer: room for all of the input in one piece */
+			snprintf(buf, sizeof(buf), "%zuK", (z->sort_bytes * 3) >> 10);
+			execlp("sort", "sort", "-S", buf, in, (char *)NULL);
+			_exit(127);
+		}
+		if (w == W_PYTHON || w == W_SQLITE) {
+			snprintf(buf, sizeof(buf), "%llu",
+				 (unsigned long long)(w == W_PYTHON ? z->py_n : z->sq_n));
+			execl(PYTHON, "python3", "-c", w == W_PYTHON ? py_objects : py_sqlite,
+			      buf, (char *)NULL);
+			_exit(127);
+		}
+		setenv("BYPASS_BENCH_UNMODIFIED_PROG", spec, 1);
+		execl("/proc/self/exe", "bypass-bench-unmodified", (char *)NULL);
+		_exit(127);
+	}
+	pb_running_child = pid;
+	bench_watchdog(900, "pager.unmodified: a run", pid); /* a stall fails, never hangs */
+	int st;
+	struct rusage ru;
+	memset(&ru, 0, sizeof(ru));
+	while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR)
+		;
+	*maxrss_kb = ru.ru_maxrss; /* the whole process's peak resident set */
+	bench_watchdog(0, NULL, 0);
+	pb_running_child = 0;
+	*secs = pu_now_s() - t0;
+	if (WIFSIGNALED(st)) {
+		snprintf(why, whylen, "%s killed by signal %d", pu_w_name[w], WTERMSIG(st));
+		return -EINTR;
+	}
+	if (WEXITSTATUS(st)) {
+		snprintf(why, whylen, "%s exited with %d", pu_w_name[w], WEXITSTATUS(st));
+		return -EIO;
+	}
+	if (w == W_SYSCALLS) { /* its output file is part of its output */
+		char ref[400];
+		snprintf(ref, sizeof(ref), "%s/prog-%d.out", dir, (int)S_REF);
+		if (side != S_REF && !pu_same_file(ref, pout)) {
+			snprintf(why, whylen, "%s: its output file differs from the reference",
+				 pu_w_name[w]);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+/* The sum of a counter over the stats file's lines (then the file goes). */
+static uint64_t pu_stats_take(const char *dir, const char *key, bool remove)
+{
+	char path[400], pat[64], line[8192];
+	snprintf(path, sizeof(path), "%s/stats", dir);
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	uint64_t sum = 0;
+	FILE *f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, pat);
+		if (p)
+			sum += strtoull(p + strlen(pat), NULL, 10);
+	}
+	if (f)
+		fclose(f);
+	if (remove)
+		unlink(path);
+	return sum;
+}
+
+/* The scratch directory and every file in it (it holds no directory). */
+void pu_rmtree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char p[800];
+	while (d && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+/* This bench, and so the preload beside it, built with AddressSanitizer. */
+bool pu_built_with_asan(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+	return true;
+#else
+	return false;
+#endif
+#else
+	return false;
+#endif
+}
+
+
+void pu_brun_take(const char *dir, struct brun *b)
+{
+	b->rdpages = pu_stats_take(dir, "bytes_read", false) / 4096;
+	b->evict = pu_stats_take(dir, "evictions", false);
+	b->swapin = pu_stats_take(dir, "faults_swapin", false);
+	b->hits = pu_stats_take(dir, "access_hits", false);
+	b->samples = pu_stats_take(dir, "access_samples", false);
+	b->peak = pu_stats_take(dir, "resident_peak", true);
+}
