@@ -640,6 +640,16 @@ int pb_linux_limit(struct pb_linux_env *env, size_t limit)
 	return 0;
 }
 
+int pb_linux_set_limit(const struct pb_linux_env *env, size_t limit)
+{
+	char path[400], buf[64];
+	if (!env->limit_file || !env->cg_made)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "%s/%s", env->cg, env->limit_file);
+	snprintf(buf, sizeof(buf), "%zu", limit);
+	return pb_write_small(path, buf);
+}
+
 int pb_cg_make(const struct pb_linux_env *env, const char *tag, char *path, size_t len)
 {
 	if (!env->cgroot[0])

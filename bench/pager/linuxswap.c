@@ -268,3 +268,28 @@ int pb_advise(bypass_pager *p, void *addr, size_t len, int advice)
 	return -ENOSYS;
 }
 #endif
+
+/* ------------------------------------------------------------ the tier */
+
+int pb_tier_check(struct bench_ctx *c, char *why, size_t whylen)
+{
+	struct bypass_pager_config cfg = { .budget = 64 * PB_PAGE, .swap_path = pb_swapdir(c),
+					   .swap_size = 256 * PB_PAGE,
+					   .flags = BYPASS_PAGER_SWAP_TEMP };
+	struct bypass_pager_tier_config tc;
+	bypass_pager *p;
+	memset(&tc, 0, sizeof(tc));
+	int e = bypass_pager_create(&cfg, &p);
+	if (e) {
+		snprintf(why, whylen, "a pager to try the tier on: %s", strerror(-e));
+		return e;
+	}
+	e = bypass_pager_tier(p, &tc);
+	bypass_pager_destroy(p);
+	if (e == -EOPNOTSUPP)
+		snprintf(why, whylen, "this build has no liblz4 (the compressed tier needs it; "
+			 "tools/deps.sh installs liblz4-dev)");
+	else if (e)
+		snprintf(why, whylen, "bypass_pager_tier: %s", strerror(-e));
+	return e;
+}

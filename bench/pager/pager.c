@@ -26,27 +26,39 @@ const char *pb_swapdir(struct bench_ctx *c)
 	return bench_param(c, "swapdir", "/var/tmp");
 }
 
-/* --param only=latency|drop|throughput|unmodified|prefetch|pagerank|fork
- * runs one experiment. */
+/* Whether --param only=a,b,... names experiment x (no only: all but tier). */
+static bool run_it(const char *only, const char *x)
+{
+	if (!only)
+		return strcmp(x, "tier") != 0;
+	size_t n = strlen(x);
+	for (const char *q = only; q && *q; q = strchr(q, ','), q = q ? q + 1 : NULL)
+		if (!strncmp(q, x, n) && (q[n] == ',' || !q[n]))
+			return true;
+	return false;
+}
+
+/* --param only=latency|drop|throughput|unmodified|prefetch|pagerank|fork|tier
+ * runs those experiments (a comma-separated list). */
 int bench_pager(struct bench_ctx *c)
 {
 	const char *only = bench_param(c, "only", NULL);
 	int ret = 0;
-	if (!only || !strcmp(only, "latency"))
+	if (run_it(only, "latency"))
 		bench_pager_latency(c);
-	if (!only || !strcmp(only, "drop"))
+	if (run_it(only, "drop"))
 		bench_pager_drop(c);
-	if (!only || !strcmp(only, "throughput"))
+	if (run_it(only, "throughput"))
 		ret |= bench_pager_throughput(c);
-	if (!only || !strcmp(only, "unmodified"))
+	if (run_it(only, "unmodified"))
 		ret |= bench_pager_unmodified(c);
-	if (!only || !strcmp(only, "prefetch"))
+	if (run_it(only, "prefetch"))
 		ret |= bench_pager_prefetch(c);
-	if (!only || !strcmp(only, "pagerank"))
+	if (run_it(only, "pagerank"))
 		ret |= bench_pager_pagerank(c);
-	if (!only || !strcmp(only, "fork"))
+	if (run_it(only, "fork"))
 		ret |= bench_pager_fork(c);
-	if (only && !strcmp(only, "tier"))
+	if (run_it(only, "tier"))
 		ret |= bench_pager_tier(c);
 	return ret;
 }

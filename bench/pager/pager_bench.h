@@ -159,6 +159,8 @@ void pb_linux_reset(const struct pb_linux_env *env);
  * A killed run's leftovers are reaped by the next pb_linux_setup.
  */
 int pb_linux_limit(struct pb_linux_env *env, size_t limit);
+/* env's cgroup's limit changed in place (nothing else of it): 0 or -errno. */
+int pb_linux_set_limit(const struct pb_linux_env *env, size_t limit);
 int pb_cg_make(const struct pb_linux_env *env, const char *tag, char *path, size_t len);
 uint64_t pb_cg_peak(const char *cg);
 int pb_cg_join(const char *cg, pid_t pid);
@@ -219,6 +221,10 @@ bool pb_side_run(struct pb_sides *t, int s, const struct pb_linux_env *env,
 /* Linux's swap read-ahead settings (vm.page-cluster, VMA-based read-ahead)
  * as one line for the notes and the provenance. */
 void pb_linux_readahead(char *buf, size_t len);
+
+/* Whether this build's pager has the compressed tier (issue 35): 0, or
+ * -EOPNOTSUPP (no liblz4) or another -errno with the reason in why. */
+int pb_tier_check(struct bench_ctx *c, char *why, size_t whylen);
 
 /* A file of size bytes written in full (no holes); 0 or -errno. */
 int pb_write_file(const char *path, size_t size);

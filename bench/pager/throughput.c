@@ -29,6 +29,9 @@
 #include <unistd.h>
 
 enum { PH_POPULATE, PH_SEQ, PH_RAND, PH_N };
+/* The sides: Linux's swap file, bypass, Linux's zram, zswap, bypass with
+ * its compressed tier (issue 35). */
+enum { T_TIER = 4, T_SIDES = 5 };
 static const char *phase_name[PH_N] = { "first touch", "sequential", "random" };
 
 struct result {
@@ -36,6 +39,7 @@ struct result {
 	uint64_t accesses[PH_N];
 	uint64_t swapins[PH_N]; /* bypass: swap-in reads; Linux: pswpin pages */
 	struct bypass_pager_stats st; /* bypass side */
+	struct bypass_pager_tier_stats tst; /* bypass + tier side */
 	/* bypass side, per phase: faults by kind, pages read ahead, time in
 	 * the fault handler (the signal delivery not included) */
 	uint64_t ph_zero[PH_N], ph_swapin[PH_N], ph_wp[PH_N], ph_ra[PH_N], ph_rad[PH_N],
@@ -53,6 +57,8 @@ struct sizes {
 	unsigned readahead; /* bypass's window, pages (0: the library's default) */
 	unsigned batch;     /* bypass's eviction round, pages (0: the default) */
 	bool no_spin;       /* bypass's swap-in reads sleep (BYPASS_PAGER_NO_SPIN) */
+	bool fill_random;   /* first touch fills every page with random words
+			       (incompressible: --param fill=random) */
 };
 
 static double now_s(void)
@@ -91,8 +97,22 @@ static inline __attribute__((always_inline)) uint64_t phase(int ph, char *m, uin
 		n++;                                                                       \
 	} while (0)
 	if (ph == PH_POPULATE) {
-		for (uint64_t i = 0; i < np; i++)
+		for (uint64_t i = 0; i < np; i++) {
+			/* --param fill=random: every word of the page a
+			 * pseudo-random value (splitmix64 of its index): pages
+			 * that do not compress */
+			for (uint64_t j = 0; z->fill_random && j < PB_PAGE / 8; j++) {
+				uint64_t v = (i * (PB_PAGE / 8) + j + 1) * 0x9e3779b97f4a7c15ull;
+				v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
+				v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
+				v ^= v >> 31;
+				if (m)
+					((uint64_t *)(m + i * PB_PAGE))[j] = v;
+				else
+					exp[i] += v * word_weight(j);
+			}
 			ACCESS(i, 0);
+		}
 	} else if (ph == PH_SEQ) {
 		for (uint64_t pass = 0; pass < z->seq_passes; pass++)
 			for (uint64_t i = 0; i < np; i++)
@@ -203,7 +223,7 @@ static uint64_t bypass_swapins(void *arg)
 }
 
 static void bypass_child(const char *swapfile, const struct sizes *z, const uint64_t *exp,
-			 struct result *res)
+			 struct result *res, bool tier)
 {
 	struct bypass_pager_config cfg = {
 		.budget = z->budget, .swap_path = swapfile, .swap_size = z->region,
@@ -213,15 +233,22 @@ static void bypass_child(const char *swapfile, const struct sizes *z, const uint
 	bypass_pager *p;
 	char *m;
 	int e = bypass_pager_create(&cfg, &p);
+	struct bypass_pager_tier_config tc;
+	memset(&tc, 0, sizeof(tc));
+	if (!e && tier) /* the compressed tier, its defaults (issue 35) */
+		e = bypass_pager_tier(p, &tc);
 	if (!e)
 		e = bypass_pager_map(p, z->region, 0, (void **)&m);
 	if (e) {
 		res->err = e;
-		snprintf(res->msg, sizeof(res->msg), "bypass_pager: %s", strerror(-e));
+		snprintf(res->msg, sizeof(res->msg), "bypass_pager%s: %s", tier ? " (tier)" : "",
+			 strerror(-e));
 		_exit(1);
 	}
 	access_loop(m, z, exp, bypass_swapins, p, p, res, plant_loss);
 	bypass_pager_stats(p, &res->st);
+	if (tier)
+		bypass_pager_tier_stats(p, &res->tst);
 	bypass_pager_destroy(p);
 	_exit(0);
 }
@@ -235,10 +262,10 @@ static int run_child(int side, const struct pb_linux_env *env, const char *bswap
 		return -errno;
 	if (pid == 0) {
 		pb_cleanup_on_signal(NULL); /* the parent cleans up, not us */
-		if (side != 1) /* the Linux side: its swap file, zram or zswap */
+		if (side != 1 && side != T_TIER) /* Linux: its swap file, zram or zswap */
 			linux_child(env, z, exp, res);
 		else
-			bypass_child(bswap, z, exp, res);
+			bypass_child(bswap, z, exp, res, side == T_TIER);
 	}
 	pb_running_child = pid;
 	int st;
@@ -347,12 +374,17 @@ static int device_limits(const char *path, size_t size, uint64_t nreads, size_t 
 
 /* The sides of a round: Linux with its swap file, bypass, Linux with zram,
  * Linux with zswap in front of the file (issue 35). */
-enum { T_SIDES = 4 };
 static const char *const t_row[T_SIDES] = { "Linux swap (memory cgroup)", "bypass (upcall)",
 					    "Linux zram (memory cgroup)",
-					    "Linux zswap + swap file (memory cgroup)" };
-static const char *const t_key[T_SIDES] = { "file", "bypass", "zram", "zswap" };
-static const int t_backend[T_SIDES] = { PB_FILE, -1, PB_ZRAM, PB_ZSWAP };
+					    "Linux zswap + swap file (memory cgroup)",
+					    "bypass + compressed tier (upcall)" };
+static const char *const t_key[T_SIDES] = { "file", "bypass", "zram", "zswap", "tier" };
+static const int t_backend[T_SIDES] = { PB_FILE, -1, PB_ZRAM, PB_ZSWAP, -1 };
+/* A side of bypass (without or with the tier), not of Linux. */
+static bool t_bypass(int side)
+{
+	return side == 1 || side == T_TIER;
+}
 
 int bench_pager_throughput(struct bench_ctx *c)
 {
@@ -385,6 +417,8 @@ int bench_pager_throughput(struct bench_ctx *c)
 	z.batch = (unsigned)strtoul(bench_param(c, "batch", "0"), NULL, 10);
 	/* --param spin=0: bypass's swap-in reads sleep, as Linux's do */
 	z.no_spin = strcmp(bench_param(c, "spin", "1"), "0") == 0;
+	/* --param fill=random: incompressible pages (issue 35's tier) */
+	z.fill_random = strcmp(bench_param(c, "fill", "counter"), "random") == 0;
 	uint64_t dev_reads = bench_count(c, "dev_reads", 20000, 1000);
 	if (dev_reads < 2)
 		dev_reads = 2;
@@ -440,23 +474,56 @@ int bench_pager_throughput(struct bench_ctx *c)
 	}
 	/* Linux's zram and zswap sides: tried once here (then back to the
 	 * file); one that cannot run is skipped with its reason */
-	bool lb[T_SIDES] = { have_linux, true, false, false };
+	bool lb[T_SIDES] = { have_linux, true, false, false, false };
 	char lwhy[T_SIDES][1024], lfacts[T_SIDES][400];
 	int oom[T_SIDES] = { 0 }, lruns[T_SIDES] = { 0 };
 	uint64_t pool[T_SIDES] = { 0 }, lin[T_SIDES] = { 0 }, zin[T_SIDES] = { 0 };
 	for (int s = 2; s < T_SIDES; s++) {
 		lwhy[s][0] = lfacts[s][0] = 0;
-		if (!have_linux)
+		if (s == T_TIER) { /* --param tier=0 leaves it out */
+			if (!strcmp(bench_param(c, "tier", "1"), "0"))
+				snprintf(lwhy[s], sizeof(lwhy[s]), "not selected (--param tier=0)");
+			else
+				lb[s] = pb_tier_check(c, lwhy[s], sizeof(lwhy[s])) == 0;
+		} else if (!have_linux)
 			snprintf(lwhy[s], sizeof(lwhy[s]), "%s", why);
 		else
 			lb[s] = pb_linux_use(&env, t_backend[s], z.region, lwhy[s], sizeof(lwhy[s]),
 					     lfacts[s], sizeof(lfacts[s])) == 0;
 	}
+	/* Equal memory (issue 35): zram's and zswap's pools are not charged to
+	 * a cgroup v1, so one calibration run each at the budget measures the
+	 * pool's peak and its side's limit becomes the budget less it (at
+	 * least a quarter of the budget); --param calibrate=0: the budget */
+	size_t lim[T_SIDES];
+	uint64_t pool_cal[T_SIDES] = { 0 };
+	bool cal_ok[T_SIDES] = { false };
+	for (int s = 0; s < T_SIDES; s++)
+		lim[s] = z.budget;
+	for (int s = 2; s < 4 && strcmp(bench_param(c, "calibrate", "1"), "0"); s++) {
+		if (!lb[s] || pb_linux_use(&env, t_backend[s], z.region, lwhy[s], sizeof(lwhy[s]),
+					   NULL, 0)) {
+			lb[s] = false;
+			continue;
+		}
+		sync();
+		pb_linux_reset(&env);
+		pb_linux_pool_begin(&env);
+		e = run_child(s, &env, bswap, &z, exp, res);
+		uint64_t pl = pb_linux_pool_end(&env);
+		if (e && e != -EINTR)
+			continue;
+		pool_cal[s] = pl;
+		cal_ok[s] = true;
+		size_t l = pl < z.budget ? (size_t)((z.budget - pl) & ~4095ull) : 0;
+		lim[s] = l > z.budget / 4 ? l : (size_t)((z.budget / 4) & ~4095ull);
+	}
 	if (have_linux)
 		pb_linux_use(&env, PB_FILE, z.region, why, sizeof(why), NULL, 0);
 	bool have_dev = true;
 	char dev_why[200] = "";
-	double verify_s[T_SIDES] = { 0, 0, 0, 0 };
+	double verify_s[T_SIDES] = { 0 };
+	struct bypass_pager_tier_stats tst = { 0 };
 	struct bypass_pager_stats bst = { 0 };
 	uint64_t ph_zero[PH_N] = { 0 }, ph_swapin[PH_N] = { 0 }, ph_wp[PH_N] = { 0 },
 		 ph_ra[PH_N] = { 0 }, ph_rad[PH_N] = { 0 }, ph_lat_ns[PH_N] = { 0 };
@@ -478,26 +545,27 @@ int bench_pager_throughput(struct bench_ctx *c)
 			int side = (k + r) % T_SIDES;
 			if (!lb[side])
 				continue;
-			if (side != 1 && env.backend != t_backend[side] &&
+			if (!t_bypass(side) && env.backend != t_backend[side] &&
 			    pb_linux_use(&env, t_backend[side], z.region, lwhy[side],
 					 sizeof(lwhy[side]), NULL, 0)) {
 				lb[side] = false;
 				continue;
 			}
 			sync();
-			if (side != 1) {
+			if (!t_bypass(side)) {
 				pb_linux_reset(&env);
+				pb_linux_set_limit(&env, lim[side]);
 				pb_linux_pool_begin(&env);
 			}
 			uint64_t in0 = pb_vmstat("pswpin"), out0 = pb_vmstat("pswpout");
 			uint64_t zin0 = pb_vmstat("zswpin");
 			e = run_child(side, &env, bswap, &z, exp, res);
-			if (side != 1) {
+			if (!t_bypass(side)) {
 				uint64_t pl = pb_linux_pool_end(&env);
 				if (pl > pool[side])
 					pool[side] = pl;
 			}
-			if (e == -EINTR && side >= 2) {
+			if (e == -EINTR && side >= 2 && side != T_TIER) {
 				/* zram's or zswap's run killed (the cgroup's OOM
 				 * killer): that backend's outcome, recorded; its
 				 * round has no figure */
@@ -519,7 +587,7 @@ int bench_pager_throughput(struct bench_ctx *c)
 					 res->msg[0] ? res->msg : strerror(-e));
 				/* bypass failing (or either side losing data) is a
 				 * failure of the run, not a skip */
-				if (side == 1 || res->pages_bad)
+				if (t_bypass(side) || res->pages_bad)
 					ret = 1;
 				break;
 			}
@@ -527,7 +595,14 @@ int bench_pager_throughput(struct bench_ctx *c)
 				aps[side][ph][r] = (double)res->accesses[ph] / res->secs[ph];
 			rand_in[side][r] = (double)res->swapins[PH_RAND] / res->secs[PH_RAND];
 			verify_s[side] += res->verify_secs;
-			if (side != 1) {
+			if (side == T_TIER) {
+				lruns[side]++;
+				tst.stored += res->tst.stored;
+				tst.rejected += res->tst.rejected;
+				tst.dropped += res->tst.dropped;
+				tst.swapin_pool += res->tst.swapin_pool;
+				tst.swapin_file += res->tst.swapin_file;
+			} else if (side != 1) {
 				lin[side] += pb_vmstat("pswpin") - in0;
 				zin[side] += pb_vmstat("zswpin") - zin0;
 				lruns[side]++;
@@ -593,6 +668,8 @@ int bench_pager_throughput(struct bench_ctx *c)
 	 * finish leaves the baseline incomplete.  (Computed before the
 	 * summaries sort each side's figures: the rounds stay paired.) */
 	struct bench_est est[PH_N], est_best[PH_N], est_sd[PH_N][T_SIDES];
+	/* bypass + tier's: to each side (1: bypass without the tier), to the best */
+	struct bench_est est_t[PH_N][T_SIDES], est_tbest[PH_N];
 	int best[PH_N];
 	double med[PH_N][T_SIDES];
 	for (int ph = 0; ph < PH_N; ph++) {
@@ -603,12 +680,15 @@ int bench_pager_throughput(struct bench_ctx *c)
 			med[ph][side] = sum[side].n ? sum[side].median : NAN;
 			bench_est_ratio(aps[1][ph], aps[side][ph], have_linux ? (size_t)n : 0, rounds,
 					BENCH_CI_T, &est_sd[ph][side]);
+			bench_est_ratio(aps[T_TIER][ph], aps[side][ph],
+					have_linux || side == 1 ? (size_t)n : 0, rounds, BENCH_CI_T,
+					&est_t[ph][side]);
 		}
 		/* the best of Linux's three: the highest median rate of those
 		 * that ran every round (else of those that ran) */
 		for (int pass = 0; pass < 2 && best[ph] < 0; pass++)
 			for (int side = 0; side < T_SIDES; side++) {
-				if (side == 1 || !lruns[side] || !isfinite(med[ph][side]))
+				if (t_bypass(side) || !lruns[side] || !isfinite(med[ph][side]))
 					continue;
 				if (!pass && (oom[side] || lruns[side] < n))
 					continue;
@@ -617,42 +697,63 @@ int bench_pager_throughput(struct bench_ctx *c)
 			}
 		est[ph] = est_sd[ph][0];
 		est_best[ph] = est_sd[ph][best[ph] >= 0 ? best[ph] : 0];
-		char name[128], params[600], j[4][32];
+		est_tbest[ph] = est_t[ph][best[ph] >= 0 ? best[ph] : 0];
+		char name[128], params[1200], j[5][32];
 		for (int side = 0; side < T_SIDES; side++) {
 			if (side != 1 && !lruns[side])
 				continue;
 			snprintf(name, sizeof(name), "%s: %s", phase_name[ph], t_row[side]);
-			if (side == 1)
+			const struct bench_est *eb = side == T_TIER ? est_t[ph] : est_sd[ph];
+			if (t_bypass(side))
 				snprintf(params, sizeof(params),
 					 "{\"phase\": \"%s\", \"region_mib\": %zu, \"budget_mib\": %zu, "
-					 "\"side\": \"bypass\", \"best_of_linux\": \"%s\", "
+					 "\"fill\": \"%s\", \"side\": \"%s\", \"limit_includes\": "
+					 "\"the budget: resident pages%s\", \"best_of_linux\": \"%s\", "
 					 "\"ratio_to_best\": %s, \"ratio_to_file\": %s, "
-					 "\"ratio_to_zram\": %s, \"ratio_to_zswap\": %s}",
+					 "\"ratio_to_zram\": %s, \"ratio_to_zswap\": %s, "
+					 "\"ratio_to_bypass\": %s}",
 					 phase_name[ph], z.region >> 20, z.budget >> 20,
+					 z.fill_random ? "random" : "counter", t_key[side],
+					 side == T_TIER ? " and the tier's pool" : "",
 					 best[ph] >= 0 ? t_key[best[ph]] : "none",
-					 pb_jratio(j[0], sizeof(j[0]), est_best[ph].value),
-					 pb_jratio(j[1], sizeof(j[1]), est_sd[ph][0].value),
-					 pb_jratio(j[2], sizeof(j[2]), est_sd[ph][2].value),
-					 pb_jratio(j[3], sizeof(j[3]), est_sd[ph][3].value));
+					 pb_jratio(j[0], sizeof(j[0]), (side == T_TIER ? est_tbest[ph]
+									: est_best[ph]).value),
+					 pb_jratio(j[1], sizeof(j[1]), eb[0].value),
+					 pb_jratio(j[2], sizeof(j[2]), eb[2].value),
+					 pb_jratio(j[3], sizeof(j[3]), eb[3].value),
+					 side == T_TIER ? pb_jratio(j[4], sizeof(j[4]), eb[1].value)
+					 : "null");
 			else
 				snprintf(params, sizeof(params),
 					 "{\"phase\": \"%s\", \"region_mib\": %zu, \"budget_mib\": %zu, "
-					 "\"side\": \"%s\", \"backend\": \"%s\", \"pool_peak_mib\": %.1f, "
-					 "\"limit_includes\": \"%s\", \"oom_killed_runs\": %d, "
-					 "\"best_of_linux\": %s}", phase_name[ph], z.region >> 20,
-					 z.budget >> 20, t_key[side], pb_backend_name[t_backend[side]],
+					 "\"fill\": \"%s\", \"side\": \"%s\", \"backend\": \"%s\", "
+					 "\"side_limit_mib\": %.1f, \"pool_calibration_mib\": %.1f, "
+					 "\"pool_peak_mib\": %.1f, \"limit_includes\": \"%s\", "
+					 "\"oom_killed_runs\": %d, \"best_of_linux\": %s, "
+					 "\"tier_ratio\": %s}", phase_name[ph], z.region >> 20,
+					 z.budget >> 20, z.fill_random ? "random" : "counter", t_key[side],
+					 pb_backend_name[t_backend[side]], (double)lim[side] / 1048576.0,
+					 (double)pool_cal[side] / 1048576.0,
 					 (double)pool[side] / 1048576.0,
 					 side == 0 ? "the cgroup's charge (no pool)" :
-					 "the cgroup's charge only: the pool is not charged on cgroup v1",
-					 oom[side], side == best[ph] ? "true" : "false");
+					 cal_ok[side] ? "calibrated: the cgroup's limit is the budget "
+					 "less the pool's peak in a calibration run (pool_calibration_mib), "
+					 "so that charge + pool is about the budget; the pool is not "
+					 "charged to a cgroup v1" :
+					 "NOT CALIBRATED: the cgroup's charge only: the pool is not "
+					 "charged on cgroup v1 (this side had the budget plus its pool)",
+					 oom[side], side == best[ph] ? "true" : "false",
+					 pb_jratio(j[0], sizeof(j[0]), est_t[ph][side].value));
 			struct bench_row row = {
-				.variant = name, .kind = side == 1 ? BENCH_BYPASS : BENCH_BASELINE,
+				.variant = name, .kind = t_bypass(side) ? BENCH_BYPASS : BENCH_BASELINE,
 				.unit = "accesses/s", .s = sum[side], .higher_is_better = true,
-				.ratio = side == 1 ? NAN : (side == best[ph] ? 1.0 : NAN),
+				.ratio = t_bypass(side) ? NAN : (side == best[ph] ? 1.0 : NAN),
 				.params = params,
 			};
 			if (side == 1 && best[ph] >= 0)
 				bench_row_est(&row, &est_best[ph]);
+			if (side == T_TIER && best[ph] >= 0)
+				bench_row_est(&row, &est_tbest[ph]);
 			bench_row(c, &row);
 		}
 	}
@@ -745,19 +846,39 @@ int bench_pager_throughput(struct bench_ctx *c)
 		if (lwhy[side][0])
 			bench_note(c, "%s not run: %s", t_row[side], lwhy[side]);
 		else if (lfacts[side][0])
-			bench_note(c, "%s: %s; the same cgroup (limit: the budget) as the swap file's; "
-				   "its compressed pool's peak %.1f MiB (sampled every 5 ms) is not "
-				   "charged to the cgroup on v1: this side had the budget plus its pool; "
-				   "%llu pages swapped in from the device and %llu from zswap over %d "
-				   "runs; the pages hold one counter word each and compress very well",
-				   t_row[side], lfacts[side], (double)pool[side] / 1048576.0,
+			bench_note(c, "%s: %s; the same cgroup as the swap file's, its limit the "
+				   "budget less the compressed pool's peak in one calibration run "
+				   "before the rounds (%.1f MiB: limit %.1f MiB%s) because on cgroup v1 the pool is not charged to the "
+				   "cgroup; the pool's peak in the rounds %.1f MiB (sampled every 5 ms: "
+				   "%s); %llu pages swapped in from the device and %llu from zswap "
+				   "over %d runs; the pages hold %s", t_row[side], lfacts[side],
+				   (double)pool_cal[side] / 1048576.0, (double)lim[side] / 1048576.0,
+				   cal_ok[side] ? "" : "; NOT CALIBRATED: the budget",
+				   (double)pool[side] / 1048576.0, side == 2 ? "zram mm_stat" :
+				   "/proc/meminfo Zswap, the pool's total size; debugfs is not mounted",
 				   (unsigned long long)lin[side], (unsigned long long)zin[side],
-				   lruns[side]);
+				   lruns[side], z.fill_random ? "random words (incompressible)" :
+				   "one counter word each and compress very well");
 		if (oom[side])
 			bench_note(c, "%s: killed by the memory cgroup's OOM killer in %d of %d runs "
 				   "(recorded as its outcome: its rounds have no figure)", t_row[side],
 				   oom[side], oom[side] + lruns[side]);
 	}
+	if (lruns[T_TIER])
+		bench_note(c, "bypass + compressed tier: the same pager and budget with "
+			   "bypass_pager_tier() on (its defaults: LZ4, the pool at most 50%% of the "
+			   "budget and counted in it, pages kept if they compress to 60%%); over all "
+			   "rounds %llu pages put in the pool, %llu not compressible enough, %llu "
+			   "dropped, %llu swap-ins from the pool, %llu from the file",
+			   (unsigned long long)tst.stored, (unsigned long long)tst.rejected,
+			   (unsigned long long)tst.dropped, (unsigned long long)tst.swapin_pool,
+			   (unsigned long long)tst.swapin_file);
+	for (int ph = 0; ph < PH_N; ph++)
+		if (lruns[T_TIER])
+			bench_note(c, "%s: bypass + tier median %.0f accesses/s; / bypass without "
+				   "the tier %.2f, / the best of Linux's three (%s) %.2f (per round, "
+				   "mean)", phase_name[ph], med[ph][T_TIER], est_t[ph][1].value,
+				   best[ph] >= 0 ? t_key[best[ph]] : "none", est_tbest[ph].value);
 	for (int ph = 0; ph < PH_N; ph++)
 		if (best[ph] >= 0)
 			bench_note(c, "%s: median accesses/s: swap file %.0f, zram %.0f, zswap %.0f, "
@@ -779,7 +900,19 @@ int bench_pager_throughput(struct bench_ctx *c)
 		bench_target_est(c, "sequential accesses/s, bypass / the best of Linux's swap "
 				 "file, zram and zswap (issue 35: at least equal)",
 				 &est_best[PH_SEQ], ">=", 1.0);
+		if (lruns[T_TIER] && !z.fill_random) {
+			bench_target_est(c, "random accesses/s, bypass + compressed tier / the best "
+					 "of Linux's swap file, zram and zswap (issue 35: at least "
+					 "equal)", &est_tbest[PH_RAND], ">=", 1.0);
+			bench_target_est(c, "sequential accesses/s, bypass + compressed tier / the "
+					 "best of Linux's swap file, zram and zswap (issue 35: at "
+					 "least equal)", &est_tbest[PH_SEQ], ">=", 1.0);
+		}
 	}
+	if (lruns[T_TIER] && z.fill_random)
+		bench_target_est(c, "random accesses/s over incompressible pages, bypass + "
+				 "compressed tier / bypass without it (issue 35: at least 0.95)",
+				 &est_t[PH_RAND][1], ">=", 0.95);
 	bench_end(c);
 out:
 	for (int s = 0; s < T_SIDES; s++)

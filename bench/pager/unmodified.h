@@ -15,7 +15,8 @@ struct sizes {
 	uint64_t updates, py_n, sq_n;
 };
 
-enum side { S_REF, S_LINUX, S_BYPASS, S_ZRAM, S_ZSWAP, S_N };
+/* S_TIER: the preload with its compressed tier on (BYPASS_PAGER_TIER=1). */
+enum side { S_REF, S_LINUX, S_BYPASS, S_ZRAM, S_ZSWAP, S_TIER, S_N };
 
 /* Inputs: sort's lines, the C program's bytes; 0 or -errno. */
 int pu_make_sort_input(const char *path, size_t bytes);
@@ -36,7 +37,10 @@ bool pu_built_with_asan(void);
 /* The stats file's counters of one bypass run (then the file goes). */
 struct brun {
 	uint64_t rdpages, evict, swapin, hits, samples, peak;
+	uint64_t tstored, tpool, tfile; /* the tier's: stored, swap-ins from pool, file */
 };
 void pu_brun_take(const char *dir, struct brun *b);
+/* b's counters added to sum (the peak: the larger). */
+void pu_brun_add(struct brun *sum, const struct brun *b);
 
 #endif

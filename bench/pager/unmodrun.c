@@ -162,7 +162,9 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 		dup2(fd, 1);
 		close(fd);
 		setenv("LC_ALL", "C", 1);
-		if (side == S_BYPASS) {
+		if (side == S_BYPASS || side == S_TIER) {
+			if (side == S_TIER)
+				setenv("BYPASS_PAGER_TIER", "1", 1);
 			setenv("LD_PRELOAD", pre, 1);
 			snprintf(buf, sizeof(buf), "%zu", z->budget);
 			setenv("BYPASS_PAGER_BUDGET", buf, 1);
@@ -281,5 +283,21 @@ void pu_brun_take(const char *dir, struct brun *b)
 	b->swapin = pu_stats_take(dir, "faults_swapin", false);
 	b->hits = pu_stats_take(dir, "access_hits", false);
 	b->samples = pu_stats_take(dir, "access_samples", false);
+	b->tstored = pu_stats_take(dir, "tier_stored", false);
+	b->tpool = pu_stats_take(dir, "tier_swapin_pool", false);
+	b->tfile = pu_stats_take(dir, "tier_swapin_file", false);
 	b->peak = pu_stats_take(dir, "resident_peak", true);
+}
+void pu_brun_add(struct brun *sum, const struct brun *b)
+{
+	sum->rdpages += b->rdpages;
+	sum->evict += b->evict;
+	sum->swapin += b->swapin;
+	sum->hits += b->hits;
+	sum->samples += b->samples;
+	sum->tstored += b->tstored;
+	sum->tpool += b->tpool;
+	sum->tfile += b->tfile;
+	if (b->peak > sum->peak)
+		sum->peak = b->peak;
 }
