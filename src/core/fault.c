@@ -6,8 +6,17 @@
  * or (through bp_fault_chain_sigaction, which the pager preload's sigaction
  * wrapper calls) one the program installed after.  A recovery point whose
  * frame the thread left by siglongjmp is not recovered into (record_gone).
+ *
+ * Installed with bp_sys_sigaction (core/syscall.h: rt_sigaction with a
+ * restorer of the library's own), never through the process's sigaction:
+ * under LD_PRELOAD that name is a preload's wrapper (the batch preload's
+ * runs handlers through a trampoline that marks the thread as inside a
+ * handler; the pager preload's chains SIGSEGV/SIGBUS here), and the
+ * library's own handler must not pass through either.  Under
+ * ThreadSanitizer bp_sys_sigaction is libc's, as the whole layer is.
  */
 #include "core/internal.h"
+#include "core/syscall.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -38,8 +47,6 @@ static struct sigaction prev_act[2][2]; /* [SIGBUS?][copy] */
 static _Atomic int prev_cur[2];
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 _Atomic bool bp_fault_installed;
-static bp_sigaction_fn real_sigaction = sigaction;
-static bool real_sigaction_set; /* by a preload that wraps sigaction */
 
 __thread struct bp_recover *bp_recover_top __attribute__((tls_model("initial-exec")));
 
@@ -79,17 +86,17 @@ static void chain(int sig, siginfo_t *si, void *uc)
 	 * runs again and the process dies of the signal, as without bypass.
 	 * A fault sent by kill() (not by the CPU) is re-raised instead.
 	 */
-	if (real_sigaction_set) {
-		struct sigaction dfl;
-		memset(&dfl, 0, sizeof(dfl));
-		dfl.sa_handler = SIG_DFL;
-		real_sigaction(sig, &dfl, NULL);
-	} else {
-		/* signal(), not sigaction(): under ThreadSanitizer only this
-		 * reaches the kernel (its sigaction interceptor keeps its own
-		 * handler, which then reports the repeated fault as a bug). */
-		signal(sig, SIG_DFL);
-	}
+#if BP_TSAN
+	/* signal(), not sigaction(): under ThreadSanitizer only this reaches
+	 * the kernel (its sigaction interceptor keeps its own handler, which
+	 * then reports the repeated fault as a bug). */
+	signal(sig, SIG_DFL);
+#else
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	bp_sys_sigaction(sig, &dfl, NULL);
+#endif
 	if (si->si_code <= 0)
 		raise(sig);
 }
@@ -195,8 +202,8 @@ int bp_fault_install(void)
 		/* NODEFER: recovery longjmps out without restoring the mask. */
 		sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
 		sigemptyset(&sa.sa_mask);
-		if (real_sigaction(SIGSEGV, &sa, &prev_act[0][0]) < 0 ||
-		    real_sigaction(SIGBUS, &sa, &prev_act[1][0]) < 0)
+		if (bp_sys_sigaction(SIGSEGV, &sa, &prev_act[0][0]) < 0 ||
+		    bp_sys_sigaction(SIGBUS, &sa, &prev_act[1][0]) < 0)
 			r = -errno;
 		else
 			atomic_store_explicit(&bp_fault_installed, true, memory_order_release);
@@ -205,12 +212,12 @@ int bp_fault_install(void)
 	return r;
 }
 
+/* Kept for preload/pager/init.c, which still names libc's sigaction here:
+ * core no longer needs it (bp_sys_sigaction above).  The call and this
+ * function go when the pager preload drops it (issue 34's note). */
 void bp_fault_set_sigaction(bp_sigaction_fn fn)
 {
-	if (fn) {
-		real_sigaction = fn;
-		real_sigaction_set = true;
-	}
+	(void)fn;
 }
 
 bool bp_fault_owns(int sig)

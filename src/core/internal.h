@@ -302,9 +302,10 @@ int bp_fault_hook_remove(bp_fault_hook fn);
  * program that installs a handler after bypass must pass the faults it does
  * not own to the handler sigaction() returned as the old one.
  *
- * bp_fault_set_sigaction() names the real sigaction (dlsym(RTLD_NEXT)) for
- * core's own calls, before anything installs the handler: a preload that
- * wraps sigaction must not have core's calls land in its wrapper.
+ * Core installs its handler (and restores the default action) with
+ * bp_sys_sigaction, never through a preload's sigaction wrapper.
+ * bp_fault_set_sigaction() does nothing now: it stays only until
+ * preload/pager/init.c stops calling it.
  */
 typedef int (*bp_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 void bp_fault_set_sigaction(bp_sigaction_fn fn);

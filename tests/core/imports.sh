@@ -35,7 +35,6 @@ command -v nm >/dev/null || { echo "SKIP: no nm"; exit 77; }
 # Each: converted in phase 2 (issue 34).
 pending=(
 	src/pager/      # converted in phase 2 (issue 34)
-	src/core/fault.c # converted in phase 2 (issue 34): sigaction, signal
 )
 # Exceptions: "file name".  notify's interrupt handler runs the user's
 # callback: installed through the process's sigaction, a preload that runs
