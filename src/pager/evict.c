@@ -24,9 +24,11 @@
  */
 #include "pager/policy.h"
 #include "pager/tier.h"
+#include "core/syscall.h"
 #include "core/uring.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -436,6 +438,7 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 		}
 		io_uring_prep_writev(sqe, p->swap.fd, b->iov, niov, (uint64_t)s * PG_SIZE);
 		b->tid = bp_tid(); /* its completion runs in this thread's task work */
+		b->t0 = bypass_now_ns();
 		io_uring_sqe_set_data64(sqe, ri);
 		p->ev.wb_inflight++;
 		queued = true;
@@ -685,10 +688,90 @@ static int reserve_forking(struct bypass_pager *p, uint32_t n)
 	return 0;
 }
 
+/*
+ * Where the write-backs in flight stand, for a fault that waits long for
+ * room: per submitting thread, how many writes and pages, the oldest's age,
+ * and what that thread does now (state, wait channel, system call: an
+ * O_DIRECT completion is posted by the submitter's task work, so a
+ * submitter asleep where task work cannot run would hold them; one seen in
+ * an interruptible wait or reaping means the kernel's I/O path is slow).
+ * System calls and fixed buffers only: the caller may be a fault's signal
+ * handler.  Written at the given log level, and only if it is on.
+ */
+static void wb_report(struct bypass_pager *p, int level)
+{
+	if (bp_log_level() < level)
+		return;
+	if (!bp_plock_trylock(&p->ev.lock)) {
+		bp_log(level, "bypass: pager: %u write-backs in flight (the evict lock is held)",
+		       p->ev.wb_inflight);
+		return;
+	}
+	struct {
+		pid_t tid;
+		uint32_t recs, pages;
+		uint64_t t0;
+	} by[8];
+	uint32_t nby = 0, other = 0;
+	for (uint32_t i = 0; i < p->ev.nwb; i++) {
+		struct wb *b = &p->ev.wbs[i];
+		if (!b->used)
+			continue;
+		uint32_t k = 0;
+		while (k < nby && by[k].tid != b->tid)
+			k++;
+		if (k == nby) {
+			if (nby == 8) {
+				other++;
+				continue;
+			}
+			by[nby++] = (__typeof__(by[0])){ b->tid, 0, 0, b->t0 };
+		}
+		by[k].recs++;
+		by[k].pages += b->n;
+		if (b->t0 < by[k].t0)
+			by[k].t0 = b->t0;
+	}
+	uint64_t now = bypass_now_ns();
+	bp_log(level,
+	       "bypass: pager: %u write-backs in flight (%u pages); ring: %u completions "
+	       "unreaped, %u entries unsubmitted%s",
+	       p->ev.wb_inflight, atomic_load(&p->bud.writeback), io_uring_cq_ready(&p->ev.ring),
+	       io_uring_sq_ready(&p->ev.ring), other ? "; more submitters than shown" : "");
+	for (uint32_t k = 0; k < nby; k++) {
+		char path[64], stat[160] = "", wchan[64] = "", sc[64] = "";
+		static const char *const what[3] = { "stat", "wchan", "syscall" };
+		char *buf[3] = { stat, wchan, sc };
+		size_t len[3] = { sizeof(stat), sizeof(wchan), sizeof(sc) };
+		for (int f = 0; f < 3; f++) {
+			snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)by[k].tid, what[f]);
+			int fd = bp_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+			if (fd < 0) {
+				snprintf(buf[f], len[f], "(%s)", strerror(-fd));
+				continue;
+			}
+			ssize_t r = bp_sys_read(fd, buf[f], len[f] - 1);
+			bp_sys_close(fd);
+			buf[f][r > 0 ? r : 0] = 0;
+			for (char *q = buf[f]; *q; q++)
+				if (*q == '\n')
+					*q = ' ';
+		}
+		/* the state is the field after the command's closing parenthesis */
+		char *st = strrchr(stat, ')');
+		bp_log(level,
+		       "bypass: pager:   thread %d submitted %u of them (%u pages), the oldest "
+		       "%.1f s ago; it is now: state%.3s, wchan %s, syscall %.40s",
+		       (int)by[k].tid, by[k].recs, by[k].pages, (double)(now - by[k].t0) / 1e9,
+		       st ? st + 1 : " ?", wchan, sc);
+	}
+	bp_plock_unlock(&p->ev.lock);
+}
+
 int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 {
 	bool evicted = false;
-	uint64_t stuck = 0;
+	uint64_t stuck = 0, said = 0, werr = 0;
 	for (;;) {
 		if (bp_unlikely(atomic_load(&p->bud.forking) || bp_gate_closed(p)))
 			return reserve_forking(p, n);
@@ -727,15 +810,36 @@ int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 		}
 		/* Nothing freed: write-backs under way or failing, or every
 		 * resident page pinned or locked by a thread that is about to
-		 * release it. */
+		 * release it.  Write-backs under way with none failed since the
+		 * wait began are slow storage: the fault waits for them, as a
+		 * kernel swap-in waits for its disk, saying so every STUCK_NS at
+		 * the warning level.  (On the shared 2-vCPU VM at load 20-30,
+		 * O_DIRECT writes took over 10 s to complete while the block
+		 * device had none in flight and their submitter was reaping:
+		 * the kernel's completion path, not a lost completion.  Failing
+		 * the fault then killed the program with SIGBUS.)  Give up only
+		 * when nothing is under way, or a write failed. */
 		uint64_t now = bypass_now_ns();
+		uint64_t errs = ST_SUM(p, wr_err);
 		if (!stuck) {
-			stuck = now;
-		} else if (now - stuck > STUCK_NS) {
+			stuck = said = now;
+			werr = errs;
+		} else if (busy && errs == werr) {
+			if (now - said > STUCK_NS) {
+				bp_warn("bypass: pager: a fault has waited %.0f s for room: %u "
+					"resident, %u under write-back, budget %u; waiting for the "
+					"writes",
+					(double)(now - stuck) / 1e9, atomic_load(&p->bud.resident),
+					atomic_load(&p->bud.writeback), p->cfg.budget);
+				wb_report(p, BYPASS_LOG_WARN);
+				said = now;
+			}
+		} else if (now - said > STUCK_NS) {
 			bp_err("bypass: pager: no page can be evicted (%u resident, %u "
 			       "pinned, %u under write-back, budget %u)",
 			       atomic_load(&p->bud.resident), atomic_load(&p->bud.pinned),
 			       atomic_load(&p->bud.writeback), p->cfg.budget);
+			wb_report(p, BYPASS_LOG_ERROR);
 			return -ENOMEM;
 		}
 		if (done || busy)

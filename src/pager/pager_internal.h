@@ -375,6 +375,7 @@ struct wb {           /* one write-back request in flight */
 	uint32_t n;
 	uint32_t used;
 	pid_t tid;           /* the thread that submitted it */
+	uint64_t t0;         /* when (bypass_now_ns), for the stall report */
 	uint32_t *ids;
 	struct iovec *iov;
 };
