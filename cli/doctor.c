@@ -453,9 +453,21 @@ static void check_modules(void)
 	    hm && ring ? "a handler thread serves faults, those inside system calls too"
 	    : !ring ? "needs io_uring for its swap file"
 		    : "needs userfaultfd for kernel-mode faults (see uffd.kernel_faults)");
+	/* the pager preload's heap (BYPASS_PAGER_HEAP): what the build gave it
+	 * (preload/pager/extra.cmake) */
+#ifdef BYPASS_PP_HEAP_BUILT
+	add("pager.heap", BYPASS_PP_HEAP_BUILT, "%s%s", BYPASS_PP_HEAP_WHY,
+	    BYPASS_PP_HEAP_BUILT ? ": the preload's BYPASS_PAGER_HEAP=1 pages small "
+				   "allocations too"
+				 : ": the preload pages large allocations only "
+				   "(BYPASS_PAGER_HEAP has no effect)");
+#else
+	add("pager.heap", 0, "the pager preload is not built");
+#endif
 #else
 	add("pager.upcall", 0, "not built");
 	add("pager.handler", 0, "not built");
+	add("pager.heap", 0, "not built");
 #endif
 #if BYPASS_WITH_SYSLET
 	add("syslet", 1, "%s", ring ? "io_uring links, and worker threads where a chain does not fit"

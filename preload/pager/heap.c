@@ -60,27 +60,29 @@ EXPORT const char *malloc_conf =
 enum { HEAP_OFF = 0, HEAP_ON = 1, HEAP_DEAD = 2 };
 static _Atomic int heap_state;         /* HEAP_*: not engaged yet, in use, never again */
 _Atomic uintptr_t bp_pp_heap_lo = 1, bp_pp_heap_hi = 0; /* the reserved range */
+static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
+#if BYPASS_PP_JEMALLOC
 static uintptr_t heap_bump;            /* carved up to here (heap_lock) */
 static uintptr_t heap_mapped;          /* pager regions up to here (heap_lock) */
 #define HEAP_CHUNK (32ul << 20)        /* the reserved range is mapped this much at a time */
-static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned heap_flags;            /* bypass_pager_map flags of heap regions */
 static bool heap_flags_known;
 static _Atomic int64_t outside;        /* net bytes outside the pager */
 static __thread int64_t outside_local __attribute__((tls_model("initial-exec")));
+#endif
 
 bool bp_pp_heap_on(void)
 {
 	return atomic_load_explicit(&heap_state, memory_order_acquire) == HEAP_ON;
 }
 
+#if BYPASS_PP_JEMALLOC
+
 bool bp_pp_heap_counting(void)
 {
 	return bp_pp_cfg.heap && bp_pp_cfg.enabled &&
 	       atomic_load_explicit(&heap_state, memory_order_relaxed) == HEAP_OFF;
 }
-
-#if BYPASS_PP_JEMALLOC
 
 /* ------------------------------------------------------------ extent hooks */
 

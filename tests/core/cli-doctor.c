@@ -169,6 +169,23 @@ static void pager_agrees(void)
 	expect("pager.handler", r == 0);
 	if (!r)
 		bypass_pager_destroy(p);
+	/* pager.heap against the built preload: only its jemalloc build
+	 * exports malloc_conf (preload/pager/heap.c) */
+	char cmd[4096], out[256];
+	snprintf(cmd, sizeof(cmd),
+		 "test -e '%1$s/libbypass-pager.so' && command -v nm >/dev/null && "
+		 "{ nm -D --defined-only '%1$s/libbypass-pager.so' | "
+		 "grep -c ' malloc_conf$'; } 2>/dev/null",
+		 getenv("BYPASS_BUILD"));
+	FILE *f = popen(cmd, "r");
+	CHECK(f);
+	size_t n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	pclose(f);
+	if (n)
+		expect("pager.heap", atoi(out) > 0);
+	else
+		TEST_LOG("no libbypass-pager.so or no nm here: pager.heap not compared");
 }
 #endif
 
