@@ -197,12 +197,48 @@ void bp_ipc_update_tail(bypass_ipc_conn *c);
 bool bp_ipc_rx_ready(bypass_ipc_conn *c);
 bool bp_ipc_peer_on_my_cpu(bypass_ipc_conn *c);
 
-/* pkey.c */
+/* pkey.c: ipc's one protection-key layer, for message mode's arenas and
+ * library mode's gate (lib_gate.c): the probe, the keys, RDPKRU/WRPKRU. */
+/* Does the CPU have protection keys (PKU) and has the OS enabled them
+ * (OSPKE)?  If not, the reason in why (may be NULL).  RDPKRU/WRPKRU may
+ * run only where it is true. */
+bool bp_ipc_pkey_cpu(char *why, size_t n);
 /* Allocate a protection key with the given rights in this thread's PKRU
- * after checking the CPU (PKU) and the OS (OSPKE): the key, or -errno and
- * the reason in why. */
+ * after bp_ipc_pkey_cpu: the key, or -errno and the reason in why. */
 int bp_ipc_pkey_alloc(unsigned rights, char *why, size_t n);
-int bp_ipc_pkey_get(void);                       /* the process's key, or -errno */
+/*
+ * A key of ipc's, allocated once on first use (bp_ipc_key_get) with its
+ * rights: key is the key or -errno, reason says which key or why none.
+ * Message mode's arenas and library mode's gate have one each: the gate's
+ * goes access-disabled outside calls once a server asks for NOREAD, while
+ * the arenas' must stay readable for in-place reads, so one key cannot
+ * serve both.
+ */
+struct bp_ipc_key {
+	pthread_mutex_t lock;
+	_Atomic int state;  /* 0: not tried; 1: done (key and reason final) */
+	unsigned rights;
+	int key;
+	char reason[160];
+};
+#define BP_IPC_KEY_INIT(r) \
+	{ PTHREAD_MUTEX_INITIALIZER, 0, (r), -EOPNOTSUPP, "not checked" }
+int bp_ipc_key_get(struct bp_ipc_key *k);        /* k->key, allocated at first */
+
+/* PKRU, read and written whole; only after bp_ipc_pkey_cpu (or a key). */
+static inline uint32_t bp_ipc_rdpkru(void)
+{
+	uint32_t eax, edx;
+	__asm__ __volatile__(".byte 0x0f,0x01,0xee" : "=a"(eax), "=d"(edx) : "c"(0));
+	return eax;
+}
+
+static inline void bp_ipc_wrpkru(uint32_t v)
+{
+	__asm__ __volatile__(".byte 0x0f,0x01,0xef" : : "a"(v), "c"(0), "d"(0) : "memory");
+}
+
+int bp_ipc_pkey_get(void);                       /* the arenas' key, or -errno */
 void bp_ipc_pkey_open(void);                     /* this thread may write arenas */
 void bp_ipc_pkey_close(void);
 void bp_ipc_pkey_after_fault(void);              /* PKRU of the last open, key closed */

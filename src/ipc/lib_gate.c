@@ -42,7 +42,6 @@
 #include "ipc/lib.h"
 #include "core/syscall.h"
 
-#include <cpuid.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -60,9 +59,10 @@
 #endif
 
 
+/* The gate's key (pkey.c's layer), and what follows from it. */
+static struct bp_ipc_key gate_key = BP_IPC_KEY_INIT(PKEY_DISABLE_WRITE);
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int lib_key = -EOPNOTSUPP;
-static char reason[160] = "not checked";
 /* PKRU bits of our key outside a call: WD, or AD|WD once NOREAD was asked
  * (read by each entry of the gate); both bits of our key, and its WD bit
  * (the gate's constants, set once by probe). */
@@ -71,20 +71,19 @@ static uint32_t key_mask, wd_bit;
 
 static void probe(void)
 {
-	int k = bp_ipc_pkey_alloc(PKEY_DISABLE_WRITE, reason, sizeof(reason));
+	int k = bp_ipc_key_get(&gate_key);
 	if (k < 0)
 		return;
+	key_mask = 3u << (2 * k);
+	wd_bit = 2u << (2 * k);
+	__atomic_store_n(&closed_bits, 2u << (2 * k), __ATOMIC_RELEASE);
+	snprintf(gate_key.reason, sizeof(gate_key.reason), "protection key %d", k);
 	lib_key = k;
-	key_mask = 3u << (2 * lib_key);
-	wd_bit = 2u << (2 * lib_key);
-	__atomic_store_n(&closed_bits, 2u << (2 * lib_key), __ATOMIC_RELEASE);
-	snprintf(reason, sizeof(reason), "protection key %d", lib_key);
 }
 
 bool bp_ipc_lib_pkru_ok(void)
 {
-	unsigned a, b, c, d;
-	return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 3) & 1) && ((c >> 4) & 1);
+	return bp_ipc_pkey_cpu(NULL, 0);
 }
 
 int bp_ipc_lib_key(void)
@@ -96,14 +95,7 @@ int bp_ipc_lib_key(void)
 const char *bp_ipc_lib_key_reason(void)
 {
 	pthread_once(&once, probe);
-	return reason;
-}
-
-static inline uint32_t rdpkru(void)
-{
-	uint32_t eax, edx;
-	__asm__ __volatile__(".byte 0x0f,0x01,0xee" : "=a"(eax), "=d"(edx) : "c"(0));
-	return eax;
+	return gate_key.reason;
 }
 
 /*
@@ -179,7 +171,7 @@ static __thread uint32_t pkru_out __attribute__((tls_model("initial-exec")));
 /* Close our key in this thread (outside a call), keeping the others. */
 static void close_here(void)
 {
-	pkru_out = (rdpkru() & ~key_mask) | __atomic_load_n(&closed_bits, __ATOMIC_ACQUIRE);
+	pkru_out = (bp_ipc_rdpkru() & ~key_mask) | __atomic_load_n(&closed_bits, __ATOMIC_ACQUIRE);
 	PKRU_CLOSE(pkru_out, pkru_out);
 }
 
@@ -330,11 +322,11 @@ bool bp_ipc_lib_landing_ok(void)
 static inline __attribute__((always_inline)) void gate_open(const struct lib_core *lc)
 {
 	if (bp_likely(lc->guarded)) {
-		uint32_t cur = rdpkru() & ~key_mask;
+		uint32_t cur = bp_ipc_rdpkru() & ~key_mask;
 		pkru_out = cur | __atomic_load_n(&closed_bits, __ATOMIC_RELAXED);
 		PKRU_OPEN(cur);
 	} else if (lc->pkru_ok) {
-		pkru_out = rdpkru();
+		pkru_out = bp_ipc_rdpkru();
 	}
 }
 
@@ -681,8 +673,7 @@ static __attribute__((noinline, cold)) void repair(uintptr_t here)
 		pkru_out = (pkru_out & ~key_mask) | __atomic_load_n(&closed_bits, __ATOMIC_ACQUIRE);
 		PKRU_CLOSE(pkru_out, pkru_out);
 	} else if (bp_ipc_lib_pkru_ok()) {
-		uint32_t v = pkru_out, edx = 0;
-		__asm__ __volatile__(".byte 0x0f,0x01,0xef" : "+a"(v), "+d"(edx) : "c"(0) : "memory");
+		bp_ipc_wrpkru(pkru_out);
 	}
 	if (open) {
 		bp_warn("bypass: ipc: service %s: a call was left by siglongjmp: its locks "

@@ -8,6 +8,10 @@
  * opens write access on entry and closes it on exit (and keeps it open while
  * the thread holds a loan, which the application writes into).
  *
+ * This file is ipc's one protection-key layer: the CPU/OS probe, key
+ * allocation (struct bp_ipc_key: the arenas' key here, the gate's in
+ * lib_gate.c) and RDPKRU/WRPKRU (ipc_internal.h).
+ *
  * Exercised by tests/ipc/pkey.c wherever the CPU has PKU (the project's
  * AMD EPYC VM does).  Everything is detected at run time and refused with
  * -EOPNOTSUPP and a reason elsewhere; RDPKRU/WRPKRU are executed only after
@@ -28,21 +32,34 @@
 #define PKEY_DISABLE_WRITE 0x2
 #endif
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static int the_key = -EOPNOTSUPP;
-static char reason[160] = "not checked";
+/* The arenas' key: write-disabled outside the library. */
+static struct bp_ipc_key arena_key = BP_IPC_KEY_INIT(PKEY_DISABLE_WRITE);
+/* the_key, once read: arena_key.key after bp_ipc_key_get, for the paths
+ * that run on every entry (open, close) */
+static _Atomic int the_key = -EOPNOTSUPP;
 
-int bp_ipc_pkey_alloc(unsigned rights, char *why, size_t n)
+bool bp_ipc_pkey_cpu(char *why, size_t n)
 {
 	unsigned a, b, c, d;
 	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((c >> 3) & 1)) {
-		snprintf(why, n, "the CPU does not report protection keys (CPUID.7.0:ECX[3] PKU)");
-		return -EOPNOTSUPP;
+		if (why)
+			snprintf(why, n, "the CPU does not report protection keys "
+				 "(CPUID.7.0:ECX[3] PKU)");
+		return false;
 	}
 	if (!((c >> 4) & 1)) {
-		snprintf(why, n, "the OS has not enabled protection keys (CPUID.7.0:ECX[4] OSPKE)");
-		return -EOPNOTSUPP;
+		if (why)
+			snprintf(why, n, "the OS has not enabled protection keys "
+				 "(CPUID.7.0:ECX[4] OSPKE)");
+		return false;
 	}
+	return true;
+}
+
+int bp_ipc_pkey_alloc(unsigned rights, char *why, size_t n)
+{
+	if (!bp_ipc_pkey_cpu(why, n))
+		return -EOPNOTSUPP;
 	long k = bp_sys_ret(bp_syscall2(SYS_pkey_alloc, 0, rights));
 	if (k < 0) {
 		int e = errno;
@@ -52,56 +69,59 @@ int bp_ipc_pkey_alloc(unsigned rights, char *why, size_t n)
 	return (int)k;
 }
 
-static void probe(void)
+int bp_ipc_key_get(struct bp_ipc_key *k)
 {
-	int k = bp_ipc_pkey_alloc(PKEY_DISABLE_WRITE, reason, sizeof(reason));
-	if (k < 0)
-		return;
-	the_key = k;
-	snprintf(reason, sizeof(reason), "available (key %d)", the_key);
+	if (atomic_load_explicit(&k->state, memory_order_acquire))
+		return k->key;
+	pthread_mutex_lock(&k->lock);
+	if (!atomic_load_explicit(&k->state, memory_order_relaxed)) {
+		int key = bp_ipc_pkey_alloc(k->rights, k->reason, sizeof(k->reason));
+		if (key >= 0)
+			snprintf(k->reason, sizeof(k->reason), "available (key %d)", key);
+		k->key = key;
+		atomic_store_explicit(&k->state, 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&k->lock);
+	return k->key;
 }
 
 int bp_ipc_pkey_get(void)
 {
-	pthread_once(&once, probe);
-	if (the_key < 0)
-		bp_info("bypass: ipc: protection keys unavailable: %s", reason);
-	return the_key;
+	int k = bp_ipc_key_get(&arena_key);
+	atomic_store_explicit(&the_key, k, memory_order_relaxed);
+	if (k < 0)
+		bp_info("bypass: ipc: protection keys unavailable: %s", arena_key.reason);
+	return k;
 }
 
 int bypass_ipc_pkey_supported(const char **why)
 {
-	pthread_once(&once, probe);
+	int k = bp_ipc_key_get(&arena_key);
+	atomic_store_explicit(&the_key, k, memory_order_relaxed);
 	if (why)
-		*why = reason;
-	return the_key >= 0;
-}
-
-static inline uint32_t rdpkru(void)
-{
-	uint32_t eax, edx;
-	__asm__ __volatile__(".byte 0x0f,0x01,0xee" : "=a"(eax), "=d"(edx) : "c"(0));
-	return eax;
-}
-
-static inline void wrpkru(uint32_t v)
-{
-	__asm__ __volatile__(".byte 0x0f,0x01,0xef" : : "a"(v), "c"(0), "d"(0) : "memory");
+		*why = arena_key.reason;
+	return k >= 0;
 }
 
 /* PKRU as this thread had it at its last bp_ipc_pkey_open. */
 static __thread uint32_t pkru_before __attribute__((tls_model("initial-exec")));
 
+static inline int key_now(void)
+{
+	return atomic_load_explicit(&the_key, memory_order_relaxed);
+}
+
 /* PKRU has two bits per key: access-disable (bit 2k), write-disable (2k+1). */
 void bp_ipc_pkey_open(void)
 {
-	if (the_key < 0)
+	int k = key_now();
+	if (k < 0)
 		return;
-	uint32_t v = rdpkru();
-	uint32_t nv = v & ~(3u << (2 * the_key));
+	uint32_t v = bp_ipc_rdpkru();
+	uint32_t nv = v & ~(3u << (2 * k));
 	pkru_before = v;
 	if (nv != v)
-		wrpkru(nv);
+		bp_ipc_wrpkru(nv);
 }
 
 /*
@@ -112,19 +132,21 @@ void bp_ipc_pkey_open(void)
  */
 void bp_ipc_pkey_after_fault(void)
 {
-	if (the_key < 0)
+	int k = key_now();
+	if (k < 0)
 		return;
-	wrpkru((pkru_before & ~(3u << (2 * the_key))) | (2u << (2 * the_key)));
+	bp_ipc_wrpkru((pkru_before & ~(3u << (2 * k))) | (2u << (2 * k)));
 }
 
 void bp_ipc_pkey_close(void)
 {
-	if (the_key < 0)
+	int k = key_now();
+	if (k < 0)
 		return;
-	uint32_t v = rdpkru();
-	uint32_t nv = (v & ~(3u << (2 * the_key))) | (2u << (2 * the_key));
+	uint32_t v = bp_ipc_rdpkru();
+	uint32_t nv = (v & ~(3u << (2 * k))) | (2u << (2 * k));
 	if (nv != v)
-		wrpkru(nv);
+		bp_ipc_wrpkru(nv);
 }
 
 int bp_ipc_pkey_tag(void *addr, size_t len)
