@@ -34,11 +34,13 @@
 static void run_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: bypass run [--batch] [--pager SIZE[,swap=PATH]] [--report FILE|--no-report]\n"
+		"usage: bypass run [--batch] [--pager SIZE[,scope=S][,swap=PATH]] [--report FILE|--no-report]\n"
 		"                  [--stats] [--stats=json FILE] [--status|--no-status] [--] PROGRAM [ARGS...]\n"
 		"  --batch             preload libbypass-batch.so (system-call batching, see libbypass-batch(3))\n"
 		"  --pager SIZE        preload libbypass-pager.so with a memory budget of SIZE bytes\n"
-		"                      (suffix K, M, G or T: powers of 1024); swap=PATH: its swap file\n"
+		"                      (suffix K, M, G or T: powers of 1024); swap=PATH: its swap file;\n"
+		"                      scope=tree: one budget for the whole process tree,\n"
+		"                      scope=process (the default): a budget per process\n"
 		"  --report FILE       the report of what the preloads did for the whole process tree,\n"
 		"                      written when the program ends to FILE ('-': stderr); without\n"
 		"                      it, on stderr when stderr is a terminal\n"
@@ -77,7 +79,8 @@ static uint64_t parse_size(const char *s, const char **end)
 	return (uint64_t)v << shift;
 }
 
-static int pager_spec(const char *spec, char *budget, size_t blen, const char **swap)
+static int pager_spec(const char *spec, char *budget, size_t blen, const char **swap,
+		      const char **scope)
 {
 	const char *e;
 	uint64_t bytes = parse_size(spec, &e);
@@ -87,13 +90,25 @@ static int pager_spec(const char *spec, char *budget, size_t blen, const char **
 		return -EINVAL;
 	}
 	*swap = NULL;
+	*scope = NULL;
 	while (*e == ',') {
 		e++;
+		if (!strncmp(e, "scope=tree", 10) && (!e[10] || e[10] == ',')) {
+			*scope = "tree";
+			e += 10;
+			continue;
+		}
+		if (!strncmp(e, "scope=process", 13) && (!e[13] || e[13] == ',')) {
+			*scope = "process";
+			e += 13;
+			continue;
+		}
 		if (!strncmp(e, "swap=", 5) && e[5] && e[5] != ',') {
 			*swap = e + 5; /* the rest: a path may hold commas */
 			break;
 		}
-		fprintf(stderr, "bypass run: --pager %s: unknown option '%s' (only swap=PATH)\n",
+		fprintf(stderr, "bypass run: --pager %s: unknown option '%s' (scope=tree, "
+			"scope=process, swap=PATH)\n",
 			spec, e);
 		return -EINVAL;
 	}
@@ -336,8 +351,8 @@ contradict:
 		return CLI_EXIT_USAGE;
 	}
 	char budget[32];
-	const char *swap = NULL;
-	if (pager && pager_spec(pager, budget, sizeof(budget), &swap))
+	const char *swap = NULL, *scope = NULL;
+	if (pager && pager_spec(pager, budget, sizeof(budget), &swap, &scope))
 		return CLI_EXIT_USAGE;
 
 	char list[4 * PATH_MAX] = "";
@@ -356,6 +371,8 @@ contradict:
 		setenv("BYPASS_PAGER_BUDGET", budget, 1);
 		if (swap)
 			setenv("BYPASS_PAGER_SWAP", swap, 1);
+		if (scope)
+			setenv("BYPASS_PAGER_BUDGET_SCOPE", scope, 1);
 	}
 	char **prog = argv + i;
 	/* The report is for a person: on by default where stderr is a

@@ -2,6 +2,7 @@
 /* Configuration from the environment, the process's pager, fork, the statistics at exit, the real functions. */
 #include "preload.h"
 #include "pager/pager_internal.h" /* bp_engine_force */
+#include "pager/tree.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -342,6 +343,17 @@ static bool configure(void)
 		return false;
 	if (!engine_env() || !heat_env() || !tier_env())
 		return false;
+	const char *scope = getenv("BYPASS_PAGER_BUDGET_SCOPE");
+	c.tree = false; /* process, for now: docs/pager-preload.md says why */
+	if (scope && *scope) {
+		if (!strcmp(scope, "tree")) {
+			c.tree = true;
+		} else if (strcmp(scope, "process")) {
+			complain("bypass: pager preload: BYPASS_PAGER_BUDGET_SCOPE=%s is neither "
+				 "tree nor process; the program runs unpaged", scope);
+			return false;
+		}
+	}
 	const char *pol = getenv("BYPASS_PAGER_POLICY");
 	if (pol && *pol && !policy_ok(pol)) {
 		complain("bypass: pager preload: BYPASS_PAGER_POLICY=%s is neither a built-in "
@@ -419,6 +431,44 @@ static int tier_start(bypass_pager *p)
 	return e;
 }
 
+/* ------------------------------------------------------------ the tree */
+
+/* The process tree's ledger (src/pager/tree.c), NULL with
+ * BYPASS_PAGER_BUDGET_SCOPE=process or if none could be made. */
+static struct bp_ledger *ledger;
+
+/*
+ * Find the ledger named by BYPASS_PAGER_LEDGER (a descriptor inherited
+ * from the parent, across exec too), or make one and name it there for
+ * the processes this one starts.  A name that is not a ledger is refused
+ * with a line on stderr: this process then begins a tree of its own.
+ */
+static void tree_setup(void)
+{
+	const char *env = getenv("BYPASS_PAGER_LEDGER");
+	const char *why;
+	int fd;
+	ledger = bp_tree_open(env, bp_pp_cfg.budget, &why, &fd);
+	if (why)
+		complain("bypass: pager preload: BYPASS_PAGER_LEDGER=%s is refused (%s); "
+			 "this process and its children share a budget of their own", env,
+			 why);
+	if (!ledger) {
+		complain("bypass: pager preload: no ledger for the process tree (%s); "
+			 "this process keeps a budget of its own", strerror(-fd));
+		return;
+	}
+	if (env && !why && bp_tree_budget(ledger) != bp_pp_cfg.budget)
+		bp_info("bypass: pager preload: the tree's budget is %zu bytes (its ledger's), "
+			"not BYPASS_PAGER_BUDGET's %zu", bp_tree_budget(ledger), bp_pp_cfg.budget);
+	bp_pp_cfg.budget = bp_tree_budget(ledger);
+	if (!env || why) {
+		char v[24];
+		snprintf(v, sizeof(v), "%d", fd);
+		setenv("BYPASS_PAGER_LEDGER", v, 1);
+	}
+}
+
 static pthread_mutex_t pager_lock = PTHREAD_MUTEX_INITIALIZER;
 static bypass_pager *_Atomic the_pager;
 static bypass_pager *stale_pager; /* a fork child's copy of the parent's */
@@ -446,6 +496,10 @@ bypass_pager *bp_pp_pager(void)
 		c.flags = BYPASS_PAGER_SWAP_TEMP | (bp_pp_cfg.sample ? BYPASS_PAGER_SAMPLE : 0) |
 			  (bp_pp_cfg.spin ? 0 : BYPASS_PAGER_NO_SPIN);
 		int e = bypass_pager_create(&c, &p);
+		int te = !e && ledger ? bp_tree_join(p, ledger) : 0; /* before any map */
+		if (te)
+			complain("bypass: pager preload: joining the process tree's ledger: %s; "
+				 "this process keeps a budget of its own", strerror(-te));
 		if (e) {
 			complain("bypass: pager preload: no pager (%s, budget %zu, swap %zu "
 				 "bytes in %s); the program runs unpaged", strerror(-e),
@@ -554,6 +608,14 @@ static void write_stats(void)
 		T(pool_pages); T(pool_bytes);
 #undef T
 	}
+	if (p && bp_tree_ledger(p)) {
+		struct bp_tree_stats ts;
+		bp_tree_stats(p, &ts);
+#define T(name) PUT(",\"tree_" #name "\":%llu", (unsigned long long)ts.name)
+		T(budget_pages); T(slack_pages); T(total_pages); T(peak_pages); T(over_pages);
+		T(asks); T(ask_timeouts); T(reclaimed); T(answered); T(members);
+#undef T
+	}
 	PUT(",\"heap\":%d}\n", (int)bp_pp_heap_on());
 #undef F
 #undef PUT
@@ -575,6 +637,8 @@ __attribute__((constructor)) static void pp_init(void)
 	bp_fault_set_sigaction(bp_pp_real_sigaction);
 	if (!configure())
 		return;
+	if (bp_pp_cfg.tree)
+		tree_setup();
 	pthread_atfork(NULL, NULL, atfork_child);
 	bp_pp_heap_start();
 }

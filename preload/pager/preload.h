@@ -106,6 +106,7 @@ struct bp_pp_cfg {
 	size_t heap_after;   /* BYPASS_PAGER_HEAP_AFTER */
 	bool sample;         /* BYPASS_PAGER_SAMPLE: access samples */
 	bool spin;           /* BYPASS_PAGER_SPIN: swap-in reads poll (else NO_SPIN) */
+	bool tree;           /* BYPASS_PAGER_BUDGET_SCOPE=tree */
 };
 extern struct bp_pp_cfg bp_pp_cfg;
 

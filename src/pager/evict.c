@@ -24,6 +24,7 @@
  */
 #include "pager/policy.h"
 #include "pager/tier.h"
+#include "pager/tree.h"
 #include "core/syscall.h"
 #include "core/uring.h"
 
@@ -150,7 +151,7 @@ void bp_pager_progress(struct bypass_pager *p)
 
 void bp_pager_unreserve(struct bypass_pager *p, uint32_t n)
 {
-	atomic_fetch_sub(&p->bud.resident, n);
+	bp_bud_sub(p, n);
 	bp_pager_progress(p);
 }
 
@@ -247,7 +248,7 @@ static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *i
 	}
 	if (!dropped)
 		return;
-	atomic_fetch_sub(&p->bud.resident, dropped);
+	bp_bud_sub(p, dropped);
 	stat_add(&ST(p).evict, dropped);
 	if (clean)
 		stat_add(&ST(p).evict_clean, dropped);
@@ -630,6 +631,8 @@ static void wait_progress(struct bypass_pager *p, uint32_t seen)
 
 int bp_pager_reserve_below_high(struct bypass_pager *p, uint32_t n)
 {
+	if (bp_unlikely(bp_pager_tree(p)))
+		return bp_tree_reserve(p, n, false, p->cfg.high);
 	uint32_t r = atomic_load(&p->bud.resident);
 	while (r + n <= p->cfg.high)
 		if (atomic_compare_exchange_weak(&p->bud.resident, &r, r + n)) {
@@ -685,6 +688,7 @@ static int reserve_forking(struct bypass_pager *p, uint32_t n)
 	uint64_t peak = atomic_load_explicit(&p->bud.peak, memory_order_relaxed);
 	while (r > peak && !atomic_compare_exchange_weak(&p->bud.peak, &peak, r))
 		;
+	bp_tree_charge(p, n); /* above the tree's budget too, counted */
 	return 0;
 }
 
@@ -768,6 +772,33 @@ static void wb_report(struct bypass_pager *p, int level)
 	bp_plock_unlock(&p->ev.lock);
 }
 
+/*
+ * Room for the process tree (tree.c): free up to n of our own pages.
+ * block: wait for the evict lock (the tree's request thread); otherwise a
+ * busy lock (another of our threads evicts) waits a little for its
+ * progress.  Returns pages dropped or put under write-back; while enough
+ * are already under write-back, only waits (1 ms at most) for them.
+ */
+uint32_t bp_evict_for_tree(struct bypass_pager *p, uint32_t n, bool block)
+{
+	if (block) {
+		bp_plock_lock(&p->ev.lock);
+	} else if (!bp_plock_trylock(&p->ev.lock)) {
+		wait_progress(p, atomic_load(&p->bud.progress));
+		return 0;
+	}
+	unsigned idx = bp_tab_enter();
+	struct ectx c = { bp_tab_get(), NULL };
+	uint32_t done = reap(p, &c, false);
+	if (done < n && atomic_load(&p->bud.writeback) < n)
+		done += evict_round(p, &c, true, 0);
+	if (done < n && p->ev.wb_inflight)
+		done += reap(p, &c, true);
+	bp_tab_leave(idx);
+	bp_plock_unlock(&p->ev.lock);
+	return done;
+}
+
 int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 {
 	bool evicted = false;
@@ -775,6 +806,8 @@ int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 	for (;;) {
 		if (bp_unlikely(atomic_load(&p->bud.forking) || bp_gate_closed(p)))
 			return reserve_forking(p, n);
+		if (bp_unlikely(bp_pager_tree(p))) /* one budget for the tree */
+			return bp_tree_reserve(p, n, must, p->cfg.budget);
 		uint32_t r = atomic_load(&p->bud.resident);
 		if (r + n <= p->cfg.budget) {
 			if (must && r + n > p->cfg.high && !evicted && bp_plock_trylock(&p->ev.lock)) {
@@ -919,6 +952,7 @@ int bp_evict_init(struct bypass_pager *p)
 
 void bp_evict_child(struct bypass_pager *p)
 {
+	bp_tree_child(p); /* a slot of its own in the tree's ledger */
 	if (p->ev.pidfd_owned >= 0)
 		close(p->ev.pidfd_owned);
 	p->ev.pidfd_owned = (int)syscall(SYS_pidfd_open, getpid(), 0);
@@ -939,6 +973,7 @@ void bp_evict_child(struct bypass_pager *p)
 
 void bp_evict_fini(struct bypass_pager *p)
 {
+	bp_tree_leave(p);
 	if (p->ev.ring_live)
 		bp_uring_exit(&p->ev.ring);
 	p->ev.ring_live = false;

@@ -443,7 +443,7 @@ static int unmap_locked(struct bypass_pager *p, struct region *r, uintptr_t a, s
 		atomic_store(&pg->w, 0);
 		pg->prev = pg->next = 0;
 	}
-	atomic_fetch_sub(&p->bud.resident, res);
+	bp_bud_sub(p, res);
 	atomic_fetch_sub(&p->bud.pinned, pins);
 	bp_heat_forget(p, hid, hn); /* access heat (heat.h) */
 	bp_sample_forget(p, hid, hn); /* parked pages of the hole */

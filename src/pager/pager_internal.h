@@ -371,6 +371,7 @@ struct pstats {
 struct iovec;
 struct bp_heat; /* heat.h */
 struct bp_tier; /* tier.h */
+struct bp_tree; /* tree.c */
 struct wb {           /* one write-back request in flight */
 	uint32_t n;
 	uint32_t used;
@@ -571,6 +572,9 @@ struct bypass_pager {
 	/* the compressed tier (tier.c), NULL until bypass_pager_tier() first
 	 * turns it on; then kept until destroy (bp_evict_fini) */
 	struct bp_tier *_Atomic tier;
+	/* one budget for a process tree (tree.c): set by bp_tree_join before
+	 * the first map, cleared at destroy; NULL: the pager's own budget */
+	struct bp_tree *_Atomic tree;
 	/* the counters, every file adds to them (stat_add) */
 	struct pstats st[PG_STAT_SHARDS];
 };
@@ -766,6 +770,22 @@ void bp_swap_read_fini(struct bypass_pager *p);
 int bp_check_config(const struct bypass_pager_config *cfg, struct bypass_pager *p);
 
 /* ---------------------------------------------------------------- evict.c */
+
+/* The pager is a member of a process tree's ledger (tree.c). */
+static inline bool bp_pager_tree(struct bypass_pager *p)
+{
+	return atomic_load_explicit(&p->tree, memory_order_relaxed) != NULL;
+}
+void bp_tree_uncharge(struct bypass_pager *p, uint32_t n);
+/* n pages are no longer resident: the budget's count, and the tree's. */
+static inline void bp_bud_sub(struct bypass_pager *p, uint32_t n)
+{
+	atomic_fetch_sub(&p->bud.resident, n);
+	if (bp_unlikely(bp_pager_tree(p)))
+		bp_tree_uncharge(p, n);
+}
+/* Room for the process tree: up to n of our own pages evicted (tree.c). */
+uint32_t bp_evict_for_tree(struct bypass_pager *p, uint32_t n, bool block);
 
 /* Reserve n pages of the budget, evicting if needed (may sleep).  With
  * must = false, only succeeds if no eviction is needed. */

@@ -18,6 +18,7 @@
  * zstd level 1's time, on every swap-in from the pool).
  */
 #include "pager/tier.h"
+#include "pager/tree.h"
 
 #include <errno.h>
 #include <string.h>
@@ -280,6 +281,8 @@ int bp_tier_compress(struct bp_tier *t, const char *page, uint32_t idx)
  * the pool counts as resident pages). */
 static bool slab_reserve(struct bypass_pager *p, uint32_t n)
 {
+	if (bp_unlikely(bp_pager_tree(p)))
+		return bp_tree_reserve(p, n, false, p->cfg.budget) == 0;
 	uint32_t r = atomic_load(&p->bud.resident);
 	while (r + n <= p->cfg.budget)
 		if (atomic_compare_exchange_weak(&p->bud.resident, &r, r + n)) {
@@ -308,7 +311,7 @@ static int64_t alloc_reserved(struct bypass_pager *p, struct bp_tier *t, unsigne
 	uint32_t e = obj_alloc(t, cls, &grew);
 	tunlock(t);
 	if (reserved && !grew)
-		atomic_fetch_sub(&p->bud.resident, TIER_SLAB_PAGES);
+		bp_bud_sub(p, TIER_SLAB_PAGES);
 	return e;
 }
 
@@ -378,7 +381,7 @@ static void forget(struct bypass_pager *p, struct bp_tier *t, uint32_t s, uint32
 	bool freed = obj_free(t, e);
 	tunlock(t);
 	if (freed) {
-		atomic_fetch_sub(&p->bud.resident, TIER_SLAB_PAGES);
+		bp_bud_sub(p, TIER_SLAB_PAGES);
 		bp_pager_progress(p);
 	}
 }
@@ -497,7 +500,7 @@ void bp_tier_child(struct bypass_pager *p, struct bp_tier *t)
 	 * arena is our copy of the parent's) */
 	for (uint32_t i = 0; i < t->hi; i++)
 		if (t->slabs[i].cls)
-			atomic_fetch_sub(&p->bud.resident, TIER_SLAB_PAGES);
+			bp_bud_sub(p, TIER_SLAB_PAGES);
 	syscall(SYS_madvise, t->arena, t->arena_len, MADV_DONTNEED);
 	memset(t->slabs, 0, (size_t)t->nslabs * sizeof(*t->slabs));
 	t->hi = 0;

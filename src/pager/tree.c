@@ -1,0 +1,531 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One budget for a process tree (issue 32, item 3): the ledger.  See
+ * tree.h for the layout and docs/pager-preload.md, "One budget for a
+ * process tree", for the rules and their cost.
+ *
+ * Everything in the ledger is a process-shared atomic: processes of the
+ * tree change it from any context (a fault's signal handler included: only
+ * atomics, futexes and system calls here).
+ */
+#include "pager/pager_internal.h"
+#include "pager/tree.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TREE_MAGIC 0x6270747265656c67ull /* "bptreelg" */
+#define TREE_VERSION 1u
+#define TREE_SLOTS 1000u
+#define TREE_FD_MIN 600 /* the descriptor is moved up here: out of the way */
+#define ASK_WAIT_NS 100000000ull /* an ask unanswered this long: fall back */
+#define STUCK_NS 10000000000ull  /* no room at all this long: -ENOMEM */
+#define ASK_MIN 64u              /* pages asked for at least (amortized) */
+
+struct tslot {
+	_Atomic int32_t pid;      /* 0: free; -1: being given back */
+	_Atomic uint32_t charge;  /* pages resident in this process */
+	_Atomic uint32_t req;     /* futex: bumped to ask for eviction */
+	_Atomic uint32_t want;    /* pages asked for, not yet served */
+	_Atomic uint64_t answered;
+	char pad[40];
+};
+
+struct bp_ledger {
+	uint64_t magic;
+	uint32_t version, size;
+	uint32_t budget, slack; /* pages */
+	_Atomic uint32_t total;
+	_Atomic uint32_t peak;
+	_Atomic uint32_t progress; /* futex: bumped when pages are given back */
+	_Atomic uint32_t waiters;
+	_Atomic uint64_t over, asks, ask_timeouts, reclaimed;
+	char pad[BP_CACHELINE];
+	struct tslot slot[TREE_SLOTS];
+};
+
+_Static_assert(sizeof(struct bp_ledger) <= BP_TREE_SIZE, "ledger too large");
+
+/* A process's membership (one per joined pager). */
+struct bp_tree {
+	struct bp_ledger *L;
+	unsigned slot;
+	pid_t pid;            /* the process the slot is ours in */
+	_Atomic bool stop;
+	struct bp_thread thread;
+	struct bypass_pager *p;
+};
+
+/* ------------------------------------------------------------ the ledger */
+
+static void ledger_init(struct bp_ledger *L, size_t budget)
+{
+	uint64_t pages = budget >> PG_SHIFT;
+	L->budget = pages > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)pages;
+	/* what a member may take above the budget when nobody answers and it
+	 * has nothing of its own to evict: 1/32 of it, at least 64 pages */
+	L->slack = L->budget / 32 > 64 ? L->budget / 32 : 64;
+	L->version = TREE_VERSION;
+	L->size = BP_TREE_SIZE;
+	atomic_store(&L->total, 0);
+	L->magic = TREE_MAGIC;
+}
+
+static const char *ledger_check(int fd, struct bp_ledger **out)
+{
+	struct stat st;
+	if (fcntl(fd, F_GETFD) < 0)
+		return "not an open descriptor";
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return "not a memfd";
+	int seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0)
+		return "not a memfd (no seals)";
+	int need = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	if ((seals & need) != need)
+		return "not sealed against resizing";
+	if (st.st_size != BP_TREE_SIZE)
+		return "not the size of a ledger";
+	struct bp_ledger *L = mmap(NULL, BP_TREE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (L == MAP_FAILED)
+		return "cannot be mapped";
+	if (L->magic != TREE_MAGIC || L->version != TREE_VERSION || L->size != BP_TREE_SIZE ||
+	    !L->budget || L->slack < 64) {
+		munmap(L, BP_TREE_SIZE);
+		return "not a ledger (magic, version or budget)";
+	}
+	*out = L;
+	return NULL;
+}
+
+struct bp_ledger *bp_tree_open(const char *env, size_t budget, const char **why, int *fdp)
+{
+	*why = NULL;
+	if (env && *env) {
+		char *end;
+		errno = 0;
+		long v = strtol(env, &end, 10);
+		struct bp_ledger *L = NULL;
+		if (errno || *end || v < 0 || v > INT_MAX)
+			*why = "not a descriptor number";
+		else
+			*why = ledger_check((int)v, &L);
+		if (!*why) {
+			*fdp = (int)v;
+			return L;
+		}
+	}
+	int fd = memfd_create("bypass-pager-ledger", MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		*fdp = -errno;
+		return NULL;
+	}
+	int hi = fcntl(fd, F_DUPFD, TREE_FD_MIN); /* no FD_CLOEXEC: exec keeps it */
+	if (hi >= 0) {
+		close(fd);
+		fd = hi;
+	}
+	struct bp_ledger *L = MAP_FAILED;
+	if (ftruncate(fd, BP_TREE_SIZE) == 0 &&
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
+		L = mmap(NULL, BP_TREE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (L == MAP_FAILED) {
+		*fdp = -errno;
+		close(fd);
+		return NULL;
+	}
+	ledger_init(L, budget);
+	*fdp = fd;
+	return L;
+}
+
+size_t bp_tree_budget(const struct bp_ledger *L)
+{
+	return (size_t)L->budget << PG_SHIFT;
+}
+
+static void ledger_progress(struct bp_ledger *L)
+{
+	atomic_fetch_add(&L->progress, 1);
+	if (atomic_load(&L->waiters))
+		bp_futex_wake(&L->progress, INT_MAX, true);
+}
+
+static void peak_raise(struct bp_ledger *L, uint32_t t)
+{
+	uint32_t pk = atomic_load_explicit(&L->peak, memory_order_relaxed);
+	while (t > pk && !atomic_compare_exchange_weak(&L->peak, &pk, t))
+		;
+}
+
+/* A slot's process is gone: give its charge back (whoever wins the CAS). */
+static bool slot_reclaim(struct bp_ledger *L, unsigned i, int32_t pid)
+{
+	if (!atomic_compare_exchange_strong(&L->slot[i].pid, &pid, -1))
+		return false;
+	uint32_t c = atomic_exchange(&L->slot[i].charge, 0);
+	atomic_store(&L->slot[i].want, 0);
+	atomic_fetch_sub(&L->total, c);
+	atomic_store(&L->slot[i].pid, 0);
+	ledger_progress(L);
+	return true;
+}
+
+static bool pid_gone(pid_t pid)
+{
+	int fd = -1;
+	int alive = bp_proc_alive(pid, &fd);
+	if (fd >= 0)
+		close(fd);
+	return !alive;
+}
+
+/* A free slot for pid (its charge 0), or -1: every slot in use. */
+static int slot_take(struct bp_ledger *L, pid_t pid)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned i = 0; i < TREE_SLOTS; i++) {
+			int32_t z = 0;
+			if (atomic_load_explicit(&L->slot[i].pid, memory_order_relaxed) == 0 &&
+			    atomic_compare_exchange_strong(&L->slot[i].pid, &z, (int32_t)pid)) {
+				atomic_store(&L->slot[i].want, 0);
+				return (int)i;
+			}
+		}
+		/* full: give back the slots of gone processes, once */
+		for (unsigned i = 0; i < TREE_SLOTS; i++) {
+			int32_t q = atomic_load(&L->slot[i].pid);
+			if (q > 0 && pid_gone(q) && slot_reclaim(L, i, q))
+				atomic_fetch_add(&L->reclaimed, 1);
+		}
+	}
+	return -1;
+}
+
+/* ------------------------------------------------------------ charges */
+
+static struct bp_tree *tree_of(struct bypass_pager *p)
+{
+	return atomic_load_explicit(&p->tree, memory_order_acquire);
+}
+
+void bp_tree_charge(struct bypass_pager *p, uint32_t n)
+{
+	struct bp_tree *T = tree_of(p);
+	if (!T || !n)
+		return;
+	struct bp_ledger *L = T->L;
+	atomic_fetch_add(&L->slot[T->slot].charge, n);
+	uint32_t t = atomic_fetch_add(&L->total, n) + n;
+	if (t > L->budget)
+		atomic_fetch_add(&L->over, n);
+	peak_raise(L, t);
+}
+
+void bp_tree_uncharge(struct bypass_pager *p, uint32_t n)
+{
+	struct bp_tree *T = tree_of(p);
+	if (!T || !n)
+		return;
+	struct bp_ledger *L = T->L;
+	/* a slot given back (we were taken for gone, or left) charges nothing */
+	uint32_t c = atomic_load(&L->slot[T->slot].charge);
+	for (;;) {
+		uint32_t k = c < n ? c : n;
+		if (!k)
+			return;
+		if (atomic_compare_exchange_weak(&L->slot[T->slot].charge, &c, c - k)) {
+			atomic_fetch_sub(&L->total, k);
+			break;
+		}
+	}
+	ledger_progress(L);
+}
+
+/* n more pages in the tree if that keeps it at or below limit. */
+static bool ledger_take(struct bp_tree *T, uint32_t n, uint32_t limit)
+{
+	struct bp_ledger *L = T->L;
+	uint32_t t = atomic_load(&L->total);
+	while (t + n <= limit)
+		if (atomic_compare_exchange_weak(&L->total, &t, t + n)) {
+			atomic_fetch_add(&L->slot[T->slot].charge, n);
+			peak_raise(L, t + n);
+			return true;
+		}
+	return false;
+}
+
+static void local_add(struct bypass_pager *p, uint32_t n)
+{
+	uint32_t r = atomic_fetch_add(&p->bud.resident, n) + n;
+	uint64_t peak = atomic_load_explicit(&p->bud.peak, memory_order_relaxed);
+	while (r > peak && !atomic_compare_exchange_weak(&p->bud.peak, &peak, r))
+		;
+}
+
+/* The member holding the most pages, other than us (gone ones given back
+ * on the way); -1 if none holds any. */
+static int biggest_other(struct bp_tree *T, uint32_t *charge)
+{
+	struct bp_ledger *L = T->L;
+	int best = -1;
+	uint32_t most = 0;
+	for (unsigned i = 0; i < TREE_SLOTS; i++) {
+		if (i == T->slot)
+			continue;
+		int32_t q = atomic_load_explicit(&L->slot[i].pid, memory_order_relaxed);
+		uint32_t c = atomic_load_explicit(&L->slot[i].charge, memory_order_relaxed);
+		if (q > 0 && c > most) {
+			best = (int)i;
+			most = c;
+		}
+	}
+	*charge = most;
+	return best;
+}
+
+static void ask(struct bp_tree *T, unsigned v, uint32_t n)
+{
+	struct bp_ledger *L = T->L;
+	atomic_fetch_add(&L->slot[v].want, n < ASK_MIN ? ASK_MIN : n);
+	atomic_fetch_add(&L->slot[v].req, 1);
+	bp_futex_wake(&L->slot[v].req, 1, true);
+	atomic_fetch_add(&L->asks, 1);
+}
+
+static void wait_ledger(struct bp_ledger *L, uint32_t seen)
+{
+	atomic_fetch_add(&L->waiters, 1);
+	if (atomic_load(&L->progress) == seen)
+		bp_futex_wait(&L->progress, seen, 1000000, true);
+	atomic_fetch_sub(&L->waiters, 1);
+}
+
+int bp_tree_reserve(struct bypass_pager *p, uint32_t n, bool must, uint32_t limit)
+{
+	struct bp_tree *T = tree_of(p);
+	struct bp_ledger *L = T->L;
+	uint64_t asked = 0, stuck = 0;
+	int victim = -1;
+	for (;;) {
+		if (ledger_take(T, n, limit)) {
+			local_add(p, n);
+			return 0;
+		}
+		if (!must)
+			return -EAGAIN;
+		uint32_t seen = atomic_load(&L->progress);
+		uint32_t own = atomic_load(&L->slot[T->slot].charge), most;
+		int v = biggest_other(T, &most);
+		uint64_t now = bypass_now_ns();
+		bool timed_out = asked && now - asked > ASK_WAIT_NS;
+		if (v >= 0 && most > own && !timed_out) {
+			/* another holds more: ask it, if it is there */
+			int32_t q = atomic_load(&L->slot[v].pid);
+			if (q > 0 && pid_gone(q)) {
+				if (slot_reclaim(L, (unsigned)v, q))
+					atomic_fetch_add(&L->reclaimed, 1);
+				continue;
+			}
+			if (v != victim || !asked) {
+				ask(T, (unsigned)v, n);
+				victim = v;
+				if (!asked)
+					asked = now;
+			}
+			wait_ledger(L, seen);
+			continue;
+		}
+		if (timed_out && victim >= 0) {
+			atomic_fetch_add(&L->ask_timeouts, 1);
+			victim = -1;
+		}
+		/* our own pages: we hold the most, or nobody answered */
+		if (own && bp_evict_for_tree(p, n, false))
+			continue;
+		if (atomic_load(&L->progress) != seen) {
+			stuck = 0;
+			continue;
+		}
+		/* nothing of ours to evict, and nobody else has any or answers:
+		 * above the budget, bounded */
+		uint32_t t = atomic_load(&L->total);
+		if (!own && (timed_out || v < 0)) {
+			if (t + n <= L->budget + L->slack &&
+			    atomic_compare_exchange_strong(&L->total, &t, t + n)) {
+				atomic_fetch_add(&L->slot[T->slot].charge, n);
+				atomic_fetch_add(&L->over, n);
+				peak_raise(L, t + n);
+				local_add(p, n);
+				return 0;
+			}
+			asked = 0; /* ask again */
+		}
+		if (!stuck) {
+			stuck = now;
+		} else if (now - stuck > STUCK_NS) {
+			bp_err("bypass: pager: the process tree's budget is full (%u of %u "
+			       "pages, %u ours) and nobody gives room back",
+			       atomic_load(&L->total), L->budget, own);
+			return -ENOMEM;
+		}
+		wait_ledger(L, seen);
+	}
+}
+
+/* ------------------------------------------------------------ the thread */
+
+/* Serve requests: evict what the others ask for.  Asleep on the request
+ * word otherwise (one futex wait; no polling). */
+static void *tree_main(void *arg)
+{
+	struct bp_tree *T = arg;
+	bp_enter_for_good(); /* the library's own thread */
+	struct tslot *s = &T->L->slot[T->slot];
+	while (!atomic_load(&T->stop)) {
+		uint32_t seen = atomic_load(&s->req);
+		uint32_t want = atomic_exchange(&s->want, 0);
+		if (want) {
+			uint32_t done = 0;
+			for (int k = 0; k < 16 && done < want && atomic_load(&s->charge); k++) {
+				uint32_t got = bp_evict_for_tree(T->p, want - done, true);
+				if (!got)
+					break;
+				done += got;
+			}
+			atomic_fetch_add(&s->answered, 1);
+			ledger_progress(T->L);
+			continue;
+		}
+		bp_futex_wait(&s->req, seen, -1, true);
+	}
+	return NULL;
+}
+
+static int thread_start(struct bp_tree *T)
+{
+	return bp_thread_start(&T->thread, tree_main, T);
+}
+
+static void thread_stop(struct bp_tree *T)
+{
+	atomic_store(&T->stop, true);
+	atomic_fetch_add(&T->L->slot[T->slot].req, 1);
+	bp_futex_wake(&T->L->slot[T->slot].req, INT_MAX, true);
+	bp_thread_join(&T->thread);
+	atomic_store(&T->stop, false);
+}
+
+/* ------------------------------------------------------------ membership */
+
+int bp_tree_join(struct bypass_pager *p, struct bp_ledger *L)
+{
+	pid_t me = getpid();
+	/* the image before an exec of ours: its pages are gone */
+	for (unsigned i = 0; i < TREE_SLOTS; i++)
+		if (atomic_load(&L->slot[i].pid) == me)
+			slot_reclaim(L, i, me);
+	struct bp_tree *T = bp_pg_calloc(1, sizeof(*T));
+	if (!T)
+		return -ENOMEM;
+	int s = slot_take(L, me);
+	if (s < 0) {
+		bp_pg_free(T);
+		bp_err("bypass: pager: the process tree's ledger has no free slot (%u "
+		       "processes); this one keeps a budget of its own", TREE_SLOTS);
+		return -EUSERS;
+	}
+	T->L = L;
+	T->slot = (unsigned)s;
+	T->pid = me;
+	T->p = p;
+	int e = thread_start(T);
+	if (e) {
+		atomic_store(&L->slot[s].pid, 0);
+		bp_pg_free(T);
+		return e;
+	}
+	/* pages already resident (none, before the first map) */
+	atomic_store_explicit(&p->tree, T, memory_order_release);
+	bp_tree_charge(p, atomic_load(&p->bud.resident));
+	return 0;
+}
+
+void bp_tree_child(struct bypass_pager *p)
+{
+	struct bp_tree *T = tree_of(p);
+	if (!T)
+		return;
+	bp_thread_forget(&T->thread); /* the parent's */
+	atomic_store(&T->stop, false);
+	pid_t me = getpid();
+	int s = slot_take(T->L, me);
+	if (s < 0) {
+		bp_err("bypass: pager: fork: the process tree's ledger has no free slot; "
+		       "this child keeps a budget of its own");
+		atomic_store(&p->tree, NULL);
+		return;
+	}
+	T->slot = (unsigned)s;
+	T->pid = me;
+	/* The copies of the parent's resident pages are ours too (shared
+	 * copy-on-write until written): charged, so the tree evicts them
+	 * before it grows, but not a peak (no memory was added) */
+	uint32_t n = atomic_load(&p->bud.resident);
+	atomic_fetch_add(&T->L->slot[s].charge, n);
+	atomic_fetch_add(&T->L->total, n);
+	if (thread_start(T))
+		bp_err("bypass: pager: fork: the child's ledger thread did not start; it "
+		       "evicts only for itself");
+}
+
+void bp_tree_leave(struct bypass_pager *p)
+{
+	struct bp_tree *T = tree_of(p);
+	if (!T)
+		return;
+	atomic_store(&p->tree, NULL);
+	if (T->pid != getpid()) { /* a fork child's copy of the parent's */
+		bp_thread_forget(&T->thread);
+		bp_pg_free(T);
+		return;
+	}
+	thread_stop(T);
+	int32_t me = T->pid;
+	slot_reclaim(T->L, T->slot, me);
+	bp_pg_free(T);
+}
+
+void bp_tree_stats(struct bypass_pager *p, struct bp_tree_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	struct bp_tree *T = p ? tree_of(p) : NULL;
+	if (!T)
+		return;
+	struct bp_ledger *L = T->L;
+	st->budget_pages = L->budget;
+	st->slack_pages = L->slack;
+	st->total_pages = atomic_load(&L->total);
+	st->peak_pages = atomic_load(&L->peak);
+	st->over_pages = atomic_load(&L->over);
+	st->asks = atomic_load(&L->asks);
+	st->ask_timeouts = atomic_load(&L->ask_timeouts);
+	st->reclaimed = atomic_load(&L->reclaimed);
+	st->answered = atomic_load(&L->slot[T->slot].answered);
+	for (unsigned i = 0; i < TREE_SLOTS; i++)
+		st->members += atomic_load_explicit(&L->slot[i].pid, memory_order_relaxed) > 0;
+}
+
+struct bp_ledger *bp_tree_ledger(struct bypass_pager *p)
+{
+	struct bp_tree *T = tree_of(p);
+	return T ? T->L : NULL;
+}
