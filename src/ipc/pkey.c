@@ -78,7 +78,7 @@ int bp_ipc_key_get(struct bp_ipc_key *k)
 		int key = bp_ipc_pkey_alloc(k->rights, k->reason, sizeof(k->reason));
 		if (key >= 0)
 			snprintf(k->reason, sizeof(k->reason), "available (key %d)", key);
-		k->key = key;
+		k->key = key < 0 ? -EOPNOTSUPP : key; /* the reason says which failure */
 		atomic_store_explicit(&k->state, 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&k->lock);
