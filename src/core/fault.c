@@ -49,6 +49,7 @@ static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 _Atomic bool bp_fault_installed;
 
 __thread struct bp_recover *bp_recover_top __attribute__((tls_model("initial-exec")));
+static _Atomic bp_recover_hook recover_hook;
 
 static inline int sig_idx(int sig)
 {
@@ -174,19 +175,31 @@ static void fault_handler(int sig, siginfo_t *si, void *uc)
 			r->addr = si->si_addr;
 			bp_recover_top = r->prev;
 			errno = saved;
-#ifdef __x86_64__
-			if (r->land_ip) {
-				ucontext_t *u = uc;
-				u->uc_mcontext.gregs[REG_RSP] = (greg_t)r->land_sp;
-				u->uc_mcontext.gregs[REG_RIP] = (greg_t)r->land_ip;
-				return;
+			if (r->hook[1]) {
+				bp_recover_hook h = atomic_load_explicit(&recover_hook,
+									 memory_order_acquire);
+				if (h) {
+					h(r, uc);
+					return;
+				}
+				goto pass; /* nobody to hand it to: not recovered */
 			}
-#endif
 			siglongjmp(r->jb, 1);
 		}
 	}
+pass:
 	errno = saved;
 	chain(sig, si, uc);
+}
+
+int bp_fault_set_recover_hook(bp_recover_hook fn)
+{
+	if (!fn)
+		return -EINVAL;
+	bp_recover_hook cur = NULL;
+	if (atomic_compare_exchange_strong(&recover_hook, &cur, fn) || cur == fn)
+		return 0;
+	return -EBUSY;
 }
 
 int bp_fault_install(void)

@@ -314,13 +314,13 @@ int bp_fault_chain_sigaction(int sig, const struct sigaction *act,
 			     struct sigaction *old);
 
 struct bp_recover {
-	/* The first three at fixed offsets: assembly fills them (ipc's
+	/* The first three at fixed offsets: assembly may fill them (ipc's
 	 * library-mode gate, src/ipc/lib_gate.c). */
 	struct bp_recover *prev;
-	/* land_ip != 0: recovery resumes there, with the stack pointer
-	 * land_sp, by the signal's return (the code there restores what it
-	 * saved on that stack); 0: by siglongjmp to jb. */
-	uintptr_t land_sp, land_ip;
+	/* Two words that core does not read: hook[1] != 0 hands the recovery
+	 * to the registered recovery hook (bp_fault_set_recover_hook), which
+	 * reads both; 0 (bp_recover_push's value): siglongjmp to jb. */
+	uintptr_t hook[2];
 	uintptr_t lo, hi;          /* faults in [lo, hi) recover; 0,0 = any */
 	int sig;                   /* filled in on recovery */
 	void *addr;                /* the faulting address */
@@ -337,6 +337,19 @@ extern __thread struct bp_recover *bp_recover_top __attribute__((tls_model("init
 extern _Atomic bool bp_fault_installed;
 int bp_fault_install(void);
 
+/*
+ * A recovery hook: for a record whose hook[1] is not 0, core's handler
+ * (after popping the record and filling in sig and addr) calls it with the
+ * record and the signal's ucontext, then returns from the signal; the hook
+ * decides where the thread resumes (ipc's library-mode gate sets the stack
+ * and instruction pointers of the ucontext from the record's two words).
+ * One hook per process: registering the one already set is 0, another
+ * -EBUSY, NULL -EINVAL.  A record asking for a hook when none is set is
+ * not recovered (the fault goes on as if there were no record).
+ */
+typedef void (*bp_recover_hook)(const struct bp_recover *r, void *uctx);
+int bp_fault_set_recover_hook(bp_recover_hook fn);
+
 static inline void bp_recover_push(struct bp_recover *r, const void *lo, size_t len)
 {
 	if (bp_unlikely(!atomic_load_explicit(&bp_fault_installed, memory_order_acquire)))
@@ -345,7 +358,7 @@ static inline void bp_recover_push(struct bp_recover *r, const void *lo, size_t 
 	r->hi = lo ? (uintptr_t)lo + len : 0;
 	r->sig = 0;
 	r->addr = NULL;
-	r->land_ip = 0;
+	r->hook[1] = 0;
 	r->prev = bp_recover_top;
 	/* The handler must see a complete record before it sees the link. */
 	atomic_signal_fence(memory_order_seq_cst);

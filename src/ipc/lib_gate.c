@@ -225,8 +225,8 @@ enum { RUN_OP, RUN_INIT, RUN_RECOVER };
 
 #ifdef LIB_LANDING
 _Static_assert(__builtin_offsetof(struct bp_recover, prev) == 0, "lib_gate asm");
-_Static_assert(__builtin_offsetof(struct bp_recover, land_sp) == 8, "lib_gate asm");
-_Static_assert(__builtin_offsetof(struct bp_recover, land_ip) == 16, "lib_gate asm");
+_Static_assert(__builtin_offsetof(struct bp_recover, hook) == 8, "lib_gate asm");
+_Static_assert(sizeof(((struct bp_recover *)0)->hook[0]) == 8, "lib_gate asm");
 
 __attribute__((visibility("hidden"))) int
 bp_ipc_lib_enter(const struct bypass_ipc_env *env, void *state, const void *req, size_t len,
@@ -258,9 +258,9 @@ __asm__(".text\n"
 	".cfi_adjust_cfa_offset 8\n"
 	"	movq 72(%rsp), %rbx\n"              /* rp */
 	"	movq 64(%rsp), %rax\n"              /* fn */
-	"	movq %rsp, 8(%rbx)\n"               /* rp->land_sp */
+	"	movq %rsp, 8(%rbx)\n"               /* rp->hook[0]: the stack */
 	"	leaq bp_ipc_lib_land(%rip), %r11\n"
-	"	movq %r11, 16(%rbx)\n"              /* rp->land_ip */
+	"	movq %r11, 16(%rbx)\n"              /* rp->hook[1]: the landing */
 	"	movq bp_recover_top@gottpoff(%rip), %r11\n"
 	"	movq %rbx, %fs:(%r11)\n"            /* linked: a fault lands now */
 	"	call *%rax\n"
@@ -288,7 +288,7 @@ __asm__(".text\n"
 	".globl bp_ipc_lib_land\n"
 	".hidden bp_ipc_lib_land\n"
 	".type bp_ipc_lib_land, @function\n"
-	"bp_ipc_lib_land:\n"                    /* %rsp = rp->land_sp; core popped rp */
+	"bp_ipc_lib_land:\n"                    /* %rsp = rp->hook[0]; core popped rp */
 	"	addq $8, %rsp\n"
 	"	popq %r15\n"
 	"	popq %r14\n"
@@ -300,13 +300,24 @@ __asm__(".text\n"
 	"	ret\n"
 	".size bp_ipc_lib_land, .-bp_ipc_lib_land\n");
 
+/* Core's recovery hook for the records bp_ipc_lib_enter fills in: the
+ * signal returns to the landing, on the stack saved at entry (the landing
+ * restores the registers pushed there and returns -EFAULT from
+ * bp_ipc_lib_enter). */
+static void land_hook(const struct bp_recover *r, void *uctx)
+{
+	ucontext_t *u = uctx;
+	u->uc_mcontext.gregs[REG_RSP] = (greg_t)r->hook[0];
+	u->uc_mcontext.gregs[REG_RIP] = (greg_t)r->hook[1];
+}
+
 /* With a shadow stack (CET) the landing's return would not match it:
  * RDSSP reads 0 where none is enabled (a no-op on CPUs without CET). */
 bool bp_ipc_lib_landing_ok(void)
 {
 	uint64_t ssp = 0;
 	__asm__ __volatile__("rdsspq %0" : "+r"(ssp));
-	return ssp == 0 && bp_fault_install() == 0;
+	return ssp == 0 && bp_fault_install() == 0 && bp_fault_set_recover_hook(land_hook) == 0;
 }
 #else
 bool bp_ipc_lib_landing_ok(void)

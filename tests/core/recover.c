@@ -4,7 +4,10 @@
  * and a SIGSEGV from a PROT_NONE page become error returns inside a recovery
  * point; a hook that resolves a fault lets the instruction retry; faults
  * outside the recovery range, or with no recovery point, still kill the
- * process as they would without bypass.
+ * process as they would without bypass.  A record that asks for the
+ * registered recovery hook (hook[1] != 0) is handed to it, popped, with
+ * its signal and address filled in; with no hook registered it is not
+ * recovered.
  * TEST_LABELS: threads
  */
 #include "harness.h"
@@ -42,7 +45,44 @@ static int resolve_hook(int sig, siginfo_t *si, void *uc)
 	return 1;
 }
 
-/* In a child: a fault outside the recovery range, or with none, kills. */
+/* The recovery hook: it records what core handed it and leaves by its
+ * own jump (ipc's sets the ucontext's registers instead). */
+static sigjmp_buf hook_jb;
+static const struct bp_recover *volatile hooked;
+static volatile uintptr_t hooked_word0;
+static volatile void *hooked_top;
+static void recover_hook(const struct bp_recover *r, void *uc)
+{
+	(void)uc;
+	hooked = r;
+	hooked_word0 = r->hook[0];
+	hooked_top = bp_recover_top;
+	siglongjmp(hook_jb, 1);
+}
+
+static void other_hook(const struct bp_recover *r, void *uc)
+{
+	(void)r;
+	(void)uc;
+}
+
+/* A record that asks for the hook; the fault at p goes to the hook, or,
+ * with none registered, on to the default action. */
+static int hooked_touch(volatile char *p, struct bp_recover *rp)
+{
+	bp_recover_push(rp, (const void *)p, 1);
+	rp->hook[0] = 0x5eed;
+	rp->hook[1] = 1;
+	if (sigsetjmp(hook_jb, BP_TSAN) == 0) {
+		*p = 1;
+		bp_recover_pop(rp);
+		return 0;
+	}
+	return -EFAULT;
+}
+
+/* In a child: a fault outside the recovery range, or with none, or in a
+ * record that asks for a hook nobody registered, kills. */
 static void die_child(int kind, char *in_range, char *none, char *beyond)
 {
 	struct bp_recover rp;
@@ -52,6 +92,8 @@ static void die_child(int kind, char *in_range, char *none, char *beyond)
 	}
 	if (kind == 1)
 		*(volatile char *)beyond = 1;
+	if (kind == 2)
+		hooked_touch(none, &rp);
 	_exit(0);
 }
 
@@ -116,8 +158,9 @@ int main(void)
 	CHECK_ERR(bp_fault_hook_remove(resolve_hook), -ENOENT);
 	CHECK_ERR(bp_fault_hook_add(NULL), -EINVAL);
 
-	/* Outside the recovery range, or with none: the process dies of it. */
-	for (int kind = 0; kind < 2; kind++) {
+	/* Outside the recovery range, or with none, or a record asking for a
+	 * hook that is not there: the process dies of it. */
+	for (int kind = 0; kind < 3; kind++) {
 		pid_t pid = fork();
 		CHECK(pid >= 0);
 		if (pid == 0)
@@ -125,12 +168,37 @@ int main(void)
 		int st;
 		CHECK(waitpid(pid, &st, 0) == pid);
 		if (WIFSIGNALED(st)) {
-			CHECK_EQ(WTERMSIG(st), kind == 0 ? SIGSEGV : SIGBUS);
+			CHECK_EQ(WTERMSIG(st), kind == 1 ? SIGBUS : SIGSEGV);
 		} else {
 			/* A sanitizer's handler (the one before bypass's) reports
 			 * the fault and exits non-zero instead. */
 			CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0);
 		}
 	}
+
+	/* The recovery hook: one per process, handed the popped record. */
+	CHECK_ERR(bp_fault_set_recover_hook(NULL), -EINVAL);
+	CHECK_EQ(bp_fault_set_recover_hook(recover_hook), 0);
+	CHECK_EQ(bp_fault_set_recover_hook(recover_hook), 0);
+	CHECK_ERR(bp_fault_set_recover_hook(other_hook), -EBUSY);
+	struct bp_recover hr;
+	struct bp_recover base;
+	if (BP_RECOVER_TRY(&base, NULL, 0)) {
+		CHECK_ERR(hooked_touch(none, &hr), -EFAULT);
+		CHECK(hooked == &hr);
+		CHECK_EQ(hooked_word0, 0x5eed);
+		CHECK(hooked_top == &base); /* popped before the hook ran */
+		CHECK_EQ(hr.sig, SIGSEGV);
+		CHECK(hr.addr == none);
+		CHECK(bp_recover_top == &base);
+		bp_recover_pop(&base);
+	} else {
+		TEST_FAIL("the hook's record fell through to the one under it");
+	}
+	/* Records that do not ask for it still recover by siglongjmp. */
+	hooked = NULL;
+	CHECK_ERR(touch(none, 0), -EACCES);
+	CHECK_ERR(touch(m + ps, 1), -EFAULT);
+	CHECK(hooked == NULL);
 	return test_pass("core/recover");
 }
