@@ -105,6 +105,8 @@ static const char *ledger_check(int fd, struct bp_ledger **out)
 	return NULL;
 }
 
+static bool slot_reclaim(struct bp_ledger *L, unsigned i, int32_t pid);
+
 struct bp_ledger *bp_tree_open(const char *env, size_t budget, const char **why, int *fdp)
 {
 	*why = NULL;
@@ -118,6 +120,13 @@ struct bp_ledger *bp_tree_open(const char *env, size_t budget, const char **why,
 		else
 			*why = ledger_check((int)v, &L);
 		if (!*why) {
+			/* A slot of our pid is our image before the exec: its
+			 * pages are gone (a forked child that kept the pager,
+			 * then exec'd a program that may never make one). */
+			pid_t me = getpid();
+			for (unsigned i = 0; i < TREE_SLOTS; i++)
+				if (atomic_load(&L->slot[i].pid) == me)
+					slot_reclaim(L, i, me);
 			*fdp = (int)v;
 			return L;
 		}
@@ -313,7 +322,7 @@ int bp_tree_reserve(struct bypass_pager *p, uint32_t n, bool must, uint32_t limi
 {
 	struct bp_tree *T = tree_of(p);
 	struct bp_ledger *L = T->L;
-	uint64_t asked = 0, stuck = 0;
+	uint64_t asked = 0, stuck = 0, answered = 0;
 	int victim = -1;
 	for (;;) {
 		if (ledger_take(T, n, limit)) {
@@ -335,7 +344,11 @@ int bp_tree_reserve(struct bypass_pager *p, uint32_t n, bool must, uint32_t limi
 					atomic_fetch_add(&L->reclaimed, 1);
 				continue;
 			}
-			if (v != victim || !asked) {
+			/* again once it answered (others may have taken what
+			 * it freed) or when another holds the most now */
+			uint64_t a = atomic_load(&L->slot[v].answered);
+			if (v != victim || !asked || a != answered) {
+				answered = a;
 				ask(T, (unsigned)v, n);
 				victim = v;
 				if (!asked)

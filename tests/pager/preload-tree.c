@@ -17,6 +17,9 @@
  *    the budget + slack.
  *  - exec: a child that execs this program (the ledger found through
  *    BYPASS_PAGER_LEDGER) fills its memory: the same bound.
+ *  - exec-idle: a forked child (its slot charged with its copies) execs a
+ *    program that makes no pager: the parent can still fill 0.95 of the
+ *    budget (the exec'd image gave its former slot back).
  *  - kill: a member holding 0.8 of the budget is SIGKILLed (not reaped
  *    yet: a zombie); another then gets 0.7 of the budget resident, which
  *    it could not if the dead one's share were not given back.
@@ -215,6 +218,54 @@ static void mode_exec(char **argv)
 		TEST_FAIL("exec parent: data lost");
 }
 
+/*
+ * A child that keeps the parent's pager (and its slot, charged with its
+ * copies of the parent's pages) execs a program that makes no pager: the
+ * slot of its former image must not keep holding the tree's room.
+ */
+static void mode_exec_idle(char **argv)
+{
+	size_t n = PP_BUDGET * 6 / 10, n2 = PP_BUDGET * 35 / 100;
+	unsigned char *m = region(n);
+	pp_fill(m, n, 14);
+	int rep[2], go[2];
+	pipes(rep, go);
+	fflush(NULL);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		char fds[64];
+		snprintf(fds, sizeof(fds), "%d,%d", rep[1], go[0]);
+		setenv("PP_TREE_FDS", fds, 1);
+		char *av[] = { argv[0], (char *)"idle-child", NULL };
+		execv("/proc/self/exe", av);
+		_exit(127);
+	}
+	get(rep[0]); /* the exec'd program runs (the preload loaded) */
+	unsigned char *m2 = region(n2);
+	pp_fill(m2, n2, 15);
+	long mine = resident(m, n) + resident(m2, n2);
+	long want = (long)((n + n2) / 4096);
+	printf("exec-idle: %ld of %ld pages resident beside an exec'd child without a "
+	       "pager\n", mine, want);
+	put(go[1], 1);
+	reap(pid);
+	if (mine < want * 9 / 10)
+		TEST_FAIL("exec-idle: only %ld of %ld pages resident: the exec'd child's former "
+			  "slot still holds the tree's room", mine, want);
+	if (pp_check(m, n, 14) != n || pp_check(m2, n2, 15) != n2)
+		TEST_FAIL("exec-idle: data lost");
+}
+
+static void mode_idle_child(void)
+{
+	const char *fds = getenv("PP_TREE_FDS");
+	int rep, go;
+	CHECK(fds && sscanf(fds, "%d,%d", &rep, &go) == 2);
+	put(rep, 0);
+	get(go);
+}
+
 static void mode_exec_child(void)
 {
 	const char *fds = getenv("PP_TREE_FDS");
@@ -393,6 +444,10 @@ int main(int argc, char **argv)
 			mode_exec(argv);
 		else if (!strcmp(m, "exec-child"))
 			mode_exec_child();
+		else if (!strcmp(m, "exec-idle"))
+			mode_exec_idle(argv);
+		else if (!strcmp(m, "idle-child"))
+			mode_idle_child();
 		else if (!strcmp(m, "kill"))
 			mode_kill();
 		else if (!strcmp(m, "plain"))
@@ -405,6 +460,7 @@ int main(int argc, char **argv)
 	run_checked(argv, "pair", "process");
 	run_checked(argv, "fork", "tree");
 	run_checked(argv, "exec", "tree");
+	run_checked(argv, "exec-idle", "tree");
 	run_checked(argv, "kill", "tree");
 	bad_ledgers(argv);
 	printf("PASS\n");
