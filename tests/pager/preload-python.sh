@@ -12,6 +12,13 @@ py=/usr/bin/python3
 [ -x "$py" ] || py=$(command -v python3 || true)
 [ -n "$py" ] || { echo "SKIP: python3 is not installed"; exit 77; }
 if ldd "$lib" | grep -q libtsan; then echo "SKIP: LD_PRELOAD of a ThreadSanitizer build"; exit 77; fi
+# without its heap (-DBYPASS_JEMALLOC=OFF, or no libjemalloc-dev at build
+# time: bypass doctor's pager.heap says which) the preload pages only large
+# allocations: python's small objects, which this test needs paged, are not
+if ! ldd "$lib" | grep -q libjemalloc; then
+	echo "SKIP: the preload was built without its heap (jemalloc): python's small objects are not paged"
+	exit 77
+fi
 rt=$(ldd "$lib" | awk '/libasan/ {print $3}')
 dir=$(mktemp -d "${TMPDIR:-/tmp}/bypass-pp-py-XXXXXX")
 trap 'rm -rf "$dir"' EXIT
