@@ -634,7 +634,6 @@ static void write_stats(void)
 __attribute__((constructor)) static void pp_init(void)
 {
 	bp_pp_resolve();
-	bp_fault_set_sigaction(bp_pp_real_sigaction);
 	if (!configure())
 		return;
 	if (bp_pp_cfg.tree)
