@@ -225,14 +225,6 @@ int bp_fault_install(void)
 	return r;
 }
 
-/* Kept for preload/pager/init.c, which still names libc's sigaction here:
- * core no longer needs it (bp_sys_sigaction above).  The call and this
- * function go when the pager preload drops it (issue 34's note). */
-void bp_fault_set_sigaction(bp_sigaction_fn fn)
-{
-	(void)fn;
-}
-
 bool bp_fault_owns(int sig)
 {
 	return (sig == SIGSEGV || sig == SIGBUS) &&

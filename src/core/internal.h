@@ -304,11 +304,7 @@ int bp_fault_hook_remove(bp_fault_hook fn);
  *
  * Core installs its handler (and restores the default action) with
  * bp_sys_sigaction, never through a preload's sigaction wrapper.
- * bp_fault_set_sigaction() does nothing now: it stays only until
- * preload/pager/init.c stops calling it.
  */
-typedef int (*bp_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
-void bp_fault_set_sigaction(bp_sigaction_fn fn);
 bool bp_fault_owns(int sig);
 int bp_fault_chain_sigaction(int sig, const struct sigaction *act,
 			     struct sigaction *old);
