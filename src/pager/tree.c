@@ -8,6 +8,7 @@
  * tree change it from any context (a fault's signal handler included: only
  * atomics, futexes and system calls here).
  */
+#include "core/syscall.h"
 #include "pager/pager_internal.h"
 #include "pager/tree.h"
 
@@ -81,11 +82,11 @@ static void ledger_init(struct bp_ledger *L, size_t budget)
 static const char *ledger_check(int fd, struct bp_ledger **out)
 {
 	struct stat st;
-	if (fcntl(fd, F_GETFD) < 0)
+	if (bp_sys_fcntl(fd, F_GETFD, 0) < 0)
 		return "not an open descriptor";
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+	if (bp_sys_fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return "not a memfd";
-	int seals = fcntl(fd, F_GET_SEALS);
+	int seals = bp_sys_fcntl(fd, F_GET_SEALS, 0);
 	if (seals < 0)
 		return "not a memfd (no seals)";
 	int need = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
@@ -93,12 +94,13 @@ static const char *ledger_check(int fd, struct bp_ledger **out)
 		return "not sealed against resizing";
 	if (st.st_size != BP_TREE_SIZE)
 		return "not the size of a ledger";
-	struct bp_ledger *L = mmap(NULL, BP_TREE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	struct bp_ledger *L =
+		bp_sys_mmap(NULL, BP_TREE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (L == MAP_FAILED)
 		return "cannot be mapped";
 	if (L->magic != TREE_MAGIC || L->version != TREE_VERSION || L->size != BP_TREE_SIZE ||
 	    !L->budget || L->slack < 64) {
-		munmap(L, BP_TREE_SIZE);
+		bp_sys_munmap(L, BP_TREE_SIZE);
 		return "not a ledger (magic, version or budget)";
 	}
 	*out = L;
@@ -123,7 +125,7 @@ struct bp_ledger *bp_tree_open(const char *env, size_t budget, const char **why,
 			/* A slot of our pid is our image before the exec: its
 			 * pages are gone (a forked child that kept the pager,
 			 * then exec'd a program that may never make one). */
-			pid_t me = getpid();
+			pid_t me = bp_sys_getpid();
 			for (unsigned i = 0; i < TREE_SLOTS; i++)
 				if (atomic_load(&L->slot[i].pid) == me)
 					slot_reclaim(L, i, me);
@@ -131,23 +133,23 @@ struct bp_ledger *bp_tree_open(const char *env, size_t budget, const char **why,
 			return L;
 		}
 	}
-	int fd = memfd_create("bypass-pager-ledger", MFD_ALLOW_SEALING);
+	int fd = bp_sys_memfd_create("bypass-pager-ledger", MFD_ALLOW_SEALING);
 	if (fd < 0) {
 		*fdp = -errno;
 		return NULL;
 	}
-	int hi = fcntl(fd, F_DUPFD, TREE_FD_MIN); /* no FD_CLOEXEC: exec keeps it */
+	int hi = bp_sys_fcntl(fd, F_DUPFD, TREE_FD_MIN); /* no FD_CLOEXEC: exec keeps it */
 	if (hi >= 0) {
-		close(fd);
+		bp_sys_close(fd);
 		fd = hi;
 	}
 	struct bp_ledger *L = MAP_FAILED;
-	if (ftruncate(fd, BP_TREE_SIZE) == 0 &&
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
-		L = mmap(NULL, BP_TREE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (bp_sys_ftruncate(fd, BP_TREE_SIZE) == 0 &&
+	    bp_sys_fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
+		L = bp_sys_mmap(NULL, BP_TREE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (L == MAP_FAILED) {
 		*fdp = -errno;
-		close(fd);
+		bp_sys_close(fd);
 		return NULL;
 	}
 	ledger_init(L, budget);
@@ -192,7 +194,7 @@ static bool pid_gone(pid_t pid)
 	int fd = -1;
 	int alive = bp_proc_alive(pid, &fd);
 	if (fd >= 0)
-		close(fd);
+		bp_sys_close(fd);
 	return !alive;
 }
 
@@ -441,7 +443,7 @@ static void thread_stop(struct bp_tree *T)
 
 int bp_tree_join(struct bypass_pager *p, struct bp_ledger *L)
 {
-	pid_t me = getpid();
+	pid_t me = bp_sys_getpid();
 	/* the image before an exec of ours: its pages are gone */
 	for (unsigned i = 0; i < TREE_SLOTS; i++)
 		if (atomic_load(&L->slot[i].pid) == me)
@@ -479,7 +481,7 @@ void bp_tree_child(struct bypass_pager *p)
 		return;
 	bp_thread_forget(&T->thread); /* the parent's */
 	atomic_store(&T->stop, false);
-	pid_t me = getpid();
+	pid_t me = bp_sys_getpid();
 	int s = slot_take(T->L, me);
 	if (s < 0) {
 		bp_err("bypass: pager: fork: the process tree's ledger has no free slot; "
@@ -506,7 +508,7 @@ void bp_tree_leave(struct bypass_pager *p)
 	if (!T)
 		return;
 	atomic_store(&p->tree, NULL);
-	if (T->pid != getpid()) { /* a fork child's copy of the parent's */
+	if (T->pid != bp_sys_getpid()) { /* a fork child's copy of the parent's */
 		bp_thread_forget(&T->thread);
 		bp_pg_free(T);
 		return;
