@@ -333,6 +333,18 @@ int bp_tree_reserve(struct bypass_pager *p, uint32_t n, bool must, uint32_t limi
 		}
 		if (!must)
 			return -EAGAIN;
+		/* A fork of this process is being prepared (the gate closed,
+		 * or the read-back path's forking flag): take the room at once,
+		 * above the budget if need be and counted, as bp_pager_reserve
+		 * does at its entry (reserve_forking).  Checked at every turn:
+		 * a fork that begins while this thread waits here waits for it
+		 * (gate_close: this thread is inside the gate), and the evict
+		 * lock our own eviction needs is the forking thread's. */
+		if (bp_unlikely(atomic_load(&p->bud.forking) || bp_gate_closed(p))) {
+			local_add(p, n);
+			bp_tree_charge(p, n);
+			return 0;
+		}
 		uint32_t seen = atomic_load(&L->progress);
 		uint32_t own = atomic_load(&L->slot[T->slot].charge), most;
 		int v = biggest_other(T, &most);
