@@ -455,11 +455,10 @@ static void thread_stop(struct bp_tree *T)
 
 int bp_tree_join(struct bypass_pager *p, struct bp_ledger *L)
 {
+	/* The slots of our pid's image before an exec were given back when
+	 * the ledger was found (bp_tree_open); one of our pid now is another
+	 * pager's of this process (tests join two): not to be given back. */
 	pid_t me = bp_sys_getpid();
-	/* the image before an exec of ours: its pages are gone */
-	for (unsigned i = 0; i < TREE_SLOTS; i++)
-		if (atomic_load(&L->slot[i].pid) == me)
-			slot_reclaim(L, i, me);
 	struct bp_tree *T = bp_pg_calloc(1, sizeof(*T));
 	if (!T)
 		return -ENOMEM;
