@@ -191,12 +191,10 @@ static void mode_fork(void)
 		TEST_FAIL("fork parent: data lost");
 }
 
-static void mode_exec(char **argv)
+/* A child that execs this program as role: the pipes (pipes()) made
+ * here, the child's ends named in PP_TREE_FDS (child_fds() reads them). */
+static pid_t exec_self(char **argv, const char *role, int rep[2], int go[2])
 {
-	size_t n = PP_BUDGET * 6 / 10;
-	unsigned char *m = region(n);
-	pp_fill(m, n, 9);
-	int rep[2], go[2];
 	pipes(rep, go);
 	fflush(NULL);
 	pid_t pid = fork();
@@ -205,10 +203,27 @@ static void mode_exec(char **argv)
 		char fds[64];
 		snprintf(fds, sizeof(fds), "%d,%d", rep[1], go[0]);
 		setenv("PP_TREE_FDS", fds, 1);
-		char *av[] = { argv[0], (char *)"exec-child", NULL };
+		char *av[] = { argv[0], (char *)role, NULL };
 		execv("/proc/self/exe", av);
 		_exit(127);
 	}
+	return pid;
+}
+
+/* In the exec'd child: its ends of the pipes. */
+static void child_fds(int *rep, int *go)
+{
+	const char *fds = getenv("PP_TREE_FDS");
+	CHECK(fds && sscanf(fds, "%d,%d", rep, go) == 2);
+}
+
+static void mode_exec(char **argv)
+{
+	size_t n = PP_BUDGET * 6 / 10;
+	unsigned char *m = region(n);
+	pp_fill(m, n, 9);
+	int rep[2], go[2];
+	pid_t pid = exec_self(argv, "exec-child", rep, go);
 	long child = get(rep[0]);
 	within("exec", child + resident(m, n));
 	put(go[1], 1);
@@ -229,18 +244,7 @@ static void mode_exec_idle(char **argv)
 	unsigned char *m = region(n);
 	pp_fill(m, n, 14);
 	int rep[2], go[2];
-	pipes(rep, go);
-	fflush(NULL);
-	pid_t pid = fork();
-	CHECK(pid >= 0);
-	if (!pid) {
-		char fds[64];
-		snprintf(fds, sizeof(fds), "%d,%d", rep[1], go[0]);
-		setenv("PP_TREE_FDS", fds, 1);
-		char *av[] = { argv[0], (char *)"idle-child", NULL };
-		execv("/proc/self/exe", av);
-		_exit(127);
-	}
+	pid_t pid = exec_self(argv, "idle-child", rep, go);
 	get(rep[0]); /* the exec'd program runs (the preload loaded) */
 	unsigned char *m2 = region(n2);
 	pp_fill(m2, n2, 15);
@@ -259,18 +263,16 @@ static void mode_exec_idle(char **argv)
 
 static void mode_idle_child(void)
 {
-	const char *fds = getenv("PP_TREE_FDS");
 	int rep, go;
-	CHECK(fds && sscanf(fds, "%d,%d", &rep, &go) == 2);
+	child_fds(&rep, &go);
 	put(rep, 0);
 	get(go);
 }
 
 static void mode_exec_child(void)
 {
-	const char *fds = getenv("PP_TREE_FDS");
 	int rep, go;
-	CHECK(fds && sscanf(fds, "%d,%d", &rep, &go) == 2);
+	child_fds(&rep, &go);
 	if (tree_scope() && !getenv("BYPASS_PAGER_LEDGER"))
 		TEST_FAIL("exec'd child: no BYPASS_PAGER_LEDGER");
 	member(PP_BUDGET * 6 / 10, 10, rep, go);
