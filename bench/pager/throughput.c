@@ -153,11 +153,14 @@ int bench_pager_throughput(struct bench_ctx *c)
 	}
 	/* Equal memory (issue 35): zram's and zswap's pools are not charged to
 	 * a cgroup v1, so one calibration run each at the budget measures the
-	 * pool's peak and its side's limit becomes the budget less it (at
-	 * least a quarter of the budget); --param calibrate=0: the budget */
+	 * pool's peak and its side's limit becomes the budget less it; a side
+	 * whose pool alone is larger than the budget cannot run at this memory
+	 * and is not run (left out of the best of Linux's three, and every
+	 * bypass row says so); --param calibrate=0: the budget */
 	size_t lim[T_SIDES];
 	uint64_t pool_cal[T_SIDES] = { 0 };
 	bool cal_ok[T_SIDES] = { false };
+	char cannot[200] = ""; /* the sides that cannot run at this memory */
 	for (int s = 0; s < T_SIDES; s++)
 		lim[s] = z.budget;
 	for (int s = 2; s < 4 && strcmp(bench_param(c, "calibrate", "1"), "0"); s++) {
@@ -174,9 +177,21 @@ int bench_pager_throughput(struct bench_ctx *c)
 		if (e && e != -EINTR)
 			continue;
 		pool_cal[s] = pl;
+		if (pl + 4096 > z.budget) {
+			/* its pool alone does not fit in the budget: no limit
+			 * gives it the same memory (no floor: that gave it more) */
+			lb[s] = false;
+			snprintf(lwhy[s], sizeof(lwhy[s]), "cannot run at this memory: its "
+				 "compressed pool alone peaked at %.1f MiB in a calibration run, "
+				 "above the %zu MiB budget; left out of the best of Linux's three",
+				 (double)pl / 1048576.0, z.budget >> 20);
+			size_t o = strlen(cannot);
+			snprintf(cannot + o, sizeof(cannot) - o, "%s%s (pool %.1f MiB)",
+				 o ? ", " : "", t_key[s], (double)pl / 1048576.0);
+			continue;
+		}
 		cal_ok[s] = true;
-		size_t l = pl < z.budget ? (size_t)((z.budget - pl) & ~4095ull) : 0;
-		lim[s] = l > z.budget / 4 ? l : (size_t)((z.budget / 4) & ~4095ull);
+		lim[s] = (size_t)((z.budget - pl) & ~4095ull);
 	}
 	if (have_linux)
 		pb_linux_use(&env, PB_FILE, z.region, why, sizeof(why), NULL, 0);
@@ -371,7 +386,7 @@ int bench_pager_throughput(struct bench_ctx *c)
 					 "\"the budget: resident pages%s\", \"best_of_linux\": \"%s\", "
 					 "\"ratio_to_best\": %s, \"ratio_to_file\": %s, "
 					 "\"ratio_to_zram\": %s, \"ratio_to_zswap\": %s, "
-					 "\"ratio_to_bypass\": %s}",
+					 "\"ratio_to_bypass\": %s, \"linux_cannot_run\": \"%s\"}",
 					 phase_name[ph], z.region >> 20, z.budget >> 20,
 					 z.fill_random ? "random" : "counter", t_key[side],
 					 side == T_TIER ? " and the tier's pool" : "",
@@ -382,7 +397,7 @@ int bench_pager_throughput(struct bench_ctx *c)
 					 pb_jratio(j[2], sizeof(j[2]), eb[2].value),
 					 pb_jratio(j[3], sizeof(j[3]), eb[3].value),
 					 side == T_TIER ? pb_jratio(j[4], sizeof(j[4]), eb[1].value)
-					 : "null");
+					 : "null", cannot);
 			else
 				snprintf(params, sizeof(params),
 					 "{\"phase\": \"%s\", \"region_mib\": %zu, \"budget_mib\": %zu, "
