@@ -123,10 +123,11 @@ static bool linux_selected(struct bench_ctx *c, int sd)
  * /proc/meminfo Zswap, the pool's total size, system-wide: the same figure
  * as debugfs's pool_total_size, which is not mounted here), and the side's
  * limit becomes the limit less that peak, so that charge + pool is about
- * the memory the preload took.  *lim: that limit (at least a quarter of
- * the limit; the limit itself if the run failed).  1 if the pool was
- * measured (its peak may be 0: nothing was swapped), 0 if the run failed,
- * -1 if the backend could not be set up (why says so).
+ * the memory the preload took.  *lim: that limit (the limit itself if the
+ * run failed).  1 if the pool was measured (its peak may be 0: nothing was
+ * swapped), 2 if the pool alone was larger than the limit (no limit gives
+ * that side the same memory: it cannot run at this memory), 0 if the run
+ * failed, -1 if the backend could not be set up (why says so).
  */
 static int calibrate_pool(struct pb_linux_env *env, int sd, int w, const struct sizes *z,
 			  const char *dir, const char *out, size_t limit, size_t swap_size,
@@ -150,8 +151,9 @@ static int calibrate_pool(struct pb_linux_env *env, int sd, int w, const struct 
 	if (e && e != -EINTR) /* killed by the OOM killer: its pool counts still */
 		return 0;
 	*pool_cal = pl;
-	size_t l = pl < limit ? (size_t)((limit - pl) & ~4095ull) : 0;
-	*lim = l > limit / 4 ? l : (size_t)((limit / 4) & ~4095ull);
+	if (pl + 4096 > limit)
+		return 2;
+	*lim = (size_t)((limit - pl) & ~4095ull);
 	return 1;
 }
 
@@ -296,6 +298,10 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	size_t lim_sd[W_N][SD_N] = { { 0 } };
 	uint64_t pool_cal[W_N][SD_N] = { { 0 } };
 	bool cal_ok[W_N][SD_N] = { { false } };
+	/* per program: the sides that cannot run at this memory (their pool
+	 * alone outgrew the limit in the calibration run) */
+	bool nomem[W_N][SD_N] = { { false } };
+	char cannot[W_N][200] = { "" };
 	struct brun tsum[W_N];
 	memset(tsum, 0, sizeof(tsum));
 	double ref_s[W_N] = { 0 };
@@ -383,7 +389,13 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					       sizeof(lwhy[sd]));
 			if (k < 0)
 				lb[sd] = false;
-			cal_ok[w][sd] = k > 0;
+			cal_ok[w][sd] = k == 1;
+			if (k == 2) {
+				nomem[w][sd] = true;
+				size_t o = strlen(cannot[w]);
+				snprintf(cannot[w] + o, sizeof(cannot[w]) - o, "%s%s (pool %.1f MiB)",
+					 o ? ", " : "", sd_key[sd], MIB(pool_cal[w][sd]));
+			}
 		}
 		struct bench_rounds rr;
 		int r;
@@ -395,7 +407,8 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			for (int k = 0; k < SD_N && !bad[w]; k++) {
 				/* rotate which side goes first, round by round */
 				int sd = (k + r) % SD_N;
-				if (sd == SD_T ? !lb[sd] : sd != SD_B && (!lx || !lb[sd]))
+				if (sd == SD_T ? !lb[sd] : sd != SD_B && (!lx || !lb[sd] ||
+									  nomem[w][sd]))
 					continue;
 				enum side side = sd_side[sd];
 				if (!sd_bypass(sd)) {
@@ -619,14 +632,14 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					       ", \"limit_includes\": \"the budget: resident pages%s\", "
 					       "\"best_of_linux\": \"%s\", \"ratio_to_best\": %s, "
 					       "\"ratio_to_file\": %s, \"ratio_to_zram\": %s, "
-					       "\"ratio_to_zswap\": %s",
+					       "\"ratio_to_zswap\": %s, \"linux_cannot_run\": \"%s\"",
 					       sd == SD_T ? " and the tier's pool" : "",
 					       best[w] >= 0 ? sd_key[best[w]] : "none",
 					       pb_jratio(j[0], sizeof(j[0]), (sd == SD_T ? est_tbest[w]
 								 : est_best[w]).value),
 					       pb_jratio(j[1], sizeof(j[1]), eb[0].value),
 					       pb_jratio(j[2], sizeof(j[2]), eb[2].value),
-					       pb_jratio(j[3], sizeof(j[3]), eb[3].value));
+					       pb_jratio(j[3], sizeof(j[3]), eb[3].value), cannot[w]);
 			if (sd == SD_T)
 				nb += snprintf(params + nb, sizeof(params) - (size_t)nb,
 					       ", \"ratio_to_preload\": %s, \"tier_stored_per_run\": "
@@ -670,6 +683,11 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	for (int w = 0; w < W_N; w++) {
 		if (!rss[w][S_REF])
 			continue;
+		if (cannot[w][0])
+			bench_note(c, "%s: cannot run at this memory, not run and left out of the "
+				   "best of Linux's three: %s (the compressed pool's peak in a "
+				   "calibration run at the %.1f MiB limit: the pool alone is larger)",
+				   pu_w_name[w], cannot[w], MIB(limit[w]));
 		double lim = MIB(limit[w]), b = MIB(cg_b[w] > cg_cal[w] ? cg_b[w] : cg_cal[w]);
 		char lfl[200] = "";
 		if (limit[w] && cg_l[w][0] && b > 0)
