@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -60,9 +61,28 @@ struct bp_tree {
 	unsigned slot;
 	pid_t pid;            /* the process the slot is ours in */
 	_Atomic bool stop;
+	bool start_pending;   /* a fork child's thread, started after the fork */
+	int listed;           /* its index in g_trees, or -1 */
 	struct bp_thread thread;
 	struct bypass_pager *p;
 };
+
+/*
+ * The memberships of this process, for the fork child's handler below.  A
+ * child that keeps the pager takes its slot in bp_tree_child, called from
+ * the pager's own fork child handler (evict.c) before the child's ring,
+ * write-back records and handler threads are its own (share.c); a ledger
+ * thread started there could be asked at once and evict meanwhile, without
+ * the evict lock that the re-arming does not take: Redis's BGSAVE child
+ * under scope=tree hung in bp_evict_drain, waiting for write-backs that
+ * were never in its ring, its ledger thread waiting for the evict lock.
+ * So the child's thread starts from a child handler of ours, registered at
+ * the first join, after the pager's (registered when the pager was
+ * created): child handlers run in the order they were registered.
+ */
+#define TREE_LISTED 16
+static struct bp_tree *_Atomic g_trees[TREE_LISTED];
+static pthread_once_t g_tree_once = PTHREAD_ONCE_INIT;
 
 /* ------------------------------------------------------------ the ledger */
 
@@ -442,6 +462,51 @@ static int thread_start(struct bp_tree *T)
 	return bp_thread_start(&T->thread, tree_main, T);
 }
 
+static void tree_fork_child(void)
+{
+	pid_t me = bp_sys_getpid();
+	for (unsigned i = 0; i < TREE_LISTED; i++) {
+		struct bp_tree *T = atomic_load(&g_trees[i]);
+		if (!T || !T->start_pending || T->pid != me)
+			continue;
+		T->start_pending = false;
+		/* The parent's thread is forgotten (its stack unmapped) only
+		 * now, just before ours is made: under AddressSanitizer that
+		 * stack's shadow still says what the parent's frames were, and
+		 * a region mapped into the hole meanwhile (the program's, after
+		 * the fork) was reported as a bad stack access; a new stack
+		 * there is made clean. */
+		bp_thread_forget(&T->thread);
+		if (thread_start(T))
+			bp_err("bypass: pager: fork: the child's ledger thread did not start; "
+			       "it evicts only for itself");
+	}
+}
+
+static void tree_fork_init(void)
+{
+	pthread_atfork(NULL, NULL, tree_fork_child);
+}
+
+static void tree_list(struct bp_tree *T)
+{
+	T->listed = -1;
+	for (unsigned i = 0; i < TREE_LISTED; i++) {
+		struct bp_tree *z = NULL;
+		if (atomic_compare_exchange_strong(&g_trees[i], &z, T)) {
+			T->listed = (int)i;
+			return;
+		}
+	}
+}
+
+static void tree_unlist(struct bp_tree *T)
+{
+	if (T->listed >= 0)
+		atomic_store(&g_trees[T->listed], NULL);
+	T->listed = -1;
+}
+
 static void thread_stop(struct bp_tree *T)
 {
 	atomic_store(&T->stop, true);
@@ -459,6 +524,7 @@ int bp_tree_join(struct bypass_pager *p, struct bp_ledger *L)
 	 * the ledger was found (bp_tree_open); one of our pid now is another
 	 * pager's of this process (tests join two): not to be given back. */
 	pid_t me = bp_sys_getpid();
+	pthread_once(&g_tree_once, tree_fork_init); /* after the pager's handlers */
 	struct bp_tree *T = bp_pg_calloc(1, sizeof(*T));
 	if (!T)
 		return -ENOMEM;
@@ -479,6 +545,7 @@ int bp_tree_join(struct bypass_pager *p, struct bp_ledger *L)
 		bp_pg_free(T);
 		return e;
 	}
+	tree_list(T);
 	/* pages already resident (none, before the first map) */
 	atomic_store_explicit(&p->tree, T, memory_order_release);
 	bp_tree_charge(p, atomic_load(&p->bud.resident));
@@ -490,11 +557,11 @@ void bp_tree_child(struct bypass_pager *p)
 	struct bp_tree *T = tree_of(p);
 	if (!T)
 		return;
-	bp_thread_forget(&T->thread); /* the parent's */
 	atomic_store(&T->stop, false);
 	pid_t me = bp_sys_getpid();
 	int s = slot_take(T->L, me);
 	if (s < 0) {
+		bp_thread_forget(&T->thread); /* the parent's */
 		bp_err("bypass: pager: fork: the process tree's ledger has no free slot; "
 		       "this child keeps a budget of its own");
 		atomic_store(&p->tree, NULL);
@@ -508,6 +575,11 @@ void bp_tree_child(struct bypass_pager *p)
 	uint32_t n = atomic_load(&p->bud.resident);
 	atomic_fetch_add(&T->L->slot[s].charge, n);
 	atomic_fetch_add(&T->L->total, n);
+	if (T->listed >= 0) { /* once the fork's handlers are done (above) */
+		T->start_pending = true;
+		return;
+	}
+	bp_thread_forget(&T->thread); /* the parent's */
 	if (thread_start(T))
 		bp_err("bypass: pager: fork: the child's ledger thread did not start; it "
 		       "evicts only for itself");
@@ -519,12 +591,16 @@ void bp_tree_leave(struct bypass_pager *p)
 	if (!T)
 		return;
 	atomic_store(&p->tree, NULL);
+	tree_unlist(T);
 	if (T->pid != bp_sys_getpid()) { /* a fork child's copy of the parent's */
 		bp_thread_forget(&T->thread);
 		bp_pg_free(T);
 		return;
 	}
-	thread_stop(T);
+	if (T->start_pending) /* left before its fork's handlers ended */
+		bp_thread_forget(&T->thread); /* the parent's */
+	else
+		thread_stop(T);
 	int32_t me = T->pid;
 	slot_reclaim(T->L, T->slot, me);
 	bp_pg_free(T);
