@@ -64,7 +64,7 @@ static int sys_write(const char *rel, const char *val)
 {
 	char path[PATH_MAX];
 	/* O_TRUNC: ignored by sysfs, needed by the tests' fake tree */
-	int fd = open(full(path, sizeof(path), rel), O_WRONLY | O_TRUNC | O_CLOEXEC);
+	int fd = bp_sys_open(full(path, sizeof(path), rel), O_WRONLY | O_TRUNC | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	size_t len = strlen(val);
@@ -74,7 +74,7 @@ static int sys_write(const char *rel, const char *val)
 		n = bp_sys_write(fd, val, len);
 	while (n < 0 && errno == EINTR);
 	int e = n < 0 ? -errno : (size_t)n == len ? 0 : -EIO;
-	close(fd);
+	bp_sys_close(fd);
 	return e;
 }
 
@@ -88,15 +88,15 @@ static int sys_writeu(const char *rel, unsigned long long v)
 static int sys_read(const char *rel, char *buf, size_t len)
 {
 	char path[PATH_MAX];
-	int fd = open(full(path, sizeof(path), rel), O_RDONLY | O_CLOEXEC);
+	int fd = bp_sys_open(full(path, sizeof(path), rel), O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	ssize_t n;
 	do
-		n = read(fd, buf, len - 1);
+		n = bp_sys_read(fd, buf, len - 1);
 	while (n < 0 && errno == EINTR);
 	int e = n < 0 ? -errno : 0;
-	close(fd);
+	bp_sys_close(fd);
 	if (e)
 		return e;
 	buf[n] = 0;
@@ -195,7 +195,7 @@ static void teardown_locked(void)
 	sys_write(KD0 "/state", "off");
 	sys_write(KDS "/nr_kdamonds", "0");
 	if (g.lockfd >= 0)
-		close(g.lockfd); /* releases the flock */
+		bp_sys_close(g.lockfd); /* releases the flock */
 	g.lockfd = -1;
 	bp_pg_free(g.d);
 	g.d = NULL;
@@ -206,7 +206,7 @@ static void at_fork_child(void)
 {
 	pthread_mutex_init(&g.lock, NULL);
 	if (g.lockfd >= 0)
-		close(g.lockfd);
+		bp_sys_close(g.lockfd);
 	g.lockfd = -1;
 	bp_pg_free(g.d); /* the child's copy of the parent's */
 	g.d = NULL;
@@ -237,14 +237,14 @@ static bool leftover(void)
 static int start_locked(struct bp_heat *h, unsigned interval_ms, char *why, size_t wl)
 {
 	char nrpath[PATH_MAX];
-	int fd = open(full(nrpath, sizeof(nrpath), KDS "/nr_kdamonds"), O_RDWR | O_CLOEXEC);
+	int fd = bp_sys_open(full(nrpath, sizeof(nrpath), KDS "/nr_kdamonds"), O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0) {
 		int e = errno;
 		snprintf(why, wl, "%s: %s (DAMON's sysfs needs root)", nrpath, strerror(e));
 		return e == EACCES ? -EPERM : -e;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		close(fd);
+		bp_sys_close(fd);
 		snprintf(why, wl, "another bypass process uses DAMON");
 		return -EBUSY;
 	}
@@ -263,13 +263,13 @@ static int start_locked(struct bp_heat *h, unsigned interval_ms, char *why, size
 				 "kdamond while one runs)%s%s%s", i, kpid,
 				 no_va ? "; no vaddr monitoring either (" : "", no_va ? ops : "",
 				 no_va ? " only)" : "");
-			close(fd);
+			bp_sys_close(fd);
 			return -EBUSY;
 		}
 	}
 	if (nr > 1 || (nr == 1 && !leftover())) {
 		snprintf(why, wl, "%lld kdamond(s) configured by someone else (off); not touched", nr);
-		close(fd);
+		bp_sys_close(fd);
 		return -EBUSY;
 	}
 	int e = sys_write(KDS "/nr_kdamonds", "0");
@@ -348,7 +348,7 @@ static int start_locked(struct bp_heat *h, unsigned interval_ms, char *why, size
 undo:
 	sys_write(KD0 "/state", "off");
 	sys_write(KDS "/nr_kdamonds", "0");
-	close(fd);
+	bp_sys_close(fd);
 	return e;
 }
 

@@ -46,6 +46,7 @@
  * with one thread faulting and 70,904 with 16.
  */
 #include "pager/pager_internal.h"
+#include "core/syscall.h"
 
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
@@ -98,7 +99,7 @@ static _Atomic uint64_t switch_epoch;
 static uint32_t my_tid(void)
 {
 	if (!tls.tid)
-		tls.tid = (uint32_t)syscall(SYS_gettid);
+		tls.tid = (uint32_t)bp_sys_gettid();
 	return tls.tid;
 }
 
@@ -386,7 +387,7 @@ static void *monitor_main(void *arg)
 	uint64_t iv = INTERVAL_NS;
 	while (!atomic_load(&p->eng.mon_stop)) {
 		struct timespec ts = { 0, (long)iv };
-		nanosleep(&ts, NULL);
+		bp_sys_nanosleep(&ts, NULL);
 		uint64_t now = now_ns(), count = ST_SUM(p, lat_count);
 		/* a trial interval with too few faults to decide runs on, up
 		 * to a whole interval */

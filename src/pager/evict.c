@@ -196,8 +196,8 @@ static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *i
 	size_t total = (size_t)n * PG_SIZE;
 	long done = -1;
 	if (p->ev.pidfd >= 0) {
-		done = syscall(SYS_process_madvise, p->ev.pidfd, iov, (size_t)niov,
-			       MADV_DONTNEED, 0u);
+		done = bp_sys_ret(bp_syscall5(SYS_process_madvise, p->ev.pidfd, iov, (size_t)niov,
+						  MADV_DONTNEED, 0u));
 		if (done < 0 && (errno == ENOSYS || errno == EINVAL || errno == EPERM)) {
 			bp_info("bypass: pager: process_madvise(MADV_DONTNEED): %s; "
 				"using madvise per range", strerror(errno));
@@ -219,15 +219,15 @@ static void drop_pages(struct bypass_pager *p, struct ectx *c, const uint32_t *i
 	for (uint32_t k = 0, i = 0; k < niov; k++) {
 		char *base = iov[k].iov_base;
 		uint32_t cnt = (uint32_t)(iov[k].iov_len >> PG_SHIFT);
-		bool range_ok = !retry || syscall(SYS_madvise, base, iov[k].iov_len, MADV_DONTNEED) == 0;
+		bool range_ok = !retry || bp_sys_ret(bp_syscall3(SYS_madvise, base, iov[k].iov_len, MADV_DONTNEED)) == 0;
 		if (!range_ok)
 			bp_err("bypass: pager: madvise(%p, %zu, DONTNEED): %s; those pages "
 			       "that cannot be discarded stay resident", (void *)base,
 			       iov[k].iov_len, strerror(errno));
 		for (uint32_t j = 0; j < cnt; j++, i++) {
 			struct pg *pg = pg_of(p, ids[i]);
-			if (!range_ok && syscall(SYS_madvise, base + (size_t)j * PG_SIZE,
-						 PG_SIZE, MADV_DONTNEED) < 0) {
+			if (!range_ok && bp_sys_ret(bp_syscall3(SYS_madvise, base + (size_t)j * PG_SIZE,
+						 PG_SIZE, MADV_DONTNEED)) < 0) {
 				pg_set_state(pg, PS_RESIDENT);
 				bp_pg_unlock(pg);
 				bp_lru_add(p, ids[i], false);
@@ -365,8 +365,8 @@ static int write_sync(struct bypass_pager *p, const struct iovec *iov, uint32_t 
 {
 	long n;
 	do /* x86-64 and other 64-bit ABIs: the offset, and 0 for its high half */
-		n = syscall(SYS_pwritev, p->swap.fd, iov, (unsigned long)niov,
-			    (unsigned long)slot * PG_SIZE, 0ul);
+		n = bp_sys_ret(bp_syscall5(SYS_pwritev, p->swap.fd, iov, (unsigned long)niov,
+					       (unsigned long)slot * PG_SIZE, 0ul));
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : (int)n;
 }
@@ -878,7 +878,7 @@ int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 		if (done || busy)
 			continue;
 		struct timespec ts = { 0, 100000 };
-		nanosleep(&ts, NULL);
+		bp_sys_nanosleep(&ts, NULL);
 	}
 }
 
@@ -954,8 +954,8 @@ void bp_evict_child(struct bypass_pager *p)
 {
 	bp_tree_child(p); /* a slot of its own in the tree's ledger */
 	if (p->ev.pidfd_owned >= 0)
-		close(p->ev.pidfd_owned);
-	p->ev.pidfd_owned = (int)syscall(SYS_pidfd_open, getpid(), 0);
+		bp_sys_close(p->ev.pidfd_owned);
+	p->ev.pidfd_owned = bp_sys_pidfd_open(getpid(), 0);
 	p->ev.pidfd = p->ev.pidfd_owned;
 	if (!p->ev.ring_live)
 		return;

@@ -5,6 +5,7 @@
  * userfaultfd (handler mode).  Both end in bp_pager_serve().
  */
 #include "pager/policy.h"
+#include "core/syscall.h"
 #include "pager/heat.h" /* access heat: bp_heat_fault() */
 
 #include <fcntl.h>
@@ -567,7 +568,7 @@ static size_t drain_uffd(struct bypass_pager *p, int uffd, bool *broken, struct 
 	struct uffd_msg msgs[16];
 	size_t total = 0;
 	for (;;) {
-		ssize_t n = read(uffd, msgs, sizeof(msgs));
+		ssize_t n = bp_sys_read(uffd, msgs, sizeof(msgs));
 		if (n > 0) {
 			for (size_t i = 0; i < (size_t)n / sizeof(msgs[0]); i++)
 				handle_msg(p, uffd, &msgs[i], d);
@@ -606,8 +607,8 @@ static void hwait_init(struct bypass_pager *p, struct hwait *w)
 	if (w->ep < 0)
 		return;
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = p->srv.stop_fd };
-	if (epoll_ctl(w->ep, EPOLL_CTL_ADD, p->srv.stop_fd, &ev) < 0) {
-		close(w->ep);
+	if (bp_sys_epoll_ctl(w->ep, EPOLL_CTL_ADD, p->srv.stop_fd, &ev) < 0) {
+		bp_sys_close(w->ep);
 		w->ep = -1;
 	}
 }
@@ -620,8 +621,8 @@ static bool hwait_sleep(struct bypass_pager *p, struct hwait *w, const int fds[2
 		if (fds[i] < 0 || fds[i] == w->fds[i])
 			continue;
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE, .data.fd = fds[i] };
-		if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fds[i], &ev) < 0) {
-			close(w->ep); /* poll() from now on */
+		if (bp_sys_epoll_ctl(w->ep, EPOLL_CTL_ADD, fds[i], &ev) < 0) {
+			bp_sys_close(w->ep); /* poll() from now on */
 			w->ep = -1;
 			break;
 		}
@@ -629,7 +630,7 @@ static bool hwait_sleep(struct bypass_pager *p, struct hwait *w, const int fds[2
 	}
 	if (w->ep >= 0) {
 		struct epoll_event ev[3];
-		int n = epoll_wait(w->ep, ev, 3, ms);
+		int n = bp_sys_epoll_wait(w->ep, ev, 3, ms);
 		if (n < 0)
 			return errno == EINTR;
 		for (int i = 0; i < n; i++)
@@ -643,7 +644,7 @@ static bool hwait_sleep(struct bypass_pager *p, struct hwait *w, const int fds[2
 	for (int i = 0; i < 2; i++)
 		if (fds[i] >= 0)
 			pf[n++] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-	if (poll(pf, n, ms) < 0)
+	if (bp_sys_poll(pf, n, ms) < 0)
 		return errno == EINTR;
 	return !pf[0].revents;
 }
@@ -718,7 +719,7 @@ static void *handler_main(void *arg)
 		bp_uffd_wake(d.uffd[i], (uintptr_t)d.m[i].arg.pagefault.address & ~(uintptr_t)(PG_SIZE - 1),
 			     PG_SIZE);
 	if (w.ep >= 0)
-		close(w.ep);
+		bp_sys_close(w.ep);
 	return NULL;
 }
 
@@ -759,10 +760,10 @@ void bp_pager_thread_stop(struct bypass_pager *p)
 	if (!p->srv.nlive)
 		return;
 	uint64_t one = 1;
-	ssize_t n = write(p->srv.stop_fd, &one, sizeof(one));
+	ssize_t n = bp_sys_write(p->srv.stop_fd, &one, sizeof(one));
 	(void)n;
 	for (unsigned i = 0; i < p->srv.nlive; i++)
 		bp_thread_join(&p->srv.threads[i]);
 	p->srv.nlive = 0;
-	n = read(p->srv.stop_fd, &one, sizeof(one)); /* reset, for a restart */
+	n = bp_sys_read(p->srv.stop_fd, &one, sizeof(one)); /* reset, for a restart */
 }

@@ -6,10 +6,12 @@
  */
 #include "pager/heat.h"
 #include "pager/policy.h"
+#include "core/syscall.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +51,7 @@ static int check_owner(struct bypass_pager *p)
  */
 static int written_open(struct bp_heat *h)
 {
-	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	int fd = bp_sys_open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0) {
 		int e = -errno;
 		snprintf(h->written_why, sizeof(h->written_why), "open /proc/self/pagemap: %s",
@@ -62,9 +64,9 @@ static int written_open(struct bp_heat *h)
 		.end = (uintptr_t)h->score + PG_SIZE, .vec = (uintptr_t)v, .vec_len = 1,
 		.category_mask = HEAT_PAGE_IS_PRESENT, .return_mask = HEAT_PAGE_IS_PRESENT,
 	};
-	if (ioctl(fd, HEAT_PAGEMAP_SCAN, &a) < 0) {
+	if (bp_sys_ioctl(fd, HEAT_PAGEMAP_SCAN, &a) < 0) {
 		int e = errno;
-		close(fd);
+		bp_sys_close(fd);
 		snprintf(h->written_why, sizeof(h->written_why),
 			 "ioctl(PAGEMAP_SCAN): %s (Linux 6.7 or later needed)", strerror(e));
 		return -EOPNOTSUPP;
@@ -85,7 +87,7 @@ static void written_scan(struct bp_heat *h, const struct region *r)
 			.category_mask = HEAT_PAGE_IS_WRITTEN | HEAT_PAGE_IS_PRESENT,
 			.return_mask = HEAT_PAGE_IS_WRITTEN,
 		};
-		long n = ioctl(h->pm_fd, HEAT_PAGEMAP_SCAN, &s);
+		long n = bp_sys_ioctl(h->pm_fd, HEAT_PAGEMAP_SCAN, &s);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -344,51 +346,88 @@ static size_t collect(struct bp_heat *h, int which, struct bypass_pager_heat_ran
 
 #define HEAT_VIEW_RANGES 10
 
+/* The view is built in memory, then written with one write(2) (no stdio:
+ * fclose is a name the preloads define; core/syscall.h). */
+struct view_buf {
+	char b[8192];
+	size_t n;
+	bool full;
+};
+
+static void __attribute__((format(printf, 2, 3))) vput(struct view_buf *v, const char *fmt, ...)
+{
+	if (v->full)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(v->b + v->n, sizeof(v->b) - v->n, fmt, ap);
+	va_end(ap);
+	if (k < 0 || (size_t)k >= sizeof(v->b) - v->n)
+		v->full = true;
+	else
+		v->n += (size_t)k;
+}
+
 static void write_view(struct bp_heat *h)
 {
 	char tmp[PATH_MAX + 16];
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", h->stats_path) >= (int)sizeof(tmp))
 		return;
-	FILE *f = fopen(tmp, "we");
-	if (!f) {
+	int fd = bp_sys_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0) {
 		bp_warn("bypass: pager: heat view %s: %s", tmp, strerror(errno));
 		return;
 	}
+	struct view_buf v;
+	v.n = 0;
+	v.full = false;
 	struct bypass_pager_heat_stats st;
 	struct bypass_pager_stats ps;
 	bypass_pager_heat_stats(h->p, &st);
 	bypass_pager_stats(h->p, &ps);
-	fprintf(f, "bypass-heat 1\npid %d\ntime_ns %llu\ninterval_ms %u\nsources %s%s%s\n",
-		(int)bp_pid(), (unsigned long long)bypass_now_ns(), st.interval_ms,
-		st.sources & BYPASS_PAGER_HEAT_FAULTS ? "faults," : "",
-		st.sources & BYPASS_PAGER_HEAT_WRITTEN ? "written," : "",
-		st.sources & BYPASS_PAGER_HEAT_DAMON ? "damon," : "");
-	fprintf(f, "samples %llu\nfault_accessed %llu\nfault_written %llu\n"
-		   "written_pages %llu\ndamon_accessed %llu\ndamon_regions %llu\n"
-		   "refs_set %llu\nsample_ns %llu\n",
-		(unsigned long long)st.samples, (unsigned long long)st.fault_accessed,
-		(unsigned long long)st.fault_written, (unsigned long long)st.written_pages,
-		(unsigned long long)st.damon_accessed, (unsigned long long)st.damon_regions,
-		(unsigned long long)st.refs_set, (unsigned long long)st.sample_ns);
+	vput(&v, "bypass-heat 1\npid %d\ntime_ns %llu\ninterval_ms %u\nsources %s%s%s\n",
+	     (int)bp_pid(), (unsigned long long)bypass_now_ns(), st.interval_ms,
+	     st.sources & BYPASS_PAGER_HEAT_FAULTS ? "faults," : "",
+	     st.sources & BYPASS_PAGER_HEAT_WRITTEN ? "written," : "",
+	     st.sources & BYPASS_PAGER_HEAT_DAMON ? "damon," : "");
+	vput(&v, "samples %llu\nfault_accessed %llu\nfault_written %llu\n"
+		 "written_pages %llu\ndamon_accessed %llu\ndamon_regions %llu\n"
+		 "refs_set %llu\nsample_ns %llu\n",
+	     (unsigned long long)st.samples, (unsigned long long)st.fault_accessed,
+	     (unsigned long long)st.fault_written, (unsigned long long)st.written_pages,
+	     (unsigned long long)st.damon_accessed, (unsigned long long)st.damon_regions,
+	     (unsigned long long)st.refs_set, (unsigned long long)st.sample_ns);
 	if (st.written_status)
-		fprintf(f, "written_off %s\n", st.written_why);
+		vput(&v, "written_off %s\n", st.written_why);
 	if (st.damon_status)
-		fprintf(f, "damon_off %s\n", st.damon_why);
-	fprintf(f, "resident_pages %llu\nbudget_pages %llu\nmapped_pages %llu\n"
-		   "faults_swapin %llu\nevictions %llu\n",
-		(unsigned long long)ps.resident_pages, (unsigned long long)ps.budget_pages,
-		(unsigned long long)ps.mapped_pages, (unsigned long long)ps.faults_swapin,
-		(unsigned long long)ps.evictions);
+		vput(&v, "damon_off %s\n", st.damon_why);
+	vput(&v, "resident_pages %llu\nbudget_pages %llu\nmapped_pages %llu\n"
+		 "faults_swapin %llu\nevictions %llu\n",
+	     (unsigned long long)ps.resident_pages, (unsigned long long)ps.budget_pages,
+	     (unsigned long long)ps.mapped_pages, (unsigned long long)ps.faults_swapin,
+	     (unsigned long long)ps.evictions);
 	struct bypass_pager_heat_range r[HEAT_VIEW_RANGES];
 	for (int which = 0; which < 2; which++) {
 		size_t n = collect(h, which, r, HEAT_VIEW_RANGES);
 		for (size_t i = 0; i < n; i++)
-			fprintf(f, "%s %#lx %zu %u\n", which == BYPASS_PAGER_HEAT_HOT ? "hot" : "cold",
-				(unsigned long)(uintptr_t)r[i].addr, r[i].length, r[i].heat);
+			vput(&v, "%s %#lx %zu %u\n",
+			     which == BYPASS_PAGER_HEAT_HOT ? "hot" : "cold",
+			     (unsigned long)(uintptr_t)r[i].addr, r[i].length, r[i].heat);
 	}
-	bool ok = !ferror(f);
-	if (fclose(f) != 0 || !ok || rename(tmp, h->stats_path) != 0) {
-		bp_warn("bypass: pager: heat view %s: %s", h->stats_path, strerror(errno));
+	int e = v.full ? ENOSPC : 0;
+	for (size_t off = 0; !e && off < v.n;) {
+		ssize_t k = bp_sys_write(fd, v.b + off, v.n - off);
+		if (k > 0)
+			off += (size_t)k;
+		else if (k == 0)
+			e = EIO;
+		else if (errno != EINTR)
+			e = errno;
+	}
+	if (bp_sys_close(fd) != 0 && !e)
+		e = errno;
+	if (e || rename(tmp, h->stats_path) != 0) {
+		bp_warn("bypass: pager: heat view %s: %s", h->stats_path, strerror(e ? e : errno));
 		unlink(tmp);
 	}
 }
@@ -423,7 +462,7 @@ static void *sampler_main(void *arg)
 			wait_ms = took_ms >= h->interval_ms ? 0 : (int)(h->interval_ms - took_ms);
 		}
 		struct pollfd pf = { .fd = h->stop_fd, .events = POLLIN };
-		int r = poll(&pf, 1, wait_ms);
+		int r = bp_sys_poll(&pf, 1, wait_ms);
 		if (r > 0 || (r < 0 && errno != EINTR))
 			break;
 		heat_round(h, d, nd, maxacc);
@@ -462,13 +501,13 @@ static int heat_alloc(struct bypass_pager *p, struct bp_heat **out)
 	h->p = p;
 	h->npages = p->swap.pages;
 	h->maplen = ((size_t)h->npages * 4 + PG_SIZE - 1) & ~(PG_SIZE - 1);
-	void *m = mmap(NULL, h->maplen, PROT_READ | PROT_WRITE,
+	void *m = bp_sys_mmap(NULL, h->maplen, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED) {
 		bp_pg_free(h);
 		return -ENOMEM;
 	}
-	madvise(m, h->maplen, MADV_DONTFORK);
+	bp_sys_madvise(m, h->maplen, MADV_DONTFORK);
 	h->score = m;                                           /* 2 bytes a page */
 	h->hit = (_Atomic uint8_t *)((char *)m + (size_t)h->npages * 2); /* 1 */
 	h->tmp = (uint8_t *)m + (size_t)h->npages * 3;          /* 1 */
@@ -483,7 +522,7 @@ static void heat_stop_locked(struct bp_heat *h)
 {
 	if (h->live) {
 		uint64_t one = 1;
-		ssize_t n = write(h->stop_fd, &one, sizeof(one));
+		ssize_t n = bp_sys_write(h->stop_fd, &one, sizeof(one));
 		(void)n;
 		bp_thread_join(&h->thread);
 		h->live = false;
@@ -492,9 +531,9 @@ static void heat_stop_locked(struct bp_heat *h)
 		bp_damon_stop(h);
 	atomic_store(&h->on, false);
 	if (h->stop_fd >= 0)
-		close(h->stop_fd);
+		bp_sys_close(h->stop_fd);
 	if (h->pm_fd >= 0)
-		close(h->pm_fd);
+		bp_sys_close(h->pm_fd);
 	h->stop_fd = h->pm_fd = -1;
 	h->sources = 0;
 }
@@ -721,11 +760,11 @@ void bp_heat_free(struct bypass_pager *p)
 	else {
 		h->maplen = 0;
 		if (h->stop_fd >= 0)
-			close(h->stop_fd);
+			bp_sys_close(h->stop_fd);
 		if (h->pm_fd >= 0)
-			close(h->pm_fd);
+			bp_sys_close(h->pm_fd);
 	}
 	if (h->maplen)
-		munmap((void *)h->score, h->maplen);
+		bp_sys_munmap((void *)h->score, h->maplen);
 	bp_pg_free(h);
 }

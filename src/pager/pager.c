@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The pager's public API: create, map, unmap, pin, stats, destroy. */
 #include "pager/policy.h"
+#include "core/syscall.h"
 #include "pager/heat.h" /* access heat: the hooks below */
 
 #include <fcntl.h>
@@ -91,21 +92,21 @@ static void pager_free(struct bypass_pager *p, bool child)
 	bp_evict_fini(p);
 	bp_share_fini(p, !child);
 	if (p->srv.uffd_sigbus >= 0)
-		close(p->srv.uffd_sigbus);
+		bp_sys_close(p->srv.uffd_sigbus);
 	if (p->srv.uffd_thread >= 0)
-		close(p->srv.uffd_thread);
+		bp_sys_close(p->srv.uffd_thread);
 	if (atomic_load(&p->eng.uffd_pool) >= 0)
-		close(atomic_load(&p->eng.uffd_pool));
+		bp_sys_close(atomic_load(&p->eng.uffd_pool));
 	if (p->srv.stop_fd >= 0)
-		close(p->srv.stop_fd);
+		bp_sys_close(p->srv.stop_fd);
 	if (p->swap.fd >= 0)
-		close(p->swap.fd);
+		bp_sys_close(p->swap.fd);
 	if (p->ev.pidfd_owned >= 0)
-		close(p->ev.pidfd_owned);
+		bp_sys_close(p->ev.pidfd_owned);
 	if (p->pages)
-		munmap(p->pages, p->pages_len);
+		bp_sys_munmap(p->pages, p->pages_len);
 	if (p->srv.bounce)
-		munmap(p->srv.bounce, (size_t)p->srv.nbounce * p->cfg.ra * PG_SIZE);
+		bp_sys_munmap(p->srv.bounce, (size_t)p->srv.nbounce * p->cfg.ra * PG_SIZE);
 	bp_pg_free(p->srv.bounce_map);
 	bp_swap_read_fini(p);
 	bp_pg_free((void *)p->swap.slotmap);
@@ -184,7 +185,7 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 
 	p->pages_len = ((size_t)p->swap.pages * sizeof(struct pg) + PG_SIZE - 1) &
 		       ~(PG_SIZE - 1);
-	p->pages = mmap(NULL, p->pages_len, PROT_READ | PROT_WRITE,
+	p->pages = bp_sys_mmap(NULL, p->pages_len, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p->pages == MAP_FAILED) {
 		p->pages = NULL;
@@ -212,7 +213,7 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 		p->srv.nbounce = 16;
 	if (p->srv.nbounce > 128)
 		p->srv.nbounce = 128;
-	p->srv.bounce = mmap(NULL, (size_t)p->srv.nbounce * p->cfg.ra * PG_SIZE, PROT_READ | PROT_WRITE,
+	p->srv.bounce = bp_sys_mmap(NULL, (size_t)p->srv.nbounce * p->cfg.ra * PG_SIZE, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	p->srv.bounce_map = bp_pg_calloc((p->srv.nbounce + 63) / 64, sizeof(uint64_t));
 	if (p->srv.bounce == MAP_FAILED || !p->srv.bounce_map) {
@@ -228,7 +229,7 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	e = bp_evict_init(p);
 	if (e)
 		goto fail;
-	p->ev.pidfd_owned = (int)syscall(SYS_pidfd_open, bp_pid(), 0);
+	p->ev.pidfd_owned = bp_sys_pidfd_open(bp_pid(), 0);
 	p->ev.pidfd = p->ev.pidfd_owned;
 
 
@@ -324,7 +325,7 @@ static int map_region(bypass_pager *p, size_t length, unsigned flags, void *at, 
 		goto out;
 	}
 	have_id = true;
-	m = mmap(at, length, PROT_READ | PROT_WRITE,
+	m = bp_sys_mmap(at, length, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (at ? MAP_FIXED : 0), -1, 0);
 	if (m == MAP_FAILED) {
 		e = -errno;
@@ -332,7 +333,7 @@ static int map_region(bypass_pager *p, size_t length, unsigned flags, void *at, 
 	}
 	/* 4 KiB pages only (the pager's unit).  Inherited by fork: fork.c
 	 * makes every page resident first. */
-	madvise(m, length, MADV_NOHUGEPAGE);
+	bp_sys_madvise(m, length, MADV_NOHUGEPAGE);
 	bool adaptive = !handler && p->cfg.mode == BYPASS_PAGER_ADAPTIVE;
 	bool pooled = adaptive && atomic_load(&p->eng.pool_now);
 	int uffd = handler ? p->srv.uffd_thread : pooled ? atomic_load(&p->eng.uffd_pool) : p->srv.uffd_sigbus;
@@ -367,10 +368,10 @@ out:
 	if (e) {
 		bp_region_free(r);
 		if (m != MAP_FAILED && at) /* the caller's reservation again */
-			mmap(m, length, PROT_NONE,
+			bp_sys_mmap(m, length, PROT_NONE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 		else if (m != MAP_FAILED)
-			munmap(m, length);
+			bp_sys_munmap(m, length);
 		if (have_id)
 			id_free(p, id0, (uint32_t)np);
 	}
@@ -450,7 +451,7 @@ static int unmap_locked(struct bypass_pager *p, struct region *r, uintptr_t a, s
 	bp_plock_unlock(&p->ev.lock);
 	bp_policy_unmap(p, hid, hn);
 	bp_pager_progress(p);
-	munmap((void *)a, len);
+	bp_sys_munmap((void *)a, len);
 	id_free(p, hid, hn);
 	p->ids.mapped -= hn;
 	bp_region_free(r);

@@ -6,6 +6,7 @@
  * evictor into the policy, whose answers are checked here.
  */
 #include "pager/policy.h"
+#include "core/syscall.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -93,7 +94,7 @@ static void pol_sync(struct bypass_pager *p)
 		unsigned old = atomic_fetch_add(&p->pol.phase, 1) & 1;
 		while (atomic_load(&p->pol.readers[old])) {
 			struct timespec ts = { 0, 50000 };
-			nanosleep(&ts, NULL);
+			bp_sys_nanosleep(&ts, NULL);
 		}
 	}
 }
@@ -417,7 +418,7 @@ static void advise_ids(struct bypass_pager *p, uint32_t a, uint32_t b, int advic
 			int tries = 0;
 			while (!bp_pf_push(p, id, n) && tries++ < 1000) {
 				struct timespec ts = { 0, 1000000 };
-				nanosleep(&ts, NULL);
+				bp_sys_nanosleep(&ts, NULL);
 			}
 			if (tries > 1000)
 				return;

@@ -27,6 +27,7 @@
  * the stream, up to bp_pf_max() pages.
  */
 #include "pager/policy.h"
+#include "core/syscall.h"
 #include "core/uring.h"
 
 #include <signal.h>
@@ -465,7 +466,7 @@ int bp_pf_start(struct bypass_pager *p)
 	for (uint32_t i = 0; i < PF_QLEN; i++)
 		atomic_init(&pf->q[i].seq, i);
 	size_t blen = (size_t)PF_QD * PF_RUN * PG_SIZE;
-	pf->bufs = mmap(NULL, blen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	pf->bufs = bp_sys_mmap(NULL, blen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (pf->bufs == MAP_FAILED) {
 		bp_pg_free(pf);
 		return -ENOMEM;
@@ -475,7 +476,7 @@ int bp_pf_start(struct bypass_pager *p)
 	int e = bp_uring_init(2 * PF_QD, &pf->ring, NULL);
 	if (e < 0) {
 		bp_err("bypass: pager: prefetch io_uring_queue_init: %s", strerror(-e));
-		munmap(pf->bufs, blen);
+		bp_sys_munmap(pf->bufs, blen);
 		bp_pg_free(pf);
 		return e;
 	}
@@ -484,7 +485,7 @@ int bp_pf_start(struct bypass_pager *p)
 	if (e) {
 		/* never published: no fault can be pushing into it */
 		bp_uring_exit(&pf->ring);
-		munmap(pf->bufs, blen);
+		bp_sys_munmap(pf->bufs, blen);
 		bp_pg_free(pf);
 		return e;
 	}
@@ -505,7 +506,7 @@ void bp_pf_stop(struct bypass_pager *p)
 	bp_futex_wake(&pf->wake, 1, false);
 	bp_thread_join(&pf->thread);
 	bp_uring_exit(&pf->ring);
-	munmap(pf->bufs, (size_t)PF_QD * PF_RUN * PG_SIZE);
+	bp_sys_munmap(pf->bufs, (size_t)PF_QD * PF_RUN * PG_SIZE);
 	bp_pg_free(pf);
 }
 
@@ -519,7 +520,7 @@ void bp_pf_forget(struct bypass_pager *p)
 	 * is here) */
 	bp_thread_forget(&pf->thread);
 	bp_uring_exit(&pf->ring);
-	munmap(pf->bufs, (size_t)PF_QD * PF_RUN * PG_SIZE);
+	bp_sys_munmap(pf->bufs, (size_t)PF_QD * PF_RUN * PG_SIZE);
 	bp_pg_free(pf);
 }
 

@@ -25,6 +25,7 @@
  * write(2), abort().
  */
 #include "pager/pager_internal.h"
+#include "core/syscall.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +127,7 @@ static __attribute__((noreturn)) void die(enum bp_rank want, enum bp_rank held)
 	put(buf, &o, cap, " (rank ");
 	put_num(buf, &o, cap, held);
 	put(buf, &o, cap, "); see enum bp_rank in src/pager/pager_internal.h\n");
-	ssize_t w = write(STDERR_FILENO, buf, o);
+	ssize_t w = bp_sys_write(STDERR_FILENO, buf, o);
 	(void)w;
 	abort();
 }

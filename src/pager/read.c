@@ -27,6 +27,7 @@
  * memory operations and io_uring_enter().
  */
 #include "pager/pager_internal.h"
+#include "core/syscall.h"
 #include "pager/tier.h"
 #include "core/uring.h"
 
@@ -61,7 +62,8 @@ static int pread_full(int fd, char *buf, size_t len, off_t off)
 {
 	size_t done = 0;
 	while (done < len) {
-		ssize_t n = syscall(SYS_pread64, fd, buf + done, len - done, off + (off_t)done);
+		ssize_t n = bp_sys_ret(bp_syscall4(SYS_pread64, fd, buf + done, len - done,
+						  off + (off_t)done));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)

@@ -26,6 +26,7 @@
  * region-table read section, so an unmap waits for it).
  */
 #include "pager/policy.h"
+#include "core/syscall.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -186,7 +187,7 @@ static uint32_t park(struct bypass_pager *p, struct bp_sample *s, const uint32_t
 		}
 		bp_copy_kernel_ordered(s->park + (size_t)slot * PG_SIZE, (const void *)a,
 				       PG_SIZE);
-		if (madvise((void *)a, PG_SIZE, MADV_DONTNEED) != 0) {
+		if (bp_sys_madvise((void *)a, PG_SIZE, MADV_DONTNEED) != 0) {
 			if (!(w & PW_WP))
 				bp_uffd_wp(uffd, a, PG_SIZE, false, false);
 			atomic_store(&s->id[slot], 0);
@@ -245,7 +246,7 @@ static void *sampler_main(void *arg)
 	uint32_t ids[SAMPLE_MAX];
 	for (;;) {
 		struct pollfd pf = { .fd = s->stop_fd, .events = POLLIN };
-		if (poll(&pf, 1, SAMPLE_INTERVAL_MS) != 0)
+		if (bp_sys_poll(&pf, 1, SAMPLE_INTERVAL_MS) != 0)
 			break;
 		if (!bp_gate_tryenter(p)) /* a fork being prepared: not now */
 			continue;
@@ -290,7 +291,7 @@ int bp_sample_start(struct bypass_pager *p, bool thread)
 		return -ENOMEM;
 	s->p = p;
 	s->want = 64;
-	s->park = mmap(NULL, (size_t)SAMPLE_MAX * PG_SIZE, PROT_READ | PROT_WRITE,
+	s->park = bp_sys_mmap(NULL, (size_t)SAMPLE_MAX * PG_SIZE, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	s->stop_fd = eventfd(0, EFD_CLOEXEC);
 	int e = 0;
@@ -298,7 +299,7 @@ int bp_sample_start(struct bypass_pager *p, bool thread)
 		e = s->park == MAP_FAILED ? -ENOMEM : -errno;
 		goto fail;
 	}
-	madvise(s->park, (size_t)SAMPLE_MAX * PG_SIZE, MADV_DONTFORK);
+	bp_sys_madvise(s->park, (size_t)SAMPLE_MAX * PG_SIZE, MADV_DONTFORK);
 	if (!thread) { /* tests park and put back themselves */
 		atomic_store_explicit(&p->samp, s, memory_order_release);
 		return 0;
@@ -310,9 +311,9 @@ int bp_sample_start(struct bypass_pager *p, bool thread)
 	return 0;
 fail:
 	if (s->park != MAP_FAILED)
-		munmap(s->park, (size_t)SAMPLE_MAX * PG_SIZE);
+		bp_sys_munmap(s->park, (size_t)SAMPLE_MAX * PG_SIZE);
 	if (s->stop_fd >= 0)
-		close(s->stop_fd);
+		bp_sys_close(s->stop_fd);
 	bp_pg_free(s);
 	return e;
 }
@@ -324,7 +325,7 @@ void bp_sample_stop(struct bypass_pager *p)
 	if (!s || !s->thread.live)
 		return;
 	uint64_t one = 1;
-	ssize_t n = write(s->stop_fd, &one, sizeof(one));
+	ssize_t n = bp_sys_write(s->stop_fd, &one, sizeof(one));
 	(void)n;
 	bp_thread_join(&s->thread);
 }
@@ -338,7 +339,7 @@ bool bp_sample_forget_child(struct bypass_pager *p)
 	 * MADV_DONTFORK: not here, and its addresses may be reused already */
 	bool thread = s->thread.live;
 	bp_thread_forget(&s->thread); /* the parent's: only its stack is here */
-	close(s->stop_fd);
+	bp_sys_close(s->stop_fd);
 	bp_pg_free(s);
 	return thread;
 }
@@ -350,8 +351,8 @@ void bp_sample_free(struct bypass_pager *p)
 	if (!s)
 		return;
 	atomic_store(&p->samp, NULL);
-	munmap(s->park, (size_t)SAMPLE_MAX * PG_SIZE);
-	close(s->stop_fd);
+	bp_sys_munmap(s->park, (size_t)SAMPLE_MAX * PG_SIZE);
+	bp_sys_close(s->stop_fd);
 	bp_pg_free(s);
 }
 

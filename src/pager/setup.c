@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Setting a pager up: its userfaultfds (through uffd.c), its swap file, its configuration. */
 #include "pager/pager_internal.h"
+#include "core/syscall.h"
 
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -39,7 +40,7 @@ int bp_open_thread_uffd(struct bypass_pager *p)
 		return fd;
 	int e = bp_uffd_setup(fd, bp_thread_uffd_features(p));
 	if (e) {
-		close(fd);
+		bp_sys_close(fd);
 		return e;
 	}
 	/* The stop eventfd first: a handler thread must never be started
@@ -48,7 +49,7 @@ int bp_open_thread_uffd(struct bypass_pager *p)
 		p->srv.stop_fd = eventfd(0, EFD_CLOEXEC);
 		if (p->srv.stop_fd < 0) {
 			e = -errno;
-			close(fd);
+			bp_sys_close(fd);
 			return e;
 		}
 	}
@@ -75,7 +76,7 @@ int bp_open_pool_uffd(struct bypass_pager *p)
 			e = -errno;
 	}
 	if (e) {
-		close(fd);
+		bp_sys_close(fd);
 		return e;
 	}
 	atomic_store(&p->eng.uffd_pool, fd);
@@ -88,7 +89,7 @@ int bp_open_pool_uffd(struct bypass_pager *p)
  * the file system has no O_TMPFILE); the descriptor, or -1 and errno. */
 static int open_tmp(const char *dir, bool direct)
 {
-	int fd = open(dir, O_RDWR | O_CLOEXEC | O_TMPFILE | (direct ? O_DIRECT : 0), 0600);
+	int fd = bp_sys_open(dir, O_RDWR | O_CLOEXEC | O_TMPFILE | (direct ? O_DIRECT : 0), 0600);
 	if (fd < 0 && errno == EOPNOTSUPP) {
 		char tmpl[4096];
 		int n = snprintf(tmpl, sizeof(tmpl), "%s/bypass-swap-XXXXXX", dir);
@@ -117,9 +118,9 @@ int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
 			if (fd < 0 && errno == ENAMETOOLONG)
 				return -ENAMETOOLONG;
 		} else if (cfg->flags & BYPASS_PAGER_SWAP_CREATE) {
-			fd = open(path, fl | O_CREAT, 0600);
+			fd = bp_sys_open(path, fl | O_CREAT, 0600);
 		} else {
-			fd = open(path, fl);
+			fd = bp_sys_open(path, fl, 0);
 		}
 		if (fd < 0 && !(direct && errno == EINVAL)) {
 			int e = errno;
@@ -135,13 +136,13 @@ int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
 	p->swap.created = (cfg->flags & BYPASS_PAGER_SWAP_CREATE) &&
 			  !(cfg->flags & BYPASS_PAGER_SWAP_TEMP) && !existed;
 
-	if (fstat(fd, &st) < 0)
+	if (bp_sys_fstat(fd, &st) < 0)
 		return -errno;
 	uint64_t size;
 	if (S_ISREG(st.st_mode)) {
 		size = (uint64_t)st.st_size;
 	} else if (S_ISBLK(st.st_mode)) {
-		if (ioctl(fd, BLKGETSIZE64, &size) < 0)
+		if (bp_sys_ioctl(fd, BLKGETSIZE64, &size) < 0)
 			return -errno;
 	} else {
 		bp_err("bypass: pager: swap file %s is not a regular file or block device",
@@ -212,7 +213,7 @@ int bp_swap_tmpfile(struct bypass_pager *p, const char *dir, bool direct)
 	 * file system shows as write errors (the pages stay resident) */
 	if (ftruncate(fd, (off_t)p->swap.nslots * (off_t)PG_SIZE) < 0) {
 		int e = -errno;
-		close(fd);
+		bp_sys_close(fd);
 		return e;
 	}
 	return fd;

@@ -46,6 +46,7 @@
  * skip their work.
  */
 #include "pager/policy.h"
+#include "core/syscall.h"
 #include "core/uring.h"
 
 #include <fcntl.h>
@@ -154,7 +155,7 @@ static void gate_close(struct bypass_pager *p)
 			bp_cpu_relax();
 		} else {
 			struct timespec ts = { 0, 20000 };
-			nanosleep(&ts, NULL);
+			bp_sys_nanosleep(&ts, NULL);
 		}
 	}
 }
@@ -171,15 +172,15 @@ static void gate_open(struct bypass_pager *p)
 static struct pg_refs *refs_make(struct bypass_pager *p)
 {
 	uint32_t nwords = (p->swap.nslots + 63) / 64;
-	int fd = (int)syscall(SYS_memfd_create, REF_NAME, MFD_CLOEXEC);
+	int fd = bp_sys_memfd_create(REF_NAME, MFD_CLOEXEC);
 	if (fd < 0)
 		return NULL;
 	struct stat st;
 	size_t len = refs_size(nwords);
 	void *m = MAP_FAILED;
-	if (ftruncate(fd, (off_t)len) == 0 && fstat(fd, &st) == 0)
-		m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
+	if (ftruncate(fd, (off_t)len) == 0 && bp_sys_fstat(fd, &st) == 0)
+		m = bp_sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	bp_sys_close(fd);
 	if (m == MAP_FAILED)
 		return NULL;
 	struct pg_refs *r = m;
@@ -220,14 +221,14 @@ static bool maps_registry(pid_t pid, uint64_t ino)
 	int wn = snprintf(want, sizeof(want), " %llu ", (unsigned long long)ino);
 	if (n < 0 || wn < 0)
 		return true;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = bp_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return errno != ENOENT && errno != ESRCH; /* unknown: keep it */
 	char buf[8192];
 	size_t have = 0;
 	bool found = false, done = false;
 	while (!found && !done) {
-		ssize_t k = read(fd, buf + have, sizeof(buf) - 1 - have);
+		ssize_t k = bp_sys_read(fd, buf + have, sizeof(buf) - 1 - have);
 		if (k <= 0)
 			done = true;
 		else
@@ -252,7 +253,7 @@ static bool maps_registry(pid_t pid, uint64_t ino)
 		memmove(buf, buf + upto, have - upto);
 		have -= upto;
 	}
-	close(fd);
+	bp_sys_close(fd);
 	return found;
 }
 
@@ -415,9 +416,9 @@ static int uffd_renew(int fd, bool user_mode_only, uint64_t features)
 	if (n < 0)
 		return n;
 	int e = bp_uffd_setup(n, features);
-	if (!e && dup3(n, fd, O_CLOEXEC) < 0)
+	if (!e && bp_sys_dup3(n, fd, O_CLOEXEC) < 0)
 		e = -errno;
-	close(n);
+	bp_sys_close(n);
 	return e;
 }
 
@@ -426,8 +427,8 @@ static int fd_renew(int fd, int n)
 {
 	if (n < 0)
 		return -errno;
-	int e = dup3(n, fd, O_CLOEXEC) < 0 ? -errno : 0;
-	close(n);
+	int e = bp_sys_dup3(n, fd, O_CLOEXEC) < 0 ? -errno : 0;
+	bp_sys_close(n);
 	return e;
 }
 
@@ -576,9 +577,9 @@ void bp_share_fini(struct bypass_pager *p, bool release)
 			if (release && p->lin.ent[l] >= 0)
 				ent_release(r, (unsigned)p->lin.ent[l]);
 			if (p->lin.fd[l] >= 0)
-				close(p->lin.fd[l]);
+				bp_sys_close(p->lin.fd[l]);
 		}
-		munmap(r, refs_size(r->nwords));
+		bp_sys_munmap(r, refs_size(r->nwords));
 		p->lin.refs[l] = NULL;
 	}
 }

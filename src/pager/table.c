@@ -12,6 +12,7 @@
  * hold the old snapshot.
  */
 #include "pager/pager_internal.h"
+#include "core/syscall.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -165,7 +166,7 @@ static void synchronize(void)
 				bp_cpu_relax();
 			} else {
 				struct timespec ts = { 0, 50000 };
-				nanosleep(&ts, NULL);
+				bp_sys_nanosleep(&ts, NULL);
 			}
 		}
 	}

@@ -18,6 +18,7 @@
  * zstd level 1's time, on every swap-in from the pool).
  */
 #include "pager/tier.h"
+#include "core/syscall.h"
 #include "pager/tree.h"
 
 #include <errno.h>
@@ -219,7 +220,7 @@ static bool obj_free(struct bp_tier *t, uint32_t e)
 	s->cls = 0;
 	list_push(t, &t->free_head, i);
 	/* the memory back (the system call: never a preload's madvise) */
-	syscall(SYS_madvise, t->arena + (size_t)i * TIER_SLAB, (size_t)TIER_SLAB, MADV_DONTNEED);
+	bp_syscall3(SYS_madvise, t->arena + (size_t)i * TIER_SLAB, (size_t)TIER_SLAB, MADV_DONTNEED);
 	atomic_fetch_sub_explicit(&t->pages_mem, TIER_SLAB_PAGES, memory_order_relaxed);
 	return true;
 }
@@ -248,8 +249,8 @@ char *bp_tier_stage(struct bp_tier *t, void *const *addrs, uint32_t n)
 		remote[i].iov_base = addrs[i];
 		remote[i].iov_len = PG_SIZE;
 	}
-	long got = syscall(SYS_process_vm_readv, (long)getpid(), &local, 1ul, remote,
-			   (unsigned long)n, 0ul);
+	long got = bp_sys_ret(bp_syscall6(SYS_process_vm_readv, (long)getpid(), (long)&local, 1l,
+					     (long)remote, (long)n, 0l));
 	if (got == (long)local.iov_len)
 		return t->stage;
 	for (uint32_t i = 0; i < n; i++) /* not permitted here: a plain copy */
@@ -501,7 +502,7 @@ void bp_tier_child(struct bypass_pager *p, struct bp_tier *t)
 	for (uint32_t i = 0; i < t->hi; i++)
 		if (t->slabs[i].cls)
 			bp_bud_sub(p, TIER_SLAB_PAGES);
-	syscall(SYS_madvise, t->arena, t->arena_len, MADV_DONTNEED);
+	bp_syscall3(SYS_madvise, t->arena, t->arena_len, MADV_DONTNEED);
 	memset(t->slabs, 0, (size_t)t->nslabs * sizeof(*t->slabs));
 	t->hi = 0;
 	t->free_head = t->age_head = t->age_tail = TNONE;
@@ -524,9 +525,9 @@ void bp_tier_free(struct bp_tier *t)
 	if (!t)
 		return;
 	if (t->arena)
-		munmap(t->arena, t->arena_len);
+		bp_sys_munmap(t->arena, t->arena_len);
 	if (t->stage)
-		munmap(t->stage, (size_t)BP_TIER_STAGE * PG_SIZE + PG_SIZE);
+		bp_sys_munmap(t->stage, (size_t)BP_TIER_STAGE * PG_SIZE + PG_SIZE);
 	bp_pg_free(t->slabs);
 	bp_pg_free((void *)t->ent);
 	bp_pg_free(t->cbuf);
@@ -543,10 +544,10 @@ static struct bp_tier *tier_new(struct bypass_pager *p)
 	t->nslabs = p->cfg.budget / TIER_SLAB_PAGES + 1;
 	t->arena_len = (size_t)t->nslabs * TIER_SLAB;
 	/* the system call: a preload's mmap could make it a region */
-	void *a = (void *)syscall(SYS_mmap, NULL, t->arena_len, PROT_READ | PROT_WRITE,
-				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	void *st = (void *)syscall(SYS_mmap, NULL, (size_t)BP_TIER_STAGE * PG_SIZE + PG_SIZE,
-				   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *a = (void *)bp_sys_ret(bp_syscall6(SYS_mmap, 0, (long)t->arena_len, PROT_READ | PROT_WRITE,
+						   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+	void *st = (void *)bp_sys_ret(bp_syscall6(SYS_mmap, 0, (long)BP_TIER_STAGE * PG_SIZE + PG_SIZE,
+						    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
 	t->arena = a == MAP_FAILED ? NULL : a;
 	t->stage = st == MAP_FAILED ? NULL : st;
 	t->slabs = bp_pg_calloc(t->nslabs, sizeof(*t->slabs));

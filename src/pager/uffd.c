@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The userfaultfd wrappers (uffd.h): the pager's ground floor. */
 #include "pager/uffd.h"
+#include "core/syscall.h"
 #include "core/internal.h"
 
 #include <errno.h>
@@ -25,12 +26,12 @@ struct uffdio_poison {
 
 int bp_uffd_features_available(uint64_t *out)
 {
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+	int fd = (int)bp_sys_ret(bp_syscall1(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY));
 	if (fd < 0)
 		return -errno;
 	struct uffdio_api a = { .api = UFFD_API };
-	int e = ioctl(fd, UFFDIO_API, &a) == 0 ? 0 : -errno;
-	close(fd);
+	int e = bp_sys_ioctl(fd, UFFDIO_API, &a) == 0 ? 0 : -errno;
+	bp_sys_close(fd);
 	*out = a.features;
 	return e;
 }
@@ -41,13 +42,13 @@ int bp_uffd_features_available(uint64_t *out)
  */
 static int uffd_open_kernel(void)
 {
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	int fd = (int)bp_sys_ret(bp_syscall1(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
 	if (fd >= 0 || errno != EPERM)
 		return fd >= 0 ? fd : -errno;
-	int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+	int dev = bp_sys_open("/dev/userfaultfd", O_RDWR | O_CLOEXEC, 0);
 	if (dev >= 0) {
-		fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
-		close(dev);
+		fd = bp_sys_ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+		bp_sys_close(dev);
 		if (fd >= 0)
 			return fd;
 	}
@@ -61,14 +62,14 @@ int bp_uffd_open(bool user_mode_only)
 {
 	if (!user_mode_only)
 		return uffd_open_kernel();
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	int fd = (int)bp_sys_ret(bp_syscall1(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
 	return fd >= 0 ? fd : -errno;
 }
 
 int bp_uffd_setup(int fd, uint64_t features)
 {
 	struct uffdio_api a = { .api = UFFD_API, .features = features };
-	if (ioctl(fd, UFFDIO_API, &a) < 0) {
+	if (bp_sys_ioctl(fd, UFFDIO_API, &a) < 0) {
 		int e = errno;
 		bp_err("bypass: pager: UFFDIO_API(features %#llx): %s",
 		       (unsigned long long)features, strerror(e));
@@ -83,13 +84,13 @@ int bp_uffd_register(int uffd, uintptr_t start, size_t len)
 		.range = { .start = start, .len = len },
 		.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
 	};
-	return ioctl(uffd, UFFDIO_REGISTER, &reg) == 0 ? 0 : -errno;
+	return bp_sys_ioctl(uffd, UFFDIO_REGISTER, &reg) == 0 ? 0 : -errno;
 }
 
 int bp_uffd_unregister(int uffd, uintptr_t start, size_t len)
 {
 	struct uffdio_range rg = { .start = start, .len = len };
-	return ioctl(uffd, UFFDIO_UNREGISTER, &rg) == 0 ? 0 : -errno;
+	return bp_sys_ioctl(uffd, UFFDIO_UNREGISTER, &rg) == 0 ? 0 : -errno;
 }
 
 /* ------------------------------------------------------------ serving */
@@ -105,7 +106,7 @@ int bp_uffd_copy_prefix(int uffd, uintptr_t dst, const void *src, size_t len, bo
 			.mode = (wp ? UFFDIO_COPY_MODE_WP : 0) |
 				(wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE),
 		};
-		if (ioctl(uffd, UFFDIO_COPY, &c) == 0) {
+		if (bp_sys_ioctl(uffd, UFFDIO_COPY, &c) == 0) {
 			*done += len;
 			return 0;
 		}
@@ -141,7 +142,7 @@ int bp_uffd_wp(int uffd, uintptr_t addr, size_t len, bool protect, bool wake)
 				: (wake ? 0 : UFFDIO_WRITEPROTECT_MODE_DONTWAKE),
 	};
 	for (;;) {
-		if (ioctl(uffd, UFFDIO_WRITEPROTECT, &w) == 0)
+		if (bp_sys_ioctl(uffd, UFFDIO_WRITEPROTECT, &w) == 0)
 			return 0;
 		if (errno != EAGAIN)
 			return -errno;
@@ -151,11 +152,11 @@ int bp_uffd_wp(int uffd, uintptr_t addr, size_t len, bool protect, bool wake)
 int bp_uffd_wake(int uffd, uintptr_t addr, size_t len)
 {
 	struct uffdio_range r = { .start = addr, .len = len };
-	return ioctl(uffd, UFFDIO_WAKE, &r) == 0 ? 0 : -errno;
+	return bp_sys_ioctl(uffd, UFFDIO_WAKE, &r) == 0 ? 0 : -errno;
 }
 
 int bp_uffd_poison(int uffd, uintptr_t addr, size_t len)
 {
 	struct uffdio_poison po = { .range = { addr, len } };
-	return ioctl(uffd, UFFDIO_POISON, &po) == 0 ? 0 : -errno;
+	return bp_sys_ioctl(uffd, UFFDIO_POISON, &po) == 0 ? 0 : -errno;
 }

@@ -12,10 +12,10 @@
 # of them, except:
 #   - the malloc family, everywhere: the library allocates with the
 #     process's allocator by design (core/syscall.h says why);
-#   - the exceptions listed below, one name in one file each, with why;
-#   - the pending list: what is not converted yet.  It only shrinks: an
-#     entry that references none of the names any more fails the test
-#     until it is removed, and so does an exception no longer needed.
+#   - the exceptions listed below, one name in one file each, with why; an
+#     exception no longer needed fails the test until it is removed.
+# Every directory is converted (issue 34: src/pager/tree.c was the last):
+# there is no pending list any more.
 # Before it looks at the library, the test plants an object that calls
 # close() and syscall() from src/syslet/ and fails unless both are caught.
 # ThreadSanitizer builds skip (their wrappers call libc on purpose).
@@ -31,11 +31,6 @@ if grep -q '^BYPASS_TSAN:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
 fi
 command -v nm >/dev/null || { echo "SKIP: no nm"; exit 77; }
 
-# What is not converted yet: directories (ending in /) or files of src/.
-# Each: converted in phase 2 (issue 34).
-pending=(
-	src/pager/      # converted in phase 2 (issue 34)
-)
 # Exceptions: "file name".  notify's interrupt handler runs the user's
 # callback: installed through the process's sigaction, a preload that runs
 # the program's handlers through a trampoline (batch's) runs it too.
@@ -66,28 +61,13 @@ fi
 # The refused names an object references, one a line.
 refs() { nm -u "$1" | awk '{ print $2 }' | sed 's/@.*//' | sort -u | comm -12 - "$tmp/refused"; }
 
-is_pending() { # rel -> the pending entry that covers it
-	local p
-	for p in "${pending[@]}"; do
-		case $p in
-		*/) [[ $1 == "$p"* ]] && { echo "$p"; return 0; } ;;
-		*) [ "$1" = "$p" ] && { echo "$p"; return 0; } ;;
-		esac
-	done
-	return 1
-}
-
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
-declare -A pending_used exception_used
+declare -A exception_used
 
 # check OBJECT REL: FAIL lines for what REL (src/<dir>/<file>.c) may not call.
 check() {
-	local obj=$1 rel=$2 name p e
-	p=$(is_pending "$rel") && {
-		[ -n "$(refs "$obj")" ] && pending_used[$p]=1
-		return 0
-	}
+	local obj=$1 rel=$2 name e
 	for name in $(refs "$obj"); do
 		for e in "${exceptions[@]}"; do
 			if [ "$e" = "$rel $name" ]; then
@@ -119,7 +99,7 @@ if ! "$cc" -c -O2 -o "$tmp/planted.c.o" "$tmp/planted.c"; then
 	echo "FAIL: cannot compile the planted object with $cc"
 	exit 1
 fi
-converted=src/syslet # (a directory the pending list does not name)
+converted=src/syslet
 planted=$(check "$tmp/planted.c.o" "$converted/planted.c")
 grep -q 'planted.c calls close,' <<<"$planted" &&
 	grep -q "planted.c calls libc's syscall()" <<<"$planted" ||
@@ -138,22 +118,10 @@ if [ -s "$tmp/out" ]; then
 	cat "$tmp/out"
 	fail=1
 fi
-for p in "${pending[@]}"; do
-	# a module left out of the build (make MODULES=...) proves nothing
-	case $p in
-	*/) [ -d "$objdir/$p" ] || continue ;;
-	*) [ -f "$objdir/$p.o" ] || continue ;;
-	esac
-	if [ -n "${pending_used[$p]+x}" ]; then
-		echo "  pending (converted in phase 2): $p"
-	else
-		bad "$p is on the pending list but calls none of the names now: remove it (the list only shrinks)"
-	fi
-done
 for e in "${exceptions[@]}"; do
 	[ -f "$objdir/${e% *}.o" ] || continue
 	[ -n "${exception_used[$e]+x}" ] || bad "the exception \"$e\" is no longer needed: remove it"
 done
 
-[ $fail -eq 0 ] && echo "PASS: $nobj objects of libbypass call none of the $nrefused names the preloads define (the malloc family aside) or syscall(), outside ${#pending[@]} pending entries and ${#exceptions[@]} exception(s); a planted call is caught"
+[ $fail -eq 0 ] && echo "PASS: $nobj objects of libbypass call none of the $nrefused names the preloads define (the malloc family aside) or syscall(), outside ${#exceptions[@]} exception(s); a planted call is caught"
 exit $fail
