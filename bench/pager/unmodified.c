@@ -70,22 +70,6 @@
 
 /* ------------------------------------------------------------ the experiment */
 
-/* The sides of a round (sd): the swap file, the preload, zram, zswap, the
- * preload with its compressed tier (issue 35). */
-enum { SD_B = 1, SD_T = 4, SD_N = 5 };
-static const enum side sd_side[SD_N] = { S_LINUX, S_BYPASS, S_ZRAM, S_ZSWAP, S_TIER };
-static const int sd_backend[SD_N] = { PB_FILE, -1, PB_ZRAM, PB_ZSWAP, -1 };
-static const char *const sd_row[SD_N] = { "Linux swap (memory cgroup)", "bypass preload (upcall)",
-					  "Linux zram (memory cgroup)",
-					  "Linux zswap + swap file (memory cgroup)",
-					  "bypass preload + compressed tier (upcall)" };
-static const char *const sd_key[SD_N] = { "file", "bypass", "zram", "zswap", "tier" };
-/* A side of the preload (without or with the tier), not of Linux. */
-static bool sd_bypass(int sd)
-{
-	return sd == SD_B || sd == SD_T;
-}
-
 /* Whether workload w runs: --param programs=a,b (keys), else all but sort
  * in the quick suite (sort's runs are the longest). */
 static bool selected(struct bench_ctx *c, int w)
@@ -107,55 +91,14 @@ static bool linux_selected(struct bench_ctx *c, int sd)
 	const char *p = bench_param(c, "linux", NULL);
 	if (!p)
 		return true;
-	size_t n = strlen(sd_key[sd]);
+	size_t n = strlen(pu_sd_key[sd]);
 	for (const char *q = p; q && *q; q = strchr(q, ','), q = q ? q + 1 : NULL)
-		if (!strncmp(q, sd_key[sd], n) && (q[n] == ',' || !q[n]))
+		if (!strncmp(q, pu_sd_key[sd], n) && (q[n] == ',' || !q[n]))
 			return true;
 	return false;
 }
 
 #define MIB(x) ((double)(x) / 1048576.0)
-
-/*
- * Equal memory for zram and zswap (issue 35): their compressed pool is not
- * charged to a cgroup v1, so one calibration run of workload w at the
- * limit measures the pool's peak (zram: mm_stat mem_used_max; zswap:
- * /proc/meminfo Zswap, the pool's total size, system-wide: the same figure
- * as debugfs's pool_total_size, which is not mounted here), and the side's
- * limit becomes the limit less that peak, so that charge + pool is about
- * the memory the preload took.  *lim: that limit (the limit itself if the
- * run failed).  1 if the pool was measured (its peak may be 0: nothing was
- * swapped), 2 if the pool alone was larger than the limit (no limit gives
- * that side the same memory: it cannot run at this memory), 0 if the run
- * failed, -1 if the backend could not be set up (why says so).
- */
-static int calibrate_pool(struct pb_linux_env *env, int sd, int w, const struct sizes *z,
-			  const char *dir, const char *out, size_t limit, size_t swap_size,
-			  size_t *lim, uint64_t *pool_cal, char *why, size_t whylen)
-{
-	char rwhy[1024];
-	double secs;
-	long kb;
-	*lim = limit;
-	*pool_cal = 0;
-	if (env->backend != sd_backend[sd] &&
-	    pb_linux_use(env, sd_backend[sd], swap_size, why, whylen, NULL, 0))
-		return -1;
-	sync();
-	if (pb_linux_limit(env, limit))
-		return 0;
-	pb_linux_reset(env);
-	pb_linux_pool_begin(env);
-	int e = pu_run(sd_side[sd], w, z, dir, env->cg, out, &secs, &kb, rwhy, sizeof(rwhy));
-	uint64_t pl = pb_linux_pool_end(env);
-	if (e && e != -EINTR) /* killed by the OOM killer: its pool counts still */
-		return 0;
-	*pool_cal = pl;
-	if (pl + 4096 > limit)
-		return 2;
-	*lim = (size_t)((limit - pl) & ~4095ull);
-	return 1;
-}
 
 int bench_pager_unmodified(struct bench_ctx *c)
 {
@@ -265,7 +208,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			snprintf(lwhy[sd], sizeof(lwhy[sd]), "not selected (--param linux)");
 			continue;
 		}
-		lb[sd] = pb_linux_use(&env, sd_backend[sd], swap_size, lwhy[sd], sizeof(lwhy[sd]),
+		lb[sd] = pb_linux_use(&env, pu_sd_backend[sd], swap_size, lwhy[sd], sizeof(lwhy[sd]),
 				      lfacts[sd], sizeof(lfacts[sd])) == 0;
 	}
 	if (have_linux)
@@ -292,16 +235,9 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	uint64_t cg_ref[W_N] = { 0 }, cg_cal[W_N] = { 0 }, cg_b[W_N] = { 0 };
 	uint64_t cg_l[W_N][SD_N] = { { 0 } };
 	uint64_t cg_bmin[W_N] = { 0 }; /* the smallest of the preload's rounds' peaks */
-	size_t limit[W_N] = { 0 };
-	/* each Linux side's own limit (zram, zswap: calibrated) and the pool
-	 * peak of the calibration run; the preload + tier side's counters */
-	size_t lim_sd[W_N][SD_N] = { { 0 } };
-	uint64_t pool_cal[W_N][SD_N] = { { 0 } };
-	bool cal_ok[W_N][SD_N] = { { false } };
-	/* per program: the sides that cannot run at this memory (their pool
-	 * alone outgrew the limit in the calibration run) */
-	bool nomem[W_N][SD_N] = { { false } };
-	char cannot[W_N][200] = { "" };
+	/* per program: the Linux sides' limits (unmodcal.c) */
+	struct pu_lim L[W_N];
+	memset(L, 0, sizeof(L));
 	struct brun tsum[W_N];
 	memset(tsum, 0, sizeof(tsum));
 	double ref_s[W_N] = { 0 };
@@ -366,37 +302,9 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		pu_brun_take(dir, &br);
 		if (br.peak > bsum[w].peak)
 			bsum[w].peak = br.peak;
-		bool lx = have_linux;
-		if (lx) {
-			/* Linux's memory: the preload's peak charge, whole pages
-			 * (no calibration figure: the budget, and the note says) */
-			limit[w] = cg_cal[w] ? (size_t)((cg_cal[w] + 4095) & ~4095ull) : z.budget;
-			e = pb_linux_limit(&env, limit[w]);
-			if (e) {
-				lx = false;
-				snprintf(why, sizeof(why), "the cgroup's limit of %zu bytes: %s",
-					 limit[w], strerror(-e));
-			}
-		}
-		for (int sd = 0; sd < SD_N; sd++) {
-			lim_sd[w][sd] = limit[w];
-			if (!lx || !lb[sd] || (sd != 2 && sd != 3))
-				continue;
-			if (!strcmp(bench_param(c, "calibrate", "1"), "0"))
-				continue; /* --param calibrate=0: limit + pool, as before */
-			int k = calibrate_pool(&env, sd, w, &z, dir, out[w][sd_side[sd]], limit[w],
-					       swap_size, &lim_sd[w][sd], &pool_cal[w][sd], lwhy[sd],
-					       sizeof(lwhy[sd]));
-			if (k < 0)
-				lb[sd] = false;
-			cal_ok[w][sd] = k == 1;
-			if (k == 2) {
-				nomem[w][sd] = true;
-				size_t o = strlen(cannot[w]);
-				snprintf(cannot[w] + o, sizeof(cannot[w]) - o, "%s%s (pool %.1f MiB)",
-					 o ? ", " : "", sd_key[sd], MIB(pool_cal[w][sd]));
-			}
-		}
+		/* Linux's memory, each side's limit (unmodcal.c) */
+		bool lx = have_linux && pu_limits(c, &env, w, &z, dir, out[w], swap_size, cg_cal[w], lb,
+						  lwhy, &L[w], why, sizeof(why));
 		struct bench_rounds rr;
 		int r;
 		bench_rounds_init(c, &rr, wr, 0);
@@ -408,23 +316,23 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				/* rotate which side goes first, round by round */
 				int sd = (k + r) % SD_N;
 				if (sd == SD_T ? !lb[sd] : sd != SD_B && (!lx || !lb[sd] ||
-									  nomem[w][sd]))
+									  L[w].nomem[sd]))
 					continue;
-				enum side side = sd_side[sd];
-				if (!sd_bypass(sd)) {
+				enum side side = pu_sd_side[sd];
+				if (!pu_sd_bypass(sd)) {
 					/* this backend's swap, a fresh cgroup at the limit
 					 * (its peak from nothing, nothing charged) */
-					if (env.backend != sd_backend[sd] &&
-					    pb_linux_use(&env, sd_backend[sd], swap_size, lwhy[sd],
+					if (env.backend != pu_sd_backend[sd] &&
+					    pb_linux_use(&env, pu_sd_backend[sd], swap_size, lwhy[sd],
 							 sizeof(lwhy[sd]), NULL, 0)) {
 						lb[sd] = false;
 						continue;
 					}
 					sync();
-					e = pb_linux_limit(&env, lim_sd[w][sd]);
+					e = pb_linux_limit(&env, L[w].side[sd]);
 					if (e) {
 						snprintf(fail_why[w], sizeof(fail_why[w]), "the cgroup's "
-							 "limit of %zu bytes: %s", lim_sd[w][sd],
+							 "limit of %zu bytes: %s", L[w].side[sd],
 							 strerror(-e));
 						bad[w] = true;
 						break;
@@ -436,13 +344,13 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				bool kill_it = plant_kill && side == S_LINUX && r == 0;
 				/* each preload run in a measuring cgroup of its own */
 				char cgb[400] = "";
-				if (sd_bypass(sd) && have_linux)
+				if (pu_sd_bypass(sd) && have_linux)
 					pb_cg_make(&env, sd == SD_B ? "byp" : "tier", cgb, sizeof(cgb));
-				e = pu_run(side, w, sd_bypass(sd) ? &zb : &z, dir,
-					   sd_bypass(sd) ? cgb : env.cg, out[w][side], &secs, &kb,
+				e = pu_run(side, w, pu_sd_bypass(sd) ? &zb : &z, dir,
+					   pu_sd_bypass(sd) ? cgb : env.cg, out[w][side], &secs, &kb,
 					   fail_why[w], sizeof(fail_why[w]));
 				uint64_t pl = 0, pk_l = 0;
-				if (!sd_bypass(sd)) {
+				if (!pu_sd_bypass(sd)) {
 					pl = pb_linux_pool_end(&env);
 					pk_l = pb_cg_peak(env.cg);
 					if (pl > pool[w][sd])
@@ -475,7 +383,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					e = -EIO;
 					snprintf(fail_why[w], sizeof(fail_why[w]),
 						 "%s: the output differs from the reference (%s)",
-						 pu_w_name[w], sd == SD_B ? "bypass" : sd_row[sd]);
+						 pu_w_name[w], sd == SD_B ? "bypass" : pu_sd_row[sd]);
 				}
 				if (e && sd == SD_T) {
 					/* the tier side failed: a failure of the run,
@@ -486,7 +394,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					ret = 1;
 					continue;
 				}
-				if (e == -EINTR && !sd_bypass(sd)) {
+				if (e == -EINTR && !pu_sd_bypass(sd)) {
 					/* The cgroup's OOM killer: a result about Linux,
 					 * not a failure of the run, but the round has no
 					 * figure for this baseline. */
@@ -501,7 +409,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					break;
 				}
 				t[w][sd][r] = secs;
-				if (!sd_bypass(sd)) {
+				if (!pu_sd_bypass(sd)) {
 					pswpin[w][sd] += pb_vmstat("pswpin") - in0;
 					zswpin[w][sd] += pb_vmstat("zswpin") - zin0;
 					runs_l[w][sd]++;
@@ -544,7 +452,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		}
 		for (int pass = 0; pass < 2 && best[w] < 0; pass++)
 			for (int sd = 0; sd < SD_N; sd++) {
-				if (sd_bypass(sd) || !runs_l[w][sd] || !isfinite(med[w][sd]))
+				if (pu_sd_bypass(sd) || !runs_l[w][sd] || !isfinite(med[w][sd]))
 					continue;
 				if (!pass && (oom[w][sd] || runs_l[w][sd] < nr[w]))
 					continue;
@@ -563,39 +471,39 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			struct bench_summary sum;
 			bench_summarize_finite(t[w][sd], (size_t)nr[w], &sum);
 			char name[128], params[2000], note[400];
-			enum side side = sd_side[sd];
+			enum side side = pu_sd_side[sd];
 			uint64_t cgp = sd == SD_B ? cg_b[w] : cg_l[w][sd];
-			snprintf(name, sizeof(name), "%s: %s", pu_w_name[w], sd_row[sd]);
+			snprintf(name, sizeof(name), "%s: %s", pu_w_name[w], pu_sd_row[sd]);
 			const struct brun *bs = sd == SD_B ? &bsum[w] : &tsum[w];
 			int bruns = sd == SD_B ? runs_b[w] : runs_l[w][sd];
-			double swin = sd_bypass(sd) ? (bruns ? (double)bs->rdpages / bruns : 0.0)
+			double swin = pu_sd_bypass(sd) ? (bruns ? (double)bs->rdpages / bruns : 0.0)
 				: (runs_l[w][sd] ? (double)(pswpin[w][sd] + zswpin[w][sd]) /
 						   runs_l[w][sd] : 0.0);
 			bool calib = sd == 2 || sd == 3;
-			if (sd_bypass(sd))
+			if (pu_sd_bypass(sd))
 				snprintf(note, sizeof(note), "peak %.1f MiB charged, %.1f MiB resident; "
 					 "ratio: per round, to the best of Linux's three (%s)%s",
 					 MIB(cgp), rss[w][side] / 1024.0,
-					 best[w] >= 0 ? sd_key[best[w]] : "none",
+					 best[w] >= 0 ? pu_sd_key[best[w]] : "none",
 					 sd == SD_T ? "; the tier's pool inside the budget" : "");
 			else
 				snprintf(note, sizeof(note), "peak %.1f MiB charged + %.1f MiB "
 					 "compressed pool, %.1f MiB resident; limit %.1f MiB: the "
 					 "preload's peak charge%s%s%s", MIB(cgp), MIB(pool[w][sd]),
-					 rss[w][side] / 1024.0, MIB(lim_sd[w][sd]),
-					 cal_ok[w][sd] ? " less the pool's calibrated peak" : "",
+					 rss[w][side] / 1024.0, MIB(L[w].side[sd]),
+					 L[w].cal_ok[sd] ? " less the pool's calibrated peak" : "",
 					 sd == best[w] ? "; the best of Linux's three" : "",
 					 oom[w][sd] ? "; OOM-killed in some runs" : "");
 			char incl[400];
 			if (sd == 0)
 				snprintf(incl, sizeof(incl), "anonymous memory, page cache and kernel "
 					 "memory charged to the cgroup (no pool)");
-			else if (calib && cal_ok[w][sd])
+			else if (calib && L[w].cal_ok[sd])
 				snprintf(incl, sizeof(incl), "calibrated: the cgroup's limit is the "
 					 "preload's peak charge less the pool's peak in a calibration run "
 					 "(%.1f MiB, %s), so that charge + pool is about the preload's "
 					 "memory; the pool itself is not charged to a cgroup v1",
-					 MIB(pool_cal[w][sd]), sd == 2 ? "zram mm_stat mem_used_max" :
+					 MIB(L[w].pool_cal[sd]), sd == 2 ? "zram mm_stat mem_used_max" :
 					 "/proc/meminfo Zswap");
 			else
 				snprintf(incl, sizeof(incl), "NOT CALIBRATED: the cgroup's charge only "
@@ -608,11 +516,11 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				 "\"footprint_charged_mib\": %.1f, \"peak_rss_mib\": %.1f, "
 				 "\"peak_charged_mib\": %.1f, \"linux_limit_mib\": %.1f, "
 				 "\"swap_in_pages_per_run\": %.0f, \"runs\": %d",
-				 pu_w_key[w], sd_key[sd], zb.budget >> 20, rss[w][S_REF] / 1024.0,
-				 MIB(cg_ref[w]), rss[w][side] / 1024.0, MIB(cgp), MIB(limit[w]), swin,
+				 pu_w_key[w], pu_sd_key[sd], zb.budget >> 20, rss[w][S_REF] / 1024.0,
+				 MIB(cg_ref[w]), rss[w][side] / 1024.0, MIB(cgp), MIB(L[w].limit), swin,
 				 bruns);
 			const struct bench_est *eb = sd == SD_T ? est_t[w] : est_sd[w];
-			if (!sd_bypass(sd))
+			if (!pu_sd_bypass(sd))
 				nb += snprintf(params + nb, sizeof(params) - (size_t)nb,
 					       ", \"backend\": \"%s\", \"side_limit_mib\": %.1f, "
 					       "\"pool_calibration_mib\": %.1f, \"pool_peak_mib\": %.1f, "
@@ -620,8 +528,8 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					       "\"%s\", \"oom_killed_runs\": %d, \"zswpin_per_run\": %.0f, "
 					       "\"best_of_linux\": %s, \"bypass_ratio\": %s, "
 					       "\"tier_ratio\": %s}",
-					       pb_backend_name[sd_backend[sd]], MIB(lim_sd[w][sd]),
-					       MIB(pool_cal[w][sd]), MIB(pool[w][sd]),
+					       pb_backend_name[pu_sd_backend[sd]], MIB(L[w].side[sd]),
+					       MIB(L[w].pool_cal[sd]), MIB(pool[w][sd]),
 					       MIB(total_l[w][sd]), incl,
 					       oom[w][sd], runs_l[w][sd] ? (double)zswpin[w][sd] /
 					       runs_l[w][sd] : 0.0, sd == best[w] ? "true" : "false",
@@ -634,12 +542,12 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					       "\"ratio_to_file\": %s, \"ratio_to_zram\": %s, "
 					       "\"ratio_to_zswap\": %s, \"linux_cannot_run\": \"%s\"",
 					       sd == SD_T ? " and the tier's pool" : "",
-					       best[w] >= 0 ? sd_key[best[w]] : "none",
+					       best[w] >= 0 ? pu_sd_key[best[w]] : "none",
 					       pb_jratio(j[0], sizeof(j[0]), (sd == SD_T ? est_tbest[w]
 								 : est_best[w]).value),
 					       pb_jratio(j[1], sizeof(j[1]), eb[0].value),
 					       pb_jratio(j[2], sizeof(j[2]), eb[2].value),
-					       pb_jratio(j[3], sizeof(j[3]), eb[3].value), cannot[w]);
+					       pb_jratio(j[3], sizeof(j[3]), eb[3].value), L[w].cannot);
 			if (sd == SD_T)
 				nb += snprintf(params + nb, sizeof(params) - (size_t)nb,
 					       ", \"ratio_to_preload\": %s, \"tier_stored_per_run\": "
@@ -653,9 +561,9 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				nb += snprintf(params + nb, sizeof(params) - (size_t)nb, "}");
 			(void)nb;
 			struct bench_row row = {
-				.variant = name, .kind = sd_bypass(sd) ? BENCH_BYPASS : BENCH_BASELINE,
+				.variant = name, .kind = pu_sd_bypass(sd) ? BENCH_BYPASS : BENCH_BASELINE,
 				.unit = "s", .s = sum, .higher_is_better = false,
-				.ratio = sd_bypass(sd) ? NAN : (sd == best[w] ? 1.0 : NAN), .note = note,
+				.ratio = pu_sd_bypass(sd) ? NAN : (sd == best[w] ? 1.0 : NAN), .note = note,
 				.params = params,
 			};
 			if (sd == SD_B && best[w] >= 0)
@@ -683,14 +591,14 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	for (int w = 0; w < W_N; w++) {
 		if (!rss[w][S_REF])
 			continue;
-		if (cannot[w][0])
+		if (L[w].cannot[0])
 			bench_note(c, "%s: cannot run at this memory, not run and left out of the "
 				   "best of Linux's three: %s (the compressed pool's peak in a "
 				   "calibration run at the %.1f MiB limit: the pool alone is larger)",
-				   pu_w_name[w], cannot[w], MIB(limit[w]));
-		double lim = MIB(limit[w]), b = MIB(cg_b[w] > cg_cal[w] ? cg_b[w] : cg_cal[w]);
+				   pu_w_name[w], L[w].cannot, MIB(L[w].limit));
+		double lim = MIB(L[w].limit), b = MIB(cg_b[w] > cg_cal[w] ? cg_b[w] : cg_cal[w]);
 		char lfl[200] = "";
-		if (limit[w] && cg_l[w][0] && b > 0)
+		if (L[w].limit && cg_l[w][0] && b > 0)
 			snprintf(lfl, sizeof(lfl), "; peak charges, Linux / preload: %.2f",
 				 MIB(cg_l[w][0]) / b);
 		bench_note(c, "%s: footprint %.1f MiB resident, %.1f MiB charged (without a limit); "
@@ -731,7 +639,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		bench_note(c, "Linux side not run: %s", why);
 	for (int sd = 2; sd < SD_N; sd++) {
 		if (lwhy[sd][0])
-			bench_note(c, "%s not run: %s", sd_row[sd], lwhy[sd]);
+			bench_note(c, "%s not run: %s", pu_sd_row[sd], lwhy[sd]);
 		else if (lfacts[sd][0])
 			bench_note(c, "%s: %s; its cgroup made anew for each run, its limit the "
 				   "preload's peak charge less the compressed pool's peak of one "
@@ -739,7 +647,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				   "calibrate=0: not lowered), because on cgroup v1 the pool is not "
 				   "charged to the cgroup; the pool's peak sampled every 5 ms in every "
 				   "run (%s) and given beside the cgroup's charge (charged_plus_pool_mib: "
-				   "the largest sum in one run)", sd_row[sd], lfacts[sd],
+				   "the largest sum in one run)", pu_sd_row[sd], lfacts[sd],
 				   sd == 2 ? "zram's mm_stat mem_used_total, and mem_used_max reset "
 				   "before each run" : "/proc/meminfo Zswap, the pool's total size "
 				   "(debugfs pool_total_size is the same figure; debugfs is not "
@@ -750,9 +658,9 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			if (nr[w] && runs_l[w][sd])
 				bench_note(c, "%s, %s: limit %.1f MiB = %.1f (the preload's peak "
 					   "charge) - %.1f (pool peak, calibration run)%s; in the rounds "
-					   "charge + pool peaked at %.1f MiB", pu_w_name[w], sd_row[sd],
-					   MIB(lim_sd[w][sd]), MIB(limit[w]), MIB(pool_cal[w][sd]),
-					   cal_ok[w][sd] ? "" : " (NOT CALIBRATED: the calibration run "
+					   "charge + pool peaked at %.1f MiB", pu_w_name[w], pu_sd_row[sd],
+					   MIB(L[w].side[sd]), MIB(L[w].limit), MIB(L[w].pool_cal[sd]),
+					   L[w].cal_ok[sd] ? "" : " (NOT CALIBRATED: the calibration run "
 					   "failed or was not made)",
 					   MIB(total_l[w][sd]));
 	if (lb[SD_T] || tier_fail[0])
@@ -766,7 +674,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				   "(%s) %.2f, / the preload without the tier %.2f (per round, mean "
 				   "of %d); per run: %.0f pages put in the pool, %.0f swap-ins from "
 				   "the pool, %.0f from the file; peak charge %.1f MiB", pu_w_name[w],
-				   med[w][SD_T], best[w] >= 0 ? sd_key[best[w]] : "none",
+				   med[w][SD_T], best[w] >= 0 ? pu_sd_key[best[w]] : "none",
 				   est_tbest[w].value, est_t[w][SD_B].value, est_tbest[w].n,
 				   (double)tsum[w].tstored / runs_l[w][SD_T],
 				   (double)tsum[w].tpool / runs_l[w][SD_T],
@@ -782,7 +690,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			   "pool peak MiB: zram %.1f, zswap %.1f; pages read from swap per run "
 			   "(pswpin + zswpin): file %.0f+%.0f, zram %.0f+%.0f, zswap %.0f+%.0f",
 			   pu_w_name[w], med[w][0], med[w][2], med[w][3], med[w][1],
-			   sd_row[best[w]], est_best[w].value, est_best[w].n, est_sd[w][0].value,
+			   pu_sd_row[best[w]], est_best[w].value, est_best[w].n, est_sd[w][0].value,
 			   est_sd[w][2].value, est_sd[w][3].value, MIB(pool[w][2]), MIB(pool[w][3]),
 			   runs_l[w][0] ? (double)pswpin[w][0] / runs_l[w][0] : 0.0,
 			   runs_l[w][0] ? (double)zswpin[w][0] / runs_l[w][0] : 0.0,
@@ -805,7 +713,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			if (oom[w][sd])
 				bench_note(c, "%s: %s was killed by the memory cgroup's OOM killer in "
 					   "%d of %d runs%s: its rounds have no figure for it, so "
-					   "that baseline is incomplete%s", pu_w_name[w], sd_row[sd],
+					   "that baseline is incomplete%s", pu_w_name[w], pu_sd_row[sd],
 					   oom[w][sd], oom[w][sd] + runs_l[w][sd],
 					   plant_kill ? " (planted: --param plant=pager.unmodified.kill)"
 					   : "", sd ? " (an outcome of that backend, recorded: not "

@@ -18,6 +18,40 @@ struct sizes {
 /* S_TIER: the preload with its compressed tier on (BYPASS_PAGER_TIER=1). */
 enum side { S_REF, S_LINUX, S_BYPASS, S_ZRAM, S_ZSWAP, S_TIER, S_N };
 
+/* The sides of a round (sd): the swap file, the preload, zram, zswap, the
+ * preload with its compressed tier (issue 35); their program side, their
+ * Linux backend (-1: the preload's), row names and JSON keys (unmodcal.c). */
+enum { SD_B = 1, SD_T = 4, SD_N = 5 };
+extern const enum side pu_sd_side[SD_N];
+extern const int pu_sd_backend[SD_N];
+extern const char *const pu_sd_row[SD_N], *const pu_sd_key[SD_N];
+/* A side of the preload (without or with the tier), not of Linux. */
+static inline bool pu_sd_bypass(int sd)
+{
+	return sd == SD_B || sd == SD_T;
+}
+
+/* One program's Linux memory (unmodcal.c): the limit given to Linux, each
+ * side's own limit (zram, zswap: lowered by their calibrated pool), the
+ * pool's peak in that calibration run, whether it was calibrated, whether
+ * the side cannot run at this memory (its pool alone is larger), and those
+ * sides in words for the notes. */
+struct pu_lim {
+	size_t limit;
+	size_t side[SD_N];
+	uint64_t pool_cal[SD_N];
+	bool cal_ok[SD_N], nomem[SD_N];
+	char cannot[200];
+};
+/* Workload w's limits after the preload's calibration run (cg_cal: its
+ * peak charge, 0 if not measured) on env (set up): env's cgroup made at
+ * L->limit, then zram's and zswap's calibration runs (--param calibrate=0:
+ * none).  A backend that could not be set up gets lb[sd] false and its
+ * reason in lwhy[sd].  false if env's limit could not be set (why says). */
+bool pu_limits(struct bench_ctx *c, struct pb_linux_env *env, int w, const struct sizes *z,
+	       const char *dir, char (*out)[500], size_t swap_size, uint64_t cg_cal, bool *lb,
+	       char (*lwhy)[1024], struct pu_lim *L, char *why, size_t whylen);
+
 /* Inputs: sort's lines, the C program's bytes; 0 or -errno. */
 int pu_make_sort_input(const char *path, size_t bytes);
 int pu_make_prog_input(const char *path, size_t bytes);

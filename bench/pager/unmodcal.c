@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pager.unmodified's Linux memory (split from unmodified.c): the limit each
+ * Linux side gets, and zram's and zswap's calibration runs, which lower
+ * their cgroup's limit by their compressed pool (not charged to a cgroup
+ * v1), or find that the pool alone outgrows the memory.
+ */
+#include "unmodified.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The sides of a round (sd): the swap file, the preload, zram, zswap, the
+ * preload with its compressed tier (issue 35). */
+const enum side pu_sd_side[SD_N] = { S_LINUX, S_BYPASS, S_ZRAM, S_ZSWAP, S_TIER };
+const int pu_sd_backend[SD_N] = { PB_FILE, -1, PB_ZRAM, PB_ZSWAP, -1 };
+const char *const pu_sd_row[SD_N] = { "Linux swap (memory cgroup)", "bypass preload (upcall)",
+				      "Linux zram (memory cgroup)",
+				      "Linux zswap + swap file (memory cgroup)",
+				      "bypass preload + compressed tier (upcall)" };
+const char *const pu_sd_key[SD_N] = { "file", "bypass", "zram", "zswap", "tier" };
+#define MIB(x) ((double)(x) / 1048576.0)
+
+/*
+ * Equal memory for zram and zswap (issue 35): their compressed pool is not
+ * charged to a cgroup v1, so one calibration run of workload w at the
+ * limit measures the pool's peak (zram: mm_stat mem_used_max; zswap:
+ * /proc/meminfo Zswap, the pool's total size, system-wide: the same figure
+ * as debugfs's pool_total_size, which is not mounted here), and the side's
+ * limit becomes the limit less that peak, so that charge + pool is about
+ * the memory the preload took.  *lim: that limit (the limit itself if the
+ * run failed).  1 if the pool was measured (its peak may be 0: nothing was
+ * swapped), 2 if the pool alone was larger than the limit (no limit gives
+ * that side the same memory: it cannot run at this memory), 0 if the run
+ * failed, -1 if the backend could not be set up (why says so).
+ */
+static int calibrate_pool(struct pb_linux_env *env, int sd, int w, const struct sizes *z,
+			  const char *dir, const char *out, size_t limit, size_t swap_size,
+			  size_t *lim, uint64_t *pool_cal, char *why, size_t whylen)
+{
+	char rwhy[1024];
+	double secs;
+	long kb;
+	*lim = limit;
+	*pool_cal = 0;
+	if (env->backend != pu_sd_backend[sd] &&
+	    pb_linux_use(env, pu_sd_backend[sd], swap_size, why, whylen, NULL, 0))
+		return -1;
+	sync();
+	if (pb_linux_limit(env, limit))
+		return 0;
+	pb_linux_reset(env);
+	pb_linux_pool_begin(env);
+	int e = pu_run(pu_sd_side[sd], w, z, dir, env->cg, out, &secs, &kb, rwhy, sizeof(rwhy));
+	uint64_t pl = pb_linux_pool_end(env);
+	if (e && e != -EINTR) /* killed by the OOM killer: its pool counts still */
+		return 0;
+	*pool_cal = pl;
+	if (pl + 4096 > limit)
+		return 2;
+	*lim = (size_t)((limit - pl) & ~4095ull);
+	return 1;
+}
+
+bool pu_limits(struct bench_ctx *c, struct pb_linux_env *env, int w, const struct sizes *z,
+	       const char *dir, char (*out)[500], size_t swap_size, uint64_t cg_cal, bool *lb,
+	       char (*lwhy)[1024], struct pu_lim *L, char *why, size_t whylen)
+{
+	bool lx = true;
+	/* Linux's memory: the preload's peak charge, whole pages (no
+	 * calibration figure: the budget, and the note says) */
+	L->limit = cg_cal ? (size_t)((cg_cal + 4095) & ~4095ull) : z->budget;
+	int e = pb_linux_limit(env, L->limit);
+	if (e) {
+		lx = false;
+		snprintf(why, whylen, "the cgroup's limit of %zu bytes: %s", L->limit,
+			 strerror(-e));
+	}
+	for (int sd = 0; sd < SD_N; sd++) {
+		L->side[sd] = L->limit;
+		if (!lx || !lb[sd] || (sd != 2 && sd != 3))
+			continue;
+		if (!strcmp(bench_param(c, "calibrate", "1"), "0"))
+			continue; /* --param calibrate=0: limit + pool, as before */
+		int k = calibrate_pool(env, sd, w, z, dir, out[pu_sd_side[sd]], L->limit,
+				       swap_size, &L->side[sd], &L->pool_cal[sd], lwhy[sd],
+				       sizeof(lwhy[sd]));
+		if (k < 0)
+			lb[sd] = false;
+		L->cal_ok[sd] = k == 1;
+		if (k == 2) {
+			L->nomem[sd] = true;
+			size_t o = strlen(L->cannot);
+			snprintf(L->cannot + o, sizeof(L->cannot) - o, "%s%s (pool %.1f MiB)",
+				 o ? ", " : "", pu_sd_key[sd], MIB(L->pool_cal[sd]));
+		}
+	}
+	return lx;
+}
