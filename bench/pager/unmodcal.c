@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pager.unmodified's Linux memory (split from unmodified.c): the limit each
- * Linux side gets, and zram's and zswap's calibration runs, which lower
+ * Linux side gets (the budget + the non-anonymous slack the preload was
+ * measured to use), and zram's and zswap's calibration runs, which lower
  * their cgroup's limit by their compressed pool (not charged to a cgroup
  * v1), or find that the pool alone outgrows the memory.
  */
@@ -30,19 +31,19 @@ const char *const pu_sd_key[SD_N] = { "file", "bypass", "zram", "zswap", "tier" 
  * /proc/meminfo Zswap, the pool's total size, system-wide: the same figure
  * as debugfs's pool_total_size, which is not mounted here), and the side's
  * limit becomes the limit less that peak, so that charge + pool is about
- * the memory the preload took.  *lim: that limit (the limit itself if the
- * run failed).  1 if the pool was measured (its peak may be 0: nothing was
- * swapped), 2 if the pool alone was larger than the limit (no limit gives
- * that side the same memory: it cannot run at this memory), 0 if the run
- * failed, -1 if the backend could not be set up (why says so).
+ * the memory the other sides have (the budget + the preload's slack).
+ * *lim: that limit (the limit itself if the run failed).  1 if the pool
+ * was measured (its peak may be 0: nothing was swapped), 2 if the pool
+ * alone was larger than the limit (no limit gives that side the same
+ * memory: it cannot run at this memory), 0 if the run failed, -1 if the
+ * backend could not be set up (why says so).
  */
 static int calibrate_pool(struct pb_linux_env *env, int sd, int w, const struct sizes *z,
 			  const char *dir, const char *out, size_t limit, size_t swap_size,
 			  size_t *lim, uint64_t *pool_cal, char *why, size_t whylen)
 {
 	char rwhy[1024];
-	double secs;
-	long kb;
+	struct pu_res res;
 	*lim = limit;
 	*pool_cal = 0;
 	if (env->backend != pu_sd_backend[sd] &&
@@ -53,7 +54,7 @@ static int calibrate_pool(struct pb_linux_env *env, int sd, int w, const struct 
 		return 0;
 	pb_linux_reset(env);
 	pb_linux_pool_begin(env);
-	int e = pu_run(pu_sd_side[sd], w, z, dir, env->cg, out, &secs, &kb, rwhy, sizeof(rwhy));
+	int e = pu_run(pu_sd_side[sd], w, z, dir, env->cg, out, &res, rwhy, sizeof(rwhy));
 	uint64_t pl = pb_linux_pool_end(env);
 	if (e && e != -EINTR) /* killed by the OOM killer: its pool counts still */
 		return 0;
@@ -65,13 +66,17 @@ static int calibrate_pool(struct pb_linux_env *env, int sd, int w, const struct 
 }
 
 bool pu_limits(struct bench_ctx *c, struct pb_linux_env *env, int w, const struct sizes *z,
-	       const char *dir, char (*out)[500], size_t swap_size, uint64_t cg_cal, bool *lb,
-	       char (*lwhy)[1024], struct pu_lim *L, char *why, size_t whylen)
+	       const char *dir, char (*out)[500], size_t swap_size, const struct pb_cg_mem *cal,
+	       bool *lb, char (*lwhy)[1024], struct pu_lim *L, char *why, size_t whylen)
 {
 	bool lx = true;
-	/* Linux's memory: the preload's peak charge, whole pages (no
-	 * calibration figure: the budget, and the note says) */
-	L->limit = cg_cal ? (size_t)((cg_cal + 4095) & ~4095ull) : z->budget;
+	/* Linux's memory (issue 35, equal memory): the budget and the same
+	 * non-anonymous slack the preload's calibration run was measured to
+	 * use (its cgroup's charge less its anonymous memory: page cache and
+	 * kernel memory; the program's output is written outside the cgroup),
+	 * whole pages; not measured: the budget alone, and the note says */
+	L->slack = cal && cal->samples ? (size_t)((cal->nonanon + 4095) & ~4095ull) : 0;
+	L->limit = z->budget + L->slack;
 	int e = pb_linux_limit(env, L->limit);
 	if (e) {
 		lx = false;

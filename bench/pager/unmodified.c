@@ -16,18 +16,24 @@
  *             (Python's sqlite3 module): a table and an index built, then
  *             a range query and a sorted read.
  *
- * Like for like (issue 33; ../shared/BENCHMARKING.md, rule 15): the memory
- * of the whole process, measured the same way on both sides, by a memory
- * cgroup's peak charge (v1 memory.max_usage_in_bytes, v2 memory.peak:
- * anonymous memory, page cache and kernel memory the process caused).  The
- * preload runs with its budget (about 40% of the program's footprint) and
- * BYPASS_PAGER_HEAP_AFTER=0, so its budget covers the program's allocations
- * from the first one; each of its runs sits in a cgroup without a limit
- * that only measures.  A calibration run of the preload before the rounds
- * gives its peak charge, and the Linux side's cgroup limit is set to it:
- * Linux gets exactly the memory the preload took.  Each row prints its
- * side's peak charge and peak resident set (wait4's maxrss, max over the
- * runs).
+ * Like for like (issue 33; ../shared/BENCHMARKING.md, rule 15; issue 35's
+ * equal memory, docs/BENCHMARKS.in.md): each side gets the budget and the
+ * same non-anonymous slack, measured the same way on both sides by a memory
+ * cgroup (cgmem.c: memory.stat's anonymous memory and page cache, and the
+ * charge, sampled every 10 ms).  The preload runs with its budget (about
+ * 40% of the program's footprint) and BYPASS_PAGER_HEAP_AFTER=0, so its
+ * budget covers the program's allocations from the first one; each of its
+ * runs sits in a cgroup without a limit that only measures.  Every run's
+ * stdout goes through a pipe to a writer outside the measured cgroup, so no
+ * side is charged its output's page cache.  A calibration run of the
+ * preload before the rounds gives its non-anonymous slack (the largest of
+ * its charge less its anonymous memory: page cache and kernel memory); the
+ * Linux side's cgroup limit is the budget + that slack (unmodcal.c; zram's
+ * and zswap's less their compressed pool).  Where the preload's anonymous
+ * memory overruns its budget, its row says so; that memory is not given to
+ * Linux.  Each row prints its side's peak charge, anonymous memory and page
+ * cache, peak resident set (wait4's maxrss, max over the runs) and
+ * CPU-seconds per run.
  *
  * For each: wall time per run (the row; the ratio is the per-round
  * bypass / Linux ratio, Student's t over the rounds), swap-ins (pages read
@@ -163,7 +169,8 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	}
 	bench_begin(c, id, "unmodified programs at the same memory for the whole process: the "
 		    "pager preload at a budget below their footprint vs Linux swap in a memory "
-		    "cgroup limited to the preload's measured peak, swapping to a file, to zram, or "
+		    "cgroup limited to the budget + the preload's measured non-anonymous memory, "
+		    "swapping to a file, to zram, or "
 		    "to a file behind zswap (seconds per run, x baseline time, lower is better)",
 		    "the best of Linux's swap file, zram and zswap (per program)");
 	char path[500], why[1024] = "", facts[1024] = "";
@@ -235,6 +242,12 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	uint64_t cg_ref[W_N] = { 0 }, cg_cal[W_N] = { 0 }, cg_b[W_N] = { 0 };
 	uint64_t cg_l[W_N][SD_N] = { { 0 } };
 	uint64_t cg_bmin[W_N] = { 0 }; /* the smallest of the preload's rounds' peaks */
+	/* each side's cgroup's peaks of anonymous memory and page cache (max
+	 * over its runs; the preload's include its calibration run), the
+	 * reference's and the calibration run's; CPU-seconds summed over the
+	 * rounds (cgmem.c, issue 35) */
+	static struct pb_cg_mem mem[W_N][SD_N], mem_ref[W_N], mem_cal[W_N];
+	static double cpu[W_N][SD_N];
 	/* per program: the Linux sides' limits (unmodcal.c) */
 	struct pu_lim L[W_N];
 	memset(L, 0, sizeof(L));
@@ -259,13 +272,16 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		int wr = w == W_SYSCALLS ? c_rounds : rounds;
 		planned[w] = wr;
 		char cgm[400] = "";
-		double secs;
-		long kb = 0;
+		struct pu_res res;
 		/* the reference output and footprint: no limit, no preload */
 		if (have_linux)
 			pb_cg_make(&env, "ref", cgm, sizeof(cgm));
-		if (pu_run(S_REF, w, &z, dir, cgm, out[w][S_REF], &ref_s[w], &rss[w][S_REF],
-			fail_why[w], sizeof(fail_why[w]))) {
+		e = pu_run(S_REF, w, &z, dir, cgm, out[w][S_REF], &res, fail_why[w],
+			   sizeof(fail_why[w]));
+		ref_s[w] = res.secs;
+		rss[w][S_REF] = res.maxrss_kb;
+		mem_ref[w] = res.mem;
+		if (e) {
 			bad[w] = true;
 			if (cgm[0])
 				pb_cg_remove(cgm);
@@ -275,13 +291,15 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			cg_ref[w] = pb_cg_peak(cgm);
 			pb_cg_remove(cgm);
 		}
-		/* the calibration run of the preload: its peak charge is the
-		 * Linux side's limit */
+		/* the calibration run of the preload: its non-anonymous slack
+		 * (its cgroup's charge less its anonymous memory), added to the
+		 * budget, is the Linux side's limit */
 		cgm[0] = 0;
 		if (have_linux)
 			pb_cg_make(&env, "cal", cgm, sizeof(cgm));
-		e = pu_run(S_BYPASS, w, &zb, dir, cgm, out[w][S_BYPASS], &secs, &kb, fail_why[w],
-			sizeof(fail_why[w]));
+		e = pu_run(S_BYPASS, w, &zb, dir, cgm, out[w][S_BYPASS], &res, fail_why[w],
+			   sizeof(fail_why[w]));
+		mem_cal[w] = res.mem;
 		if (!e && !pu_same_file(out[w][S_REF], out[w][S_BYPASS])) {
 			e = -EIO;
 			snprintf(fail_why[w], sizeof(fail_why[w]), "%s: the output differs from the "
@@ -296,15 +314,16 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			ret = 1;
 			continue;
 		}
-		if (kb > rss[w][S_BYPASS])
-			rss[w][S_BYPASS] = kb;
+		if (res.maxrss_kb > rss[w][S_BYPASS])
+			rss[w][S_BYPASS] = res.maxrss_kb;
+		pb_cg_mem_max(&mem[w][SD_B], &res.mem);
 		struct brun br;
 		pu_brun_take(dir, &br);
 		if (br.peak > bsum[w].peak)
 			bsum[w].peak = br.peak;
 		/* Linux's memory, each side's limit (unmodcal.c) */
-		bool lx = have_linux && pu_limits(c, &env, w, &z, dir, out[w], swap_size, cg_cal[w], lb,
-						  lwhy, &L[w], why, sizeof(why));
+		bool lx = have_linux && pu_limits(c, &env, w, &z, dir, out[w], swap_size,
+						  &mem_cal[w], lb, lwhy, &L[w], why, sizeof(why));
 		struct bench_rounds rr;
 		int r;
 		bench_rounds_init(c, &rr, wr, 0);
@@ -340,14 +359,13 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					pb_linux_pool_begin(&env);
 				}
 				uint64_t in0 = pb_vmstat("pswpin"), zin0 = pb_vmstat("zswpin");
-				kb = 0;
 				bool kill_it = plant_kill && side == S_LINUX && r == 0;
 				/* each preload run in a measuring cgroup of its own */
 				char cgb[400] = "";
 				if (pu_sd_bypass(sd) && have_linux)
 					pb_cg_make(&env, sd == SD_B ? "byp" : "tier", cgb, sizeof(cgb));
 				e = pu_run(side, w, pu_sd_bypass(sd) ? &zb : &z, dir,
-					   pu_sd_bypass(sd) ? cgb : env.cg, out[w][side], &secs, &kb,
+					   pu_sd_bypass(sd) ? cgb : env.cg, out[w][side], &res,
 					   fail_why[w], sizeof(fail_why[w]));
 				uint64_t pl = 0, pk_l = 0;
 				if (!pu_sd_bypass(sd)) {
@@ -375,8 +393,10 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				}
 				if (kill_it && !e) /* as if its OOM killer had struck */
 					e = -EINTR;
-				if (kb > rss[w][side])
-					rss[w][side] = kb;
+				if (res.maxrss_kb > rss[w][side])
+					rss[w][side] = res.maxrss_kb;
+				if (!e || !pu_sd_bypass(sd))
+					pb_cg_mem_max(&mem[w][sd], &res.mem);
 				if (!e && side == S_BYPASS && w == W_SYSCALLS && bench_planted(c, id))
 					pu_append_byte(out[w][side]); /* tests/pager/bench-plant.sh */
 				if (!e && !pu_same_file(out[w][S_REF], out[w][side])) {
@@ -408,7 +428,8 @@ int bench_pager_unmodified(struct bench_ctx *c)
 						ret = 1;
 					break;
 				}
-				t[w][sd][r] = secs;
+				t[w][sd][r] = res.secs;
+				cpu[w][sd] += res.cpu_s;
 				if (!pu_sd_bypass(sd)) {
 					pswpin[w][sd] += pb_vmstat("pswpin") - in0;
 					zswpin[w][sd] += pb_vmstat("zswpin") - zin0;
@@ -470,7 +491,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				continue;
 			struct bench_summary sum;
 			bench_summarize_finite(t[w][sd], (size_t)nr[w], &sum);
-			char name[128], params[2000], note[400];
+			char name[128], params[3000], note[600];
 			enum side side = pu_sd_side[sd];
 			uint64_t cgp = sd == SD_B ? cg_b[w] : cg_l[w][sd];
 			snprintf(name, sizeof(name), "%s: %s", pu_w_name[w], pu_sd_row[sd]);
@@ -480,31 +501,40 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				: (runs_l[w][sd] ? (double)(pswpin[w][sd] + zswpin[w][sd]) /
 						   runs_l[w][sd] : 0.0);
 			bool calib = sd == 2 || sd == 3;
+			const struct pb_cg_mem *m = &mem[w][sd];
+			double cpus = bruns ? cpu[w][sd] / bruns : 0.0;
 			if (pu_sd_bypass(sd))
-				snprintf(note, sizeof(note), "peak %.1f MiB charged, %.1f MiB resident; "
-					 "ratio: per round, to the best of Linux's three (%s)%s",
-					 MIB(cgp), rss[w][side] / 1024.0,
+				snprintf(note, sizeof(note), "peak %.1f MiB charged (%.1f anon, %.1f "
+					 "file), %.1f MiB resident; %.2f CPU-s per run; ratio: per round, "
+					 "to the best of Linux's three (%s)%s", MIB(cgp), MIB(m->anon),
+					 MIB(m->file), rss[w][side] / 1024.0, cpus,
 					 best[w] >= 0 ? pu_sd_key[best[w]] : "none",
 					 sd == SD_T ? "; the tier's pool inside the budget" : "");
 			else
-				snprintf(note, sizeof(note), "peak %.1f MiB charged + %.1f MiB "
-					 "compressed pool, %.1f MiB resident; limit %.1f MiB: the "
-					 "preload's peak charge%s%s%s", MIB(cgp), MIB(pool[w][sd]),
-					 rss[w][side] / 1024.0, MIB(L[w].side[sd]),
+				snprintf(note, sizeof(note), "peak %.1f MiB charged (%.1f anon, %.1f "
+					 "file) + %.1f MiB compressed pool, %.1f MiB resident; %.2f CPU-s "
+					 "per run; limit %.1f MiB: the budget + the preload's "
+					 "non-anonymous slack %.1f%s%s%s", MIB(cgp), MIB(m->anon), MIB(m->file),
+					 MIB(pool[w][sd]), rss[w][side] / 1024.0, cpus,
+					 MIB(L[w].side[sd]), MIB(L[w].slack),
 					 L[w].cal_ok[sd] ? " less the pool's calibrated peak" : "",
 					 sd == best[w] ? "; the best of Linux's three" : "",
 					 oom[w][sd] ? "; OOM-killed in some runs" : "");
-			char incl[400];
+			char incl[600];
 			if (sd == 0)
-				snprintf(incl, sizeof(incl), "anonymous memory, page cache and kernel "
-					 "memory charged to the cgroup (no pool)");
+				snprintf(incl, sizeof(incl), "the budget + the preload's non-anonymous "
+					 "slack (%.1f MiB: its cgroup's charge less its anonymous memory "
+					 "in its calibration run: page cache and kernel memory; every "
+					 "side's output written outside its cgroup); anonymous memory, "
+					 "page cache and kernel memory charged to the cgroup (no pool)",
+					 MIB(L[w].slack));
 			else if (calib && L[w].cal_ok[sd])
 				snprintf(incl, sizeof(incl), "calibrated: the cgroup's limit is the "
-					 "preload's peak charge less the pool's peak in a calibration run "
-					 "(%.1f MiB, %s), so that charge + pool is about the preload's "
-					 "memory; the pool itself is not charged to a cgroup v1",
-					 MIB(L[w].pool_cal[sd]), sd == 2 ? "zram mm_stat mem_used_max" :
-					 "/proc/meminfo Zswap");
+					 "budget + the preload's non-anonymous slack (%.1f MiB) less the "
+					 "pool's peak in a calibration run (%.1f MiB, %s), so that charge "
+					 "+ pool is about that memory; the pool itself is not charged to "
+					 "a cgroup v1", MIB(L[w].slack), MIB(L[w].pool_cal[sd]),
+					 sd == 2 ? "zram mm_stat mem_used_max" : "/proc/meminfo Zswap");
 			else
 				snprintf(incl, sizeof(incl), "NOT CALIBRATED: the cgroup's charge only "
 					 "(the compressed pool is not charged to a cgroup v1: zram never, "
@@ -515,10 +545,27 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				 "\"footprint_mib\": %.1f, "
 				 "\"footprint_charged_mib\": %.1f, \"peak_rss_mib\": %.1f, "
 				 "\"peak_charged_mib\": %.1f, \"linux_limit_mib\": %.1f, "
-				 "\"swap_in_pages_per_run\": %.0f, \"runs\": %d",
+				 "\"swap_in_pages_per_run\": %.0f, \"runs\": %d, "
+				 "\"peak_anon_mib\": %.1f, \"peak_file_mib\": %.1f, "
+				 "\"cpu_s_per_run\": %.3f, \"nonanon_slack_mib\": %.1f, "
+				 "\"footprint_anon_mib\": %.1f, \"footprint_file_mib\": %.1f, "
+				 "\"output\": \"through a pipe to a writer outside the cgroup\"",
 				 pu_w_key[w], pu_sd_key[sd], zb.budget >> 20, rss[w][S_REF] / 1024.0,
 				 MIB(cg_ref[w]), rss[w][side] / 1024.0, MIB(cgp), MIB(L[w].limit), swin,
-				 bruns);
+				 bruns, MIB(m->anon), MIB(m->file), cpus, MIB(L[w].slack),
+				 MIB(mem_ref[w].anon), MIB(mem_ref[w].file));
+			if (pu_sd_bypass(sd) && best[w] >= 0) {
+				/* the other side of the comparison, beside it */
+				int lb_ = best[w];
+				const struct pb_cg_mem *ml = &mem[w][lb_];
+				nb += snprintf(params + nb, sizeof(params) - (size_t)nb,
+					       ", \"best_linux_peak_anon_mib\": %.1f, "
+					       "\"best_linux_peak_file_mib\": %.1f, "
+					       "\"best_linux_pool_peak_mib\": %.1f, "
+					       "\"best_linux_cpu_s_per_run\": %.3f", MIB(ml->anon),
+					       MIB(ml->file), MIB(pool[w][lb_]), runs_l[w][lb_] ?
+					       cpu[w][lb_] / runs_l[w][lb_] : 0.0);
+			}
 			const struct bench_est *eb = sd == SD_T ? est_t[w] : est_sd[w];
 			if (!pu_sd_bypass(sd))
 				nb += snprintf(params + nb, sizeof(params) - (size_t)nb,
@@ -582,12 +629,20 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		   "and an index in an in-memory database (Python's sqlite3, cache_size 4 GB)",
 		   zb.budget >> 20, z.prog_bytes >> 20, (unsigned long long)z.updates,
 		   z.sort_bytes >> 20, (unsigned long long)z.py_n, (unsigned long long)z.sq_n);
-	bench_note(c, "same memory, measured the same way: a memory cgroup's peak charge "
-		   "(anonymous memory, page cache and kernel memory of the whole process); each "
-		   "preload run sits in a cgroup without a limit that only measures; a "
-		   "calibration run of the preload before the rounds gives its peak charge, "
-		   "and the Linux side's cgroup limit is set to it; each row gives its side's "
-		   "peak charge and peak resident set (wait4's maxrss), max over its runs");
+	bench_note(c, "same memory (issue 35's rule): each side gets the budget and the same "
+		   "non-anonymous slack; every run's output (stdout) goes through a pipe to a "
+		   "writer outside the measured cgroup, so the output's page cache is charged "
+		   "to no side; each preload run sits in a cgroup without a limit that only "
+		   "measures; a calibration run of the preload before the rounds gives its "
+		   "non-anonymous slack (the largest of its cgroup's charge less its anonymous "
+		   "memory: page cache and kernel memory), and the Linux side's cgroup limit is "
+		   "the budget + that slack; where the preload's anonymous memory overran its "
+		   "budget, that is reported in its row, not given to Linux; every cgroup's "
+		   "memory.stat (anonymous memory: v1 rss; page cache: v1 cache less "
+		   "swapcached) sampled every %d ms in every run; each row gives its side's "
+		   "peak charge, peak anonymous memory and page cache, peak resident set "
+		   "(wait4's maxrss), max over its runs, and its CPU-seconds per run (the "
+		   "program's user + system time)", PB_CG_MEM_PERIOD_MS);
 	for (int w = 0; w < W_N; w++) {
 		if (!rss[w][S_REF])
 			continue;
@@ -603,14 +658,17 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				 MIB(cg_l[w][0]) / b);
 		bench_note(c, "%s: footprint %.1f MiB resident, %.1f MiB charged (without a limit); "
 			   "the preload (budget %zu MiB): peak %.1f MiB resident, %.1f MiB charged "
-			   "(calibration %.1f, its rounds %.1f-%.1f); Linux: limit %.1f MiB, peak "
+			   "(calibration %.1f, its rounds %.1f-%.1f), non-anonymous slack %.1f MiB "
+			   "(calibration run: %.1f MiB anonymous, %.1f MiB page cache at their "
+			   "peaks); Linux: limit %.1f MiB, peak "
 			   "%.1f MiB resident, %.1f "
 			   "MiB charged%s; pages read from swap per run (mean): %.0f bypass (%.0f "
 			   "swap-in faults, the rest readahead), %.0f Linux swap file (pswpin); bypass "
 			   "evictions %llu, access samples %llu (hits %llu), resident peak %llu "
 			   "pages, over %d runs", pu_w_name[w], rss[w][S_REF] / 1024.0, MIB(cg_ref[w]),
 			   zb.budget >> 20, rss[w][S_BYPASS] / 1024.0, b, MIB(cg_cal[w]),
-			   MIB(cg_bmin[w]), MIB(cg_b[w]), lim,
+			   MIB(cg_bmin[w]), MIB(cg_b[w]), MIB(L[w].slack), MIB(mem_cal[w].anon),
+			   MIB(mem_cal[w].file), lim,
 			   rss[w][S_LINUX] / 1024.0, MIB(cg_l[w][0]), lfl,
 			   runs_b[w] ? (double)bsum[w].rdpages / runs_b[w] : 0.0,
 			   runs_b[w] ? (double)bsum[w].swapin / runs_b[w] : 0.0,
@@ -642,7 +700,8 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			bench_note(c, "%s not run: %s", pu_sd_row[sd], lwhy[sd]);
 		else if (lfacts[sd][0])
 			bench_note(c, "%s: %s; its cgroup made anew for each run, its limit the "
-				   "preload's peak charge less the compressed pool's peak of one "
+				   "budget + the preload's non-anonymous slack less the compressed "
+				   "pool's peak of one "
 				   "calibration run at that limit before the rounds (--param "
 				   "calibrate=0: not lowered), because on cgroup v1 the pool is not "
 				   "charged to the cgroup; the pool's peak sampled every 5 ms in every "
@@ -656,8 +715,9 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	for (int w = 0; w < W_N; w++)
 		for (int sd = 2; sd < 4; sd++)
 			if (nr[w] && runs_l[w][sd])
-				bench_note(c, "%s, %s: limit %.1f MiB = %.1f (the preload's peak "
-					   "charge) - %.1f (pool peak, calibration run)%s; in the rounds "
+				bench_note(c, "%s, %s: limit %.1f MiB = %.1f (the budget + the "
+					   "preload's non-anonymous slack) - %.1f (pool peak, "
+					   "calibration run)%s; in the rounds "
 					   "charge + pool peaked at %.1f MiB", pu_w_name[w], pu_sd_row[sd],
 					   MIB(L[w].side[sd]), MIB(L[w].limit), MIB(L[w].pool_cal[sd]),
 					   L[w].cal_ok[sd] ? "" : " (NOT CALIBRATED: the calibration run "
@@ -698,6 +758,29 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			   runs_l[w][2] ? (double)zswpin[w][2] / runs_l[w][2] : 0.0,
 			   runs_l[w][3] ? (double)pswpin[w][3] / runs_l[w][3] : 0.0,
 			   runs_l[w][3] ? (double)zswpin[w][3] / runs_l[w][3] : 0.0);
+	}
+	/* issue 35: both sides' memory beside their time, per program */
+	for (int w = 0; w < W_N; w++) {
+		if (!nr[w])
+			continue;
+		char sides[1200] = "";
+		size_t o = 0;
+		static const int order[SD_N] = { 0, 2, 3, 1, 4 };
+		for (int i = 0; i < SD_N; i++) {
+			int sd = order[i], n = sd == SD_B ? runs_b[w] : runs_l[w][sd];
+			if (!n || o >= sizeof(sides))
+				continue;
+			o += (size_t)snprintf(sides + o, sizeof(sides) - o, "%s%s %.2f / %.2f / "
+					      "%.1f / %.1f / %.1f", o ? ", " : "", pu_sd_key[sd],
+					      med[w][sd], cpu[w][sd] / n, MIB(mem[w][sd].anon),
+					      MIB(mem[w][sd].file), MIB(pool[w][sd]));
+		}
+		bench_note(c, "%s, side by side (wall s median / CPU-s per run / peak anonymous "
+			   "MiB / peak page cache MiB / compressed pool MiB, Linux's outside its "
+			   "cgroup): %s; Linux's limit %.1f MiB = budget %zu + the preload's "
+			   "non-anonymous slack %.1f; without a limit: %.1f anonymous, %.1f page "
+			   "cache", pu_w_name[w], sides, MIB(L[w].limit), z.budget >> 20,
+			   MIB(L[w].slack), MIB(mem_ref[w].anon), MIB(mem_ref[w].file));
 	}
 	if (!have_python)
 		bench_note(c, "python and sqlite not run: no %s", PYTHON);

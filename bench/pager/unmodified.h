@@ -37,20 +37,21 @@ static inline bool pu_sd_bypass(int sd)
  * the side cannot run at this memory (its pool alone is larger), and those
  * sides in words for the notes. */
 struct pu_lim {
-	size_t limit;
+	size_t limit, slack; /* the budget + slack; the preload's non-anonymous slack */
 	size_t side[SD_N];
 	uint64_t pool_cal[SD_N];
 	bool cal_ok[SD_N], nomem[SD_N];
 	char cannot[200];
 };
-/* Workload w's limits after the preload's calibration run (cg_cal: its
- * peak charge, 0 if not measured) on env (set up): env's cgroup made at
- * L->limit, then zram's and zswap's calibration runs (--param calibrate=0:
- * none).  A backend that could not be set up gets lb[sd] false and its
- * reason in lwhy[sd].  false if env's limit could not be set (why says). */
+/* Workload w's limits after the preload's calibration run (cal: its
+ * cgroup's peaks, no samples if not measured) on env (set up): L->limit =
+ * z's budget + the preload's non-anonymous slack, env's cgroup made at it,
+ * then zram's and zswap's calibration runs (--param calibrate=0: none).  A
+ * backend that could not be set up gets lb[sd] false and its reason in
+ * lwhy[sd].  false if env's limit could not be set (why says). */
 bool pu_limits(struct bench_ctx *c, struct pb_linux_env *env, int w, const struct sizes *z,
-	       const char *dir, char (*out)[500], size_t swap_size, uint64_t cg_cal, bool *lb,
-	       char (*lwhy)[1024], struct pu_lim *L, char *why, size_t whylen);
+	       const char *dir, char (*out)[500], size_t swap_size, const struct pb_cg_mem *cal,
+	       bool *lb, char (*lwhy)[1024], struct pu_lim *L, char *why, size_t whylen);
 
 /* Inputs: sort's lines, the C program's bytes; 0 or -errno. */
 int pu_make_sort_input(const char *path, size_t bytes);
@@ -59,11 +60,20 @@ int pu_make_prog_input(const char *path, size_t bytes);
 void pu_append_byte(const char *path);
 /* Byte-identical files? */
 bool pu_same_file(const char *a, const char *b);
+/* What one run measured: wall time, the program's CPU time (user +
+ * system, its own and its children's), its peak resident set (wait4's
+ * maxrss) and its cgroup's peaks (cgmem.c; zero without a cgroup). */
+struct pu_res {
+	double secs, cpu_s;
+	long maxrss_kb;
+	struct pb_cg_mem mem;
+};
 /* Run workload w on one side (in cgroup cg when not empty); its stdout
- * goes to out.  0 and the wall time and the peak resident set, or -errno
- * with the reason in why (-EINTR: killed by a signal). */
+ * goes through a pipe to a writer process outside cg, which writes it to
+ * out (so the output's page cache is not charged to the program).  0 and
+ * res, or -errno with the reason in why (-EINTR: killed by a signal). */
 int pu_run(enum side side, int w, const struct sizes *z, const char *dir, const char *cg,
-	   const char *out, double *secs, long *maxrss_kb, char *why, size_t whylen);
+	   const char *out, struct pu_res *res, char *why, size_t whylen);
 /* The scratch directory and every file in it. */
 void pu_rmtree(const char *dir);
 /* This bench, and so the preload beside it, built with AddressSanitizer. */

@@ -132,13 +132,39 @@ bool pu_same_file(const char *a, const char *b)
 }
 
 
+/* The writer of a run's stdout (a child outside the measured cgroup):
+ * the pipe's bytes into out; exits 0, or 5 (open) or 6 (write). */
+static __attribute__((noreturn)) void pu_writer(int rfd, const char *out)
+{
+	pb_cleanup_on_signal(NULL);
+	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		_exit(5);
+	static char buf[1 << 16];
+	for (;;) {
+		ssize_t n = read(rfd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		for (ssize_t o = 0; o < n;) {
+			ssize_t k = write(fd, buf + o, (size_t)(n - o));
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				_exit(6);
+			o += k;
+		}
+	}
+	_exit(close(fd) ? 6 : 0);
+}
+
 /*
- * Run workload w on one side; its stdout goes to out.  0 and the wall time,
- * or -errno with the reason in why.
+ * Run workload w on one side; its stdout goes through a pipe to a writer
+ * outside cg, into out.  0 and res, or -errno with the reason in why.
  */
 int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
-	       const char *cg, const char *out, double *secs, long *maxrss_kb, char *why,
-	       size_t whylen)
+	       const char *cg, const char *out, struct pu_res *res, char *why, size_t whylen)
 {
 	char in[400], pout[400], spec[1000], buf[64], pre[600], stats[400];
 	snprintf(in, sizeof(in), "%s/%s.in", dir, w == W_SORT ? "sort" : "prog");
@@ -147,20 +173,42 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 	snprintf(spec, sizeof(spec), "%s %s %zu %llu", in, pout, z->prog_bytes,
 		 (unsigned long long)z->updates);
 	snprintf(pre, sizeof(pre), "%s/libbypass-pager.so", bench_build_dir());
-	double t0 = pu_now_s();
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0)
+	memset(res, 0, sizeof(*res));
+	/* the output through a pipe to a writer in the bench's own cgroup:
+	 * what the measured cgroup is charged is the program's own memory */
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
+	fflush(NULL);
+	pid_t wpid = fork();
+	if (wpid < 0) {
+		int e = -errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return e;
+	}
+	if (!wpid) {
+		close(pfd[1]); /* its EOF: the program's end */
+		pu_writer(pfd[0], out);
+	}
+	close(pfd[0]);
+	struct pb_cg_sampler smp;
+	pb_cg_mem_begin(&smp, cg);
+	double t0 = pu_now_s();
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(pfd[1]);
+		waitpid(wpid, NULL, 0);
+		pb_cg_mem_end(&smp, &res->mem);
+		return e;
+	}
 	if (!pid) {
 		pb_cleanup_on_signal(NULL);
 		if (cg && cg[0] && pb_cg_join(cg, getpid()))
 			_exit(4); /* the side's cgroup: its limit, or a peak to measure */
-		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fd < 0)
+		if (dup2(pfd[1], 1) < 0)
 			_exit(5);
-		dup2(fd, 1);
-		close(fd);
 		setenv("LC_ALL", "C", 1);
 		if (side == S_BYPASS || side == S_TIER) {
 			if (side == S_TIER)
@@ -196,12 +244,24 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 	int st;
 	struct rusage ru;
 	memset(&ru, 0, sizeof(ru));
+	close(pfd[1]);
 	while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR)
 		;
-	*maxrss_kb = ru.ru_maxrss; /* the whole process's peak resident set */
+	res->secs = pu_now_s() - t0;
+	res->maxrss_kb = ru.ru_maxrss; /* the whole process's peak resident set */
+	res->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+		     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+	pb_cg_mem_end(&smp, &res->mem);
+	int wst = 0;
+	while (waitpid(wpid, &wst, 0) < 0 && errno == EINTR)
+		;
 	bench_watchdog(0, NULL, 0);
 	pb_running_child = 0;
-	*secs = pu_now_s() - t0;
+	if (!WIFSIGNALED(st) && !WEXITSTATUS(st) && (!WIFEXITED(wst) || WEXITSTATUS(wst))) {
+		snprintf(why, whylen, "%s: the writer of its output to %s failed (status %d)",
+			 pu_w_name[w], out, wst);
+		return -EIO;
+	}
 	if (WIFSIGNALED(st)) {
 		snprintf(why, whylen, "%s killed by signal %d", pu_w_name[w], WTERMSIG(st));
 		return -EINTR;

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A memory cgroup's anonymous memory and page cache over one run (issue
+ * 35's equal memory): a thread reads the cgroup's memory.stat and its
+ * charge every 10 ms and keeps the peaks of its anonymous memory (v1 rss,
+ * v2 anon), of its page cache (v1 cache, v2 file, less swapcached: pages of
+ * swap kept in memory are the anonymous pages' own, not a file's) and of
+ * its charge less its anonymous memory (the non-anonymous part: page cache
+ * and the kernel memory charged to the cgroup).
+ */
+#include "pager_bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The whole of a small file (at most len - 1 bytes): its length, or -1. */
+static ssize_t read_all(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t n = 0;
+	while (n + 1 < len) {
+		ssize_t k = read(fd, buf + n, len - 1 - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+	}
+	close(fd);
+	buf[n] = 0;
+	return (ssize_t)n;
+}
+
+/* The value of key (a whole word at the start of a line), or 0. */
+static uint64_t stat_key(const char *buf, const char *key)
+{
+	size_t n = strlen(key);
+	for (const char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, n) && p[n] == ' ')
+			return strtoull(p + n + 1, NULL, 10);
+	return 0;
+}
+
+/* One sample of cg: false if its memory.stat cannot be read. */
+static bool sample(const char *cg, uint64_t *anon, uint64_t *file, uint64_t *charge)
+{
+	char path[500], buf[16384];
+	snprintf(path, sizeof(path), "%s/memory.stat", cg);
+	if (read_all(path, buf, sizeof(buf)) <= 0)
+		return false;
+	bool v2 = strstr(buf, "\nfile ") || !strncmp(buf, "anon ", 5);
+	uint64_t sc = stat_key(buf, "swapcached");
+	uint64_t f = stat_key(buf, v2 ? "file" : "cache");
+	*anon = stat_key(buf, v2 ? "anon" : "rss");
+	*file = f > sc ? f - sc : 0;
+	char c[64];
+	snprintf(path, sizeof(path), "%s/%s", cg, v2 ? "memory.current" : "memory.usage_in_bytes");
+	*charge = read_all(path, c, sizeof(c)) > 0 ? strtoull(c, NULL, 10) : 0;
+	return true;
+}
+
+static void take(struct pb_cg_sampler *s)
+{
+	uint64_t a, f, c;
+	if (!sample(s->cg, &a, &f, &c))
+		return;
+	s->m.samples++;
+	if (a > s->m.anon)
+		s->m.anon = a;
+	if (f > s->m.file)
+		s->m.file = f;
+	if (c > a && c - a > s->m.nonanon)
+		s->m.nonanon = c - a;
+}
+
+static void *sampler(void *arg)
+{
+	struct pb_cg_sampler *s = arg;
+	struct timespec nap = { 0, PB_CG_MEM_PERIOD_MS * 1000000L };
+	while (!s->stop) {
+		take(s);
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+void pb_cg_mem_begin(struct pb_cg_sampler *s, const char *cg)
+{
+	memset(s, 0, sizeof(*s));
+	if (!cg || !cg[0])
+		return;
+	snprintf(s->cg, sizeof(s->cg), "%s", cg);
+	pthread_t t;
+	if (pthread_create(&t, NULL, sampler, s) == 0)
+		s->thread = (unsigned long)t;
+}
+
+void pb_cg_mem_end(struct pb_cg_sampler *s, struct pb_cg_mem *m)
+{
+	if (s->thread) {
+		s->stop = 1;
+		pthread_join((pthread_t)s->thread, NULL);
+		s->thread = 0;
+	}
+	if (s->cg[0])
+		take(s); /* the last of it (what the run left charged) */
+	*m = s->m;
+}
+
+void pb_cg_mem_max(struct pb_cg_mem *sum, const struct pb_cg_mem *m)
+{
+	if (m->anon > sum->anon)
+		sum->anon = m->anon;
+	if (m->file > sum->file)
+		sum->file = m->file;
+	if (m->nonanon > sum->nonanon)
+		sum->nonanon = m->nonanon;
+	sum->samples += m->samples;
+}
