@@ -552,7 +552,9 @@ int bp_tree_join(struct bypass_pager *p, struct bp_ledger *L)
 	return 0;
 }
 
-void bp_tree_child(struct bypass_pager *p)
+void (*bp_tree_test_child_hook)(struct bypass_pager *p);
+
+static void tree_child(struct bypass_pager *p)
 {
 	struct bp_tree *T = tree_of(p);
 	if (!T)
@@ -583,6 +585,15 @@ void bp_tree_child(struct bypass_pager *p)
 	if (thread_start(T))
 		bp_err("bypass: pager: fork: the child's ledger thread did not start; it "
 		       "evicts only for itself");
+}
+
+void bp_tree_child(struct bypass_pager *p)
+{
+	tree_child(p);
+	/* tests/pager/tree-fork-ask: where an ask may reach the child before
+	 * its pager is re-armed */
+	if (bp_unlikely(bp_tree_test_child_hook != NULL))
+		bp_tree_test_child_hook(p);
 }
 
 void bp_tree_leave(struct bypass_pager *p)

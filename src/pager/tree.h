@@ -55,6 +55,12 @@ int bp_tree_join(struct bypass_pager *p, struct bp_ledger *L);
 /* The child of a fork that keeps p (atfork child handler, evict.c): a slot
  * of its own charged with the pages it has now, its own thread. */
 void bp_tree_child(struct bypass_pager *p);
+/* Tests only (tests/pager/tree-fork-ask): called, when set, at the end of
+ * bp_tree_child, in the fork child's handler before the child's ring,
+ * process descriptor, userfaultfds and handler threads are its own (the
+ * window in which its ledger thread must not serve an ask yet).  NULL in
+ * every program but that test: one load and a branch per fork. */
+extern void (*bp_tree_test_child_hook)(struct bypass_pager *p);
 /* p is destroyed: stop the thread, give the slot back (our own only). */
 void bp_tree_leave(struct bypass_pager *p);
 /* Charge n pages to the tree: the local count is already raised (any
