@@ -9,6 +9,8 @@
 #include "unmodified.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,42 +28,73 @@ const char *const pu_sd_key[SD_N] = { "file", "bypass", "zram", "zswap", "tier" 
 
 /*
  * Equal memory for zram and zswap (issue 35): their compressed pool is not
- * charged to a cgroup v1, so one calibration run of workload w at the
- * limit measures the pool's peak (zram: mm_stat mem_used_max; zswap:
- * /proc/meminfo Zswap, the pool's total size, system-wide: the same figure
- * as debugfs's pool_total_size, which is not mounted here), and the side's
- * limit becomes the limit less that peak, so that charge + pool is about
- * the memory the other sides have (the budget + the preload's slack).
- * *lim: that limit (the limit itself if the run failed).  1 if the pool
- * was measured (its peak may be 0: nothing was swapped), 2 if the pool
- * alone was larger than the limit (no limit gives that side the same
- * memory: it cannot run at this memory), 0 if the run failed, -1 if the
- * backend could not be set up (why says so).
+ * charged to a cgroup v1, so calibration runs of workload w measure the
+ * pool's peak (zram: mm_stat mem_used_max; zswap: /proc/meminfo Zswap, the
+ * pool's total size, system-wide: the same figure as debugfs's
+ * pool_total_size, which is not mounted here) and the cgroup's peak charge,
+ * and the side's cgroup limit is lowered until charge + pool is the memory
+ * the other sides have (limit: the budget + the preload's slack) within
+ * tol (a fraction of it), at most runs runs: the first at limit, each next
+ * one lowered (or raised) by the last run's excess (charge + pool - limit;
+ * below the limit with the charge short of its own limit counts as
+ * agreeing: memory it did not need).  Not agreeing after runs runs: the
+ * last run's limit less its excess, not measured.  *lim: the limit to use
+ * (the limit itself if the first run failed); *pool_cal: the pool's peak
+ * of the last run; cr->n, cr->gap: the runs made and the last run's
+ * excess, bytes (negative: below); cr->converged: agreeing; cr->below: by
+ * being below.  1 if the pool was measured (its peak may be 0: nothing
+ * was swapped), 2 if the pool alone was larger than the limit (no limit
+ * gives that side the same memory: it cannot run at this memory), 0 if the
+ * first run failed, -1 if the backend could not be set up (why says so).
  */
 static int calibrate_pool(struct pb_linux_env *env, int sd, int w, const struct sizes *z,
 			  const char *dir, const char *out, size_t limit, size_t swap_size,
-			  size_t *lim, uint64_t *pool_cal, char *why, size_t whylen)
+			  int runs, double tol, size_t *lim, uint64_t *pool_cal,
+			  struct pu_cal *cr, char *why, size_t whylen)
 {
 	char rwhy[1024];
 	struct pu_res res;
 	*lim = limit;
 	*pool_cal = 0;
+	memset(cr, 0, sizeof(*cr));
 	if (env->backend != pu_sd_backend[sd] &&
 	    pb_linux_use(env, pu_sd_backend[sd], swap_size, why, whylen, NULL, 0))
 		return -1;
-	sync();
-	if (pb_linux_limit(env, limit))
-		return 0;
-	pb_linux_reset(env);
-	pb_linux_pool_begin(env);
-	int e = pu_run(pu_sd_side[sd], w, z, dir, env->cg, out, &res, rwhy, sizeof(rwhy));
-	uint64_t pl = pb_linux_pool_end(env);
-	if (e && e != -EINTR) /* killed by the OOM killer: its pool counts still */
-		return 0;
-	*pool_cal = pl;
-	if (pl + 4096 > limit)
-		return 2;
-	*lim = (size_t)((limit - pl) & ~4095ull);
+	size_t at = limit; /* this run's limit */
+	for (int k = 0; k < runs; k++) {
+		sync();
+		if (pb_linux_limit(env, at))
+			return k ? 1 : 0;
+		pb_linux_reset(env);
+		pb_linux_pool_begin(env);
+		int e = pu_run(pu_sd_side[sd], w, z, dir, env->cg, out, &res, rwhy, sizeof(rwhy));
+		uint64_t pl = pb_linux_pool_end(env), ch = pb_cg_peak(env->cg);
+		if (e && e != -EINTR) /* killed by the OOM killer: its pool counts still */
+			return k ? 1 : 0;
+		cr->n = k + 1;
+		*pool_cal = pl;
+		if (pl + 4096 > limit)
+			return 2;
+		/* what charge + pool came to against the others' memory */
+		double excess = (double)(ch + pl) - (double)limit;
+		double t = tol * (double)limit;
+		cr->gap = excess;
+		*lim = at;
+		/* within tol; or below it with the charge short of its own
+		 * limit (memory it did not need: not raised) */
+		cr->below = excess < 0 && (double)ch + t < (double)at;
+		if (fabs(excess) <= t || cr->below) {
+			cr->converged = true;
+			return 1;
+		}
+		double next = (double)at - excess;
+		if (next > (double)limit)
+			next = (double)limit;
+		if (next < 4096)
+			next = 4096;
+		at = (size_t)next & ~(size_t)4095;
+		*lim = at; /* not measured yet: used if this was the last run */
+	}
 	return 1;
 }
 
@@ -87,11 +120,20 @@ bool pu_limits(struct bench_ctx *c, struct pb_linux_env *env, int w, const struc
 		L->side[sd] = L->limit;
 		if (!lx || !lb[sd] || (sd != 2 && sd != 3))
 			continue;
-		if (!strcmp(bench_param(c, "calibrate", "1"), "0"))
-			continue; /* --param calibrate=0: limit + pool, as before */
+		/* --param calibrate=N: at most N calibration runs (0: none, the
+		 * limit + the pool; 1: one step, the limit less the first
+		 * run's pool); calibrate_tol_pct: the agreement sought */
+		int runs = (int)strtol(bench_param(c, "calibrate", bench_quick(c) ? "2" : "3"),
+				       NULL, 10);
+		double tol = strtod(bench_param(c, "calibrate_tol_pct", "2"), NULL) / 100.0;
+		if (runs <= 0)
+			continue;
+		if (runs > 8)
+			runs = 8;
+		L->tol = tol;
 		int k = calibrate_pool(env, sd, w, z, dir, out[pu_sd_side[sd]], L->limit,
-				       swap_size, &L->side[sd], &L->pool_cal[sd], lwhy[sd],
-				       sizeof(lwhy[sd]));
+				       swap_size, runs, tol, &L->side[sd], &L->pool_cal[sd],
+				       &L->cal[sd], lwhy[sd], sizeof(lwhy[sd]));
 		if (k < 0)
 			lb[sd] = false;
 		L->cal_ok[sd] = k == 1;

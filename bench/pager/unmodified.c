@@ -530,10 +530,13 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					 MIB(L[w].slack));
 			else if (calib && L[w].cal_ok[sd])
 				snprintf(incl, sizeof(incl), "calibrated: the cgroup's limit is the "
-					 "budget + the preload's non-anonymous slack (%.1f MiB) less the "
-					 "pool's peak in a calibration run (%.1f MiB, %s), so that charge "
-					 "+ pool is about that memory; the pool itself is not charged to "
-					 "a cgroup v1", MIB(L[w].slack), MIB(L[w].pool_cal[sd]),
+					 "budget + the preload's non-anonymous slack (%.1f MiB) lowered "
+					 "in %d calibration runs until charge + pool was that memory "
+					 "within %.0f%% (%s; the last run's pool peak %.1f MiB, %s); the "
+					 "pool itself is not charged to a cgroup v1", MIB(L[w].slack),
+					 L[w].cal[sd].n, L[w].tol * 100, L[w].cal[sd].below ? "below "
+					 "it, the charge short of its limit" : L[w].cal[sd].converged ?
+					 "reached" : "NOT reached", MIB(L[w].pool_cal[sd]),
 					 sd == 2 ? "zram mm_stat mem_used_max" : "/proc/meminfo Zswap");
 			else
 				snprintf(incl, sizeof(incl), "NOT CALIBRATED: the cgroup's charge only "
@@ -571,13 +574,17 @@ int bench_pager_unmodified(struct bench_ctx *c)
 				nb += snprintf(params + nb, sizeof(params) - (size_t)nb,
 					       ", \"backend\": \"%s\", \"side_limit_mib\": %.1f, "
 					       "\"pool_calibration_mib\": %.1f, \"pool_peak_mib\": %.1f, "
-					       "\"charged_plus_pool_mib\": %.1f, \"limit_includes\": "
+					       "\"charged_plus_pool_mib\": %.1f, "
+					       "\"calibration_runs\": %d, \"calibration_gap_mib\": %.2f, "
+					       "\"calibration_converged\": %s, \"limit_includes\": "
 					       "\"%s\", \"oom_killed_runs\": %d, \"zswpin_per_run\": %.0f, "
 					       "\"best_of_linux\": %s, \"bypass_ratio\": %s, "
 					       "\"tier_ratio\": %s}",
 					       pb_backend_name[pu_sd_backend[sd]], MIB(L[w].side[sd]),
 					       MIB(L[w].pool_cal[sd]), MIB(pool[w][sd]),
-					       MIB(total_l[w][sd]), incl,
+					       MIB(total_l[w][sd]), L[w].cal[sd].n,
+					       L[w].cal[sd].gap / 1048576.0,
+					       L[w].cal[sd].converged ? "true" : "false", incl,
 					       oom[w][sd], runs_l[w][sd] ? (double)zswpin[w][sd] /
 					       runs_l[w][sd] : 0.0, sd == best[w] ? "true" : "false",
 					       pb_jratio(j[0], sizeof(j[0]), est_sd[w][sd].value),
@@ -700,13 +707,16 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			bench_note(c, "%s not run: %s", pu_sd_row[sd], lwhy[sd]);
 		else if (lfacts[sd][0])
 			bench_note(c, "%s: %s; its cgroup made anew for each run, its limit the "
-				   "budget + the preload's non-anonymous slack less the compressed "
-				   "pool's peak of one "
-				   "calibration run at that limit before the rounds (--param "
-				   "calibrate=0: not lowered), because on cgroup v1 the pool is not "
+				   "budget + the preload's non-anonymous slack (L) lowered by "
+				   "calibration runs before the rounds until charge + pool came within "
+				   "--param calibrate_tol_pct (2%%) of L, at most --param calibrate "
+				   "runs (%s; the first at L, each next lowered by the last one's "
+				   "charge + pool - L; 0: not lowered), because on cgroup v1 the pool "
+				   "is not "
 				   "charged to the cgroup; the pool's peak sampled every 5 ms in every "
 				   "run (%s) and given beside the cgroup's charge (charged_plus_pool_mib: "
 				   "the largest sum in one run)", pu_sd_row[sd], lfacts[sd],
+				   bench_quick(c) ? "2 in the quick suite" : "3",
 				   sd == 2 ? "zram's mm_stat mem_used_total, and mem_used_max reset "
 				   "before each run" : "/proc/meminfo Zswap, the pool's total size "
 				   "(debugfs pool_total_size is the same figure; debugfs is not "
@@ -715,14 +725,23 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	for (int w = 0; w < W_N; w++)
 		for (int sd = 2; sd < 4; sd++)
 			if (nr[w] && runs_l[w][sd])
-				bench_note(c, "%s, %s: limit %.1f MiB = %.1f (the budget + the "
-					   "preload's non-anonymous slack) - %.1f (pool peak, "
-					   "calibration run)%s; in the rounds "
-					   "charge + pool peaked at %.1f MiB", pu_w_name[w], pu_sd_row[sd],
-					   MIB(L[w].side[sd]), MIB(L[w].limit), MIB(L[w].pool_cal[sd]),
-					   L[w].cal_ok[sd] ? "" : " (NOT CALIBRATED: the calibration run "
-					   "failed or was not made)",
-					   MIB(total_l[w][sd]));
+				bench_note(c, "%s, %s: limit %.1f MiB, calibrated from %.1f (the "
+					   "budget + the preload's non-anonymous slack) in %d run%s (the "
+					   "last: pool peak %.1f MiB, charge + pool - %.1f = %+.2f MiB: "
+					   "%s, tolerance %.0f%%)%s; in the rounds charge + pool peaked at "
+					   "%.1f MiB "
+					   "(%+.1f%% of %.1f)", pu_w_name[w], pu_sd_row[sd],
+					   MIB(L[w].side[sd]), MIB(L[w].limit), L[w].cal[sd].n,
+					   L[w].cal[sd].n == 1 ? "" : "s", MIB(L[w].pool_cal[sd]),
+					   MIB(L[w].limit), L[w].cal[sd].gap / 1048576.0,
+					   L[w].cal[sd].below ? "below, its charge short of its "
+					   "limit: agreeing" : L[w].cal[sd].converged ? "within" :
+					   "NOT within",
+					   L[w].tol * 100, L[w].cal_ok[sd] ? "" : " (NOT CALIBRATED: the "
+					   "calibration run failed or was not made)", MIB(total_l[w][sd]),
+					   L[w].limit ? 100.0 * ((double)total_l[w][sd] /
+								 (double)L[w].limit - 1) : 0.0,
+					   MIB(L[w].limit));
 	if (lb[SD_T] || tier_fail[0])
 		bench_note(c, "the preload + compressed tier side: the same preload and budget "
 			   "with BYPASS_PAGER_TIER=1 (LZ4, the pool's share at most 50%% of the "

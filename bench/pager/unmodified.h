@@ -36,10 +36,18 @@ static inline bool pu_sd_bypass(int sd)
  * pool's peak in that calibration run, whether it was calibrated, whether
  * the side cannot run at this memory (its pool alone is larger), and those
  * sides in words for the notes. */
+struct pu_cal { /* zram's and zswap's iterated calibration (unmodcal.c) */
+	int n;          /* runs made */
+	double gap;     /* the last run's charge + pool - limit, bytes */
+	bool converged; /* within the tolerance (or below, see below) */
+	bool below;     /* below it, its charge short of its own limit */
+};
 struct pu_lim {
 	size_t limit, slack; /* the budget + slack; the preload's non-anonymous slack */
 	size_t side[SD_N];
 	uint64_t pool_cal[SD_N];
+	struct pu_cal cal[SD_N];
+	double tol; /* the calibration's tolerance, a fraction of limit */
 	bool cal_ok[SD_N], nomem[SD_N];
 	char cannot[200];
 };
