@@ -64,6 +64,12 @@ void bp_bt_config_init(void);
 void bp_bt_config_read(void);
 /* Append the counters to BYPASS_BATCH_STATS and BYPASS_STATS_FILE (at exit). */
 void bp_bt_stats_dump(const char *why);
+/* The stats line's "from_bypass": calls that reached the preload's wrappers
+ * from the code of another libbypass object (libbypass.so,
+ * libbypass-pager.so), counted by the wrappers (preload/batch/from.c); not
+ * a counter of struct bypass_batch_stats (the engine never sees them).
+ * Relaxed atomic adds. */
+extern uint64_t bp_bt_from_bypass;
 
 /* ---------------------------------------------------------- the guard */
 

@@ -35,6 +35,7 @@ static uint32_t listener_flags(int lfd)
 
 EXPORT int accept(int lfd, struct sockaddr *a, socklen_t *al)
 {
+	FROM_BYPASS();
 	BEFORE_READ(lfd, 0);
 	int fd = REAL(accept)(lfd, a, al);
 	if (fd >= 0 && bp_bt_cfg.enabled) {
@@ -46,6 +47,7 @@ EXPORT int accept(int lfd, struct sockaddr *a, socklen_t *al)
 
 EXPORT int accept4(int lfd, struct sockaddr *a, socklen_t *al, int flags)
 {
+	FROM_BYPASS();
 	BEFORE_READ(lfd, 0);
 	int fd = REAL(accept4)(lfd, a, al, flags);
 	if (fd >= 0 && bp_bt_cfg.enabled) {
@@ -57,6 +59,7 @@ EXPORT int accept4(int lfd, struct sockaddr *a, socklen_t *al, int flags)
 
 EXPORT int socket(int domain, int type, int proto)
 {
+	FROM_BYPASS();
 	int fd = REAL(socket)(domain, type, proto);
 	if (fd >= 0 && bp_bt_cfg.enabled)
 		bp_bt_fd_created(fd, sock_flags(domain, type, false));
@@ -65,6 +68,7 @@ EXPORT int socket(int domain, int type, int proto)
 
 EXPORT int socketpair(int domain, int type, int proto, int sv[2])
 {
+	FROM_BYPASS();
 	int r = REAL(socketpair)(domain, type, proto, sv);
 	if (r == 0 && bp_bt_cfg.enabled) {
 		uint32_t f = sock_flags(domain, type, false);
@@ -84,6 +88,7 @@ EXPORT int socketpair(int domain, int type, int proto, int sv[2])
  */
 EXPORT int connect(int fd, const struct sockaddr *a, socklen_t al)
 {
+	FROM_BYPASS();
 	if (ACTIVE())
 		bp_bt_order_direct(fd);
 	int r = REAL(connect)(fd, a, al);
@@ -96,6 +101,7 @@ EXPORT int connect(int fd, const struct sockaddr *a, socklen_t al)
 
 EXPORT int bind(int fd, const struct sockaddr *a, socklen_t al)
 {
+	FROM_BYPASS();
 	if (ACTIVE())
 		bp_bt_order_direct(fd);
 	return REAL(bind)(fd, a, al);
@@ -103,6 +109,7 @@ EXPORT int bind(int fd, const struct sockaddr *a, socklen_t al)
 
 EXPORT int listen(int fd, int backlog)
 {
+	FROM_BYPASS();
 	if (ACTIVE())
 		bp_bt_order_direct(fd);
 	return REAL(listen)(fd, backlog);
@@ -122,6 +129,7 @@ static int opened(int fd)
 
 EXPORT int open(const char *path, int flags, ...)
 {
+	FROM_BYPASS();
 	va_list ap;
 	va_start(ap, flags);
 	mode_t m = va_mode(flags, ap);
@@ -131,6 +139,7 @@ EXPORT int open(const char *path, int flags, ...)
 
 EXPORT int open64(const char *path, int flags, ...)
 {
+	FROM_BYPASS();
 	va_list ap;
 	va_start(ap, flags);
 	mode_t m = va_mode(flags, ap);
@@ -140,6 +149,7 @@ EXPORT int open64(const char *path, int flags, ...)
 
 EXPORT int openat(int dfd, const char *path, int flags, ...)
 {
+	FROM_BYPASS();
 	va_list ap;
 	va_start(ap, flags);
 	mode_t m = va_mode(flags, ap);
@@ -149,6 +159,7 @@ EXPORT int openat(int dfd, const char *path, int flags, ...)
 
 EXPORT int openat64(int dfd, const char *path, int flags, ...)
 {
+	FROM_BYPASS();
 	va_list ap;
 	va_start(ap, flags);
 	mode_t m = va_mode(flags, ap);
@@ -159,6 +170,7 @@ EXPORT int openat64(int dfd, const char *path, int flags, ...)
 /* A duplicate refers to the same socket: the original's work goes first. */
 EXPORT int dup(int fd)
 {
+	FROM_BYPASS();
 	if (ACTIVE())
 		bp_bt_flush_fd_wait(fd);
 	int nfd = REAL(dup)(fd);
@@ -182,11 +194,13 @@ static int dup_onto(int fd, int nfd, int flags, bool three)
 
 EXPORT int dup2(int fd, int nfd)
 {
+	FROM_BYPASS();
 	return dup_onto(fd, nfd, 0, false);
 }
 
 EXPORT int dup3(int fd, int nfd, int flags)
 {
+	FROM_BYPASS();
 	return dup_onto(fd, nfd, flags, true);
 }
 
@@ -214,6 +228,7 @@ static int do_fcntl(int (*real)(int, int, ...), int fd, int cmd, va_list ap)
 
 EXPORT int fcntl(int fd, int cmd, ...)
 {
+	FROM_BYPASS();
 	va_list ap;
 	va_start(ap, cmd);
 	int r = do_fcntl(REAL(fcntl), fd, cmd, ap);
@@ -223,6 +238,7 @@ EXPORT int fcntl(int fd, int cmd, ...)
 
 EXPORT int fcntl64(int fd, int cmd, ...)
 {
+	FROM_BYPASS();
 	va_list ap;
 	va_start(ap, cmd);
 	int r = do_fcntl(REAL(fcntl64) ? real_fcntl64 : REAL(fcntl), fd, cmd, ap);
@@ -232,6 +248,7 @@ EXPORT int fcntl64(int fd, int cmd, ...)
 
 EXPORT int ioctl(int fd, unsigned long req, ...)
 {
+	FROM_BYPASS();
 	va_list ap;
 	va_start(ap, req);
 	void *arg = va_arg(ap, void *);
@@ -249,6 +266,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 
 EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
+	FROM_BYPASS();
 	if (!REAL(close_range)) {
 		errno = ENOSYS;
 		return -1;
@@ -275,6 +293,7 @@ EXPORT int close_range(unsigned first, unsigned last, int flags)
 
 EXPORT int fclose(FILE *f)
 {
+	FROM_BYPASS();
 	int fd = f ? fileno(f) : -1;
 	if (fd >= 0 && ACTIVE()) {
 		bp_bt_flush_fd_wait(fd);
@@ -289,6 +308,7 @@ EXPORT int fclose(FILE *f)
 /* A program's own fstat of a file tells us its size (sendfile in copy mode). */
 EXPORT int fstat(int fd, struct stat *st)
 {
+	FROM_BYPASS();
 	int r = REAL(fstat)(fd, st);
 	if (r == 0 && bp_bt_cfg.enabled && bp_bt_cfg.sendfile_mode == BT_SENDFILE_COPY)
 		bp_bt_fd_size(fd, st);
@@ -297,6 +317,7 @@ EXPORT int fstat(int fd, struct stat *st)
 
 EXPORT int fstat64(int fd, struct stat64 *st)
 {
+	FROM_BYPASS();
 	int r = REAL(fstat64)(fd, st);
 	if (r == 0 && bp_bt_cfg.enabled && bp_bt_cfg.sendfile_mode == BT_SENDFILE_COPY)
 		bp_bt_fd_size(fd, (struct stat *)st);

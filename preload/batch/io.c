@@ -6,6 +6,7 @@
 
 EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
+	FROM_BYPASS();
 	if (ACTIVE()) {
 		struct iovec v = { (void *)buf, n };
 		bool sp = false;
@@ -19,6 +20,7 @@ EXPORT ssize_t write(int fd, const void *buf, size_t n)
 
 EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
+	FROM_BYPASS();
 	if (ACTIVE()) {
 		bool sp = false;
 		long r = bp_bt_tx_data(fd, iov, iovcnt, 0, &sp);
@@ -31,6 +33,7 @@ EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 
 EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
+	FROM_BYPASS();
 	if (ACTIVE()) {
 		struct iovec v = { (void *)buf, n };
 		bool sp = false;
@@ -45,6 +48,7 @@ EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 		      const struct sockaddr *addr, socklen_t alen)
 {
+	FROM_BYPASS();
 	if (ACTIVE()) {
 		long r;
 		bool sp = false;
@@ -65,6 +69,7 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
+	FROM_BYPASS();
 	if (ACTIVE()) {
 		long r;
 		bool sp = false;
@@ -85,6 +90,7 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 
 EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t count)
 {
+	FROM_BYPASS();
 	if (ACTIVE()) {
 		long r = bp_bt_tx_sendfile(out_fd, in_fd, off, count);
 		if (r != BT_PASS)
@@ -96,6 +102,7 @@ EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t count)
 
 EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
 {
+	FROM_BYPASS();
 	if (ACTIVE()) {
 		long r = bp_bt_tx_sendfile(out_fd, in_fd, (off_t *)off, count);
 		if (r != BT_PASS)
@@ -113,6 +120,7 @@ EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
 EXPORT ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t n,
 		      unsigned flags)
 {
+	FROM_BYPASS();
 	if (ACTIVE()) {
 		bool sp = false;
 		long r = bp_bt_before_fd(in, (flags & SPLICE_F_NONBLOCK) ? BT_READ_NOWAIT
@@ -128,6 +136,7 @@ EXPORT ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t n
 
 EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 {
+	FROM_BYPASS();
 	if (ACTIVE()) {
 		bool sp = false;
 		long r = bp_bt_tx_write_direct(fd, true, &sp);
@@ -142,6 +151,7 @@ EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 
 EXPORT int shutdown(int fd, int how)
 {
+	FROM_BYPASS();
 	if (ACTIVE()) {
 		long r = bp_bt_tx_shutdown(fd, how);
 		if (r != BT_PASS)
@@ -153,6 +163,7 @@ EXPORT int shutdown(int fd, int how)
 
 EXPORT int close(int fd)
 {
+	FROM_BYPASS();
 	if (ACTIVE()) {
 		long r = bp_bt_tx_close(fd);
 		if (r != BT_PASS)
@@ -163,6 +174,7 @@ EXPORT int close(int fd)
 
 EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
+	FROM_BYPASS();
 	if (ACTIVE()) {
 		long r = bp_bt_tx_sockopt(fd, level, name, val, len);
 		if (r != BT_PASS)
@@ -174,6 +186,7 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 
 EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
+	FROM_BYPASS();
 	if (ACTIVE()) {
 		long r = bp_bt_before_fd(fd, BT_OTHER);
 		if (!r)
@@ -196,18 +209,21 @@ EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 
 EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
+	FROM_BYPASS();
 	BEFORE_READ(fd, 0);
 	return REAL(read)(fd, buf, n);
 }
 
 EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
+	FROM_BYPASS();
 	BEFORE_READ(fd, 0);
 	return REAL(readv)(fd, iov, iovcnt);
 }
 
 EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
+	FROM_BYPASS();
 	BEFORE_READ(fd, flags);
 	return REAL(recv)(fd, buf, n, flags);
 }
@@ -215,12 +231,14 @@ EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a,
 			socklen_t *al)
 {
+	FROM_BYPASS();
 	BEFORE_READ(fd, flags);
 	return REAL(recvfrom)(fd, buf, n, flags, a, al);
 }
 
 EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
+	FROM_BYPASS();
 	BEFORE_READ(fd, flags);
 	return REAL(recvmsg)(fd, msg, flags);
 }
@@ -228,6 +246,7 @@ EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags,
 		    struct timespec *ts)
 {
+	FROM_BYPASS();
 	BEFORE_READ(fd, flags);
 	return REAL(recvmmsg)(fd, v, n, flags, ts);
 }

@@ -89,6 +89,7 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout,
 
 EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
+	FROM_BYPASS();
 	if (!ACTIVE())
 		return REAL(epoll_wait)(epfd, ev, max, timeout);
 	return ep_wait(epfd, ev, max, timeout, NULL, false);
@@ -97,6 +98,7 @@ EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
 		       const sigset_t *ss)
 {
+	FROM_BYPASS();
 	if (!ACTIVE())
 		return REAL(epoll_pwait)(epfd, ev, max, timeout, ss);
 	return ep_wait(epfd, ev, max, timeout, ss, true);
@@ -105,6 +107,7 @@ EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
 EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 			const struct timespec *ts, const sigset_t *ss)
 {
+	FROM_BYPASS();
 	if (!REAL(epoll_pwait2)) {
 		errno = ENOSYS;
 		return -1;
@@ -129,6 +132,7 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 
 EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
+	FROM_BYPASS();
 	int r = REAL(epoll_ctl)(epfd, op, fd, ev);
 	if (r == 0 && bp_bt_cfg.enabled && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_DEL))
 		bp_bt_epoll_ctl(epfd, op, fd);
@@ -137,6 +141,7 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
+	FROM_BYPASS();
 	if (!ACTIVE())
 		return REAL(poll)(fds, n, timeout);
 	bp_bt_unmerged_wait();
@@ -151,6 +156,7 @@ EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 		 const sigset_t *ss)
 {
+	FROM_BYPASS();
 	if (!ACTIVE())
 		return REAL(ppoll)(fds, n, ts, ss);
 	bp_bt_unmerged_wait();
@@ -164,6 +170,7 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 
 EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 {
+	FROM_BYPASS();
 	if (!ACTIVE())
 		return REAL(select)(n, r, w, x, tv);
 	bp_bt_unmerged_wait();
@@ -178,6 +185,7 @@ EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts,
 		   const sigset_t *ss)
 {
+	FROM_BYPASS();
 	if (!ACTIVE())
 		return REAL(pselect)(n, r, w, x, ts, ss);
 	bp_bt_unmerged_wait();

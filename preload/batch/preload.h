@@ -21,7 +21,8 @@
  * through a trampoline), io.c (writes, sends, sendfile, shutdown, close,
  * socket options, reads), loop.c (the event-loop waits that open and close
  * segments), fds.c (what descriptors are, and their life), process.c (fork,
- * exec, spawn, exit, the constructor).  The decision layer they call:
+ * exec, spawn, exit, the constructor), from.c (the count of calls from
+ * another libbypass object, FROM_BYPASS).  The decision layer they call:
  * defer.c, sendfile.c, epwait.c, settings.c (defer.h).
  */
 #ifndef BYPASS_PRELOAD_BATCH_H
@@ -167,6 +168,38 @@ static inline long ret_errno(long r, bool sigpipe)
 	errno = (int)-r;
 	return -1;
 }
+
+/* ------------------------------------------------------------ from_bypass */
+
+/* The executable segments of the other libbypass objects (from.c). */
+#define PL_SPANS 8
+struct pl_span {
+	uintptr_t lo, hi;
+};
+extern struct pl_span pl_bypass_text[PL_SPANS];
+extern int pl_bypass_nspans;
+extern int pl_from_state;
+void pl_from_init(void);
+
+static inline void pl_note_caller(uintptr_t ra)
+{
+	if (bp_unlikely(__atomic_load_n(&pl_from_state, __ATOMIC_ACQUIRE) != 2)) {
+		pl_from_init();
+		if (__atomic_load_n(&pl_from_state, __ATOMIC_ACQUIRE) != 2)
+			return;
+	}
+	for (int i = 0; i < pl_bypass_nspans; i++)
+		if (bp_unlikely(ra - pl_bypass_text[i].lo <
+				pl_bypass_text[i].hi - pl_bypass_text[i].lo)) {
+			__atomic_fetch_add(&bp_bt_from_bypass, 1, __ATOMIC_RELAXED);
+			return;
+		}
+}
+
+/* First statement of every wrapper: counts the call when its caller is
+ * another libbypass object (the stats line's "from_bypass"; a macro, so
+ * that the return address is the wrapper's own). */
+#define FROM_BYPASS() pl_note_caller((uintptr_t)__builtin_return_address(0))
 
 /* A read waits behind the descriptor's queued work, and reports the error
  * of a deferred call on it that failed. */

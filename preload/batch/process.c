@@ -19,30 +19,35 @@ static void before_exec(void)
 
 EXPORT int execve(const char *p, char *const argv[], char *const envp[])
 {
+	FROM_BYPASS();
 	before_exec();
 	return REAL(execve)(p, argv, envp);
 }
 
 EXPORT int execv(const char *p, char *const argv[])
 {
+	FROM_BYPASS();
 	before_exec();
 	return REAL(execv)(p, argv);
 }
 
 EXPORT int execvp(const char *p, char *const argv[])
 {
+	FROM_BYPASS();
 	before_exec();
 	return REAL(execvp)(p, argv);
 }
 
 EXPORT int execvpe(const char *p, char *const argv[], char *const envp[])
 {
+	FROM_BYPASS();
 	before_exec();
 	return REAL(execvpe)(p, argv, envp);
 }
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
+	FROM_BYPASS();
 	before_exec();
 	return REAL(fexecve)(fd, argv, envp);
 }
@@ -88,16 +93,19 @@ static char **collect_args(const char *first, va_list ap, char ***envp)
 
 EXPORT int execl(const char *p, const char *arg, ...)
 {
+	FROM_BYPASS();
 	EXEC_L(execv(p, argv_), false);
 }
 
 EXPORT int execlp(const char *p, const char *arg, ...)
 {
+	FROM_BYPASS();
 	EXEC_L(execvp(p, argv_), false);
 }
 
 EXPORT int execle(const char *p, const char *arg, ...)
 {
+	FROM_BYPASS();
 	EXEC_L(execve(p, argv_, envp_), true);
 }
 
@@ -112,6 +120,7 @@ EXPORT int posix_spawn(pid_t *pid, const char *path,
 		       const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *at,
 		       char *const argv[], char *const envp[])
 {
+	FROM_BYPASS();
 	before_spawn();
 	return REAL(posix_spawn)(pid, path, fa, at, argv, envp);
 }
@@ -120,6 +129,7 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file,
 			const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *at,
 			char *const argv[], char *const envp[])
 {
+	FROM_BYPASS();
 	before_spawn();
 	return REAL(posix_spawnp)(pid, file, fa, at, argv, envp);
 }
@@ -139,6 +149,7 @@ static void before_block(void)
 
 EXPORT pid_t waitpid(pid_t pid, int *st, int opt)
 {
+	FROM_BYPASS();
 	if (!(opt & WNOHANG))
 		before_block();
 	return REAL(waitpid)(pid, st, opt);
@@ -146,12 +157,14 @@ EXPORT pid_t waitpid(pid_t pid, int *st, int opt)
 
 EXPORT pid_t wait(int *st)
 {
+	FROM_BYPASS();
 	before_block();
 	return REAL(wait)(st);
 }
 
 EXPORT pid_t wait3(int *st, int opt, struct rusage *ru)
 {
+	FROM_BYPASS();
 	if (!(opt & WNOHANG))
 		before_block();
 	return REAL(wait3)(st, opt, ru);
@@ -159,6 +172,7 @@ EXPORT pid_t wait3(int *st, int opt, struct rusage *ru)
 
 EXPORT pid_t wait4(pid_t pid, int *st, int opt, struct rusage *ru)
 {
+	FROM_BYPASS();
 	if (!(opt & WNOHANG))
 		before_block();
 	return REAL(wait4)(pid, st, opt, ru);
@@ -166,6 +180,7 @@ EXPORT pid_t wait4(pid_t pid, int *st, int opt, struct rusage *ru)
 
 EXPORT int waitid(idtype_t t, id_t id, siginfo_t *info, int opt)
 {
+	FROM_BYPASS();
 	if (!(opt & WNOHANG))
 		before_block();
 	return REAL(waitid)(t, id, info, opt);
@@ -173,6 +188,7 @@ EXPORT int waitid(idtype_t t, id_t id, siginfo_t *info, int opt)
 
 EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
 {
+	FROM_BYPASS();
 	before_block();
 	return REAL(nanosleep)(req, rem);
 }
@@ -180,48 +196,56 @@ EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
 EXPORT int clock_nanosleep(clockid_t c, int flags, const struct timespec *req,
 			   struct timespec *rem)
 {
+	FROM_BYPASS();
 	before_block();
 	return REAL(clock_nanosleep)(c, flags, req, rem);
 }
 
 EXPORT int usleep(useconds_t us)
 {
+	FROM_BYPASS();
 	before_block();
 	return REAL(usleep)(us);
 }
 
 EXPORT unsigned sleep(unsigned s)
 {
+	FROM_BYPASS();
 	before_block();
 	return REAL(sleep)(s);
 }
 
 EXPORT int pause(void)
 {
+	FROM_BYPASS();
 	before_block();
 	return REAL(pause)();
 }
 
 EXPORT int sigsuspend(const sigset_t *m)
 {
+	FROM_BYPASS();
 	before_block();
 	return REAL(sigsuspend)(m);
 }
 
 EXPORT int sigwaitinfo(const sigset_t *s, siginfo_t *i)
 {
+	FROM_BYPASS();
 	before_block();
 	return REAL(sigwaitinfo)(s, i);
 }
 
 EXPORT int sigtimedwait(const sigset_t *s, siginfo_t *i, const struct timespec *t)
 {
+	FROM_BYPASS();
 	before_block();
 	return REAL(sigtimedwait)(s, i, t);
 }
 
 EXPORT int sigwait(const sigset_t *s, int *sig)
 {
+	FROM_BYPASS();
 	before_block();
 	return REAL(sigwait)(s, sig);
 }
@@ -239,6 +263,7 @@ static void before_exit(const char *why)
 
 EXPORT void _exit(int status)
 {
+	FROM_BYPASS();
 	before_exit("_exit");
 	REAL(_exit)(status);
 	__builtin_unreachable();
@@ -246,6 +271,7 @@ EXPORT void _exit(int status)
 
 EXPORT void _Exit(int status)
 {
+	FROM_BYPASS();
 	before_exit("_exit");
 	REAL(_Exit)(status);
 	__builtin_unreachable();
@@ -264,6 +290,7 @@ static void at_exit(void)
 __attribute__((constructor)) static void batch_preload_init(void)
 {
 	pl_resolve_all();
+	pl_from_init();
 	bp_bt_config_init();
 	bp_bt_engine_init();
 	if (bp_bt_cfg.enabled) {

@@ -129,6 +129,8 @@ void bp_bt_config_init(void)
 
 /* ---------------------------------------------------------- counters at exit */
 
+uint64_t bp_bt_from_bypass;
+
 static void append_line(const char *path, const char *line, size_t n)
 {
 	int fd = bp_sys_openat(AT_FDCWD, path,
@@ -142,8 +144,9 @@ static void append_line(const char *path, const char *line, size_t n)
 
 /*
  * One JSON object on one line: {"module": "batch", "pid": N, "why": "exit",
- * then every counter of struct bypass_batch_stats by name}, appended with
- * one write (O_APPEND: lines of processes exiting together do not mix).
+ * then every counter of struct bypass_batch_stats by name, then
+ * "from_bypass" (defer.h)}, appended with one write (O_APPEND: lines of
+ * processes exiting together do not mix).
  */
 void bp_bt_stats_dump(const char *why)
 {
@@ -166,6 +169,12 @@ void bp_bt_stats_dump(const char *why)
 	}
 	BT_COUNTERS(FMT)
 #undef FMT
+	if (n < sizeof(line)) {
+		k = snprintf(line + n, sizeof(line) - n, ", \"from_bypass\": %llu",
+			     (unsigned long long)__atomic_load_n(&bp_bt_from_bypass,
+								 __ATOMIC_RELAXED));
+		n += k > 0 ? (size_t)k : 0;
+	}
 	if (n + 3 > sizeof(line))
 		return;
 	line[n++] = '}';

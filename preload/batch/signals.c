@@ -39,6 +39,7 @@ static bool wrappable(int sig, const struct sigaction *act)
 
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	FROM_BYPASS();
 	if (!bp_bt_cfg.enabled)
 		return REAL(sigaction)(sig, act, old);
 	struct sigaction mine, prev;
@@ -81,6 +82,7 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 
 EXPORT sighandler_t signal(int sig, sighandler_t h)
 {
+	FROM_BYPASS();
 	struct sigaction sa, old;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = h;

@@ -3,10 +3,11 @@
  * preload-stats: the contract with `bypass run --stats`.  With
  * BYPASS_STATS_FILE=<path>, libbypass-batch.so appends at process exit one
  * JSON object per line, {"module": "batch", "pid": <pid>, every counter of
- * struct bypass_batch_stats by name}: the process that ran, a forked child
- * that exits normally, and one that leaves by _exit each write their own
- * line (appended: an existing line stays), and the counters are the
- * process's own (the child's queued write is counted in its line only).
+ * struct bypass_batch_stats by name, then "from_bypass" (0 here: no other
+ * libbypass object is loaded)}: the process that ran, a forked child that
+ * exits normally, and one that leaves by _exit each write their own line
+ * (appended: an existing line stays), and the counters are the process's
+ * own (the child's queued write is counted in its line only).
  */
 #include <sys/epoll.h>
 
@@ -14,7 +15,8 @@
 
 static const char *const counters[] = { "segments", "deferred", "direct", "enters",
 					 "submitted", "bytes", "partial", "eagain",
-					 "errors", "reported", "merged_waits", "spliced" };
+					 "errors", "reported", "merged_waits", "spliced",
+					 "from_bypass" };
 
 static void work(int ep, int fd, int peer)
 {
@@ -71,6 +73,8 @@ int main(int argc, char **argv)
 					TEST_FAIL("no counter \"%s\" in %s", counters[i], line);
 			deferred_sum += field(line, "deferred");
 			CHECK_EQ(field(line, "deferred"), 1);
+			/* no libbypass object is loaded besides the preload */
+			CHECK_EQ(field(line, "from_bypass"), 0);
 		}
 		fclose(f);
 		unlink(path);
