@@ -11,29 +11,10 @@ LIGHTTPD=$(command -v lighttpd || echo /usr/sbin/lighttpd)
 
 run() { # <label> <workers> <env...>
 	local label=$1 workers=$2; shift 2
-	write_conf() {
-		cat > "$T/lighttpd.conf" <<CONF
-server.document-root = "$T/www"
-server.bind = "127.0.0.1"
-server.port = $PORT
-server.pid-file = "$T/lighttpd.pid"
-server.errorlog = "$T/error.log"
-server.max-keep-alive-requests = 100000
-server.max-worker = $workers
-server.event-handler = "linux-sysepoll"
-CONF
-	}
+	write_conf() { lighttpd_conf "$workers"; }
 	start_server write_conf "$@" "$LIGHTTPD" -D -f "$T/lighttpd.conf"
 	clients_all
-	kill -TERM "$SERVER_PID"
-	wait "$SERVER_PID"
-	# Its workers may outlive it by a moment (a loaded machine, ASan):
-	# their counters are appended as they exit.
-	for _ in $(seq 100); do
-		pgrep -g "$SERVER_PID" > /dev/null || break
-		sleep 0.1
-	done
-	SERVER_PID=
+	stop_server TERM
 	echo "ok: $label: deferred $(stat_sum deferred), segments $(stat_sum segments)," \
 		"enters $(stat_sum enters), errors $(stat_sum errors), reported $(stat_sum reported)," \
 		"spliced $(stat_sum spliced)"

@@ -12,27 +12,7 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 run() { # <label> <sendfile on|off> <tcp_nopush on|off> <env...>
 	local label=$1 sf=$2 nopush=$3; shift 3
-	mkdir -p "$T/tmp"
-	write_conf() {
-		cat > "$T/nginx.conf" <<CONF
-daemon off;
-master_process on;
-worker_processes 2;
-user root;
-pid $T/nginx.pid;
-error_log $T/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  sendfile $sf;
-  tcp_nopush $nopush;
-  keepalive_requests 100000;
-  client_body_temp_path $T/tmp; proxy_temp_path $T/tmp; fastcgi_temp_path $T/tmp;
-  uwsgi_temp_path $T/tmp; scgi_temp_path $T/tmp;
-  server { listen 127.0.0.1:$PORT; root $T/www; }
-}
-CONF
-	}
+	write_conf() { nginx_conf "$sf" "$nopush"; }
 	start_server write_conf "$@" "$NGINX" -c "$T/nginx.conf" -p "$T"
 	clients_all
 	kill -QUIT "$SERVER_PID"  # graceful: workers finish and exit

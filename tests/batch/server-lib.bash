@@ -94,6 +94,19 @@ start_server() {
 	exit 1
 }
 
+# stop_server <signal>: the server started last stops (by its pid), and
+# its process group ends: workers may outlive their parent by a moment (a
+# loaded machine, ASan), and their counters are appended as they exit.
+stop_server() {
+	kill "-$1" "$SERVER_PID"
+	wait "$SERVER_PID"
+	for _ in $(seq 100); do
+		pgrep -g "$SERVER_PID" > /dev/null || break
+		sleep 0.1
+	done
+	SERVER_PID=
+}
+
 # client <label> <args...>: every byte checked; fail the test on a mismatch.
 client() {
 	local label=$1; shift
@@ -139,6 +152,52 @@ check_counters() {
 	elif [ "$s" -le 0 ]; then
 		echo "FAIL: $label: BYPASS_BATCH_SPLICE=1 but no sendfile was spliced"; exit 1
 	fi
+}
+
+# The servers' configurations, for the port in $PORT and the files in
+# $T/www (start_server's first argument calls one).  Their idle limits
+# (lighttpd closes a keep-alive connection idle for 5 s by default) are
+# raised to minutes: on a loaded machine a client thread can wait that long
+# for a CPU, and a connection closed for it would fail a test on timing.
+# nginx_conf <sendfile on|off> <tcp_nopush on|off>: $T/nginx.conf, two workers
+nginx_conf() {
+	mkdir -p "$T/tmp"
+	cat > "$T/nginx.conf" <<CONF
+daemon off;
+master_process on;
+worker_processes 2;
+user root;
+pid $T/nginx.pid;
+error_log $T/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile $1;
+  tcp_nopush $2;
+  keepalive_requests 100000;
+  keepalive_timeout 600s; send_timeout 600s; client_header_timeout 600s;
+  client_body_temp_path $T/tmp; proxy_temp_path $T/tmp; fastcgi_temp_path $T/tmp;
+  uwsgi_temp_path $T/tmp; scgi_temp_path $T/tmp;
+  server { listen 127.0.0.1:$PORT; root $T/www; }
+}
+CONF
+}
+
+# lighttpd_conf <workers>: $T/lighttpd.conf (0 workers: one process)
+lighttpd_conf() {
+	cat > "$T/lighttpd.conf" <<CONF
+server.document-root = "$T/www"
+server.bind = "127.0.0.1"
+server.port = $PORT
+server.pid-file = "$T/lighttpd.pid"
+server.errorlog = "$T/error.log"
+server.max-keep-alive-requests = 100000
+server.max-keep-alive-idle = 600
+server.max-read-idle = 600
+server.max-write-idle = 600
+server.max-worker = $1
+server.event-handler = "linux-sysepoll"
+CONF
 }
 
 clients_all() {
