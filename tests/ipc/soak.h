@@ -30,10 +30,29 @@
 #define BYPASS_TEST_IPC_SOAK_H
 
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include "libutil.h"
 
-#define SOAK_WAIT (60 * BYPASS_SEC)
+/* The shapes (BYPASS_SOAK_SHAPES picks some; soak.c's header). */
+enum {
+	SOAK_PLAIN = 1,
+	SOAK_LOANS = 2,
+	SOAK_LIBMSG = 4,
+	SOAK_FALLBACK = 8,
+	SOAK_LIBRARY = 16,
+	SOAK_ALL = 31,
+};
+static const char *const soak_shape_names[] = { "plain", "loans", "lib-msg", "fallback",
+						 "library" };
+
+/* How long one call may wait: a minute times BYPASS_TEST_TIMEOUT_SCALE, or
+ * BYPASS_SOAK_WAIT seconds (a run paused by SIGSTOP needs more: a call's
+ * deadline keeps running while it is stopped).  Set before the fork. */
+static int64_t soak_wait_ns = 60 * BYPASS_SEC;
+#define SOAK_WAIT soak_wait_ns
+static uint64_t soak_every = 1000000; /* progress lines: BYPASS_SOAK_PROGRESS */
+static uint64_t soak_t0;              /* the test's start, ns */
 
 struct soak {
 	uint64_t calls;             /* per connection */
@@ -41,6 +60,84 @@ struct soak {
 	uint64_t seed;
 	char name[2][64], lname[64], so[256]; /* plain, loans; library */
 };
+
+/*
+ * test_fill and test_check (util.h), the same bytes, eight at a time and
+ * outside ThreadSanitizer's view.  Byte by byte and instrumented, TSan's
+ * per-byte checks (and then the range checks of memcpy/memcmp from a
+ * pattern buffer) were most of the TSan soak's CPU time (docs/ipc.md, "Soak
+ * tests").  TSan sees only the threads of one process; a payload's other
+ * side is another process, or in library mode a buffer of the calling
+ * thread's own, and the library's own accesses stay instrumented.
+ * soak_main checks once that these agree with test_fill.
+ */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SOAK_NO_TSAN __attribute__((no_sanitize("thread")))
+#endif
+#endif
+#if !defined(SOAK_NO_TSAN) && defined(__SANITIZE_THREAD__)
+#define SOAK_NO_TSAN __attribute__((no_sanitize_thread))
+#endif
+#ifndef SOAK_NO_TSAN
+#define SOAK_NO_TSAN
+#endif
+
+typedef uint64_t __attribute__((aligned(1), may_alias)) soak_u64u;
+
+/* Bytes j to j + 7 of test_pat(i, .), j a multiple of 8: one base byte
+ * (j >> 8 is the same for all eight) plus 7k in byte k, added byte by byte
+ * without carries between bytes. */
+static SOAK_NO_TSAN inline uint64_t soak_word(uint64_t i, size_t j)
+{
+	const uint64_t lo = 0x7f7f7f7f7f7f7f7full, hi = 0x8080808080808080ull;
+	uint64_t a = (uint64_t)(unsigned char)(i * 131 + j * 7 + (j >> 8)) * 0x0101010101010101ull;
+	uint64_t b = 0x312a231c150e0700ull; /* 0, 7, 14, ... 49 */
+	return ((a & lo) + (b & lo)) ^ ((a ^ b) & hi);
+}
+
+static SOAK_NO_TSAN void soak_fill(void *p, size_t len, uint64_t i)
+{
+	unsigned char *c = p;
+	size_t j = 0;
+	for (; j + 8 <= len; j += 8)
+		*(soak_u64u *)(c + j) = soak_word(i, j);
+	for (; j < len; j++)
+		c[j] = (unsigned char)(i * 131 + j * 7 + (j >> 8));
+}
+
+static SOAK_NO_TSAN int soak_check(const void *p, size_t len, uint64_t i)
+{
+	const unsigned char *c = p;
+	size_t j = 0;
+	for (; j + 8 <= len; j += 8)
+		if (*(const soak_u64u *)(c + j) != soak_word(i, j))
+			return 0;
+	for (; j < len; j++)
+		if (c[j] != (unsigned char)(i * 131 + j * 7 + (j >> 8)))
+			return 0;
+	return 1;
+}
+
+/* soak_fill writes test_fill's bytes, soak_check tells them apart. */
+static void soak_selftest(void)
+{
+	unsigned char a[1100], b[1100];
+	uint64_t s = 1;
+	for (int n = 0; n < 300; n++) {
+		uint64_t i = test_rand(&s);
+		size_t off = n % 8, len = (size_t)(test_rand(&s) % (sizeof(a) - 8));
+		memset(a, 0, sizeof(a));
+		soak_fill(a + off, len, i);
+		CHECK(test_check(a + off, len, i));
+		test_fill(b + off, len, i);
+		CHECK(soak_check(b + off, len, i));
+		if (len) {
+			b[off + len - 1 - (size_t)(i % len)] ^= 1;
+			CHECK(!soak_check(b + off, len, i));
+		}
+	}
+}
 
 /* Call i's sizes: both sides draw them from the same seed. */
 struct soak_sizes {
@@ -71,10 +168,25 @@ static struct soak_sizes soak_draw(uint64_t *s, size_t max, bool plain)
 
 #define SOAK_EXTRA_LEN(i, k) ((size_t)(((i) * 7 + (k) * 13) % 200))
 
+static double soak_cpu_s(clockid_t id)
+{
+	struct timespec t;
+	if (clock_gettime(id, &t))
+		return 0;
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Every soak_every calls: where this shape is, the wall time since the test
+ * began and the CPU time this process (and this thread) has used. */
 static void soak_progress(const char *who, uint64_t i, uint64_t n)
 {
-	if (n >= 1000000 && i && !(i % 1000000))
-		TEST_LOG("%s: %llu of %llu calls", who, (unsigned long long)i, (unsigned long long)n);
+	if (n >= soak_every && i && !(i % soak_every)) {
+		TEST_LOG("%s: %llu of %llu calls, %.1f s wall, %.1f s CPU (process), %.1f s (thread)",
+			 who, (unsigned long long)i, (unsigned long long)n,
+			 (double)(test_now_ns() - soak_t0) / 1e9,
+			 soak_cpu_s(CLOCK_PROCESS_CPUTIME_ID), soak_cpu_s(CLOCK_THREAD_CPUTIME_ID));
+		fflush(stdout);
+	}
 }
 
 /* ----------------------------------------------- plain calls and loans */
@@ -95,22 +207,22 @@ static void soak_server(bypass_ipc_service *svc, const struct soak *sk, uint64_t
 			TEST_FAIL("server %s: call %llu: recv: %s", loans ? "loans" : "plain",
 				  (unsigned long long)i, strerror(-r));
 		CHECK(m.flags & BYPASS_IPC_MSG_CALL);
-		if (m.len != z.req || !test_check(m.data, m.len, i))
+		if (m.len != z.req || !soak_check(m.data, m.len, i))
 			TEST_FAIL("server: call %llu: request of %zu bytes (want %zu) differs",
 				  (unsigned long long)i, m.len, z.req);
 		for (unsigned k = 0; k < soak_extra(&z); k++) {
 			size_t l = SOAK_EXTRA_LEN(i, k);
-			test_fill(tmp, l, i * 3 + k);
+			soak_fill(tmp, l, i * 3 + k);
 			CHECK_ERR(bypass_ipc_send(c, tmp, l, SOAK_WAIT), 0);
 		}
 		if (loans) {
 			void *buf;
 			CHECK_ERR(bypass_ipc_loan(c, max, &buf, SOAK_WAIT), 0);
-			test_fill(buf, z.resp, i + 7);
+			soak_fill(buf, z.resp, i + 7);
 			CHECK_ERR(bypass_ipc_release(c, &m), 0);
 			CHECK_ERR(bypass_ipc_reply(c, &m, buf, z.resp, SOAK_WAIT), 0);
 		} else {
-			test_fill(tmp, z.resp, i + 7);
+			soak_fill(tmp, z.resp, i + 7);
 			CHECK_ERR(bypass_ipc_reply(c, &m, tmp, z.resp, SOAK_WAIT), 0);
 			CHECK_ERR(bypass_ipc_release(c, &m), 0);
 		}
@@ -139,23 +251,23 @@ static void soak_client(const struct soak *sk, uint64_t seed, bool loans)
 		if (loans) {
 			void *buf;
 			CHECK_ERR(bypass_ipc_loan(c, z.req, &buf, SOAK_WAIT), 0);
-			test_fill(buf, z.req, i);
+			soak_fill(buf, z.req, i);
 			e = bypass_ipc_call(c, buf, z.req, &r, SOAK_WAIT);
 		} else {
-			test_fill(tmp, z.req, i);
+			soak_fill(tmp, z.req, i);
 			e = bypass_ipc_call(c, tmp, z.req, &r, SOAK_WAIT);
 		}
 		if (e)
 			TEST_FAIL("%s: call %llu (request %zu, response %zu bytes): %s", who,
 				  (unsigned long long)i, z.req, z.resp, strerror(-e));
-		if (r.len != z.resp || !test_check(r.data, r.len, i + 7))
+		if (r.len != z.resp || !soak_check(r.data, r.len, i + 7))
 			TEST_FAIL("%s: call %llu: response of %zu bytes (want %zu) differs", who,
 				  (unsigned long long)i, r.len, z.resp);
 		CHECK_ERR(bypass_ipc_release(c, &r), 0);
 		for (unsigned k = 0; k < soak_extra(&z); k++) {
 			struct bypass_ipc_msg m;
 			CHECK_ERR(bypass_ipc_recv(c, &m, 0), 0);
-			if (m.flags || m.len != SOAK_EXTRA_LEN(i, k) || !test_check(m.data, m.len, i * 3 + k))
+			if (m.flags || m.len != SOAK_EXTRA_LEN(i, k) || !soak_check(m.data, m.len, i * 3 + k))
 				TEST_FAIL("%s: call %llu: one-way message %u differs", who,
 					  (unsigned long long)i, k);
 			CHECK_ERR(bypass_ipc_release(c, &m), 0);
@@ -195,14 +307,14 @@ static void *soak_lib_calls(void *arg)
 		 * echo answers as many bytes as it got). */
 		if ((z.how >> 4) & 7 && z.resp < z.req)
 			z.resp = z.req;
-		test_fill(req, z.req, i ^ a->seed);
+		soak_fill(req, z.req, i ^ a->seed);
 		int r = bypass_ipc_lib_call(a->l, TS_ECHO, req, z.req, resp, z.resp);
 		if (z.req > z.resp) {
 			if (r != -ENOBUFS)
 				TEST_FAIL("%s: call %llu (request %zu, room %zu): %d", a->who,
 					  (unsigned long long)i, z.req, z.resp, r);
 			refused++;
-		} else if (r != (int)z.req || !test_check(resp, z.req, i ^ a->seed)) {
+		} else if (r != (int)z.req || !soak_check(resp, z.req, i ^ a->seed)) {
 			TEST_FAIL("%s: call %llu (request %zu, room %zu): %d (%s)", a->who,
 				  (unsigned long long)i, z.req, z.resp, r,
 				  r < 0 ? strerror(-r) : "differs");
@@ -260,13 +372,122 @@ static pid_t soak_fork(void)
 	return p;
 }
 
+static uint64_t soak_env_u64(const char *name, uint64_t def, uint64_t max)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return def;
+	char *e;
+	errno = 0;
+	unsigned long long x = strtoull(v, &e, 10);
+	if (errno || *e || !x || x > max)
+		TEST_FAIL("%s=%s: want an integer from 1 to %llu", name, v, (unsigned long long)max);
+	return x;
+}
+
+static unsigned soak_env_shapes(void)
+{
+	const char *v = getenv("BYPASS_SOAK_SHAPES");
+	if (!v || !*v)
+		return SOAK_ALL;
+	unsigned m = 0;
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", v);
+	for (char *sp, *t = strtok_r(buf, ",", &sp); t; t = strtok_r(NULL, ",", &sp)) {
+		unsigned k = 0;
+		while (k < 5 && strcmp(t, soak_shape_names[k]))
+			k++;
+		if (k == 5)
+			TEST_FAIL("BYPASS_SOAK_SHAPES: unknown shape '%s' (plain, loans, lib-msg, "
+				  "fallback, library)", t);
+		m |= 1u << k;
+	}
+	if (!m)
+		TEST_FAIL("BYPASS_SOAK_SHAPES=%s names no shape", v);
+	return m;
+}
+
+/* A child's end, with the CPU time it and its threads used. */
+struct soak_kid {
+	pid_t pid;
+	const char *who;
+	uint64_t calls; /* calls it made or served */
+};
+
+static void soak_report(const struct soak_kid *k, int st, const struct rusage *ru, bool killed)
+{
+	double u = (double)ru->ru_utime.tv_sec + (double)ru->ru_utime.tv_usec / 1e6;
+	double sy = (double)ru->ru_stime.tv_sec + (double)ru->ru_stime.tv_usec / 1e6;
+	TEST_LOG("%s: ended at %.1f s wall; CPU %.2f s (user %.2f, system %.2f), %.2f us per call; "
+		 "%ld voluntary, %ld involuntary context switches",
+		 k->who, (double)(test_now_ns() - soak_t0) / 1e9, u + sy, u, sy,
+		 (u + sy) * 1e6 / (double)(k->calls ? k->calls : 1), ru->ru_nvcsw, ru->ru_nivcsw);
+	fflush(stdout);
+	if (killed)
+		return;
+	if (WIFSIGNALED(st))
+		TEST_FAIL("%s (child %d) killed by signal %d", k->who, (int)k->pid, WTERMSIG(st));
+	if (WEXITSTATUS(st) == 77)
+		SKIP("%s skipped", k->who);
+	if (WEXITSTATUS(st) != 0)
+		TEST_FAIL("%s (child %d) exited with %d", k->who, (int)k->pid, WEXITSTATUS(st));
+}
+
+/* Reap the n children as they end (the first failure ends the test), then
+ * the library server (if any; it runs until killed). */
+static void soak_reap(struct soak_kid *kids, int n, struct soak_kid *lsrv)
+{
+	int st;
+	struct rusage ru;
+	for (int left = n; left > 0;) {
+		pid_t r = wait4(-1, &st, 0, &ru);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			TEST_FAIL("wait4: %s", strerror(errno));
+		if (r == lsrv->pid)
+			TEST_FAIL("the library server ended before its clients (status %#x)", st);
+		for (int i = 0; i < n; i++)
+			if (kids[i].pid == r) {
+				soak_report(&kids[i], st, &ru, false);
+				left--;
+			}
+	}
+	if (lsrv->pid > 0) {
+		kill(lsrv->pid, SIGKILL);
+		while (wait4(lsrv->pid, &st, 0, &ru) < 0)
+			if (errno != EINTR)
+				TEST_FAIL("wait4: %s", strerror(errno));
+		soak_report(lsrv, st, &ru, true);
+	}
+}
+
 static int soak_main(uint64_t calls, size_t ring, const char *tag)
 {
-	test_timeout(calls > 1000000 ? 7000 : 300); /* a hang, not a timing */
+	soak_selftest();
+	calls = soak_env_u64("BYPASS_SOAK_CALLS", calls, 1ull << 40);
+	unsigned shapes = soak_env_shapes();
+	soak_every = soak_env_u64("BYPASS_SOAK_PROGRESS", soak_every, 1ull << 40);
+	const char *sc = getenv("BYPASS_TEST_TIMEOUT_SCALE");
+	unsigned long scale = sc ? strtoul(sc, NULL, 10) : 1;
+	if (scale < 1 || scale > 1000)
+		scale = 1;
+	soak_wait_ns = (int64_t)soak_env_u64("BYPASS_SOAK_WAIT", 60 * scale, 1000000) * BYPASS_SEC;
+	/* A hang, not a timing: 700 us a call (7,000 s for 10,000,000), five
+	 * minutes at least; times BYPASS_TEST_TIMEOUT_SCALE. */
+	test_timeout(calls > 1000000 ? (unsigned)(calls / 1000000 * 700) : 300);
+	soak_t0 = test_now_ns();
 	struct soak sk = { .calls = calls, .ring = ring };
 	sk.seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ test_now_ns();
-	TEST_LOG("%llu calls per connection, %zu-byte rings, seed %#llx",
-		 (unsigned long long)calls, ring, (unsigned long long)sk.seed);
+	char list[64] = "";
+	for (unsigned k = 0; k < 5; k++)
+		if (shapes & (1u << k))
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 *list ? "," : "", soak_shape_names[k]);
+	TEST_LOG("%llu calls per connection, %zu-byte rings, seed %#llx, shapes %s, "
+		 "a call waits at most %lld s",
+		 (unsigned long long)calls, ring, (unsigned long long)sk.seed, list,
+		 (long long)(soak_wait_ns / BYPASS_SEC));
 	test_svc_name(sk.name[0], sizeof(sk.name[0]), "soak-plain");
 	test_svc_name(sk.name[1], sizeof(sk.name[1]), "soak-loans");
 	test_svc_name(sk.lname, sizeof(sk.lname), "soak-lib");
@@ -274,30 +495,51 @@ static int soak_main(uint64_t calls, size_t ring, const char *tag)
 	struct bypass_ipc_opts so = { .ring_size = ring, .max_msg = ring / 2 - 128 };
 	struct bypass_ipc_lib_opts lo = { .msg = &so };
 	int err;
-	pid_t lsrv = test_lib_server(sk.lname, sk.so, &lo, -1, &err);
-	CHECK_ERR(err, 0);
-	pid_t kids[7];
+	struct soak_kid lsrv = { 0, "library server (message-mode calls)",
+				 calls * (unsigned)(!!(shapes & SOAK_LIBMSG) + !!(shapes & SOAK_FALLBACK)) };
+	if (shapes & (SOAK_LIBMSG | SOAK_FALLBACK | SOAK_LIBRARY)) {
+		fflush(stdout);
+		lsrv.pid = test_lib_server(sk.lname, sk.so, &lo, -1, &err);
+		CHECK_ERR(err, 0);
+	}
+	static const char *const who[2][2] = { { "plain server", "plain client" },
+						{ "loans server", "loans client" } };
+	struct soak_kid kids[7];
 	int n = 0;
+	for (int i = 0; i < 7; i++)
+		kids[i].calls = calls;
 	for (int loans = 0; loans < 2; loans++) {
+		if (!(shapes & (loans ? SOAK_LOANS : SOAK_PLAIN)))
+			continue;
 		uint64_t seed = sk.seed + 0x1000 * (uint64_t)loans;
 		bypass_ipc_service *svc;
 		CHECK_ERR(bypass_ipc_listen(sk.name[loans], &so, &svc), 0);
-		if ((kids[n++] = soak_fork()) == 0)
+		kids[n].who = who[loans][0];
+		if ((kids[n++].pid = soak_fork()) == 0)
 			soak_server(svc, &sk, seed, loans);
 		CHECK_ERR(bypass_ipc_service_close(svc), 0);
-		if ((kids[n++] = soak_fork()) == 0)
+		kids[n].who = who[loans][1];
+		if ((kids[n++].pid = soak_fork()) == 0)
 			soak_client(&sk, seed, loans);
 	}
-	if ((kids[n++] = soak_fork()) == 0)
-		soak_lib_client(&sk, BYPASS_IPC_LIB_MESSAGE, 0, 1, "lib-msg", sk.seed + 0x2000);
-	if ((kids[n++] = soak_fork()) == 0)
-		soak_lib_client(&sk, BYPASS_IPC_LIB_FALLBACK, BYPASS_IPC_PROTECT_REQUIRED, 1,
-				"fallback", sk.seed + 0x3000);
-	if ((kids[n++] = soak_fork()) == 0)
-		soak_lib_client(&sk, 0, 0, 2, "library", sk.seed + 0x4000);
-	for (int i = 0; i < n; i++)
-		wait_child(kids[i]);
-	test_lib_stop(lsrv);
+	if (shapes & SOAK_LIBMSG) {
+		kids[n].who = "lib-msg client";
+		if ((kids[n++].pid = soak_fork()) == 0)
+			soak_lib_client(&sk, BYPASS_IPC_LIB_MESSAGE, 0, 1, "lib-msg", sk.seed + 0x2000);
+	}
+	if (shapes & SOAK_FALLBACK) {
+		kids[n].who = "fallback client";
+		if ((kids[n++].pid = soak_fork()) == 0)
+			soak_lib_client(&sk, BYPASS_IPC_LIB_FALLBACK, BYPASS_IPC_PROTECT_REQUIRED, 1,
+					"fallback", sk.seed + 0x3000);
+	}
+	if (shapes & SOAK_LIBRARY) {
+		kids[n].who = "library client (2 threads)";
+		kids[n].calls = 2 * calls;
+		if ((kids[n++].pid = soak_fork()) == 0)
+			soak_lib_client(&sk, 0, 0, 2, "library", sk.seed + 0x4000);
+	}
+	soak_reap(kids, n, &lsrv);
 	return test_pass(tag);
 }
 
