@@ -517,7 +517,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					 "non-anonymous slack %.1f%s%s%s", MIB(cgp), MIB(m->anon), MIB(m->file),
 					 MIB(pool[w][sd]), rss[w][side] / 1024.0, cpus,
 					 MIB(L[w].side[sd]), MIB(L[w].slack),
-					 L[w].cal_ok[sd] ? " less the pool's calibrated peak" : "",
+					 L[w].cal_ok[sd] ? ", lowered by its pool's calibration" : "",
 					 sd == best[w] ? "; the best of Linux's three" : "",
 					 oom[w][sd] ? "; OOM-killed in some runs" : "");
 			char incl[600];
@@ -789,9 +789,12 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			int sd = order[i], n = sd == SD_B ? runs_b[w] : runs_l[w][sd];
 			if (!n || o >= sizeof(sides))
 				continue;
-			o += (size_t)snprintf(sides + o, sizeof(sides) - o, "%s%s %.2f / %.2f / "
-					      "%.1f / %.1f / %.1f", o ? ", " : "", pu_sd_key[sd],
-					      med[w][sd], cpu[w][sd] / n, MIB(mem[w][sd].anon),
+			char wall[32] = "killed";
+			if (isfinite(med[w][sd]))
+				snprintf(wall, sizeof(wall), "%.2f", med[w][sd]);
+			o += (size_t)snprintf(sides + o, sizeof(sides) - o, "%s%s %s / %.2f / "
+					      "%.1f / %.1f / %.1f", o ? ", " : "", pu_sd_key[sd], wall,
+					      cpu[w][sd] / n, MIB(mem[w][sd].anon),
 					      MIB(mem[w][sd].file), MIB(pool[w][sd]));
 		}
 		bench_note(c, "%s, side by side (wall s median / CPU-s per run / peak anonymous "
