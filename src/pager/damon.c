@@ -17,6 +17,11 @@
  * processes are gone; the stopped kdamond's directory is taken over by the
  * next user (its pid_target names a dead process).
  */
+#include "pager/page.h"
+#include "pager/rank.h"
+#include "pager/table.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
 #include "core/syscall.h"
 #include "pager/heat.h"
 

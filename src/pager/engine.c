@@ -45,7 +45,18 @@
  * threads).  On the 16-core Xeon of issue 12 one signal cost 4,678 cycles
  * with one thread faulting and 70,904 with 16.
  */
-#include "pager/pager_internal.h"
+#include "pager/page.h"
+#include "pager/rank.h"
+#include "pager/lock.h"
+#include "pager/table.h"
+#include "pager/stats.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
+#include "pager/fault.h"
+#include "pager/engine.h"
+#include "pager/setup.h"
+#include "pager/evict.h"
+#include "pager/uffd.h"
 #include "core/syscall.h"
 
 #include <fcntl.h>

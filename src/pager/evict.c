@@ -22,6 +22,18 @@
  * the handler thread (which never touches region memory) writes back
  * asynchronously; other threads write synchronously (pwritev).
  */
+#include "pager/page.h"
+#include "pager/rank.h"
+#include "pager/lock.h"
+#include "pager/table.h"
+#include "pager/stats.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
+#include "pager/share.h"
+#include "pager/fault.h"
+#include "pager/evict.h"
+#include "pager/lru.h"
+#include "pager/uffd.h"
 #include "pager/policy.h"
 #include "pager/tier.h"
 #include "pager/tree.h"

@@ -4,6 +4,20 @@
  * mode, through core's fault dispatcher) or in a handler thread reading the
  * userfaultfd (handler mode).  Both end in bp_pager_serve().
  */
+#include "pager/page.h"
+#include "pager/rank.h"
+#include "pager/lock.h"
+#include "pager/table.h"
+#include "pager/stats.h"
+#include "pager/struct.h"
+#include "pager/share.h"
+#include "pager/fault.h"
+#include "pager/engine.h"
+#include "pager/read.h"
+#include "pager/evict.h"
+#include "pager/lru.h"
+#include "pager/sample.h"
+#include "pager/uffd.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
 #include "pager/heat.h" /* access heat: bp_heat_fault() */

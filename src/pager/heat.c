@@ -4,6 +4,12 @@
  * written source (PAGEMAP_SCAN) and the live view file.  See heat.h and
  * docs/pager.md ("Access heat").
  */
+#include "pager/page.h"
+#include "pager/rank.h"
+#include "pager/lock.h"
+#include "pager/table.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
 #include "pager/heat.h"
 #include "pager/policy.h"
 #include "core/syscall.h"

@@ -18,7 +18,7 @@
 #ifndef BYPASS_PAGER_HEAT_H
 #define BYPASS_PAGER_HEAT_H
 
-#include "pager/pager_internal.h"
+#include "pager/struct.h"
 
 #include <limits.h>
 

@@ -4,7 +4,10 @@
  * thread may block on them while serving a page fault, so none of them is
  * ever held across an access to region memory.  Each has a rank (rank.c).
  */
-#include "pager/pager_internal.h"
+#include "pager/page.h"
+#include "pager/rank.h"
+#include "pager/lock.h"
+#include "pager/stats.h"
 
 #include <limits.h>
 #include <sched.h>

@@ -6,6 +6,10 @@
  * last).  Called under the evict lock by evict.c; the lists themselves are
  * guarded by each shard's lock.
  */
+#include "pager/page.h"
+#include "pager/lock.h"
+#include "pager/struct.h"
+#include "pager/lru.h"
 #include "pager/policy.h"
 
 /* ------------------------------------------------------------ lists */

@@ -25,9 +25,11 @@
  * sanitizer's malloc is used instead: it must see the library's blocks to
  * check them (and the preload is not used with them).
  */
-#include "pager/pager_internal.h"
+#include "core/internal.h"
+#include "pager/mem.h"
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 

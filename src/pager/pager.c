@@ -1,5 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /* The pager's public API: create, map, unmap, pin, stats, destroy. */
+#include "pager/page.h"
+#include "pager/rank.h"
+#include "pager/lock.h"
+#include "pager/table.h"
+#include "pager/stats.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
+#include "pager/map.h"
+#include "pager/share.h"
+#include "pager/fork.h"
+#include "pager/fault.h"
+#include "pager/engine.h"
+#include "pager/setup.h"
+#include "pager/read.h"
+#include "pager/evict.h"
+#include "pager/lru.h"
+#include "pager/sample.h"
+#include "pager/uffd.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
 #include "pager/heat.h" /* access heat: the hooks below */

@@ -7,6 +7,11 @@
  * pager's internals (struct bp_builtin) that let them pick victims by page
  * id; what they pick still goes through the evictor's take().
  */
+#include "pager/page.h"
+#include "pager/lock.h"
+#include "pager/table.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
 #include "pager/policy.h"
 
 #include <stdlib.h>

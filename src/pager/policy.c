@@ -5,6 +5,14 @@
  * hints (bypass_pager_advise), and the calls from the fault path and the
  * evictor into the policy, whose answers are checked here.
  */
+#include "pager/page.h"
+#include "pager/rank.h"
+#include "pager/lock.h"
+#include "pager/table.h"
+#include "pager/stats.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
+#include "pager/lru.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
 

@@ -26,6 +26,17 @@
  * another constant stride) and a window that doubles while faults follow
  * the stream, up to bp_pf_max() pages.
  */
+#include "pager/page.h"
+#include "pager/lock.h"
+#include "pager/table.h"
+#include "pager/stats.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
+#include "pager/share.h"
+#include "pager/engine.h"
+#include "pager/evict.h"
+#include "pager/lru.h"
+#include "pager/uffd.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
 #include "core/uring.h"

@@ -24,7 +24,7 @@
  * Everything here is async-signal-safe: thread-local arrays (initial-exec),
  * write(2), abort().
  */
-#include "pager/pager_internal.h"
+#include "pager/rank.h"
 #include "core/syscall.h"
 
 #include <stdlib.h>

@@ -26,7 +26,11 @@
  * are taken with an atomic flag, and liburing's submit and peek are plain
  * memory operations and io_uring_enter().
  */
-#include "pager/pager_internal.h"
+#include "pager/page.h"
+#include "pager/stats.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
+#include "pager/read.h"
 #include "core/syscall.h"
 #include "pager/tier.h"
 #include "core/uring.h"

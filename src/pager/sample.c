@@ -25,6 +25,16 @@
  * checks that the page is still parked before it puts it back, inside a
  * region-table read section, so an unmap waits for it).
  */
+#include "pager/page.h"
+#include "pager/lock.h"
+#include "pager/table.h"
+#include "pager/stats.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
+#include "pager/share.h"
+#include "pager/evict.h"
+#include "pager/sample.h"
+#include "pager/uffd.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
 

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Setting a pager up: its userfaultfds (through uffd.c), its swap file, its configuration. */
-#include "pager/pager_internal.h"
+#include "pager/page.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
+#include "pager/setup.h"
+#include "pager/uffd.h"
 #include "core/syscall.h"
 
 #include <fcntl.h>

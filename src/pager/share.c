@@ -45,6 +45,20 @@
  * that arrive meanwhile wait at the gate; the prefetcher and the sampler
  * skip their work.
  */
+#include "pager/page.h"
+#include "pager/lock.h"
+#include "pager/table.h"
+#include "pager/stats.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
+#include "pager/share.h"
+#include "pager/fault.h"
+#include "pager/setup.h"
+#include "pager/read.h"
+#include "pager/evict.h"
+#include "pager/lru.h"
+#include "pager/sample.h"
+#include "pager/uffd.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
 #include "core/uring.h"

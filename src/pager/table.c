@@ -11,7 +11,12 @@
  * table after the writer stored the new one (all seq_cst), so it cannot
  * hold the old snapshot.
  */
-#include "pager/pager_internal.h"
+#include "pager/page.h"
+#include "pager/rank.h"
+#include "pager/table.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
+#include "pager/engine.h"
 #include "core/syscall.h"
 
 #include <stdlib.h>

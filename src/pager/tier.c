@@ -17,6 +17,12 @@
  * Python heap compressed by both: LZ4 decompresses a page in a fifth of
  * zstd level 1's time, on every swap-in from the pool).
  */
+#include "pager/page.h"
+#include "pager/rank.h"
+#include "pager/lock.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
+#include "pager/evict.h"
 #include "pager/tier.h"
 #include "core/syscall.h"
 #include "pager/tree.h"

@@ -21,7 +21,7 @@
 #ifndef BYPASS_PAGER_TIER_H
 #define BYPASS_PAGER_TIER_H
 
-#include "pager/pager_internal.h"
+#include "pager/struct.h"
 
 struct bp_tier;
 
