@@ -37,7 +37,14 @@ struct tslot {
 	_Atomic uint32_t req;     /* futex: bumped to ask for eviction */
 	_Atomic uint32_t want;    /* pages asked for, not yet served */
 	_Atomic uint64_t answered;
-	char pad[40];
+	/* what this member's reservations cost (read by bp_tree_stats, and by
+	 * a measuring script through /proc/PID/fd: the ledger is a memfd) */
+	_Atomic uint32_t asks_made;    /* asks this member made */
+	_Atomic uint32_t waits;        /* waits on the ledger's progress */
+	_Atomic uint64_t wait_ns;      /* in bp_tree_reserve with the tree full */
+	_Atomic uint64_t own_pages;    /* its own evicted there for room */
+	_Atomic uint64_t served_pages; /* evicted by its thread for others */
+	char pad[8];
 };
 
 struct bp_ledger {
@@ -54,6 +61,7 @@ struct bp_ledger {
 };
 
 _Static_assert(sizeof(struct bp_ledger) <= BP_TREE_SIZE, "ledger too large");
+_Static_assert(sizeof(struct tslot) == 64, "a slot is a cache line");
 
 /* A process's membership (one per joined pager). */
 struct bp_tree {
@@ -226,7 +234,15 @@ static int slot_take(struct bp_ledger *L, pid_t pid)
 			int32_t z = 0;
 			if (atomic_load_explicit(&L->slot[i].pid, memory_order_relaxed) == 0 &&
 			    atomic_compare_exchange_strong(&L->slot[i].pid, &z, (int32_t)pid)) {
-				atomic_store(&L->slot[i].want, 0);
+				struct tslot *s = &L->slot[i];
+				atomic_store(&s->want, 0);
+				/* the counters are the new member's (a reused slot) */
+				atomic_store(&s->answered, 0);
+				atomic_store(&s->asks_made, 0);
+				atomic_store(&s->waits, 0);
+				atomic_store(&s->wait_ns, 0);
+				atomic_store(&s->own_pages, 0);
+				atomic_store(&s->served_pages, 0);
 				return (int)i;
 			}
 		}
@@ -330,19 +346,40 @@ static void ask(struct bp_tree *T, unsigned v, uint32_t n)
 	atomic_fetch_add(&L->slot[v].req, 1);
 	bp_futex_wake(&L->slot[v].req, 1, true);
 	atomic_fetch_add(&L->asks, 1);
+	atomic_fetch_add_explicit(&L->slot[T->slot].asks_made, 1, memory_order_relaxed);
 }
 
-static void wait_ledger(struct bp_ledger *L, uint32_t seen)
+static void wait_ledger(struct bp_tree *T, uint32_t seen)
 {
+	struct bp_ledger *L = T->L;
+	atomic_fetch_add_explicit(&L->slot[T->slot].waits, 1, memory_order_relaxed);
 	atomic_fetch_add(&L->waiters, 1);
 	if (atomic_load(&L->progress) == seen)
 		bp_futex_wait(&L->progress, seen, 1000000, true);
 	atomic_fetch_sub(&L->waiters, 1);
 }
 
+static int tree_reserve(struct bp_tree *T, struct bypass_pager *p, uint32_t n, uint32_t limit);
+
 int bp_tree_reserve(struct bypass_pager *p, uint32_t n, bool must, uint32_t limit)
 {
 	struct bp_tree *T = tree_of(p);
+	if (ledger_take(T, n, limit)) {
+		local_add(p, n);
+		return 0;
+	}
+	if (!must)
+		return -EAGAIN;
+	uint64_t t0 = bypass_now_ns();
+	int e = tree_reserve(T, p, n, limit);
+	atomic_fetch_add_explicit(&T->L->slot[T->slot].wait_ns, bypass_now_ns() - t0,
+				  memory_order_relaxed);
+	return e;
+}
+
+/* The tree was full: room for n pages, waiting, evicting or asking. */
+static int tree_reserve(struct bp_tree *T, struct bypass_pager *p, uint32_t n, uint32_t limit)
+{
 	struct bp_ledger *L = T->L;
 	uint64_t asked = 0, stuck = 0, answered = 0;
 	int victim = -1;
@@ -351,8 +388,6 @@ int bp_tree_reserve(struct bypass_pager *p, uint32_t n, bool must, uint32_t limi
 			local_add(p, n);
 			return 0;
 		}
-		if (!must)
-			return -EAGAIN;
 		/* A fork of this process is being prepared (the gate closed,
 		 * or the read-back path's forking flag): take the room at once,
 		 * above the budget if need be and counted, as bp_pager_reserve
@@ -388,7 +423,7 @@ int bp_tree_reserve(struct bypass_pager *p, uint32_t n, bool must, uint32_t limi
 				if (!asked)
 					asked = now;
 			}
-			wait_ledger(L, seen);
+			wait_ledger(T, seen);
 			continue;
 		}
 		if (timed_out && victim >= 0) {
@@ -396,8 +431,12 @@ int bp_tree_reserve(struct bypass_pager *p, uint32_t n, bool must, uint32_t limi
 			victim = -1;
 		}
 		/* our own pages: we hold the most, or nobody answered */
-		if (own && bp_evict_for_tree(p, n, false))
+		uint32_t got = own ? bp_evict_for_tree(p, n, false) : 0;
+		if (got) {
+			atomic_fetch_add_explicit(&L->slot[T->slot].own_pages, got,
+						  memory_order_relaxed);
 			continue;
+		}
 		if (atomic_load(&L->progress) != seen) {
 			stuck = 0;
 			continue;
@@ -424,7 +463,7 @@ int bp_tree_reserve(struct bypass_pager *p, uint32_t n, bool must, uint32_t limi
 			       atomic_load(&L->total), L->budget, own);
 			return -ENOMEM;
 		}
-		wait_ledger(L, seen);
+		wait_ledger(T, seen);
 	}
 }
 
@@ -448,6 +487,7 @@ static void *tree_main(void *arg)
 					break;
 				done += got;
 			}
+			atomic_fetch_add_explicit(&s->served_pages, done, memory_order_relaxed);
 			atomic_fetch_add(&s->answered, 1);
 			ledger_progress(T->L);
 			continue;
@@ -632,7 +672,13 @@ void bp_tree_stats(struct bypass_pager *p, struct bp_tree_stats *st)
 	st->asks = atomic_load(&L->asks);
 	st->ask_timeouts = atomic_load(&L->ask_timeouts);
 	st->reclaimed = atomic_load(&L->reclaimed);
-	st->answered = atomic_load(&L->slot[T->slot].answered);
+	struct tslot *s = &L->slot[T->slot];
+	st->answered = atomic_load(&s->answered);
+	st->asks_made = atomic_load(&s->asks_made);
+	st->waits = atomic_load(&s->waits);
+	st->wait_ns = atomic_load(&s->wait_ns);
+	st->own_pages = atomic_load(&s->own_pages);
+	st->served_pages = atomic_load(&s->served_pages);
 	for (unsigned i = 0; i < TREE_SLOTS; i++)
 		st->members += atomic_load_explicit(&L->slot[i].pid, memory_order_relaxed) > 0;
 }

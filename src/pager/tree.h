@@ -35,6 +35,12 @@ struct bp_tree_stats {
 	uint64_t reclaimed;    /* slots of gone processes given back */
 	uint64_t answered;     /* requests this process served */
 	uint64_t members;      /* slots in use now */
+	/* this process's reservations with the tree full (its slot) */
+	uint64_t asks_made;    /* asks it made */
+	uint64_t waits;        /* waits on the ledger's progress (1 ms at most) */
+	uint64_t wait_ns;      /* time in them, waits and evictions included */
+	uint64_t own_pages;    /* its own pages evicted there */
+	uint64_t served_pages; /* pages its thread evicted when asked */
 };
 
 /*
