@@ -585,19 +585,22 @@ static void write_stats(void)
 	} while (0)
 #define F(name) PUT(",\"" #name "\":%llu", (unsigned long long)st.name)
 	PUT("{\"module\":\"pager\",\"pid\":%d", (int)getpid());
-	F(faults_zero); F(faults_swapin); F(faults_wp); F(faults_other);
-	F(readahead_pages); F(evictions); F(evictions_clean); F(bytes_read);
-	F(bytes_written); F(write_errors); F(resident_pages); F(resident_peak);
-	F(pinned_pages); F(budget_pages); F(swap_pages); F(swap_used);
-	F(mapped_pages); F(prefetch_pages); F(prefetch_used); F(policy_rejects);
-	F(engine_switches); F(engine_pool);
-	F(access_samples); F(access_hits); F(access_sample_ns); F(access_hit_ns);
-	F(readahead_dirty); F(reads_polled);
-	PUT(",\"lat_hist\":[");
-	for (int i = 0; i < BYPASS_PAGER_HIST; i++)
-		PUT("%s%llu", i ? "," : "", (unsigned long long)st.lat_hist[i]);
-	PUT("]");
-	F(lat_count); F(lat_sum_ns);
+	/* every counter of the public struct by name, in its order, from the
+	 * pager's one list (src/pager/stats.h); lat_hist as an array */
+#define J_HIST(name)                                                          \
+	do {                                                                  \
+		PUT(",\"" #name "\":[");                                      \
+		for (int i = 0; i < BYPASS_PAGER_HIST; i++)                   \
+			PUT("%s%llu", i ? "," : "", (unsigned long long)st.name[i]); \
+		PUT("]");                                                     \
+	} while (0);
+#define J_SHARD(name) F(name);
+#define J_ATOMIC(name) F(name);
+#define J_PLAIN(name) F(name);
+#define J_SAMPLE(name) F(name);
+#define J(name, kind, from) J_##kind(name)
+	BP_PAGER_COUNTERS(J)
+#undef J
 	if (p && tier_on) {
 		struct bypass_pager_tier_stats ts;
 		memset(&ts, 0, sizeof(ts));

@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/userfaultfd.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -700,43 +701,43 @@ int bypass_pager_unpin(bypass_pager *p, void *addr, size_t length)
 _Static_assert(sizeof(struct bypass_pager_stats) == 96 * sizeof(uint64_t),
 	       "struct bypass_pager_stats changed size");
 
+/* BP_PAGER_COUNTERS has the public struct's fields, in its order, and
+ * every one of them but the reserved words: a mirror of the list, checked
+ * field by field against the public struct. */
+#define MIRROR_ONE(name) uint64_t name;
+#define MIRROR_SHARD MIRROR_ONE
+#define MIRROR_ATOMIC MIRROR_ONE
+#define MIRROR_PLAIN MIRROR_ONE
+#define MIRROR_SAMPLE MIRROR_ONE
+#define MIRROR_HIST(name) uint64_t name[BYPASS_PAGER_HIST];
+#define MIRROR(name, kind, from) MIRROR_##kind(name)
+struct stats_mirror {
+	BP_PAGER_COUNTERS(MIRROR)
+};
+#define SAME_PLACE(name, kind, from)                                                        \
+	_Static_assert(offsetof(struct stats_mirror, name) ==                               \
+			       offsetof(struct bypass_pager_stats, name),                   \
+		       "BP_PAGER_COUNTERS: " #name " is not where the public struct has it");
+BP_PAGER_COUNTERS(SAME_PLACE)
+_Static_assert(sizeof(struct stats_mirror) == offsetof(struct bypass_pager_stats, reserved),
+	       "BP_PAGER_COUNTERS: the public struct has a counter the list lacks");
+
 int bypass_pager_stats(bypass_pager *p, struct bypass_pager_stats *st)
 {
 	if (!p || !st)
 		return -EINVAL;
 	memset(st, 0, sizeof(*st));
-#define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
-	st->faults_zero = ST_SUM(p, zero);
-	st->faults_swapin = ST_SUM(p, swapin);
-	st->faults_wp = ST_SUM(p, wp);
-	st->faults_other = ST_SUM(p, other);
-	st->readahead_pages = ST_SUM(p, ra);
-	st->evictions = ST_SUM(p, evict);
-	st->evictions_clean = ST_SUM(p, evict_clean);
-	st->bytes_read = ST_SUM(p, rd);
-	st->bytes_written = ST_SUM(p, wr);
-	st->write_errors = ST_SUM(p, wr_err);
-	st->resident_pages = LD(p->bud.resident);
-	st->resident_peak = LD(p->bud.peak);
-	st->pinned_pages = LD(p->bud.pinned);
-	st->budget_pages = p->cfg.budget;
-	st->swap_pages = p->swap.pages;
-	st->swap_used = LD(p->swap.used);
-	st->mapped_pages = LD(p->ids.mapped);
-	for (int i = 0; i < BYPASS_PAGER_HIST; i++)
-		st->lat_hist[i] = ST_SUM(p, hist[i]);
-	st->lat_count = ST_SUM(p, lat_count);
-	st->lat_sum_ns = ST_SUM(p, lat_sum_ns);
-	st->faultaround_pages = ST_SUM(p, fa);
-	st->engine_switches = ST_SUM(p, switches);
-	st->engine_pool = atomic_load(&p->eng.pool_now);
-	st->prefetch_pages = ST_SUM(p, pf);
-	st->prefetch_used = ST_SUM(p, pf_used);
-	st->policy_rejects = ST_SUM(p, rejects);
-	st->readahead_dirty = ST_SUM(p, ra_dirty);
-	st->reads_polled = ST_SUM(p, polled);
+#define FILL_SHARD(name, from) st->name = ST_SUM(p, from);
+#define FILL_ATOMIC(name, from) st->name = atomic_load_explicit(&p->from, memory_order_relaxed);
+#define FILL_PLAIN(name, from) st->name = p->from;
+#define FILL_HIST(name, from)                            \
+	for (int i = 0; i < BYPASS_PAGER_HIST; i++)      \
+		st->name[i] = ST_SUM(p, from[i]);
+#define FILL_SAMPLE(name, from)
+#define FILL(name, kind, from) FILL_##kind(name, from)
+	BP_PAGER_COUNTERS(FILL)
+#undef FILL
 	bp_sample_stats(p, &st->access_samples, &st->access_hits, &st->access_sample_ns,
 			&st->access_hit_ns);
-#undef LD
 	return 0;
 }
