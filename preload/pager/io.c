@@ -8,6 +8,7 @@
  * read from a socket or pipe returns after one piece, as a short read).
  */
 #include "preload.h"
+#include "core/syscall.h" /* the system calls themselves: under --batch a libc name is a batch wrapper */
 
 #include <limits.h>
 #include <sys/stat.h>
@@ -106,7 +107,7 @@ static int sock_type(int fd)
 {
 	int t = 0;
 	socklen_t l = sizeof(t);
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &t, &l) < 0)
+	if (bp_sys_getsockopt(fd, SOL_SOCKET, SO_TYPE, &t, &l) < 0)
 		return 0;
 	return t;
 }
@@ -133,7 +134,7 @@ static int go_on(struct call *c)
 	if (!kernel_writes(c->op))
 		return 1;
 	struct stat st;
-	return fstat(c->fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
+	return bp_sys_fstat(c->fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
 }
 
 static ssize_t io1(struct call *c, void *buf, size_t len)

@@ -2,6 +2,7 @@
 /* The table of regions, mapping and unmapping them, and pinning buffers around system calls. */
 #include "preload.h"
 #include "pager/pager_internal.h" /* lock ranks */
+#include "core/syscall.h"
 
 #include <limits.h>
 #include <sched.h>
@@ -174,7 +175,7 @@ int bp_pp_unmap(uintptr_t a, uintptr_t b)
 static void sleep_ms(long ms)
 {
 	struct timespec ts = { 0, ms * 1000000 };
-	nanosleep(&ts, NULL);
+	bp_sys_nanosleep(&ts, NULL);
 }
 
 /* Pin [a, a + len) of one region; on -ENOMEM (others hold pins) try less,
