@@ -188,7 +188,7 @@ int main(void)
 	syscall(SYS_close, got);
 	LIB(bypass_arena_close(a));
 
-#ifdef BYPASS_TEST_NOTIFY /* tests/core/extra.cmake: the notify module is built */
+#if BYPASS_WITH_NOTIFY /* the notify module is built (CMakeLists.txt) */
 	/* Doorbells: the shared page, its eventfd, ring, arm, try, pass. */
 	bypass_doorbell *db, *db2;
 	struct bypass_notify_opts o = { .flags = BYPASS_NOTIFY_EVENTFD };
