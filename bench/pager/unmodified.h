@@ -95,4 +95,44 @@ void pu_brun_take(const char *dir, struct brun *b);
 /* b's counters added to sum (the peak: the larger). */
 void pu_brun_add(struct brun *sum, const struct brun *b);
 
+/* One run of pager.unmodified: what its rounds measured (unmodified.c),
+ * what its rows, notes and targets read (unmodrows.c).  Per workload w and
+ * side sd: each round's time (NaN: no run), rounds kept and planned, runs
+ * killed by the cgroup's OOM killer, runs made; the compressed pool's peak
+ * (bytes, max over the runs; outside the cgroup on v1) and the largest
+ * cgroup charge + pool of one run; the preload's counters summed (bsum,
+ * tsum: with the tier); pages read from swap; peak resident set (KiB, max
+ * over the runs) per side; the peak charge (bytes) of the reference, the
+ * calibration run, the preload's rounds (and the smallest of them) and the
+ * Linux rounds; each side's cgroup's peaks of anonymous memory and page
+ * cache (the preload's include its calibration run), the reference's and
+ * the calibration run's; CPU-seconds summed over the rounds; the Linux
+ * sides' limits (unmodcal.c); the reference's time; why a workload
+ * stopped. */
+struct pu_st {
+	struct sizes z, zb; /* the Linux sides', the preload's */
+	uint64_t budget_mib;
+	int rounds, c_rounds, ret;
+	bool plant_kill, plant_nopage, have_python, have_linux;
+	char why[1024], facts[1024], tier_fail[1024];
+	bool lb[SD_N];
+	char lwhy[SD_N][1024], lfacts[SD_N][400];
+	double t[W_N][SD_N][64];
+	int nr[W_N], planned[W_N], oom[W_N][SD_N];
+	int runs_b[W_N], runs_l[W_N][SD_N];
+	uint64_t pool[W_N][SD_N], total_l[W_N][SD_N];
+	bool bad[W_N], skipped[W_N], notsel[W_N];
+	struct brun bsum[W_N], tsum[W_N];
+	uint64_t pswpin[W_N][SD_N], zswpin[W_N][SD_N];
+	long rss[W_N][S_N];
+	uint64_t cg_ref[W_N], cg_cal[W_N], cg_b[W_N], cg_l[W_N][SD_N], cg_bmin[W_N];
+	struct pb_cg_mem mem[W_N][SD_N], mem_ref[W_N], mem_cal[W_N];
+	double cpu[W_N][SD_N];
+	struct pu_lim L[W_N];
+	double ref_s[W_N];
+	char fail_why[W_N][1024];
+};
+/* Its rows, notes and targets, then bench_end (unmodrows.c). */
+void pu_report(struct bench_ctx *c, struct pu_st *s);
+
 #endif
