@@ -89,7 +89,7 @@ EXPORT int socketpair(int domain, int type, int proto, int sv[2])
 EXPORT int connect(int fd, const struct sockaddr *a, socklen_t al)
 {
 	FROM_BYPASS();
-	if (ACTIVE())
+	if (!PASS())
 		bp_bt_order_direct(fd);
 	int r = REAL(connect)(fd, a, al);
 	int e = errno;
@@ -102,7 +102,7 @@ EXPORT int connect(int fd, const struct sockaddr *a, socklen_t al)
 EXPORT int bind(int fd, const struct sockaddr *a, socklen_t al)
 {
 	FROM_BYPASS();
-	if (ACTIVE())
+	if (!PASS())
 		bp_bt_order_direct(fd);
 	return REAL(bind)(fd, a, al);
 }
@@ -110,7 +110,7 @@ EXPORT int bind(int fd, const struct sockaddr *a, socklen_t al)
 EXPORT int listen(int fd, int backlog)
 {
 	FROM_BYPASS();
-	if (ACTIVE())
+	if (!PASS())
 		bp_bt_order_direct(fd);
 	return REAL(listen)(fd, backlog);
 }
@@ -171,7 +171,7 @@ EXPORT int openat64(int dfd, const char *path, int flags, ...)
 EXPORT int dup(int fd)
 {
 	FROM_BYPASS();
-	if (ACTIVE())
+	if (!PASS())
 		bp_bt_flush_fd_wait(fd);
 	int nfd = REAL(dup)(fd);
 	if (nfd >= 0 && bp_bt_cfg.enabled)
@@ -181,7 +181,7 @@ EXPORT int dup(int fd)
 
 static int dup_onto(int fd, int nfd, int flags, bool three)
 {
-	if (ACTIVE() && fd != nfd) {
+	if (!PASS() && fd != nfd) {
 		bp_bt_flush_fd_wait(fd);
 		bp_bt_flush_fd_wait(nfd); /* dup2 closes nfd: its work must be done */
 		bp_bt_order_direct(nfd);  /* and that close is seen at once */
@@ -207,7 +207,7 @@ EXPORT int dup3(int fd, int nfd, int flags)
 static int do_fcntl(int (*real)(int, int, ...), int fd, int cmd, va_list ap)
 {
 	void *arg = va_arg(ap, void *);
-	if (ACTIVE()) {
+	if (!PASS()) {
 		if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
 			bp_bt_flush_fd_wait(fd);
 		else {
@@ -241,7 +241,7 @@ EXPORT int fcntl64(int fd, int cmd, ...)
 	FROM_BYPASS();
 	va_list ap;
 	va_start(ap, cmd);
-	int r = do_fcntl(REAL(fcntl64) ? real_fcntl64 : REAL(fcntl), fd, cmd, ap);
+	int r = do_fcntl(REAL(fcntl64) ? bp_pl_real_fcntl64 : REAL(fcntl), fd, cmd, ap);
 	va_end(ap);
 	return r;
 }
@@ -253,7 +253,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	va_start(ap, req);
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
-	if (ACTIVE()) {
+	if (!PASS()) {
 		long e = bp_bt_before_fd(fd, BT_OTHER);
 		if (e)
 			return (int)ret_errno(e, false);
@@ -272,7 +272,7 @@ EXPORT int close_range(unsigned first, unsigned last, int flags)
 		return -1;
 	}
 	bool closes = !(flags & CLOSE_RANGE_CLOEXEC);
-	if (ACTIVE() && closes) {
+	if (!PASS() && closes) {
 		bp_bt_order_direct(-1);
 		for (unsigned fd = first; fd <= last && fd < BT_FD_MAX; fd++) {
 			if (bp_bt_fd_peek((int)fd))
@@ -281,7 +281,7 @@ EXPORT int close_range(unsigned first, unsigned last, int flags)
 				break;
 		}
 	}
-	int r = real_close_range(first, last, flags);
+	int r = bp_pl_real_close_range(first, last, flags);
 	if (r == 0 && bp_bt_cfg.enabled && closes)
 		for (unsigned fd = first; fd <= last && fd < BT_FD_MAX; fd++) {
 			struct bt_fdent *fe = bp_bt_fd_peek((int)fd);
@@ -295,7 +295,7 @@ EXPORT int fclose(FILE *f)
 {
 	FROM_BYPASS();
 	int fd = f ? fileno(f) : -1;
-	if (fd >= 0 && ACTIVE()) {
+	if (fd >= 0 && !PASS()) {
 		bp_bt_flush_fd_wait(fd);
 		bp_bt_order_direct(fd);
 		struct bt_fdent *fe = bp_bt_fd_peek(fd);

@@ -7,7 +7,7 @@
 EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
 	FROM_BYPASS();
-	if (ACTIVE()) {
+	if (!PASS()) {
 		struct iovec v = { (void *)buf, n };
 		bool sp = false;
 		long r = bp_bt_tx_data(fd, &v, 1, 0, &sp);
@@ -21,7 +21,7 @@ EXPORT ssize_t write(int fd, const void *buf, size_t n)
 EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	FROM_BYPASS();
-	if (ACTIVE()) {
+	if (!PASS()) {
 		bool sp = false;
 		long r = bp_bt_tx_data(fd, iov, iovcnt, 0, &sp);
 		if (r != BT_PASS)
@@ -34,7 +34,7 @@ EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
 	FROM_BYPASS();
-	if (ACTIVE()) {
+	if (!PASS()) {
 		struct iovec v = { (void *)buf, n };
 		bool sp = false;
 		long r = bp_bt_tx_data(fd, &v, 1, flags, &sp);
@@ -49,7 +49,7 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 		      const struct sockaddr *addr, socklen_t alen)
 {
 	FROM_BYPASS();
-	if (ACTIVE()) {
+	if (!PASS()) {
 		long r;
 		bool sp = false;
 		if (!addr && !alen) {
@@ -70,7 +70,7 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	FROM_BYPASS();
-	if (ACTIVE()) {
+	if (!PASS()) {
 		long r;
 		bool sp = false;
 		/* Names and control data (descriptors!) are not deferred; the
@@ -91,7 +91,7 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t count)
 {
 	FROM_BYPASS();
-	if (ACTIVE()) {
+	if (!PASS()) {
 		long r = bp_bt_tx_sendfile(out_fd, in_fd, off, count);
 		if (r != BT_PASS)
 			return ret_errno(r, r == -EPIPE);
@@ -103,7 +103,7 @@ EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t count)
 EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
 {
 	FROM_BYPASS();
-	if (ACTIVE()) {
+	if (!PASS()) {
 		long r = bp_bt_tx_sendfile(out_fd, in_fd, (off_t *)off, count);
 		if (r != BT_PASS)
 			return ret_errno(r, r == -EPIPE);
@@ -121,7 +121,7 @@ EXPORT ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t n
 		      unsigned flags)
 {
 	FROM_BYPASS();
-	if (ACTIVE()) {
+	if (!PASS()) {
 		bool sp = false;
 		long r = bp_bt_before_fd(in, (flags & SPLICE_F_NONBLOCK) ? BT_READ_NOWAIT
 									: BT_READ);
@@ -137,7 +137,7 @@ EXPORT ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t n
 EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 {
 	FROM_BYPASS();
-	if (ACTIVE()) {
+	if (!PASS()) {
 		bool sp = false;
 		long r = bp_bt_tx_write_direct(fd, true, &sp);
 		if (r != BT_PASS)
@@ -152,7 +152,7 @@ EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 EXPORT int shutdown(int fd, int how)
 {
 	FROM_BYPASS();
-	if (ACTIVE()) {
+	if (!PASS()) {
 		long r = bp_bt_tx_shutdown(fd, how);
 		if (r != BT_PASS)
 			return (int)ret_errno(r, false);
@@ -164,7 +164,7 @@ EXPORT int shutdown(int fd, int how)
 EXPORT int close(int fd)
 {
 	FROM_BYPASS();
-	if (ACTIVE()) {
+	if (!PASS()) {
 		long r = bp_bt_tx_close(fd);
 		if (r != BT_PASS)
 			return (int)ret_errno(r, false);
@@ -175,7 +175,7 @@ EXPORT int close(int fd)
 EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	FROM_BYPASS();
-	if (ACTIVE()) {
+	if (!PASS()) {
 		long r = bp_bt_tx_sockopt(fd, level, name, val, len);
 		if (r != BT_PASS)
 			return (int)ret_errno(r, false);
@@ -187,7 +187,7 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
 	FROM_BYPASS();
-	if (ACTIVE()) {
+	if (!PASS()) {
 		long r = bp_bt_before_fd(fd, BT_OTHER);
 		if (!r)
 			r = bp_bt_report_err(fd);

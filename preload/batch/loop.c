@@ -67,8 +67,8 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout,
 		bool sliced = bp_bt_splice_tick() && (t < 0 || t > SPLICE_SLICE_MS);
 		if (sliced)
 			tt = SPLICE_SLICE_MS;
-		r = pwait ? real_epoll_pwait(epfd, ev, max, tt, ss)
-			  : real_epoll_wait(epfd, ev, max, tt);
+		r = pwait ? bp_pl_real_epoll_pwait(epfd, ev, max, tt, ss)
+			  : bp_pl_real_epoll_wait(epfd, ev, max, tt);
 		if (r == 0 && sliced) {
 			if ((t = left_ms(timeout, dl)) == -2)
 				break;
@@ -90,7 +90,7 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout,
 EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
 	FROM_BYPASS();
-	if (!ACTIVE())
+	if (PASS())
 		return REAL(epoll_wait)(epfd, ev, max, timeout);
 	return ep_wait(epfd, ev, max, timeout, NULL, false);
 }
@@ -99,7 +99,7 @@ EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
 		       const sigset_t *ss)
 {
 	FROM_BYPASS();
-	if (!ACTIVE())
+	if (PASS())
 		return REAL(epoll_pwait)(epfd, ev, max, timeout, ss);
 	return ep_wait(epfd, ev, max, timeout, ss, true);
 }
@@ -112,8 +112,8 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 		errno = ENOSYS;
 		return -1;
 	}
-	if (!ACTIVE())
-		return real_epoll_pwait2(epfd, ev, max, ts, ss);
+	if (PASS())
+		return bp_pl_real_epoll_pwait2(epfd, ev, max, ts, ss);
 	int mr;
 	/* A valid timeout only: a bad one gets the kernel's EINVAL below. */
 	if ((!ts || (ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000 &&
@@ -123,7 +123,7 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 		return mr;
 	bp_bt_unmerged_wait(); /* splices first: this wait is not sliced */
 	bp_bt_segment_end();
-	int r = real_epoll_pwait2(epfd, ev, max, ts, ss);
+	int r = bp_pl_real_epoll_pwait2(epfd, ev, max, ts, ss);
 	int e = errno;
 	bp_bt_segment_begin();
 	errno = e;
@@ -142,7 +142,7 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	FROM_BYPASS();
-	if (!ACTIVE())
+	if (PASS())
 		return REAL(poll)(fds, n, timeout);
 	bp_bt_unmerged_wait();
 	bp_bt_segment_end();
@@ -157,7 +157,7 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 		 const sigset_t *ss)
 {
 	FROM_BYPASS();
-	if (!ACTIVE())
+	if (PASS())
 		return REAL(ppoll)(fds, n, ts, ss);
 	bp_bt_unmerged_wait();
 	bp_bt_segment_end();
@@ -171,7 +171,7 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 EXPORT int select(int n, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 {
 	FROM_BYPASS();
-	if (!ACTIVE())
+	if (PASS())
 		return REAL(select)(n, r, w, x, tv);
 	bp_bt_unmerged_wait();
 	bp_bt_segment_end();
@@ -186,7 +186,7 @@ EXPORT int pselect(int n, fd_set *r, fd_set *w, fd_set *x, const struct timespec
 		   const sigset_t *ss)
 {
 	FROM_BYPASS();
-	if (!ACTIVE())
+	if (PASS())
 		return REAL(pselect)(n, r, w, x, ts, ss);
 	bp_bt_unmerged_wait();
 	bp_bt_segment_end();

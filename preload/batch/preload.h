@@ -51,14 +51,13 @@
 #include <unistd.h>
 
 #include "defer.h"
-
-#include <dlfcn.h>
-
-#define EXPORT __attribute__((visibility("default")))
+#include "common/scaffold.h"
 
 /* ------------------------------------------------------------ real functions */
 
-#define REAL_FUNCS(X)                                                         \
+/* The functions the wrappers wrap (preload/common/scaffold.h: REAL(name),
+ * resolved in real.c). */
+#define PL_REAL_FUNCS(X)                                                      \
 	X(ssize_t, write, (int, const void *, size_t))                        \
 	X(ssize_t, writev, (int, const struct iovec *, int))                  \
 	X(ssize_t, send, (int, const void *, size_t, int))                    \
@@ -147,17 +146,11 @@
 			      const struct timespec *))                       \
 	X(int, sigwait, (const sigset_t *, int *))
 
-#define DECLARE(ret, name, args) extern ret(*real_##name) args;
-REAL_FUNCS(DECLARE)
-#undef DECLARE
-void pl_resolve_all(void);
-
-/* The real function, resolved on first use (before our constructor too). */
-#define REAL(name) (bp_likely(real_##name) ? real_##name : (pl_resolve_all(), real_##name))
+PL_REAL_DECLARE(PL_REAL_FUNCS)
 
 /* Wrappers work only once configured, and never inside bypass (core's
  * per-thread depth: inside the library, a fault hook, a signal handler). */
-#define ACTIVE() (bp_likely(bp_bt_cfg.enabled) && bp_likely(!bp_inside()))
+#define PASS() bp_pl_pass(bp_bt_cfg.enabled)
 
 static inline long ret_errno(long r, bool sigpipe)
 {
@@ -205,7 +198,7 @@ static inline void pl_note_caller(uintptr_t ra)
  * of a deferred call on it that failed. */
 #define BEFORE_READ(fd, flags)                                              \
 	do {                                                                \
-		if (ACTIVE()) {                                             \
+		if (!PASS()) {                                              \
 			long r_ = bp_bt_before_fd((fd), (flags) & MSG_DONTWAIT \
 							     ? BT_READ_NOWAIT   \
 							     : BT_READ);        \

@@ -7,7 +7,7 @@
 /* exec ends the io_uring requests of the process: everything must be out. */
 static void before_exec(void)
 {
-	if (!ACTIVE())
+	if (PASS())
 		return;
 	/* A vfork child shares our memory: it must not touch our queues. */
 	if ((pid_t)syscall(SYS_getpid) != bp_pid())
@@ -112,7 +112,7 @@ EXPORT int execle(const char *p, const char *arg, ...)
 /* A spawned child inherits descriptors: submit closes and writes first. */
 static void before_spawn(void)
 {
-	if (ACTIVE())
+	if (!PASS())
 		bp_bt_flush_own();
 }
 
@@ -143,7 +143,7 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file,
  */
 static void before_block(void)
 {
-	if (ACTIVE())
+	if (!PASS())
 		bp_bt_flush_own();
 }
 
@@ -253,7 +253,7 @@ EXPORT int sigwait(const sigset_t *s, int *sig)
 /* Leaving the process ends its io_uring requests: send what is deferred. */
 static void before_exit(const char *why)
 {
-	if (!bp_bt_cfg.enabled || bp_inside())
+	if (PASS())
 		return;
 	bp_bt_enter(NULL);
 	bp_bt_drain_all((int64_t)bp_bt_ecfg.exit_wait_ms * 1000000);
@@ -289,7 +289,7 @@ static void at_exit(void)
 
 __attribute__((constructor)) static void batch_preload_init(void)
 {
-	pl_resolve_all();
+	bp_pl_resolve();
 	pl_from_init();
 	bp_bt_config_init();
 	bp_bt_engine_init();

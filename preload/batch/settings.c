@@ -5,9 +5,8 @@
  * counters it appends at exit.
  */
 #include "defer.h"
-#include "core/syscall.h"
+#include "common/scaffold.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,22 +130,11 @@ void bp_bt_config_init(void)
 
 uint64_t bp_bt_from_bypass;
 
-static void append_line(const char *path, const char *line, size_t n)
-{
-	int fd = bp_sys_openat(AT_FDCWD, path,
-			      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return;
-	ssize_t w = bp_sys_write(fd, line, n);
-	(void)w;
-	bp_sys_close(fd);
-}
-
 /*
  * One JSON object on one line: {"module": "batch", "pid": N, "why": "exit",
  * then every counter of struct bypass_batch_stats by name, then
- * "from_bypass" (defer.h)}, appended with one write (O_APPEND: lines of
- * processes exiting together do not mix).
+ * "from_bypass" (defer.h)}, appended with one write to each file
+ * (preload/common/scaffold.h).
  */
 void bp_bt_stats_dump(const char *why)
 {
@@ -154,34 +142,13 @@ void bp_bt_stats_dump(const char *why)
 		return;
 	struct bt_counters c;
 	bp_bt_stats_sum(&c);
-	char line[1024];
-	size_t n = 0;
-	int k = snprintf(line, sizeof(line), "{\"module\": \"batch\", \"pid\": %d, \"why\": \"%s\"",
-			 (int)bp_pid(), why);
-	if (k <= 0)
-		return;
-	n = (size_t)k;
-#define FMT(name)                                                              \
-	if (n < sizeof(line)) {                                                \
-		k = snprintf(line + n, sizeof(line) - n, ", \"" #name "\": %llu", \
-			     (unsigned long long)c.name);                      \
-		n += k > 0 ? (size_t)k : 0;                                    \
-	}
+	struct bp_pl_line l;
+	bp_pl_line_open(&l, "batch", true);
+	bp_pl_line_str(&l, "why", why);
+#define FMT(name) bp_pl_line_u64(&l, #name, c.name);
 	BT_COUNTERS(FMT)
 #undef FMT
-	if (n < sizeof(line)) {
-		k = snprintf(line + n, sizeof(line) - n, ", \"from_bypass\": %llu",
-			     (unsigned long long)__atomic_load_n(&bp_bt_from_bypass,
-								 __ATOMIC_RELAXED));
-		n += k > 0 ? (size_t)k : 0;
-	}
-	if (n + 3 > sizeof(line))
-		return;
-	line[n++] = '}';
-	line[n++] = '\n';
-	if (bp_bt_cfg.stats_path)
-		append_line(bp_bt_cfg.stats_path, line, n);
-	if (bp_bt_cfg.stats_file && (!bp_bt_cfg.stats_path ||
-				     strcmp(bp_bt_cfg.stats_path, bp_bt_cfg.stats_file)))
-		append_line(bp_bt_cfg.stats_file, line, n);
+	bp_pl_line_u64(&l, "from_bypass",
+		       __atomic_load_n(&bp_bt_from_bypass, __ATOMIC_RELAXED));
+	bp_pl_line_write(&l, bp_bt_cfg.stats_path, bp_bt_cfg.stats_file);
 }

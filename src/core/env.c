@@ -40,17 +40,27 @@ uint64_t bp_env_u64(const char *name, uint64_t def)
 	return v;
 }
 
+int bp_env_switch(const char *s)
+{
+	if (!s)
+		return -1;
+	if (!strcmp(s, "0") || !strcasecmp(s, "off") || !strcasecmp(s, "no") ||
+	    !strcasecmp(s, "false"))
+		return 0;
+	if (!strcmp(s, "1") || !strcasecmp(s, "on") || !strcasecmp(s, "yes") ||
+	    !strcasecmp(s, "true"))
+		return 1;
+	return -1;
+}
+
 bool bp_env_bool(const char *name, bool def)
 {
 	const char *s = getenv(name);
 	if (!s || !*s)
 		return def;
-	if (!strcmp(s, "0") || !strcasecmp(s, "off") || !strcasecmp(s, "no") ||
-	    !strcasecmp(s, "false"))
-		return false;
-	if (!strcmp(s, "1") || !strcasecmp(s, "on") || !strcasecmp(s, "yes") ||
-	    !strcasecmp(s, "true"))
-		return true;
+	int v = bp_env_switch(s);
+	if (v >= 0)
+		return v;
 	bp_warn("bypass: ignoring %s=%s (not 0/1)", name, s);
 	return def;
 }

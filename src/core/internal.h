@@ -253,6 +253,9 @@ uint64_t bp_env_u64(const char *name, uint64_t def);
 /* bp_env_bool - 0/off/no/false or 1/on/yes/true from the environment, or
  * def (unset, empty, or another value: a warning). */
 bool bp_env_bool(const char *name, bool def);
+/* bp_env_switch - the grammar of both: 0 for 0/off/no/false, 1 for
+ * 1/on/yes/true (case aside), -1 for anything else or NULL. */
+int bp_env_switch(const char *s);
 
 /* ------------------------------------------------------------ probes */
 

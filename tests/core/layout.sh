@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The module rules of docs/MODULES.md, checked:
 #  1. src/<m>, preload/<m>, tests/<m> and bench/<m> include (with "...")
-#     only their own module's files, core's, and files of their own directory;
+#     only their own module's files, core's, and files of their own directory
+#     (preload/<m> also the preloads' scaffold, preload/common, which
+#     includes only core's and its own);
 #     src/core includes no module; public headers include only <bypass/...>
 #     and system headers.  (cli/ and tests/core/cli-* check the command
 #     against every module and may include any module's internal header.)
@@ -41,6 +43,8 @@ check_includes() { # dir module
 				bad "$f: #include \"$inc\" climbs out of its directory"
 			     elif [ "$m" = core ] && [ "$top" != core ] && [[ $dir == src/core ]]; then
 				bad "$f: core includes \"$inc\" (core never uses a module)"
+			     elif [ "$top" = common ] && [[ $dir == preload/* ]]; then
+				: # the preloads' scaffold
 			     elif [ "$top" != core ] && [ "$top" != "$m" ]; then
 				bad "$f: #include \"$inc\": module $m reaches into $top (move the shared part to core)"
 			     fi ;;
@@ -66,6 +70,7 @@ for m in $modules; do
 	done
 done
 check_includes tests/core core
+check_includes preload/common common
 for h in include/bypass/*.h; do
 	grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$h" >/dev/null &&
 		bad "$h: a public header includes a project file with \"...\""
@@ -91,6 +96,7 @@ for d in tests/*/ bench/*/ preload/*/; do
 	[ -d "$d" ] || continue
 	n=$(basename "$d")
 	[ "${d%%/*}" = tests ] && [ "$n" = core ] && continue
+	[ "$d" = preload/common/ ] && continue # the preloads' scaffold
 	is_module "$n" || bad "$d does not name a module (no src/$n)"
 done
 for e in examples/*.c; do
