@@ -58,12 +58,6 @@
 /* The functions the wrappers wrap (preload/common/scaffold.h: REAL(name),
  * resolved in real.c). */
 #define PL_REAL_FUNCS(X)                                                      \
-	X(ssize_t, write, (int, const void *, size_t))                        \
-	X(ssize_t, writev, (int, const struct iovec *, int))                  \
-	X(ssize_t, send, (int, const void *, size_t, int))                    \
-	X(ssize_t, sendto, (int, const void *, size_t, int,                   \
-			    const struct sockaddr *, socklen_t))              \
-	X(ssize_t, sendmsg, (int, const struct msghdr *, int))                \
 	X(ssize_t, sendfile, (int, int, off_t *, size_t))                     \
 	X(ssize_t, splice, (int, loff_t *, int, loff_t *, size_t, unsigned))  \
 	X(int, sendmmsg, (int, struct mmsghdr *, unsigned, int))              \
@@ -74,12 +68,6 @@
 	X(int, close, (int))                                                  \
 	X(int, setsockopt, (int, int, int, const void *, socklen_t))          \
 	X(int, getsockopt, (int, int, int, void *, socklen_t *))              \
-	X(ssize_t, read, (int, void *, size_t))                               \
-	X(ssize_t, readv, (int, const struct iovec *, int))                   \
-	X(ssize_t, recv, (int, void *, size_t, int))                          \
-	X(ssize_t, recvfrom, (int, void *, size_t, int, struct sockaddr *,    \
-			      socklen_t *))                                   \
-	X(ssize_t, recvmsg, (int, struct msghdr *, int))                      \
 	X(int, epoll_wait, (int, struct epoll_event *, int, int))             \
 	X(int, epoll_pwait, (int, struct epoll_event *, int, int,             \
 			     const sigset_t *))                               \
@@ -128,7 +116,6 @@
 			      char *const[]))                                 \
 	X(void, _exit, (int))                                                 \
 	X(void, _Exit, (int))                                                 \
-	X(int, sigaction, (int, const struct sigaction *, struct sigaction *)) \
 	X(pid_t, waitpid, (pid_t, int *, int))                                \
 	X(pid_t, wait, (int *))                                               \
 	X(pid_t, wait3, (int *, int, struct rusage *))                        \
@@ -144,7 +131,8 @@
 	X(int, sigwaitinfo, (const sigset_t *, siginfo_t *))                  \
 	X(int, sigtimedwait, (const sigset_t *, siginfo_t *,                  \
 			      const struct timespec *))                       \
-	X(int, sigwait, (const sigset_t *, int *))
+	X(int, sigwait, (const sigset_t *, int *))                            \
+	PL_REAL_BOTH(X)
 
 PL_REAL_DECLARE(PL_REAL_FUNCS)
 

@@ -8,7 +8,8 @@
  * each keep their own copy.
  *
  *   PL_REAL_FUNCS(X)      a preload's list of the functions it wraps,
- *                         X(ret, name, (args)), in its preload.h
+ *                         X(ret, name, (args)), in its preload.h; it ends
+ *                         with PL_REAL_BOTH(X), those both preloads wrap
  *   PL_REAL_DECLARE(L)    the pointers bp_pl_real_<name> and bp_pl_resolve(),
  *   PL_REAL_DEFINE(L)       declared in preload.h, defined in one .c file
  *   REAL(name)            the real function, resolved on first use
@@ -26,15 +27,38 @@
 #define BYPASS_PRELOAD_COMMON_SCAFFOLD_H
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include "core/internal.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
 /* ------------------------------------------------------------ real functions */
+
+/* What both preloads wrap: the batch preload to keep a descriptor's calls
+ * in order behind its queued writes, the pager to pin buffers that lie in
+ * its regions; sigaction, each for its own signals.  At the end of each
+ * preload's PL_REAL_FUNCS. */
+#define PL_REAL_BOTH(X)                                                       \
+	X(ssize_t, read, (int, void *, size_t))                               \
+	X(ssize_t, readv, (int, const struct iovec *, int))                   \
+	X(ssize_t, write, (int, const void *, size_t))                        \
+	X(ssize_t, writev, (int, const struct iovec *, int))                  \
+	X(ssize_t, recv, (int, void *, size_t, int))                          \
+	X(ssize_t, recvfrom, (int, void *, size_t, int, struct sockaddr *,    \
+			      socklen_t *))                                   \
+	X(ssize_t, recvmsg, (int, struct msghdr *, int))                      \
+	X(ssize_t, send, (int, const void *, size_t, int))                    \
+	X(ssize_t, sendto, (int, const void *, size_t, int,                   \
+			    const struct sockaddr *, socklen_t))              \
+	X(ssize_t, sendmsg, (int, const struct msghdr *, int))                \
+	X(int, sigaction, (int, const struct sigaction *, struct sigaction *))
 
 #define PL_REAL_EXTERN_(ret, name, args) extern ret(*bp_pl_real_##name) args;
 #define PL_REAL_DEFINE_(ret, name, args) ret(*bp_pl_real_##name) args;

@@ -12,7 +12,7 @@
 
 /* The next allocator's allocating calls: where it is the heap's jemalloc,
  * entering it is ranked (no heap lock may be held: pager_internal.h). */
-#define NEXT(fn) (bp_pp_next_check(), bp_pp_real_##fn)
+#define NEXT(fn) (bp_pp_next_check(), bp_pl_real_##fn)
 
 /*
  * While malloc itself is being resolved, dlsym may allocate: such requests
@@ -39,25 +39,25 @@ static bool in_boot(const void *p)
 
 static bool ready(void)
 {
-	if (bp_likely(bp_pp_real_malloc && bp_pp_real_free))
+	if (bp_likely(bp_pl_real_malloc && bp_pl_real_free))
 		return true;
 	if (atomic_exchange(&resolving, 1))
 		return false; /* dlsym allocating */
-	bp_pp_resolve();
+	bp_pl_resolve();
 	atomic_store(&resolving, 0);
-	return bp_pp_real_malloc != NULL;
+	return bp_pl_real_malloc != NULL;
 }
 
 static inline bool large(size_t n)
 {
-	return !bp_pp_pass() && n >= bp_pp_cfg.threshold;
+	return !PASS() && n >= bp_pp_cfg.threshold;
 }
 
 /* A small request from the heap, if it is engaged (NULL: use the next
  * allocator). */
 static inline void *heap(size_t n, size_t align, bool zero)
 {
-	if (bp_pp_pass() || !bp_pp_heap_on())
+	if (PASS() || !bp_pp_heap_on())
 		return NULL;
 	return bp_pp_heap_alloc(n, align, zero);
 }
@@ -66,8 +66,8 @@ static inline void *heap(size_t n, size_t align, bool zero)
  * counted until the heap engages. */
 static inline void outside(void *p, int sign)
 {
-	if (p && !bp_pp_pass() && bp_pp_heap_counting() && bp_pp_real_malloc_usable_size)
-		bp_pp_heap_outside(sign * (int64_t)bp_pp_real_malloc_usable_size(p));
+	if (p && !PASS() && bp_pp_heap_counting() && bp_pl_real_malloc_usable_size)
+		bp_pp_heap_outside(sign * (int64_t)bp_pl_real_malloc_usable_size(p));
 }
 
 /*
@@ -154,7 +154,7 @@ EXPORT void *calloc(size_t a, size_t b)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (bp_unlikely(!ready() || !bp_pp_real_calloc))
+	if (bp_unlikely(!ready() || !bp_pl_real_calloc))
 		return boot_alloc(n); /* static: zeroed */
 	if (large(n)) {
 		void *p = region_alloc(n, 0); /* reads as zeros */
@@ -190,7 +190,7 @@ EXPORT void free(void *ptr)
 	}
 	if (bp_likely(ready())) {
 		outside(ptr, -1);
-		bp_pp_real_free(ptr);
+		bp_pl_real_free(ptr);
 	}
 }
 
@@ -304,7 +304,7 @@ EXPORT void *realloc(void *ptr, size_t n)
 		return q;
 	}
 	if (large(n)) {
-		size_t have = bp_pp_real_malloc_usable_size ? bp_pp_real_malloc_usable_size(ptr) : 0;
+		size_t have = bp_pl_real_malloc_usable_size ? bp_pl_real_malloc_usable_size(ptr) : 0;
 		void *q = NULL;
 		if (have && n > have && n <= SIZE_MAX / 2)
 			q = region_alloc(n > 2 * have ? n : 2 * have, 0); /* room, as above */
@@ -313,27 +313,27 @@ EXPORT void *realloc(void *ptr, size_t n)
 		if (q) {
 			memcpy(q, ptr, n < have ? n : have);
 			outside(ptr, -1);
-			bp_pp_real_free(ptr);
+			bp_pl_real_free(ptr);
 			return q;
 		}
 	}
-	if (n && bp_pp_reserve_use() && bp_pp_real_malloc_usable_size) {
+	if (n && bp_pp_reserve_use() && bp_pl_real_malloc_usable_size) {
 		/* the next allocator is the heap's jemalloc: not entered */
-		size_t have = bp_pp_real_malloc_usable_size(ptr);
+		size_t have = bp_pl_real_malloc_usable_size(ptr);
 		void *q = bp_pp_reserve_alloc(n, 0, false);
 		if (q) {
 			memcpy(q, ptr, n < have ? n : have);
-			bp_pp_real_free(ptr);
+			bp_pl_real_free(ptr);
 		}
 		return q;
 	}
-	if (n && !bp_pp_pass() && bp_pp_heap_on() && bp_pp_real_malloc_usable_size) {
+	if (n && !PASS() && bp_pp_heap_on() && bp_pl_real_malloc_usable_size) {
 		/* the next allocator's block moves into the heap as it changes */
-		size_t have = bp_pp_real_malloc_usable_size(ptr);
+		size_t have = bp_pl_real_malloc_usable_size(ptr);
 		void *q = heap(n, 0, false);
 		if (q) {
 			memcpy(q, ptr, n < have ? n : have);
-			bp_pp_real_free(ptr);
+			bp_pl_real_free(ptr);
 			return q;
 		}
 	}
@@ -468,5 +468,5 @@ EXPORT size_t malloc_usable_size(void *ptr)
 		return bp_pp_reserve_size(ptr);
 	if (bp_pp_cfg.enabled && region_of(ptr, &r))
 		return usable(&r);
-	return ready() ? bp_pp_real_malloc_usable_size(ptr) : 0;
+	return ready() ? bp_pl_real_malloc_usable_size(ptr) : 0;
 }

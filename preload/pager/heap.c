@@ -245,7 +245,7 @@ static extent_hooks_t hooks = {
 static int reserve_if_needed(void)
 {
 	Dl_info next, mine;
-	if (!bp_pp_real_malloc || !dladdr((void *)bp_pp_real_malloc, &next) ||
+	if (!bp_pl_real_malloc || !dladdr((void *)bp_pl_real_malloc, &next) ||
 	    !dladdr((void *)mallocx, &mine))
 		return -ENOENT;
 	if (next.dli_fbase != mine.dli_fbase)

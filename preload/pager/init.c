@@ -6,117 +6,17 @@
 #include "core/syscall.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <strings.h>
 #include <sys/stat.h>
 
-#define PP_DEFINE(ret, name, args) ret(*bp_pp_real_##name) args;
-PP_REAL_FUNCS(PP_DEFINE)
-#undef PP_DEFINE
+PL_REAL_DEFINE(PL_REAL_FUNCS)
+PL_NAMES("pager", "the program runs unpaged")
 
 struct bp_pp_cfg bp_pp_cfg;
 
-/*
- * dlsym may allocate (its error state) while malloc itself is being
- * resolved: those few requests are served from a static arena.
- */
-void bp_pp_resolve(void)
-{
-#define PP_RESOLVE(ret, name, args)                                           \
-	if (!bp_pp_real_##name)                                               \
-		bp_pp_real_##name = (ret(*) args)dlsym(RTLD_NEXT, #name);
-	PP_REAL_FUNCS(PP_RESOLVE)
-#undef PP_RESOLVE
-}
-
 /* ------------------------------------------------------------ configuration */
-
-static void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void complain(const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n > sizeof(buf) - 2)
-		n = sizeof(buf) - 2;
-	buf[n++] = '\n';
-	ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
-	(void)w;
-}
-
-/* A size: digits with an optional K, M, G or T (powers of 1024). */
-static bool env_size(const char *name, size_t def, size_t min, size_t *out)
-{
-	const char *s = getenv(name);
-	*out = def;
-	if (!s || !*s)
-		return true;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	unsigned shift = 0;
-	if (*end) {
-		switch (toupper((unsigned char)*end)) {
-		case 'K': shift = 10; break;
-		case 'M': shift = 20; break;
-		case 'G': shift = 30; break;
-		case 'T': shift = 40; break;
-		default: shift = 99;
-		}
-		if (shift != 99 && (end[1] == 'i' || end[1] == 'I') && (end[2] == 'B' || end[2] == 'b'))
-			end += 2;
-		else if (shift != 99 && (end[1] == 'B' || end[1] == 'b'))
-			end++;
-		if (shift != 99 && end[1])
-			shift = 99;
-	}
-	if (errno || end == s || !isdigit((unsigned char)*s) || shift == 99 ||
-	    (shift && v > (~0ull >> shift))) {
-		complain("bypass: pager preload: %s=%s is not a size (digits with an "
-			 "optional K, M, G or T suffix); the program runs unpaged", name, s);
-		return false;
-	}
-	v <<= shift;
-	if (v < min) {
-		complain("bypass: pager preload: %s=%s is below the minimum of %zu bytes; "
-			 "the program runs unpaged", name, s, min);
-		return false;
-	}
-	*out = (size_t)v;
-	return true;
-}
-
-static bool env_off(const char *s)
-{
-	return s && (!strcmp(s, "0") || !strcasecmp(s, "off") || !strcasecmp(s, "no") ||
-		     !strcasecmp(s, "false"));
-}
-
-/* A switch that is on unless set to 0/off/no/false; anything but those and
- * 1/on/yes/true is refused (the program then runs unpaged). */
-static bool env_onoff(const char *name, bool *out)
-{
-	const char *s = getenv(name);
-	*out = true;
-	if (!s || !*s)
-		return true;
-	if (env_off(s)) {
-		*out = false;
-		return true;
-	}
-	if (!strcmp(s, "1") || !strcasecmp(s, "on") || !strcasecmp(s, "yes") ||
-	    !strcasecmp(s, "true"))
-		return true;
-	complain("bypass: pager preload: %s=%s is neither 0/off nor 1/on; the program runs "
-		 "unpaged", name, s);
-	return false;
-}
 
 /* BYPASS_PAGER_POLICY, given to bypass_pager_set_policy() once the pager
  * exists ("" = the library's default, 2q).  Unset, the preload's own
@@ -175,8 +75,8 @@ static bool engine_env(void)
 	else if (!strcasecmp(v, "flip"))
 		engine_force = BP_ENGINE_FLIP;
 	else {
-		complain("bypass: pager preload: BYPASS_PAGER_ENGINE=%s is not one of upcall, "
-			 "adaptive, pool, flip; the program runs unpaged", v);
+		bp_pl_complain("bypass: pager preload: BYPASS_PAGER_ENGINE=%s is not one of upcall, "
+			       "adaptive, pool, flip; the program runs unpaged", v);
 		return false;
 	}
 	return true;
@@ -245,9 +145,9 @@ static bool heat_env(void)
 		errno = 0;
 		unsigned long ms = strtoul(iv, &end, 10);
 		if (errno || *end || !isdigit((unsigned char)*iv) || ms < 10 || ms > 60000) {
-			complain("bypass: pager preload: BYPASS_PAGER_HEAT_INTERVAL=%s is not a "
-				 "number of milliseconds from 10 to 60000; the program runs "
-				 "unpaged", iv);
+			bp_pl_complain("bypass: pager preload: BYPASS_PAGER_HEAT_INTERVAL=%s is not a "
+				       "number of milliseconds from 10 to 60000; the program runs "
+				       "unpaged", iv);
 			return false;
 		}
 		c.interval_ms = (unsigned)ms;
@@ -255,18 +155,18 @@ static bool heat_env(void)
 	const char *f = getenv("BYPASS_PAGER_HEAT_FILE");
 	if (f && *f) {
 		if (strlen(f) + 64 >= sizeof(heat_tmpl)) {
-			complain("bypass: pager preload: BYPASS_PAGER_HEAT_FILE is too long; "
-				 "the program runs unpaged");
+			bp_pl_complain("bypass: pager preload: BYPASS_PAGER_HEAT_FILE is too long; "
+				       "the program runs unpaged");
 			return false;
 		}
 		strcpy(heat_tmpl, f);
 	}
-	const char *v = getenv("BYPASS_PAGER_HEAT");
-	if (!v || !*v || env_off(v))
+	const char *v = bp_pl_env("BYPASS_PAGER_HEAT");
+	if (!v || bp_env_switch(v) == 0)
 		return true;
 	if (heat_sources(v, &c.sources)) {
-		complain("bypass: pager preload: BYPASS_PAGER_HEAT=%s is not 0, 1, all, or a "
-			 "list of faults, written, damon; the program runs unpaged", v);
+		bp_pl_complain("bypass: pager preload: BYPASS_PAGER_HEAT=%s is not 0, 1, all, or a "
+			       "list of faults, written, damon; the program runs unpaged", v);
 		return false;
 	}
 	heat_cfg = c;
@@ -283,13 +183,12 @@ static char tier_spec[64];
 
 static bool tier_env(void)
 {
-	const char *v = getenv("BYPASS_PAGER_TIER");
-	if (!v || !*v || env_off(v))
+	const char *v = bp_pl_env("BYPASS_PAGER_TIER");
+	if (!v || bp_env_switch(v) == 0)
 		return true;
 	struct bypass_pager_tier_config c;
 	memset(&c, 0, sizeof(c));
-	if (strcmp(v, "1") && strcasecmp(v, "on") && strcasecmp(v, "yes") &&
-	    strcasecmp(v, "true")) {
+	if (bp_env_switch(v) != 1) {
 		const char *q = v;
 		while (*q) {
 			unsigned *dst;
@@ -320,27 +219,21 @@ static bool tier_env(void)
 	tier_on = true;
 	return true;
 bad:
-	complain("bypass: pager preload: BYPASS_PAGER_TIER=%s is not 0, 1, or "
-		 "share=PCT,accept=PCT; the program runs unpaged", v);
+	bp_pl_complain("bypass: pager preload: BYPASS_PAGER_TIER=%s is not 0, 1, or "
+		       "share=PCT,accept=PCT; the program runs unpaged", v);
 	return false;
 }
 
 static bool configure(void)
 {
-	const char *k = getenv("BYPASS_PAGER");
-	if (env_off(k))
+	bool on;
+	if (!bp_pl_env_onoff("BYPASS_PAGER", &on) || !on)
 		return false;
-	if (k && *k && strcmp(k, "1") && strcasecmp(k, "on") && strcasecmp(k, "yes") &&
-	    strcasecmp(k, "true")) {
-		complain("bypass: pager preload: BYPASS_PAGER=%s is neither 0/off nor 1/on; "
-			 "the program runs unpaged", k);
-		return false;
-	}
 	struct bp_pp_cfg c;
 	memset(&c, 0, sizeof(c));
-	if (!env_size("BYPASS_PAGER_BUDGET", 1ul << 30, 16 * PP_PAGE, &c.budget) ||
-	    !env_size("BYPASS_PAGER_THRESHOLD", 64ul << 20, PP_PAGE, &c.threshold) ||
-	    !env_size("BYPASS_PAGER_SWAP_SIZE", 4ul << 30, 16 * PP_PAGE, &c.swap_size))
+	if (!bp_pl_env_size("BYPASS_PAGER_BUDGET", 1ul << 30, 16 * PP_PAGE, &c.budget) ||
+	    !bp_pl_env_size("BYPASS_PAGER_THRESHOLD", 64ul << 20, PP_PAGE, &c.threshold) ||
+	    !bp_pl_env_size("BYPASS_PAGER_SWAP_SIZE", 4ul << 30, 16 * PP_PAGE, &c.swap_size))
 		return false;
 	if (!engine_env() || !heat_env() || !tier_env())
 		return false;
@@ -350,16 +243,16 @@ static bool configure(void)
 		if (!strcmp(scope, "tree")) {
 			c.tree = true;
 		} else if (strcmp(scope, "process")) {
-			complain("bypass: pager preload: BYPASS_PAGER_BUDGET_SCOPE=%s is neither "
-				 "tree nor process; the program runs unpaged", scope);
+			bp_pl_complain("bypass: pager preload: BYPASS_PAGER_BUDGET_SCOPE=%s is neither "
+				       "tree nor process; the program runs unpaged", scope);
 			return false;
 		}
 	}
 	const char *pol = getenv("BYPASS_PAGER_POLICY");
 	if (pol && *pol && !policy_ok(pol)) {
-		complain("bypass: pager preload: BYPASS_PAGER_POLICY=%s is neither a built-in "
-			 "policy (2q, clock, prefetch, window; no arguments) nor a readable "
-			 "shared object; the program runs unpaged", pol);
+		bp_pl_complain("bypass: pager preload: BYPASS_PAGER_POLICY=%s is neither a built-in "
+			       "policy (2q, clock, prefetch, window; no arguments) nor a readable "
+			       "shared object; the program runs unpaged", pol);
 		return false;
 	}
 	if (pol)
@@ -369,30 +262,30 @@ static bool configure(void)
 		dir = "/var/tmp";
 	struct stat st;
 	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) < 0) {
-		complain("bypass: pager preload: BYPASS_PAGER_SWAP=%s is not a writable "
-			 "directory (each process puts an unnamed swap file there); the "
-			 "program runs unpaged", dir);
+		bp_pl_complain("bypass: pager preload: BYPASS_PAGER_SWAP=%s is not a writable "
+			       "directory (each process puts an unnamed swap file there); the "
+			       "program runs unpaged", dir);
 		return false;
 	}
 	if (strlen(dir) >= sizeof(c.swap_dir)) {
-		complain("bypass: pager preload: BYPASS_PAGER_SWAP is too long; the program "
-			 "runs unpaged");
+		bp_pl_complain("bypass: pager preload: BYPASS_PAGER_SWAP is too long; the program "
+			       "runs unpaged");
 		return false;
 	}
 	strcpy(c.swap_dir, dir);
-	if (!env_onoff("BYPASS_PAGER_HEAP", &c.heap))
+	if (!bp_pl_env_onoff("BYPASS_PAGER_HEAP", &c.heap))
 		return false;
-	if (!env_size("BYPASS_PAGER_HEAP_AFTER", 16ul << 20, 0, &c.heap_after))
+	if (!bp_pl_env_size("BYPASS_PAGER_HEAP_AFTER", 16ul << 20, 0, &c.heap_after))
 		return false;
-	if (!env_onoff("BYPASS_PAGER_SAMPLE", &c.sample) ||
-	    !env_onoff("BYPASS_PAGER_SPIN", &c.spin))
+	if (!bp_pl_env_onoff("BYPASS_PAGER_SAMPLE", &c.sample) ||
+	    !bp_pl_env_onoff("BYPASS_PAGER_SPIN", &c.spin))
 		return false;
 	/* lock ranks checked (rank.c): on in debug builds, off in release
 	 * builds unless this says 1 */
 	const char *lr = getenv("BYPASS_PAGER_LOCK_RANKS");
 	bool ranks = false;
 	if (lr && *lr) {
-		if (!env_onoff("BYPASS_PAGER_LOCK_RANKS", &ranks))
+		if (!bp_pl_env_onoff("BYPASS_PAGER_LOCK_RANKS", &ranks))
 			return false;
 		bp_rank_enable(ranks);
 	}
@@ -421,14 +314,14 @@ static int tier_start(bypass_pager *p)
 {
 	int e = bypass_pager_tier(p, &tier_cfg);
 	if (e == -EOPNOTSUPP) {
-		complain("bypass: pager preload: BYPASS_PAGER_TIER: this build has no LZ4 "
-			 "(liblz4); the program runs paged without the tier");
+		bp_pl_complain("bypass: pager preload: BYPASS_PAGER_TIER: this build has no LZ4 "
+			       "(liblz4); the program runs paged without the tier");
 		tier_on = false;
 		return 0;
 	}
 	if (e)
-		complain("bypass: pager preload: BYPASS_PAGER_TIER=%s: %s; the program runs "
-			 "unpaged", tier_spec, strerror(-e));
+		bp_pl_complain("bypass: pager preload: BYPASS_PAGER_TIER=%s: %s; the program runs "
+			       "unpaged", tier_spec, strerror(-e));
 	return e;
 }
 
@@ -451,12 +344,12 @@ static void tree_setup(void)
 	int fd;
 	ledger = bp_tree_open(env, bp_pp_cfg.budget, &why, &fd);
 	if (why)
-		complain("bypass: pager preload: BYPASS_PAGER_LEDGER=%s is refused (%s); "
-			 "this process and its children share a budget of their own", env,
-			 why);
+		bp_pl_complain("bypass: pager preload: BYPASS_PAGER_LEDGER=%s is refused (%s); "
+			       "this process and its children share a budget of their own", env,
+			       why);
 	if (!ledger) {
-		complain("bypass: pager preload: no ledger for the process tree (%s); "
-			 "this process keeps a budget of its own", strerror(-fd));
+		bp_pl_complain("bypass: pager preload: no ledger for the process tree (%s); "
+			       "this process keeps a budget of its own", strerror(-fd));
 		return;
 	}
 	if (env && !why && bp_tree_budget(ledger) != bp_pp_cfg.budget)
@@ -499,27 +392,27 @@ bypass_pager *bp_pp_pager(void)
 		int e = bypass_pager_create(&c, &p);
 		int te = !e && ledger ? bp_tree_join(p, ledger) : 0; /* before any map */
 		if (te)
-			complain("bypass: pager preload: joining the process tree's ledger: %s; "
-				 "this process keeps a budget of its own", strerror(-te));
+			bp_pl_complain("bypass: pager preload: joining the process tree's ledger: %s; "
+				       "this process keeps a budget of its own", strerror(-te));
 		if (e) {
-			complain("bypass: pager preload: no pager (%s, budget %zu, swap %zu "
-				 "bytes in %s); the program runs unpaged", strerror(-e),
-				 c.budget, c.swap_size, c.swap_path);
+			bp_pl_complain("bypass: pager preload: no pager (%s, budget %zu, swap %zu "
+				       "bytes in %s); the program runs unpaged", strerror(-e),
+				       c.budget, c.swap_size, c.swap_path);
 		} else if (engine_force >= 0 && (e = bp_engine_force(p, engine_force))) {
-			complain("bypass: pager preload: BYPASS_PAGER_ENGINE: %s; the program "
-				 "runs unpaged", strerror(-e));
+			bp_pl_complain("bypass: pager preload: BYPASS_PAGER_ENGINE: %s; the program "
+				       "runs unpaged", strerror(-e));
 			bypass_pager_destroy(p);
 		} else if (policy_spec[0] && (e = bypass_pager_set_policy(p, policy_spec))) {
-			complain("bypass: pager preload: BYPASS_PAGER_POLICY=%s: %s; the program "
-				 "runs unpaged", policy_spec, strerror(-e));
+			bp_pl_complain("bypass: pager preload: BYPASS_PAGER_POLICY=%s: %s; the program "
+				       "runs unpaged", policy_spec, strerror(-e));
 			bypass_pager_destroy(p);
 		} else if (tier_on && (e = tier_start(p))) {
 			bypass_pager_destroy(p);
 		} else if (heat_on && (heat_cfg.stats_path = heat_file(),
 				       e = bypass_pager_heat_enable(p, &heat_cfg))) {
 			/* optional sources: only a failure to start at all */
-			complain("bypass: pager preload: BYPASS_PAGER_HEAT: %s; heat stays off",
-				 strerror(-e));
+			bp_pl_complain("bypass: pager preload: BYPASS_PAGER_HEAT: %s; heat stays off",
+				       strerror(-e));
 			e = 0;
 		}
 		bp_leave();
@@ -563,6 +456,11 @@ static void atfork_child(void)
 
 /* ------------------------------------------------------------ statistics */
 
+/* One JSON object on one line (libbypass-pager(3)): {"module":"pager",
+ * "pid":N, every counter of the public struct by name in its order, from
+ * the pager's one list (src/pager/stats.h), lat_hist as an array; the
+ * tier's and the tree's counters where they are on; "heap"}, appended to
+ * BYPASS_STATS_FILE (preload/common/scaffold.h). */
 static void write_stats(void)
 {
 	if (!bp_pp_cfg.enabled || !bp_pp_cfg.stats_file[0])
@@ -575,29 +473,21 @@ static void write_stats(void)
 		bypass_pager_stats(p, &st);
 		bp_leave();
 	}
-	char buf[4096];
-	size_t n = 0;
-#define PUT(...)                                                              \
-	do {                                                                  \
-		int k_ = snprintf(buf + n, sizeof(buf) - n, __VA_ARGS__);    \
-		if (k_ > 0 && (size_t)k_ < sizeof(buf) - n)                  \
-			n += (size_t)k_;                                      \
-	} while (0)
-#define F(name) PUT(",\"" #name "\":%llu", (unsigned long long)st.name)
-	PUT("{\"module\":\"pager\",\"pid\":%d", (int)getpid());
-	/* every counter of the public struct by name, in its order, from the
-	 * pager's one list (src/pager/stats.h); lat_hist as an array */
+	struct bp_pl_line l;
+	bp_pl_line_open(&l, "pager", false);
 #define J_HIST(name)                                                          \
 	do {                                                                  \
-		PUT(",\"" #name "\":[");                                      \
+		bp_pl_line_key(&l, #name);                                    \
+		bp_pl_line_put(&l, "[");                                      \
 		for (int i = 0; i < BYPASS_PAGER_HIST; i++)                   \
-			PUT("%s%llu", i ? "," : "", (unsigned long long)st.name[i]); \
-		PUT("]");                                                     \
+			bp_pl_line_put(&l, "%s%llu", i ? "," : "",            \
+				       (unsigned long long)st.name[i]);       \
+		bp_pl_line_put(&l, "]");                                      \
 	} while (0);
-#define J_SHARD(name) F(name);
-#define J_ATOMIC(name) F(name);
-#define J_PLAIN(name) F(name);
-#define J_SAMPLE(name) F(name);
+#define J_SHARD(name) bp_pl_line_u64(&l, #name, st.name);
+#define J_ATOMIC(name) bp_pl_line_u64(&l, #name, st.name);
+#define J_PLAIN(name) bp_pl_line_u64(&l, #name, st.name);
+#define J_SAMPLE(name) bp_pl_line_u64(&l, #name, st.name);
 #define J(name, kind, from) J_##kind(name)
 	BP_PAGER_COUNTERS(J)
 #undef J
@@ -607,7 +497,7 @@ static void write_stats(void)
 		bp_enter();
 		bypass_pager_tier_stats(p, &ts);
 		bp_leave();
-#define T(name) PUT(",\"tier_" #name "\":%llu", (unsigned long long)ts.name)
+#define T(name) bp_pl_line_u64(&l, "tier_" #name, ts.name)
 		T(stored); T(rejected); T(dropped); T(swapin_pool); T(swapin_file);
 		T(pool_pages); T(pool_bytes);
 #undef T
@@ -615,37 +505,25 @@ static void write_stats(void)
 	if (p && bp_tree_ledger(p)) {
 		struct bp_tree_stats ts;
 		bp_tree_stats(p, &ts);
-#define T(name) PUT(",\"tree_" #name "\":%llu", (unsigned long long)ts.name)
+#define T(name) bp_pl_line_u64(&l, "tree_" #name, ts.name)
 		T(budget_pages); T(slack_pages); T(total_pages); T(peak_pages); T(over_pages);
 		T(asks); T(ask_timeouts); T(reclaimed); T(answered); T(members);
 #undef T
 	}
-	PUT(",\"heap\":%d}\n", (int)bp_pp_heap_on());
-#undef F
-#undef PUT
-	/* core/syscall.h, not libc's names: under --batch too, the batch
-	 * preload's wrappers never see the line (its from_bypass) */
-	int fd = bp_sys_openat(AT_FDCWD, bp_pp_cfg.stats_file,
-			       O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return;
-	bp_enter();
-	ssize_t w = bp_sys_write(fd, buf, n);
-	bp_leave();
-	(void)w;
-	bp_sys_close(fd);
+	bp_pl_line_u64(&l, "heap", bp_pp_heap_on());
+	bp_pl_line_write(&l, bp_pp_cfg.stats_file, NULL);
 }
 
 /* ------------------------------------------------------------ life */
 
 __attribute__((constructor)) static void pp_init(void)
 {
-	bp_pp_resolve();
+	bp_pl_resolve();
 	if (!configure())
 		return;
 	if (bp_pp_cfg.tree)
 		tree_setup();
-	pthread_atfork(NULL, NULL, atfork_child);
+	bp_pl_on_fork(atfork_child);
 	bp_pp_heap_start();
 }
 

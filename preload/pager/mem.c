@@ -96,7 +96,7 @@ static int drop_regions(uintptr_t a, uintptr_t b, bool munmap_gaps)
 
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	if (!bp_pp_pass() && len) {
+	if (!PASS() && len) {
 		if (candidate(addr, len, prot, flags, fd)) {
 			size_t l = (len + PP_PAGE - 1) & ~(PP_PAGE - 1);
 			void *m;
@@ -129,7 +129,7 @@ EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t o
 EXPORT int munmap(void *addr, size_t len)
 {
 	uintptr_t a = (uintptr_t)addr;
-	if (bp_pp_pass() || !len || (a & (PP_PAGE - 1)) || !bp_pp_maybe(addr, len))
+	if (PASS() || !len || (a & (PP_PAGE - 1)) || !bp_pp_maybe(addr, len))
 		return REAL(munmap)(addr, len);
 	uintptr_t b = (a + len + PP_PAGE - 1) & ~(PP_PAGE - 1);
 	if (b < a) {
@@ -161,7 +161,7 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 	uintptr_t a = (uintptr_t)old;
 	struct bp_pp_region r = { 0 };
 	bool ours = false;
-	if (!bp_pp_pass() && oldlen && !(a & (PP_PAGE - 1)) && bp_pp_maybe(old, oldlen) &&
+	if (!PASS() && oldlen && !(a & (PP_PAGE - 1)) && bp_pp_maybe(old, oldlen) &&
 	    bp_pp_lock()) {
 		struct bp_pp_region *f = bp_pp_find(a);
 		if (f && !(f->kind & PP_STALE)) {
@@ -172,7 +172,7 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 	}
 	if (!ours) {
 		void *m = REAL(mremap)(old, oldlen, newlen, flags, fixed);
-		if (m != MAP_FAILED && !bp_pp_pass() && oldlen && bp_pp_maybe(old, oldlen) &&
+		if (m != MAP_FAILED && !PASS() && oldlen && bp_pp_maybe(old, oldlen) &&
 		    bp_pp_lock()) {
 			/* a fork child's stale record there: ordinary memory,
 			 * moved or resized by the kernel, not tracked now */
@@ -241,7 +241,7 @@ static void willneed(uintptr_t a, uintptr_t b)
 EXPORT int madvise(void *addr, size_t len, int advice)
 {
 	uintptr_t a = (uintptr_t)addr;
-	if (bp_pp_pass() || !len || (a & (PP_PAGE - 1)) || !bp_pp_maybe(addr, len))
+	if (PASS() || !len || (a & (PP_PAGE - 1)) || !bp_pp_maybe(addr, len))
 		return REAL(madvise)(addr, len, advice);
 	uintptr_t b = (a + len + PP_PAGE - 1) & ~(PP_PAGE - 1);
 	struct piece pc[32];

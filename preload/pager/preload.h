@@ -24,7 +24,6 @@
 #ifndef BYPASS_PRELOAD_PAGER_H
 #define BYPASS_PRELOAD_PAGER_H
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -41,13 +40,15 @@
 #include <bypass/pager.h>
 
 #include "core/internal.h"
+#include "common/scaffold.h"
 
-#define EXPORT __attribute__((visibility("default")))
 #define PP_PAGE 4096ul
 
 /* ------------------------------------------------------------ real functions */
 
-#define PP_REAL_FUNCS(X)                                                      \
+/* The functions the wrappers wrap, and the next allocator's
+ * (preload/common/scaffold.h: REAL(name), resolved in init.c). */
+#define PL_REAL_FUNCS(X)                                                      \
 	X(void *, malloc, (size_t))                                           \
 	X(void *, calloc, (size_t, size_t))                                   \
 	X(void *, realloc, (void *, size_t))                                  \
@@ -62,35 +63,19 @@
 	X(int, munmap, (void *, size_t))                                      \
 	X(void *, mremap, (void *, size_t, size_t, int, ...))                 \
 	X(int, madvise, (void *, size_t, int))                                \
-	X(int, sigaction, (int, const struct sigaction *, struct sigaction *))\
-	X(ssize_t, read, (int, void *, size_t))                               \
 	X(ssize_t, pread, (int, void *, size_t, off_t))                       \
-	X(ssize_t, readv, (int, const struct iovec *, int))                   \
 	X(ssize_t, preadv, (int, const struct iovec *, int, off_t))           \
 	X(ssize_t, preadv2, (int, const struct iovec *, int, off_t, int))     \
-	X(ssize_t, write, (int, const void *, size_t))                        \
 	X(ssize_t, pwrite, (int, const void *, size_t, off_t))                \
-	X(ssize_t, writev, (int, const struct iovec *, int))                  \
 	X(ssize_t, pwritev, (int, const struct iovec *, int, off_t))          \
 	X(ssize_t, pwritev2, (int, const struct iovec *, int, off_t, int))    \
-	X(ssize_t, recv, (int, void *, size_t, int))                          \
-	X(ssize_t, recvfrom, (int, void *, size_t, int, struct sockaddr *,    \
-			      socklen_t *))                                   \
-	X(ssize_t, recvmsg, (int, struct msghdr *, int))                      \
-	X(ssize_t, send, (int, const void *, size_t, int))                    \
-	X(ssize_t, sendto, (int, const void *, size_t, int,                   \
-			    const struct sockaddr *, socklen_t))              \
-	X(ssize_t, sendmsg, (int, const struct msghdr *, int))                \
 	X(size_t, fread, (void *, size_t, size_t, FILE *))                    \
 	X(size_t, fread_unlocked, (void *, size_t, size_t, FILE *))           \
 	X(size_t, fwrite, (const void *, size_t, size_t, FILE *))             \
-	X(size_t, fwrite_unlocked, (const void *, size_t, size_t, FILE *))
+	X(size_t, fwrite_unlocked, (const void *, size_t, size_t, FILE *))    \
+	PL_REAL_BOTH(X)
 
-#define PP_DECLARE(ret, name, args) extern ret(*bp_pp_real_##name) args;
-PP_REAL_FUNCS(PP_DECLARE)
-#undef PP_DECLARE
-#define REAL(name) (bp_pp_real_##name ? bp_pp_real_##name : (bp_pp_resolve(), bp_pp_real_##name))
-void bp_pp_resolve(void);
+PL_REAL_DECLARE(PL_REAL_FUNCS)
 
 /* ------------------------------------------------------------ configuration */
 
@@ -111,16 +96,17 @@ struct bp_pp_cfg {
 extern struct bp_pp_cfg bp_pp_cfg;
 
 /*
- * Pass straight through to the real function: the preload is off, or the
- * calling thread is inside bypass (core's per-thread depth: raised with
- * bp_enter()/bp_leave() around the preload's calls into the library, so
- * that the library's own mmap, madvise, pread ... pass; by core's fault
- * handler around the pager's fault hook; for good in the pager's threads).
+ * Pass straight through to the real function (preload/common/scaffold.h):
+ * the preload is off, or the calling thread is inside bypass (core's
+ * per-thread depth: raised with bp_enter()/bp_leave() around the preload's
+ * calls into the library, so that the library's own mmap, madvise, pread
+ * ... pass; by core's fault handler around the pager's fault hook; for good
+ * in the pager's threads).
  */
-static inline bool bp_pp_pass(void)
-{
-	return !bp_pp_cfg.enabled || bp_inside();
-}
+#define PASS() bp_pl_pass(bp_pp_cfg.enabled)
+/* io.c's and regions.c's name for it, until they are renamed (the tree
+ * engineer's files this session). */
+#define bp_pp_pass() PASS()
 
 /* The process's pager, created on first use; NULL if that failed. */
 bypass_pager *bp_pp_pager(void);

@@ -9,7 +9,7 @@
 
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (!bp_pp_pass() && (sig == SIGSEGV || sig == SIGBUS) &&
+	if (!PASS() && (sig == SIGSEGV || sig == SIGBUS) &&
 	    bp_fault_chain_sigaction(sig, act, old))
 		return 0;
 	return REAL(sigaction)(sig, act, old);
