@@ -37,9 +37,7 @@
  * ledger thread, and new threads after a threaded process's fork are
  * refused there (as tree-fork-gate).
  */
-#include "util.h"
-#include "pager/pager_internal.h"
-#include "pager/tree.h"
+#include "tree-util.h"
 
 #include <dirent.h>
 #include <sched.h>
@@ -123,21 +121,13 @@ static void child_main(bypass_pager *p, char *a)
 
 static void run(int mode)
 {
-	const char *why;
 	int fd;
-	struct bp_ledger *L = bp_tree_open(NULL, BUDGET_PAGES * PAGE, &why, &fd);
-	if (!L)
-		TEST_FAIL("bp_tree_open: %s", strerror(-fd));
-	struct bypass_pager_config c = { .budget = BUDGET_PAGES * PAGE,
-					 .swap_size = 64 << 20,
-					 .mode = mode };
-	bypass_pager *p = try_pager(&c);
+	struct bp_ledger *L = tree_ledger(BUDGET_PAGES, &fd);
+	bypass_pager *p = tree_pager(L, mode, BUDGET_PAGES, 64 << 20);
 	if (!p) {
-		printf("  %s: not allowed here (skipped)\n", mode_name(mode));
-		close(fd);
+		tree_close(L, fd);
 		return;
 	}
-	CHECK_EQ(bp_tree_join(p, L), 0);
 
 	char *a, *fresh;
 	CHECK_EQ(bypass_pager_map(p, BUDGET_PAGES * PAGE, 0, (void **)&a), 0);
@@ -191,7 +181,7 @@ static void run(int mode)
 	CHECK_EQ(bypass_pager_unmap(p, fresh, 16 * PAGE), 0);
 	CHECK_EQ(bypass_pager_unmap(p, a, BUDGET_PAGES / 2 * PAGE), 0);
 	CHECK_EQ(bypass_pager_destroy(p), 0);
-	close(fd);
+	tree_close(L, fd);
 }
 
 int main(void)

@@ -27,9 +27,7 @@
  * and start their ledger threads, and it refuses new threads in the child
  * of a threaded process.
  */
-#include "util.h"
-#include "pager/pager_internal.h"
-#include "pager/tree.h"
+#include "tree-util.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -88,13 +86,10 @@ int main(void)
 	CHECK_EQ(sigaction(SIGBUS, &sa, NULL), 0);
 	(void)tmpdir();
 
-	const char *why;
 	int fd;
-	struct bp_ledger *L = bp_tree_open(NULL, BUDGET_PAGES * PAGE, &why, &fd);
-	if (!L)
-		TEST_FAIL("bp_tree_open: %s", strerror(-fd));
-	bypass_pager *p = new_pager(BYPASS_PAGER_UPCALL, BUDGET_PAGES * PAGE, 64 << 20);
-	CHECK_EQ(bp_tree_join(p, L), 0);
+	struct bp_ledger *L = tree_ledger(BUDGET_PAGES, &fd);
+	bypass_pager *p = tree_pager(L, BYPASS_PAGER_UPCALL, BUDGET_PAGES, 64 << 20);
+	CHECK(p);
 
 	char *a;
 	CHECK_EQ(bypass_pager_map(p, BUDGET_PAGES * PAGE, 0, (void **)&a), 0);
@@ -141,7 +136,7 @@ int main(void)
 	CHECK_EQ(waitpid(c2, NULL, 0), c2);
 	CHECK_EQ(bypass_pager_unmap(p, fresh, 16 * PAGE), 0);
 	CHECK_EQ(bypass_pager_destroy(p), 0);
-	close(fd);
+	tree_close(L, fd);
 	tmpdir_cleanup();
 	return test_pass("pager/tree-fork-gate");
 }

@@ -23,9 +23,7 @@
  * slack, and every page of both reads back.  No timing in any check.
  * TEST_LABELS: threads
  */
-#include "util.h"
-#include "pager/pager_internal.h"
-#include "pager/tree.h"
+#include "tree-util.h"
 
 #include <sched.h>
 #include <time.h>
@@ -38,15 +36,11 @@ int main(void)
 {
 	test_timeout(120);
 	(void)tmpdir();
-	const char *why;
 	int fd;
-	struct bp_ledger *L = bp_tree_open(NULL, BUDGET_PAGES * PAGE, &why, &fd);
-	if (!L)
-		TEST_FAIL("bp_tree_open: %s", strerror(-fd));
-	bypass_pager *idle = new_pager(BYPASS_PAGER_UPCALL, BUDGET_PAGES * PAGE, 16 << 20);
-	bypass_pager *busy = new_pager(BYPASS_PAGER_UPCALL, BUDGET_PAGES * PAGE, 16 << 20);
-	CHECK_EQ(bp_tree_join(idle, L), 0);
-	CHECK_EQ(bp_tree_join(busy, L), 0);
+	struct bp_ledger *L = tree_ledger(BUDGET_PAGES, &fd);
+	bypass_pager *idle = tree_pager(L, BYPASS_PAGER_UPCALL, BUDGET_PAGES, 16 << 20);
+	bypass_pager *busy = tree_pager(L, BYPASS_PAGER_UPCALL, BUDGET_PAGES, 16 << 20);
+	CHECK(idle && busy);
 	char *a, *b;
 	CHECK_EQ(bypass_pager_map(idle, IDLE_PAGES * PAGE, 0, (void **)&a), 0);
 	CHECK_EQ(bypass_pager_map(busy, BUSY_PAGES * PAGE, 0, (void **)&b), 0);
@@ -93,8 +87,7 @@ int main(void)
 	CHECK_EQ(bypass_pager_unmap(busy, b, BUSY_PAGES * PAGE), 0);
 	CHECK_EQ(bypass_pager_destroy(busy), 0);
 	CHECK_EQ(bypass_pager_destroy(idle), 0);
-	munmap(L, BP_TREE_SIZE);
-	close(fd);
+	tree_close(L, fd);
 	tmpdir_cleanup();
 	return test_pass("pager/tree-idle");
 }

@@ -13,9 +13,7 @@
  * (handler mode where it is allowed).  No timing in any check.
  * TEST_LABELS: threads
  */
-#include "util.h"
-#include "pager/pager_internal.h"
-#include "pager/tree.h"
+#include "tree-util.h"
 
 #include <pthread.h>
 
@@ -45,26 +43,17 @@ static void *worker(void *arg)
 
 static void run(int mode)
 {
-	const char *why;
 	int fd;
-	struct bp_ledger *L = bp_tree_open(NULL, BUDGET_PAGES * PAGE, &why, &fd);
-	if (!L)
-		TEST_FAIL("bp_tree_open: %s", strerror(-fd));
-	struct bypass_pager_config c = { .budget = BUDGET_PAGES * PAGE,
-					 .swap_size = 4 * NPAGES * PAGE,
-					 .mode = mode };
+	struct bp_ledger *L = tree_ledger(BUDGET_PAGES, &fd);
 	bypass_pager *p[2];
 	char *m[2];
 	for (int k = 0; k < 2; k++) {
-		struct bypass_pager_config ck = c;
-		p[k] = try_pager(&ck);
+		p[k] = tree_pager(L, mode, BUDGET_PAGES, 4 * NPAGES * PAGE);
 		if (!p[k]) {
 			CHECK_EQ(k, 0);
-			printf("  %s: not allowed here (skipped)\n", mode_name(mode));
-			close(fd);
+			tree_close(L, fd);
 			return;
 		}
-		CHECK_EQ(bp_tree_join(p[k], L), 0);
 		CHECK_EQ(bypass_pager_map(p[k], NPAGES * PAGE, 0, (void **)&m[k]), 0);
 	}
 	struct bp_tree_stats st;
@@ -102,8 +91,7 @@ static void run(int mode)
 		CHECK_EQ(bypass_pager_unmap(p[k], m[k], NPAGES * PAGE), 0);
 		CHECK_EQ(bypass_pager_destroy(p[k]), 0);
 	}
-	munmap(L, BP_TREE_SIZE);
-	close(fd);
+	tree_close(L, fd);
 }
 
 int main(void)
