@@ -6,13 +6,20 @@
 
 #include "pager_bench.h"
 
-enum { W_SYSCALLS, W_SORT, W_PYTHON, W_SQLITE, W_N };
+/* The programs: W_HASH, W_MP and W_REDIS are issue 32 item 5's (a C hash
+ * table, Python multiprocessing, Redis); their runs are a tree of processes
+ * (W_MP's pool, W_REDIS's BGSAVE child) in the same cgroup. */
+enum { W_SYSCALLS, W_SORT, W_PYTHON, W_SQLITE, W_HASH, W_MP, W_REDIS, W_N };
 extern const char *const pu_w_name[W_N], *const pu_w_key[W_N];
 #define PYTHON "/usr/bin/python3"
 
 struct sizes {
 	size_t budget, prog_bytes, sort_bytes;
 	uint64_t updates, py_n, sq_n;
+	uint64_t hash_n, hash_lookups; /* the hash table's nodes, its lookups */
+	uint64_t mp_n;                 /* multiprocessing: the list's ints */
+	uint64_t rd_keys, rd_reads;    /* Redis: keys populated, reads made */
+	const char *scope;             /* BYPASS_PAGER_BUDGET_SCOPE (NULL: unset) */
 };
 
 /* S_TIER: the preload with its compressed tier on (BYPASS_PAGER_TIER=1). */
@@ -84,6 +91,8 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir, const 
 	   const char *out, struct pu_res *res, char *why, size_t whylen);
 /* The scratch directory and every file in it. */
 void pu_rmtree(const char *dir);
+/* redis-server, redis-cli and redis-benchmark on PATH (W_REDIS). */
+bool pu_have_redis(void);
 /* This bench, and so the preload beside it, built with AddressSanitizer. */
 bool pu_built_with_asan(void);
 /* The stats file's counters of one bypass run (then the file goes). */
@@ -113,7 +122,7 @@ struct pu_st {
 	struct sizes z, zb; /* the Linux sides', the preload's */
 	uint64_t budget_mib;
 	int rounds, c_rounds, ret;
-	bool plant_kill, plant_nopage, have_python, have_linux;
+	bool plant_kill, plant_nopage, have_python, have_redis, have_linux;
 	char why[1024], facts[1024], tier_fail[1024];
 	bool lb[SD_N];
 	char lwhy[SD_N][1024], lfacts[SD_N][400];

@@ -225,6 +225,33 @@ void pu_report(struct bench_ctx *c, struct pu_st *s)
 		   "and an index in an in-memory database (Python's sqlite3, cache_size 4 GB)",
 		   zb.budget >> 20, z.prog_bytes >> 20, (unsigned long long)z.updates,
 		   z.sort_bytes >> 20, (unsigned long long)z.py_n, (unsigned long long)z.sq_n);
+	if (!notsel[W_HASH] || !notsel[W_MP] || !notsel[W_REDIS])
+		bench_note(c, "issue 32 item 5's programs: hash table: %llu nodes of 64 bytes (a "
+			   "key, the next pointer, a 48-byte value), each its own malloc, chained "
+			   "from a power-of-two bucket array, then %llu lookups of random keys (half "
+			   "present), the nodes never freed (this binary, unmodhash.c); "
+			   "multiprocessing: a list of %llu ints summed in 8 parts by "
+			   "multiprocessing's fork Pool(4) (each worker's reads write the objects' "
+			   "reference counts: their pages copied in every worker); redis: Debian's "
+			   "redis-server on a Unix socket, DEBUG POPULATE %llu keys of 200 bytes, "
+			   "%llu random reads by redis-benchmark (4 clients, pipelines of 16, a Lua "
+			   "GET of key:N), BGSAVE to a file, DBSIZE, SHUTDOWN NOSAVE; its client side "
+			   "(redis-cli, redis-benchmark) runs outside the cgroup without the "
+			   "preload, its output (BGSAVE's status, DBSIZE) and the dump loaded after "
+			   "the run by a server without the preload outside the cgroup (its key "
+			   "count and DEBUG DIGEST) are the run's output; a run is the server's "
+			   "life. Each is a tree of processes in one cgroup (the pool's workers, the "
+			   "BGSAVE child): the peaks are the tree's, its CPU-seconds the waited "
+			   "children's included (wait4: the server's and its BGSAVE child's, not "
+			   "the client side's); the preload's counters come only from processes "
+			   "that end by exit() (not from a pool's workers, ended by the pool, nor "
+			   "from the BGSAVE child, which ends by _exit); the preload's budget is "
+			   "per process unless --param scope=tree (BYPASS_PAGER_BUDGET_SCOPE; "
+			   "here: %s)",
+			   (unsigned long long)zb.hash_n, (unsigned long long)zb.hash_lookups,
+			   (unsigned long long)zb.mp_n, (unsigned long long)zb.rd_keys,
+			   (unsigned long long)zb.rd_reads, zb.scope ? zb.scope : "not set, the "
+			   "preload's default");
 	bench_note(c, "same memory (issue 35's rule): each side gets the budget and the same "
 		   "non-anonymous slack; every run's output (stdout) goes through a pipe to a "
 		   "writer outside the measured cgroup, so the output's page cache is charged "
@@ -273,10 +300,14 @@ void pu_report(struct bench_ctx *c, struct pu_st *s)
 			   (unsigned long long)bsum[w].hits, (unsigned long long)bsum[w].peak,
 			   runs_b[w] + 1);
 	}
-	bench_note(c, "same output: each run's output (stdout; the C program's output file too) "
-		   "is compared byte for byte with a run without the preload and without a limit "
-		   "(%.2f s C program, %.2f s sort, %.2f s python, %.2f s sqlite)", ref_s[0],
-		   ref_s[1], ref_s[2], ref_s[3]);
+	char refs[400] = "";
+	for (int w = 0, o = 0; w < W_N && o < (int)sizeof(refs); w++)
+		if (rss[w][S_REF])
+			o += snprintf(refs + o, sizeof(refs) - (size_t)o, "%s%.2f s %s", o ? ", " : "",
+				      ref_s[w], pu_w_key[w]);
+	bench_note(c, "same output: each run's output (stdout; the C program's output file too; "
+		   "Redis: its client side's output and the dump) is compared byte for byte with "
+		   "a run without the preload and without a limit (%s)", refs);
 	bench_note(c, "each side runs in a fresh process, alternately (the first side alternates "
 		   "by round; the Linux side after a sync, its cgroup's charge reclaimed), %d "
 		   "rounds (the C program %d); ratio = the mean of the per-round bypass / Linux "
@@ -394,13 +425,19 @@ void pu_report(struct bench_ctx *c, struct pu_st *s)
 			   MIB(L[w].slack), MIB(mem_ref[w].anon), MIB(mem_ref[w].file));
 	}
 	if (!have_python)
-		bench_note(c, "python and sqlite not run: no %s", PYTHON);
+		bench_note(c, "python, sqlite and multiprocessing not run: no %s", PYTHON);
+	if (!s->have_redis && !notsel[W_REDIS])
+		bench_note(c, "redis not run: redis-server, redis-cli or redis-benchmark not on "
+			   "PATH (Debian: redis-server, redis-tools)");
 	for (int w = 0; w < W_N; w++)
 		if (notsel[w])
 			bench_note(c, "%s: not run%s", pu_w_name[w], w == W_SORT && bench_quick(c) &&
 				   !bench_param(c, "programs", NULL) ?
 				   ": judged only in make bench-full (its runs are the longest: 5 "
 				   "rounds of both sides do not fit the quick suite's 300 s)" :
+				   bench_quick(c) && !bench_param(c, "programs", NULL) ?
+				   ": judged only in make bench-full (5 rounds of its five sides do "
+				   "not fit the quick suite's 300 s; --param programs=KEY runs it)" :
 				   " (--param programs)");
 	for (int w = 0; w < W_N; w++)
 		for (int sd = 0; sd < SD_N; sd++)

@@ -22,8 +22,12 @@
 #include <unistd.h>
 
 const char *const pu_w_name[W_N] = { "C program (malloc + read/write)", "sort",
-				   "python (small objects)", "sqlite (in memory)" };
-const char *const pu_w_key[W_N] = { "syscalls", "sort", "python", "sqlite" };
+				   "python (small objects)", "sqlite (in memory)",
+				   "hash table (C, random lookups)",
+				   "python multiprocessing (fork)",
+				   "redis (populate, reads, BGSAVE)" };
+const char *const pu_w_key[W_N] = { "syscalls", "sort", "python", "sqlite",
+				  "hash", "mp", "redis" };
 
 
 /* The Python programs: argv[1] sizes them; stdout is the result. */
@@ -49,7 +53,58 @@ static const char py_sqlite[] =
 	"print(db.execute(\"SELECT count(*), sum(k % 1000), min(v), max(v) FROM t WHERE v >= "
 	"'v00000500'\").fetchone())\n"
 	"print(db.execute('SELECT k FROM t ORDER BY v LIMIT 5 OFFSET ?', (n // 2,)).fetchall())\n";
-#define PYTHON "/usr/bin/python3"
+/* Python multiprocessing (issue 32, item 5): a list of ints built by the
+ * parent, summed in 8 parts by a pool of 4 forked workers (each worker's
+ * reads write the objects' reference counts: copy-on-write of the list's
+ * pages in every worker). */
+static const char py_mp[] =
+	"import multiprocessing as mp, sys\n"
+	"n = int(sys.argv[1])\n"
+	"data = [i * 3 for i in range(n)]\n"
+	"def part(k):\n"
+	"    return sum(data[k::8])\n"
+	"with mp.get_context('fork').Pool(4) as pool:\n"
+	"    r = pool.map(part, range(8))\n"
+	"print(sum(r), len(data), r[0])\n";
+/* Redis's client side (issue 32, item 5), a shell outside the measured
+ * cgroup, without the preload: wait for the server's socket ($1), DEBUG
+ * POPULATE $2 keys of 200 bytes, $3 random reads of them by redis-benchmark
+ * (a Lua GET: its __rand_int__ is 12 digits, DEBUG POPULATE's keys are
+ * not padded), BGSAVE and its end, DBSIZE, SHUTDOWN NOSAVE.  Its stdout is
+ * the run's output. */
+static const char rd_driver[] =
+	"S=$1; N=$2; R=$3\n"
+	"c() { redis-cli -s \"$S\" \"$@\"; }\n"
+	"i=0; until [ \"$(c ping 2>/dev/null)\" = PONG ]; do\n"
+	"  i=$((i+1)); [ $i -lt 6000 ] || { echo 'redis: no server' >&2; exit 2; }; sleep 0.01\n"
+	"done\n"
+	"[ \"$(c debug populate \"$N\" key 200)\" = OK ] || { echo 'redis: populate' >&2; exit 3; }\n"
+	"redis-benchmark -s \"$S\" -n \"$R\" -r \"$N\" -c 4 -P 16 -q eval "
+	"\"return redis.call('get', 'key:' .. tonumber(ARGV[1]))\" 0 __rand_int__ >/dev/null "
+	"|| { echo 'redis: redis-benchmark' >&2; exit 4; }\n"
+	"c bgsave >/dev/null || exit 5\n"
+	"until c info persistence | grep -q '^rdb_bgsave_in_progress:0'; do sleep 0.05; done\n"
+	"c info persistence | grep '^rdb_last_bgsave_status' | tr -d '\\r'\n"
+	"echo \"dbsize $(c dbsize)\"\n"
+	"c shutdown nosave >/dev/null 2>&1\n"
+	"exit 0\n";
+/* After the run, outside it: the dump BGSAVE wrote ($2/$3) loaded by a
+ * server without the preload and without a limit; its key count and DEBUG
+ * DIGEST are the rest of the output (the whole data set, byte for byte). */
+static const char rd_check[] =
+	"S=$1; D=$2; F=$3\n"
+	"redis-server --port 0 --unixsocket \"$S\" --unixsocketperm 700 --save '' "
+	"--appendonly no --dir \"$D\" --dbfilename \"$F\" --logfile '' "
+	"--enable-debug-command yes >/dev/null 2>&1 & p=$!\n"
+	"c() { redis-cli -s \"$S\" \"$@\"; }\n"
+	"i=0; until [ \"$(c ping 2>/dev/null)\" = PONG ]; do\n"
+	"  i=$((i+1)); [ $i -lt 6000 ] || { kill -9 $p; echo 'redis check: no server' >&2; exit 2; }\n"
+	"  sleep 0.01\n"
+	"done\n"
+	"echo \"dump: dbsize $(c dbsize) digest $(c debug digest)\"\n"
+	"c shutdown nosave >/dev/null 2>&1; wait $p\n"
+	"rm -f \"$D/$F\"\n"
+	"exit 0\n";
 static double pu_now_s(void)
 {
 	struct timespec ts;
@@ -173,6 +228,13 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 	snprintf(spec, sizeof(spec), "%s %s %zu %llu", in, pout, z->prog_bytes,
 		 (unsigned long long)z->updates);
 	snprintf(pre, sizeof(pre), "%s/libbypass-pager.so", bench_build_dir());
+	/* Redis: the server's socket and dump; the client side's arguments */
+	char sock[400], csock[400], dump[64], nk[32], nr[32];
+	snprintf(sock, sizeof(sock), "%s/redis-%d.sock", dir, (int)side);
+	snprintf(csock, sizeof(csock), "%s/redis-check.sock", dir);
+	snprintf(dump, sizeof(dump), "dump-%d.rdb", (int)side);
+	snprintf(nk, sizeof(nk), "%llu", (unsigned long long)z->rd_keys);
+	snprintf(nr, sizeof(nr), "%llu", (unsigned long long)z->rd_reads);
 	memset(res, 0, sizeof(*res));
 	/* the output through a pipe to a writer in the bench's own cgroup:
 	 * what the measured cgroup is charged is the program's own memory */
@@ -207,8 +269,13 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 		pb_cleanup_on_signal(NULL);
 		if (cg && cg[0] && pb_cg_join(cg, getpid()))
 			_exit(4); /* the side's cgroup: its limit, or a peak to measure */
-		if (dup2(pfd[1], 1) < 0)
+		if (w == W_REDIS) { /* its output is the client side's */
+			int nfd = open("/dev/null", O_WRONLY);
+			if (nfd < 0 || dup2(nfd, 1) < 0)
+				_exit(5);
+		} else if (dup2(pfd[1], 1) < 0) {
 			_exit(5);
+		}
 		setenv("LC_ALL", "C", 1);
 		if (side == S_BYPASS || side == S_TIER) {
 			if (side == S_TIER)
@@ -221,6 +288,8 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 			setenv("BYPASS_PAGER_HEAP_AFTER", "0", 1);
 			setenv("BYPASS_PAGER_SWAP", dir, 1);
 			setenv("BYPASS_STATS_FILE", stats, 1);
+			if (z->scope)
+				setenv("BYPASS_PAGER_BUDGET_SCOPE", z->scope, 1);
 		}
 		if (w == W_SORT) {
 			/* sort's buffer: room for all of the input in one piece */
@@ -228,26 +297,78 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 			execlp("sort", "sort", "-S", buf, in, (char *)NULL);
 			_exit(127);
 		}
-		if (w == W_PYTHON || w == W_SQLITE) {
+		if (w == W_PYTHON || w == W_SQLITE || w == W_MP) {
 			snprintf(buf, sizeof(buf), "%llu",
-				 (unsigned long long)(w == W_PYTHON ? z->py_n : z->sq_n));
-			execl(PYTHON, "python3", "-c", w == W_PYTHON ? py_objects : py_sqlite,
-			      buf, (char *)NULL);
+				 (unsigned long long)(w == W_PYTHON ? z->py_n : w == W_MP ? z->mp_n
+						      : z->sq_n));
+			execl(PYTHON, "python3", "-c", w == W_PYTHON ? py_objects : w == W_MP ?
+			      py_mp : py_sqlite, buf, (char *)NULL);
+			_exit(127);
+		}
+		if (w == W_REDIS) {
+			execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", sock,
+			       "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
+			       "--dir", dir, "--dbfilename", dump, "--logfile", "",
+			       "--enable-debug-command", "yes", (char *)NULL);
+			_exit(127);
+		}
+		if (w == W_HASH) {
+			snprintf(spec, sizeof(spec), "%llu %llu", (unsigned long long)z->hash_n,
+				 (unsigned long long)z->hash_lookups);
+			setenv("BYPASS_BENCH_UNMODIFIED_HASH", spec, 1);
+			execl("/proc/self/exe", "bypass-bench-hash", (char *)NULL);
 			_exit(127);
 		}
 		setenv("BYPASS_BENCH_UNMODIFIED_PROG", spec, 1);
 		execl("/proc/self/exe", "bypass-bench-unmodified", (char *)NULL);
 		_exit(127);
 	}
+	/* Redis's client side: outside the cgroup, without the preload, its
+	 * stdout the run's output; a process group of its own */
+	pid_t dpid = w == W_REDIS ? fork() : 0;
+	if (!dpid && w == W_REDIS) {
+		pb_cleanup_on_signal(NULL);
+		setpgid(0, 0);
+		if (dup2(pfd[1], 1) < 0)
+			_exit(5);
+		execl("/bin/sh", "sh", "-c", rd_driver, "sh", sock, nk, nr, (char *)NULL);
+		_exit(127);
+	}
 	pb_running_child = pid;
 	bench_watchdog(900, "pager.unmodified: a run", pid); /* a stall fails, never hangs */
-	int st;
+	int st = 0, dst = 0;
+	bool ours = false; /* the server killed by us: its client side failed */
 	struct rusage ru;
 	memset(&ru, 0, sizeof(ru));
 	close(pfd[1]);
-	while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR)
-		;
-	res->secs = pu_now_s() - t0;
+	if (dpid > 0) {
+		/* whichever ends first: a client side that fails stops the
+		 * server; a server that dies stops its client side */
+		bool sdone = false, ddone = false;
+		while (!sdone || !ddone) {
+			if (!sdone && wait4(pid, &st, WNOHANG, &ru) == pid) {
+				sdone = true;
+				res->secs = pu_now_s() - t0;
+				if (!ddone && (WIFSIGNALED(st) || WEXITSTATUS(st)))
+					kill(-dpid, SIGKILL);
+			}
+			if (!ddone && waitpid(dpid, &dst, WNOHANG) == dpid) {
+				ddone = true;
+				if (!sdone && (!WIFEXITED(dst) || WEXITSTATUS(dst))) {
+					kill(pid, SIGKILL);
+					ours = true;
+				}
+			}
+			if (!sdone || !ddone)
+				usleep(1000);
+		}
+	} else {
+		if (dpid < 0)
+			kill(pid, SIGKILL);
+		while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR)
+			;
+		res->secs = pu_now_s() - t0;
+	}
 	res->maxrss_kb = ru.ru_maxrss; /* the whole process's peak resident set */
 	res->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
 		     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
@@ -262,6 +383,11 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 			 pu_w_name[w], out, wst);
 		return -EIO;
 	}
+	if (w == W_REDIS && (dpid < 0 || ours || (!WIFSIGNALED(st) && !WEXITSTATUS(st) &&
+						  (!WIFEXITED(dst) || WEXITSTATUS(dst))))) {
+		snprintf(why, whylen, "%s: its client side failed (status %d)", pu_w_name[w], dst);
+		return -EIO;
+	}
 	if (WIFSIGNALED(st)) {
 		snprintf(why, whylen, "%s killed by signal %d", pu_w_name[w], WTERMSIG(st));
 		return -EINTR;
@@ -269,6 +395,26 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 	if (WEXITSTATUS(st)) {
 		snprintf(why, whylen, "%s exited with %d", pu_w_name[w], WEXITSTATUS(st));
 		return -EIO;
+	}
+	if (w == W_REDIS) { /* the dump, loaded outside the run: the rest of the output */
+		fflush(NULL);
+		pid_t k = fork();
+		if (!k) {
+			pb_cleanup_on_signal(NULL);
+			int ofd = open(out, O_WRONLY | O_APPEND);
+			if (ofd < 0 || dup2(ofd, 1) < 0)
+				_exit(5);
+			execl("/bin/sh", "sh", "-c", rd_check, "sh", csock, dir, dump, (char *)NULL);
+			_exit(127);
+		}
+		int kst = -1;
+		while (k > 0 && waitpid(k, &kst, 0) < 0 && errno == EINTR)
+			;
+		if (k < 0 || !WIFEXITED(kst) || WEXITSTATUS(kst)) {
+			snprintf(why, whylen, "%s: loading its dump failed (status %d)", pu_w_name[w],
+				 kst);
+			return -EIO;
+		}
 	}
 	if (w == W_SYSCALLS) { /* its output file is part of its output */
 		char ref[400];
@@ -317,6 +463,26 @@ void pu_rmtree(const char *dir)
 	if (d)
 		closedir(d);
 	rmdir(dir);
+}
+
+bool pu_have_redis(void)
+{
+	static const char *const tools[] = { "redis-server", "redis-cli", "redis-benchmark" };
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/bin:/bin";
+	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
+		bool found = false;
+		for (const char *d = path; !found && d && *d; d = strchr(d, ':'), d = d ? d + 1 : NULL) {
+			size_t n = strcspn(d, ":");
+			char p[600];
+			snprintf(p, sizeof(p), "%.*s/%s", (int)n, d, tools[i]);
+			found = access(p, X_OK) == 0;
+		}
+		if (!found)
+			return false;
+	}
+	return true;
 }
 
 /* This bench, and so the preload beside it, built with AddressSanitizer. */
