@@ -68,18 +68,7 @@
 	X(int, close, (int))                                                  \
 	X(int, setsockopt, (int, int, int, const void *, socklen_t))          \
 	X(int, getsockopt, (int, int, int, void *, socklen_t *))              \
-	X(int, epoll_wait, (int, struct epoll_event *, int, int))             \
-	X(int, epoll_pwait, (int, struct epoll_event *, int, int,             \
-			     const sigset_t *))                               \
-	X(int, epoll_pwait2, (int, struct epoll_event *, int,                 \
-			      const struct timespec *, const sigset_t *))     \
 	X(int, epoll_ctl, (int, int, int, struct epoll_event *))              \
-	X(int, poll, (struct pollfd *, nfds_t, int))                          \
-	X(int, ppoll, (struct pollfd *, nfds_t, const struct timespec *,      \
-		       const sigset_t *))                                     \
-	X(int, select, (int, fd_set *, fd_set *, fd_set *, struct timeval *)) \
-	X(int, pselect, (int, fd_set *, fd_set *, fd_set *,                   \
-			 const struct timespec *, const sigset_t *))          \
 	X(int, accept, (int, struct sockaddr *, socklen_t *))                 \
 	X(int, accept4, (int, struct sockaddr *, socklen_t *, int))           \
 	X(int, socket, (int, int, int))                                       \

@@ -27,10 +27,13 @@
 #define BYPASS_PRELOAD_COMMON_SCAFFOLD_H
 
 #include <dlfcn.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -42,7 +45,8 @@
 /* ------------------------------------------------------------ real functions */
 
 /* What both preloads wrap: the batch preload to keep a descriptor's calls
- * in order behind its queued writes, the pager to pin buffers that lie in
+ * in order behind its queued writes (and the event-loop waits, where its
+ * segments begin and end), the pager to pin or copy buffers that lie in
  * its regions; sigaction, each for its own signals.  At the end of each
  * preload's PL_REAL_FUNCS. */
 #define PL_REAL_BOTH(X)                                                       \
@@ -58,6 +62,17 @@
 	X(ssize_t, sendto, (int, const void *, size_t, int,                   \
 			    const struct sockaddr *, socklen_t))              \
 	X(ssize_t, sendmsg, (int, const struct msghdr *, int))                \
+	X(int, poll, (struct pollfd *, nfds_t, int))                          \
+	X(int, ppoll, (struct pollfd *, nfds_t, const struct timespec *,      \
+		       const sigset_t *))                                     \
+	X(int, select, (int, fd_set *, fd_set *, fd_set *, struct timeval *)) \
+	X(int, pselect, (int, fd_set *, fd_set *, fd_set *,                   \
+			 const struct timespec *, const sigset_t *))          \
+	X(int, epoll_wait, (int, struct epoll_event *, int, int))             \
+	X(int, epoll_pwait, (int, struct epoll_event *, int, int,             \
+			     const sigset_t *))                               \
+	X(int, epoll_pwait2, (int, struct epoll_event *, int,                 \
+			      const struct timespec *, const sigset_t *))     \
 	X(int, sigaction, (int, const struct sigaction *, struct sigaction *))
 
 #define PL_REAL_EXTERN_(ret, name, args) extern ret(*bp_pl_real_##name) args;

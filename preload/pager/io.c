@@ -143,7 +143,7 @@ static int go_on(struct call *c)
 
 static ssize_t io1(struct call *c, void *buf, size_t len)
 {
-	if (bp_pp_pass() || !len || !bp_pp_maybe(buf, len))
+	if (PASS() || !len || !bp_pp_maybe(buf, len))
 		return call1(c, buf, len);
 	bool kw = kernel_writes(c->op);
 	size_t done = 0;
@@ -186,7 +186,7 @@ static ssize_t io1(struct call *c, void *buf, size_t len)
 
 static ssize_t iov_io(struct call *c, const struct iovec *iov, int cnt)
 {
-	if (bp_pp_pass() || cnt <= 0 || cnt > IOV_MAX)
+	if (PASS() || cnt <= 0 || cnt > IOV_MAX)
 		return callv(c, iov, cnt);
 	size_t total = 0;
 	bool any = false;
@@ -372,7 +372,7 @@ EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int fl
 
 EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	if (bp_pp_pass() || !msg || msg->msg_iovlen > IOV_MAX)
+	if (PASS() || !msg || msg->msg_iovlen > IOV_MAX)
 		return REAL(recvmsg)(fd, msg, flags);
 	struct call c = { .op = OP_RECVMSG, .fd = fd, .flags = flags, .msg = msg,
 			  .msg_out = msg };
@@ -382,7 +382,7 @@ EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 EXPORT size_t fread(void *buf, size_t size, size_t nmemb, FILE *f)
 {
 	size_t n;
-	if (bp_pp_pass() || __builtin_mul_overflow(size, nmemb, &n) || !n ||
+	if (PASS() || __builtin_mul_overflow(size, nmemb, &n) || !n ||
 	    !bp_pp_maybe(buf, n))
 		return REAL(fread)(buf, size, nmemb, f);
 	struct call c = { .op = OP_FREAD, .f = f };
@@ -393,7 +393,7 @@ EXPORT size_t fread(void *buf, size_t size, size_t nmemb, FILE *f)
 EXPORT size_t fread_unlocked(void *buf, size_t size, size_t nmemb, FILE *f)
 {
 	size_t n;
-	if (bp_pp_pass() || __builtin_mul_overflow(size, nmemb, &n) || !n ||
+	if (PASS() || __builtin_mul_overflow(size, nmemb, &n) || !n ||
 	    !bp_pp_maybe(buf, n))
 		return REAL(fread_unlocked)(buf, size, nmemb, f);
 	struct call c = { .op = OP_FREAD_UNLOCKED, .f = f };
@@ -479,7 +479,7 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-	if (bp_pp_pass() || !msg || msg->msg_iovlen > IOV_MAX)
+	if (PASS() || !msg || msg->msg_iovlen > IOV_MAX)
 		return REAL(sendmsg)(fd, msg, flags);
 	struct call c = { .op = OP_SENDMSG, .fd = fd, .flags = flags, .msg = msg };
 	return iov_io(&c, msg->msg_iov, (int)msg->msg_iovlen);
@@ -488,7 +488,7 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 EXPORT size_t fwrite(const void *buf, size_t size, size_t nmemb, FILE *f)
 {
 	size_t n;
-	if (bp_pp_pass() || __builtin_mul_overflow(size, nmemb, &n) || !n ||
+	if (PASS() || __builtin_mul_overflow(size, nmemb, &n) || !n ||
 	    !bp_pp_maybe(buf, n))
 		return REAL(fwrite)(buf, size, nmemb, f);
 	struct call c = { .op = OP_FWRITE, .f = f };
@@ -499,7 +499,7 @@ EXPORT size_t fwrite(const void *buf, size_t size, size_t nmemb, FILE *f)
 EXPORT size_t fwrite_unlocked(const void *buf, size_t size, size_t nmemb, FILE *f)
 {
 	size_t n;
-	if (bp_pp_pass() || __builtin_mul_overflow(size, nmemb, &n) || !n ||
+	if (PASS() || __builtin_mul_overflow(size, nmemb, &n) || !n ||
 	    !bp_pp_maybe(buf, n))
 		return REAL(fwrite_unlocked)(buf, size, nmemb, f);
 	struct call c = { .op = OP_FWRITE_UNLOCKED, .f = f };
@@ -539,34 +539,8 @@ EXPORT size_t fwrite_unlocked(const void *buf, size_t size, size_t nmemb, FILE *
 
 #define BOUNCE 2048 /* bytes of stack for a copy */
 
-#define PP_WAIT_FUNCS(X)                                                      \
-	X(int, poll, (struct pollfd *, nfds_t, int))                          \
-	X(int, ppoll, (struct pollfd *, nfds_t, const struct timespec *,      \
-		       const sigset_t *))                                     \
-	X(int, select, (int, fd_set *, fd_set *, fd_set *, struct timeval *)) \
-	X(int, pselect, (int, fd_set *, fd_set *, fd_set *,                   \
-			 const struct timespec *, const sigset_t *))          \
-	X(int, epoll_wait, (int, struct epoll_event *, int, int))             \
-	X(int, epoll_pwait, (int, struct epoll_event *, int, int,             \
-			     const sigset_t *))                               \
-	X(int, epoll_pwait2, (int, struct epoll_event *, int,                 \
-			      const struct timespec *, const sigset_t *))
-
 /* The next definitions (a stacked preload's, else libc's: they stay
- * cancellation points), resolved at first use. */
-#define PP_NEXT_DEFINE(ret, name, args) static ret(*next_##name) args;
-PP_WAIT_FUNCS(PP_NEXT_DEFINE)
-#undef PP_NEXT_DEFINE
-
-static void next_resolve(void)
-{
-#define PP_NEXT_RESOLVE(ret, name, args)                                      \
-	if (!next_##name)                                                     \
-		next_##name = (ret(*) args)dlsym(RTLD_NEXT, #name);
-	PP_WAIT_FUNCS(PP_NEXT_RESOLVE)
-#undef PP_NEXT_RESOLVE
-}
-#define NEXT(name) (next_##name ? next_##name : (next_resolve(), next_##name))
+ * cancellation points): REAL(), PL_REAL_BOTH in preload/common/scaffold.h. */
 
 enum wop { W_POLL, W_PPOLL, W_SELECT, W_PSELECT, W_EPOLL_WAIT, W_EPOLL_PWAIT, W_EPOLL_PWAIT2 };
 
@@ -587,17 +561,17 @@ struct wcall {
 static int wcall(const struct wcall *c)
 {
 	switch (c->op) {
-	case W_POLL: return NEXT(poll)(c->fds, c->nfds, c->ms);
-	case W_PPOLL: return NEXT(ppoll)(c->fds, c->nfds, c->ts, c->ss);
-	case W_SELECT: return NEXT(select)(c->nsel, c->set[0], c->set[1], c->set[2], c->tv);
+	case W_POLL: return REAL(poll)(c->fds, c->nfds, c->ms);
+	case W_PPOLL: return REAL(ppoll)(c->fds, c->nfds, c->ts, c->ss);
+	case W_SELECT: return REAL(select)(c->nsel, c->set[0], c->set[1], c->set[2], c->tv);
 	case W_PSELECT:
-		return NEXT(pselect)(c->nsel, c->set[0], c->set[1], c->set[2], c->ts, c->ss);
-	case W_EPOLL_WAIT: return NEXT(epoll_wait)(c->epfd, c->ev, c->max, c->ms);
-	case W_EPOLL_PWAIT: return NEXT(epoll_pwait)(c->epfd, c->ev, c->max, c->ms, c->ss);
+		return REAL(pselect)(c->nsel, c->set[0], c->set[1], c->set[2], c->ts, c->ss);
+	case W_EPOLL_WAIT: return REAL(epoll_wait)(c->epfd, c->ev, c->max, c->ms);
+	case W_EPOLL_PWAIT: return REAL(epoll_pwait)(c->epfd, c->ev, c->max, c->ms, c->ss);
 	case W_EPOLL_PWAIT2:
-		if (!NEXT(epoll_pwait2))
+		if (!REAL(epoll_pwait2))
 			break;
-		return NEXT(epoll_pwait2)(c->epfd, c->ev, c->max, c->ts, c->ss);
+		return REAL(epoll_pwait2)(c->epfd, c->ev, c->max, c->ts, c->ss);
 	}
 	errno = ENOSYS;
 	return -1;
@@ -651,7 +625,7 @@ static void small_args(struct wcall *c, sigset_t *ss, struct timespec *ts)
 
 static int wait_poll(struct wcall *c)
 {
-	if (bp_pp_pass() || !c->nfds || c->nfds > INT_MAX)
+	if (PASS() || !c->nfds || c->nfds > INT_MAX)
 		return wcall(c);
 	sigset_t ss;
 	struct timespec ts;
@@ -675,7 +649,7 @@ static int wait_poll(struct wcall *c)
 
 static int wait_select(struct wcall *c)
 {
-	if (bp_pp_pass() || c->nsel <= 0)
+	if (PASS() || c->nsel <= 0)
 		return wcall(c);
 	sigset_t ss;
 	struct timespec ts;
@@ -724,7 +698,7 @@ static int wait_select(struct wcall *c)
 
 static int wait_epoll(struct wcall *c)
 {
-	if (bp_pp_pass() || c->max <= 0 || (size_t)c->max > INT_MAX / sizeof(*c->ev))
+	if (PASS() || c->max <= 0 || (size_t)c->max > INT_MAX / sizeof(*c->ev))
 		return wcall(c);
 	sigset_t ss;
 	struct timespec ts;

@@ -104,9 +104,6 @@ extern struct bp_pp_cfg bp_pp_cfg;
  * in the pager's threads).
  */
 #define PASS() bp_pl_pass(bp_pp_cfg.enabled)
-/* io.c's and regions.c's name for it, until they are renamed (the tree
- * engineer's files this session). */
-#define bp_pp_pass() PASS()
 
 /* The process's pager, created on first use; NULL if that failed. */
 bypass_pager *bp_pp_pager(void);
