@@ -19,6 +19,9 @@
 #if BYPASS_WITH_BATCH
 #include "batch/batch_internal.h"
 #endif
+#if BYPASS_WITH_PAGER
+#include "pager/stats.h" /* BP_PAGER_COUNTERS */
+#endif
 
 #define MAXK 96
 #define MAXH 64
@@ -33,6 +36,7 @@ struct proc {
 	unsigned nhist;
 };
 
+#if BYPASS_WITH_PAGER || BYPASS_WITH_BATCH
 static uint64_t get(const struct proc *p, const char *k)
 {
 	for (unsigned i = 0; i < p->nk; i++)
@@ -40,6 +44,7 @@ static uint64_t get(const struct proc *p, const char *k)
 			return p->val[i];
 	return 0;
 }
+#endif
 
 /* One flat JSON object: strings, numbers, and one array of numbers
  * (lat_hist).  Returns 0, or -1 when the line is not one. */
@@ -106,6 +111,7 @@ static int parse(const char *line, struct proc *p)
 
 /* ------------------------------------------------------------ units */
 
+#if BYPASS_WITH_PAGER || BYPASS_WITH_BATCH
 static const char *size_str(char *b, size_t len, uint64_t bytes)
 {
 	if (bytes >= (1ull << 30))
@@ -119,6 +125,10 @@ static const char *size_str(char *b, size_t len, uint64_t bytes)
 	return b;
 }
 
+#define plural(n) (n), ((n) == 1 ? "" : "s")
+#endif
+
+#if BYPASS_WITH_PAGER /* the units only the pager's report uses, and the report */
 static const char *ns_str(char *b, size_t len, double ns)
 {
 	if (ns >= 1e9)
@@ -171,23 +181,24 @@ static const char *bucket_str(char *b, size_t len, int i)
 	return b;
 }
 
-#define plural(n) (n), ((n) == 1 ? "" : "s")
-
 /* ------------------------------------------------------------ pager */
+
+/* Every counter of the pager's one list (src/pager/stats.h), by name, as
+ * the preload's line writes them: summed over the processes, each read as
+ * sum[PC_<name>] (a new counter is summed with no line here). */
+#define PC_ENUM(name, kind, from) PC_##name,
+enum { BP_PAGER_COUNTERS(PC_ENUM) PC_N };
+#undef PC_ENUM
+#define PC_KEY(name, kind, from) #name,
+static const char *const pc_keys[PC_N] = { BP_PAGER_COUNTERS(PC_KEY) };
+#undef PC_KEY
 
 static void report_pager(FILE *out, const struct proc *ps, size_t n, const struct cli_run_facts *f)
 {
 	const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	unsigned procs = 0, paged = 0, heap = 0;
-	uint64_t sum[32] = { 0 };
-	static const char *const keys[] = {
-		"faults_zero", "faults_swapin", "faults_wp", "faults_other", "readahead_pages",
-		"evictions", "evictions_clean", "bytes_read", "bytes_written", "write_errors",
-		"prefetch_pages", "prefetch_used", "policy_rejects", "engine_switches",
-		"lat_count", "lat_sum_ns", "faultaround_pages",
-	};
-	enum { ZERO, SWAPIN, WP, OTHER, RA, EVICT, CLEAN, READ, WRITTEN, WERR, PREF, PREFUSED,
-	       REJECT, SWITCH, LATN, LATNS, AROUND, NKEYS };
+	uint64_t sum[PC_N] = { 0 }; /* lat_hist's stays 0: hist[] below */
+#define S(name) sum[PC_##name]
 	uint64_t hist[MAXH] = { 0 };
 	unsigned nhist = 0;
 	const struct proc *top = NULL, *over = NULL, *swapfull = NULL;
@@ -202,8 +213,8 @@ static void report_pager(FILE *out, const struct proc *ps, size_t n, const struc
 		if (budget || get(p, "mapped_pages"))
 			paged++;
 		heap += get(p, "heap") != 0;
-		for (unsigned k = 0; k < NKEYS; k++)
-			sum[k] += get(p, keys[k]);
+		for (unsigned k = 0; k < PC_N; k++)
+			sum[k] += get(p, pc_keys[k]);
 		for (unsigned k = 0; k < p->nhist; k++)
 			hist[k] += p->hist[k];
 		if (p->nhist > nhist)
@@ -267,16 +278,16 @@ static void report_pager(FILE *out, const struct proc *ps, size_t n, const struc
 	}
 	fprintf(out, "bypass: pager: evicted: %s (%" PRIu64 " page%s; %s of them clean, dropped "
 		     "without a write; %s written to swap)\n",
-		size_str(a, sizeof(a), sum[EVICT] * page), plural(sum[EVICT]),
-		size_str(b, sizeof(b), sum[CLEAN] * page), size_str(c, sizeof(c), sum[WRITTEN]));
+		size_str(a, sizeof(a), S(evictions) * page), plural(S(evictions)),
+		size_str(b, sizeof(b), S(evictions_clean) * page), size_str(c, sizeof(c), S(bytes_written)));
 	fprintf(out, "bypass: pager: read back from swap: %s (%" PRIu64 " swap-in fault%s, %" PRIu64
 		     " page%s read along, %" PRIu64 " prefetched of which %" PRIu64 " used)\n",
-		size_str(a, sizeof(a), sum[READ]), plural(sum[SWAPIN]), plural(sum[RA]),
-		sum[PREF], sum[PREFUSED]);
+		size_str(a, sizeof(a), S(bytes_read)), plural(S(faults_swapin)), plural(S(readahead_pages)),
+		S(prefetch_pages), S(prefetch_used));
 	fprintf(out, "bypass: pager: time in faults: %s, %s of the %.1f s run (service time summed "
 		     "over threads and processes; the signal's delivery is not in it)\n",
-		ns_str(a, sizeof(a), (double)sum[LATNS]),
-		pct(b, sizeof(b), (double)sum[LATNS], f->wall_s * 1e9), f->wall_s);
+		ns_str(a, sizeof(a), (double)S(lat_sum_ns)),
+		pct(b, sizeof(b), (double)S(lat_sum_ns), f->wall_s * 1e9), f->wall_s);
 	int q50 = quantile(hist, nhist, 0.5), q99 = quantile(hist, nhist, 0.99);
 	if (q50 < 0)
 		fprintf(out, "bypass: pager: fault latency: no fault was served\n");
@@ -284,8 +295,8 @@ static void report_pager(FILE *out, const struct proc *ps, size_t n, const struc
 		fprintf(out, "bypass: pager: fault latency: median %s, p99 %s (%" PRIu64 " faults: %" PRIu64
 			     " first touches, %" PRIu64 " swap-ins, %" PRIu64 " writes to clean pages, %" PRIu64
 			     " other; the histogram's buckets are powers of two)\n",
-			bucket_str(a, sizeof(a), q50), bucket_str(b, sizeof(b), q99), sum[LATN], sum[ZERO],
-			sum[SWAPIN], sum[WP], sum[OTHER]);
+			bucket_str(a, sizeof(a), q50), bucket_str(b, sizeof(b), q99), S(lat_count), S(faults_zero),
+			S(faults_swapin), S(faults_wp), S(faults_other));
 
 	const char *pol = getenv("BYPASS_PAGER_POLICY"), *eng = getenv("BYPASS_PAGER_ENGINE");
 	snprintf(a, sizeof(a), "%s", pol && *pol ? pol : "");
@@ -293,11 +304,11 @@ static void report_pager(FILE *out, const struct proc *ps, size_t n, const struc
 	fprintf(out, "bypass: pager: policy: %s%s; engine: %s%s",
 		a[0] ? a : "the preload's default", a[0] ? " (BYPASS_PAGER_POLICY)" : " (BYPASS_PAGER_POLICY unset)",
 		b[0] ? b : "the preload's default", b[0] ? " (BYPASS_PAGER_ENGINE)" : " (BYPASS_PAGER_ENGINE unset)");
-	if (sum[SWITCH])
-		fprintf(out, ", %" PRIu64 " switch%s between upcalls and the handler pool", sum[SWITCH],
-			sum[SWITCH] == 1 ? "" : "es");
-	if (sum[REJECT])
-		fprintf(out, "; %" PRIu64 " answers of the policy refused", sum[REJECT]);
+	if (S(engine_switches))
+		fprintf(out, ", %" PRIu64 " switch%s between upcalls and the handler pool", S(engine_switches),
+			S(engine_switches) == 1 ? "" : "es");
+	if (S(policy_rejects))
+		fprintf(out, "; %" PRIu64 " answers of the policy refused", S(policy_rejects));
 	fprintf(out, "\n");
 	{
 		uint64_t cap = swapfull ? get(swapfull, "swap_pages") : 0;
@@ -312,7 +323,7 @@ static void report_pager(FILE *out, const struct proc *ps, size_t n, const struc
 				     "is not counted)\n",
 				size_str(a, sizeof(a), cap * page),
 				dir && *dir ? dir : "the preload's default directory",
-				size_str(b, sizeof(b), sum[WRITTEN]), size_str(c, sizeof(c), used * page),
+				size_str(b, sizeof(b), S(bytes_written)), size_str(c, sizeof(c), used * page),
 				pct(d, sizeof(d), (double)used, (double)cap));
 	}
 warnings:
@@ -336,36 +347,36 @@ warnings:
 		fprintf(out, "bypass: pager: WARNING: the swap file is nearly full (%s used in pid "
 			     "%d): evictions fail when it is; give a larger BYPASS_PAGER_SWAP_SIZE\n",
 			pct(a, sizeof(a), swap_ratio, 1.0), swapfull->pid);
-	if (sum[WERR])
+	if (S(write_errors))
 		fprintf(out, "bypass: pager: WARNING: %" PRIu64 " write-back%s to the swap file failed "
 			     "(the pages stayed resident)\n",
-			plural(sum[WERR]));
+			plural(S(write_errors)));
+#undef S
 }
+
+#endif /* BYPASS_WITH_PAGER */
 
 /* ------------------------------------------------------------ batch */
 
+#if BYPASS_WITH_BATCH
 static void report_batch(FILE *out, const struct proc *ps, size_t n, const struct cli_run_facts *f)
 {
 	unsigned procs = 0;
-	uint64_t seg = 0, def = 0, direct = 0, enters = 0, bytes = 0, partial = 0, errors = 0,
-		 reported = 0, merged = 0, spliced = 0, eagain = 0;
+	/* every counter of the batch line (BT_COUNTERS), summed by name */
+	struct bt_counters t = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		const struct proc *p = &ps[i];
 		if (strcmp(p->module, "batch"))
 			continue;
 		procs++;
-		seg += get(p, "segments");
-		def += get(p, "deferred");
-		direct += get(p, "direct");
-		enters += get(p, "enters");
-		bytes += get(p, "bytes");
-		partial += get(p, "partial");
-		errors += get(p, "errors");
-		reported += get(p, "reported");
-		merged += get(p, "merged_waits");
-		spliced += get(p, "spliced");
-		eagain += get(p, "eagain");
+#define ADD(name) t.name += get(p, #name);
+		BT_COUNTERS(ADD)
+#undef ADD
 	}
+	const uint64_t seg = t.segments, def = t.deferred, direct = t.direct, enters = t.enters,
+		       bytes = t.bytes, errors = t.errors, reported = t.reported,
+		       merged = t.merged_waits, partial = t.partial, spliced = t.spliced,
+		       eagain = t.eagain;
 	if (!procs) {
 		fprintf(out, "bypass: batch: no counters: no process that loaded the batch preload "
 			     "exited normally (a statically linked program, or one killed by a signal, "
@@ -412,10 +423,8 @@ static void report_batch(FILE *out, const struct proc *ps, size_t n, const struc
 	} else {
 		const char *why = "the program's waits never found calls queued, it waits with poll "
 				  "or select, or BYPASS_BATCH_MERGED_WAIT=0";
-#if BYPASS_WITH_BATCH
 		if (!bp_bt_merged_wait_available())
 			why = "this kernel has no IORING_OP_EPOLL_WAIT (Linux 6.15)";
-#endif
 		fprintf(out, "bypass: batch: merged wait: not used (%s)\n", why);
 	}
 	if (partial || spliced || eagain)
@@ -424,6 +433,7 @@ static void report_batch(FILE *out, const struct proc *ps, size_t n, const struc
 			     "EAGAIN behind queued data\n",
 			plural(partial), plural(spliced), plural(eagain));
 }
+#endif /* BYPASS_WITH_BATCH */
 
 int cli_report(FILE *out, const char *stats_path, long from, const struct cli_run_facts *f)
 {
@@ -447,10 +457,15 @@ int cli_report(FILE *out, const char *stats_path, long from, const struct cli_ru
 		}
 		fclose(in);
 	}
+	(void)f; /* a build with neither preload */
+#if BYPASS_WITH_PAGER
 	if (f->pager)
 		report_pager(out, ps, n, f);
+#endif
+#if BYPASS_WITH_BATCH
 	if (f->batch)
 		report_batch(out, ps, n, f);
+#endif
 	fflush(out);
 	free(ps);
 	return (int)n;

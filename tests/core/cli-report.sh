@@ -7,7 +7,9 @@
 #   stats file: crossings saved (deferred + merged waits - enters) and per
 #   second, errors reported late and never, the merged wait; the pager's
 #   median and p99 from its histogram, the warnings for a pager over its
-#   budget and a swap file nearly full;
+#   budget and a swap file nearly full; every counter the report sums
+#   (cli/report.c: the pager's BP_PAGER_COUNTERS, batch's BT_COUNTERS, by
+#   name) said with its own figure;
 # - real runs: a paged program whose memory stays outside the pager
 #   exceeds its budget and gets the warning, one within it gets none; a
 #   batch run of an epoll loop prints the crossings it saved;
@@ -66,6 +68,11 @@ has '^bypass: batch: merged wait: used 10 times' "$tmp/err" "merged wait"
 echo 'echo "{\"module\": \"batch\", \"pid\": 13, \"deferred\": 4, \"enters\": 9}" >>"$BYPASS_STATS_FILE"' >"$tmp/fake-cost.sh"
 expect 0 "$bypass" run --batch --report=- -- sh "$tmp/fake-cost.sh"
 has '^bypass: batch: kernel crossings saved: none: 5 more than without the preload' "$tmp/err" "crossings cost"
+# The counters only the "also" line says.
+echo 'echo "{\"module\": \"batch\", \"pid\": 14, \"deferred\": 4, \"enters\": 1, \"partial\": 2, \"spliced\": 3, \"eagain\": 5}" >>"$BYPASS_STATS_FILE"' >"$tmp/fake-also.sh"
+expect 0 "$bypass" run --batch --report=- -- sh "$tmp/fake-also.sh"
+has '^bypass: batch: also: 2 short writes finished by the preload, 3 sendfile calls deferred as splices, 5 writes answered EAGAIN behind queued data' \
+	"$tmp/err" "the also line"
 
 # Pager: 90 faults of 1-2 us, 10 of 1-2 ms: the median is the first bucket,
 # the p99 the second; pid 21's pager held 1100 pages over its 1024 (a
@@ -85,6 +92,18 @@ has '^bypass: pager: time in faults: 10.0 ms, ' "$tmp/err" "time in faults"
 has "^bypass: pager: WARNING: pid 21's pager held 4.3 MiB resident, over its 4.0 MiB budget" "$tmp/err" "over its budget"
 has '^bypass: pager: WARNING: the swap file is nearly full \(95%' "$tmp/err" "swap nearly full"
 has '^bypass: pager: swap: a 3.9 MiB swap file per paging process in '"$tmp" "$tmp/err" "swap line"
+# Every counter the report sums says its figure (cli/report.c sums the
+# pager's list, src/pager/stats.h, by name): the ones the line above lacks.
+cat >"$tmp/fake-pager2.sh" <<SH
+echo '{"module":"pager","pid":22,"faults_zero":1,"faults_swapin":30,"faults_wp":5,"faults_other":2,"readahead_pages":7,"prefetch_pages":9,"prefetch_used":4,"engine_switches":3,"policy_rejects":6,"write_errors":8,"faultaround_pages":11,"budget_pages":1024,"mapped_pages":64,"lat_hist":[$(hist)],"lat_count":100,"lat_sum_ns":1000,"heap":0}' >>"\$BYPASS_STATS_FILE"
+SH
+expect 0 "$bypass" run --pager 4M,swap="$tmp" --report - -- sh "$tmp/fake-pager2.sh"
+has '\(100 faults: 1 first touches, 30 swap-ins, 5 writes to clean pages, 2 other;' "$tmp/err" "faults by kind"
+has '^bypass: pager: read back from swap: .* \(30 swap-in faults, 7 pages read along, 9 prefetched of which 4 used\)' \
+	"$tmp/err" "readahead and prefetch"
+has ', 3 switches between upcalls and the handler pool; 6 answers of the policy refused$' "$tmp/err" \
+	"engine switches and policy rejects"
+has '^bypass: pager: WARNING: 8 write-backs to the swap file failed' "$tmp/err" "write errors"
 
 # ---- --report FILE, --stats=json FILE, --no-report
 expect 0 "$bypass" run --batch --report "$tmp/rep" --stats=json "$tmp/raw.json" -- sh "$tmp/fake-batch.sh"
