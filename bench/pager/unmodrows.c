@@ -470,14 +470,25 @@ void pu_report(struct bench_ctx *c, struct pu_st *s)
 					planned[w] + 1);
 		if (bad[w] || !nr[w])
 			continue;
-		double fp = rss[w][S_REF] / 1024.0, goal = (double)(zb.budget >> 20) + 32;
+		/* a tree of processes (issue 32 item 5): the tree's memory, its
+		 * cgroup's anonymous peak, not one process's resident set */
+		bool tree = w == W_MP || w == W_REDIS;
+		double fp = tree ? MIB(mem_ref[w].anon) : rss[w][S_REF] / 1024.0;
+		double goal = (double)(zb.budget >> 20) + 32;
 		if (0.6 * fp < goal)
 			goal = 0.6 * fp;
-		snprintf(what, sizeof(what), "%s: peak resident set under the preload, MiB (<= "
-			 "budget + 32 MiB and <= 0.6x its unlimited footprint of %.1f MiB)", pu_w_name[w],
-			 fp);
-		bench_target_exact_runs(c, what, rss[w][S_BYPASS] / 1024.0, "<=", goal, runs_b[w] + 1,
-					planned[w] + 1);
+		if (tree)
+			snprintf(what, sizeof(what), "%s: peak of the tree's anonymous memory under the "
+				 "preload (its cgroup), MiB (<= budget + 32 MiB and <= 0.6x the tree's "
+				 "without a limit, %.1f MiB)", pu_w_name[w], fp);
+		else
+			snprintf(what, sizeof(what), "%s: peak resident set under the preload, MiB (<= "
+				 "budget + 32 MiB and <= 0.6x its unlimited footprint of %.1f MiB)",
+				 pu_w_name[w], fp);
+		if (!tree || have_linux) /* without cgroups the tree is not measured */
+			bench_target_exact_runs(c, what, tree ? MIB(mem[w][SD_B].anon) :
+						rss[w][S_BYPASS] / 1024.0, "<=", goal,
+						runs_b[w] + 1, planned[w] + 1);
 		if (w == W_SYSCALLS || !have_linux || !runs_l[w][0])
 			continue;
 		snprintf(what, sizeof(what), "%s: time vs Linux swap at the same memory", pu_w_name[w]);
