@@ -84,9 +84,11 @@ static const char rd_driver[] =
 	"|| { echo 'redis: redis-benchmark' >&2; exit 4; }\n"
 	"c bgsave >/dev/null || exit 5\n"
 	"until c info persistence | grep -q '^rdb_bgsave_in_progress:0'; do sleep 0.05; done\n"
-	"c info persistence | grep '^rdb_last_bgsave_status' | tr -d '\\r'\n"
+	"st=$(c info persistence | grep '^rdb_last_bgsave_status' | tr -d '\\r')\n"
+	"echo \"$st\"\n"
 	"echo \"dbsize $(c dbsize)\"\n"
 	"c shutdown nosave >/dev/null 2>&1\n"
+	"[ \"$st\" = rdb_last_bgsave_status:ok ] || exit 9 # its child killed\n"
 	"exit 0\n";
 /* After the run, outside it: the dump BGSAVE wrote ($2/$3) loaded by a
  * server without the preload and without a limit; its key count and DEBUG
@@ -186,6 +188,34 @@ bool pu_same_file(const char *a, const char *b)
 	return same;
 }
 
+
+/* The processes left in cgroup cg after its program's parent ended (a
+ * pool's worker or a BGSAVE child whose parent the OOM killer took):
+ * killed, so that the next run starts from an empty cgroup. */
+static void pu_cg_kill_rest(const char *cg)
+{
+	char path[600], line[64];
+	if (!cg || !cg[0])
+		return;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	for (int tries = 0; tries < 100; tries++) {
+		FILE *f = fopen(path, "r");
+		int n = 0;
+		while (f && fgets(line, sizeof(line), f)) {
+			pid_t p = (pid_t)atoi(line);
+			if (p > 0 && p != getpid()) {
+				kill(p, SIGKILL);
+				n++;
+			}
+		}
+		if (f)
+			fclose(f);
+		if (!n)
+			return;
+		struct timespec ts = { 0, 20000000 };
+		nanosleep(&ts, NULL);
+	}
+}
 
 /* The writer of a run's stdout (a child outside the measured cgroup):
  * the pipe's bytes into out; exits 0, or 5 (open) or 6 (write). */
@@ -382,6 +412,15 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 		snprintf(why, whylen, "%s: the writer of its output to %s failed (status %d)",
 			 pu_w_name[w], out, wst);
 		return -EIO;
+	}
+	pu_cg_kill_rest(cg); /* a tree's processes its parent left (an OOM kill) */
+	if (w == W_REDIS && !WIFSIGNALED(st) && !WEXITSTATUS(st) && WIFEXITED(dst) &&
+	    WEXITSTATUS(dst) == 9) {
+		/* the server lived, BGSAVE failed: its child was killed (on a
+		 * Linux side at its limit: the cgroup's OOM killer) */
+		snprintf(why, whylen, "%s: its BGSAVE child was killed (rdb_last_bgsave_status "
+			 "not ok)", pu_w_name[w]);
+		return -EINTR;
 	}
 	if (w == W_REDIS && (dpid < 0 || ours || (!WIFSIGNALED(st) && !WEXITSTATUS(st) &&
 						  (!WIFEXITED(dst) || WEXITSTATUS(dst))))) {
