@@ -25,9 +25,9 @@
 #include <link.h>
 #include <stdint.h>
 
-struct pl_span pl_bypass_text[PL_SPANS];
-int pl_bypass_nspans;
-int pl_from_state; /* 0 not made, 1 being made, 2 made */
+struct bt_span bp_bt_from_text[BT_FROM_SPANS];
+int bp_bt_from_nspans;
+int bp_bt_from_state; /* 0 not made, 1 being made, 2 made */
 
 static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -37,10 +37,10 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
 	base = base ? base + 1 : name;
 	if (!base || strncmp(base, "libbypass", 9))
 		return 0;
-	struct pl_span spans[PL_SPANS];
+	struct bt_span spans[BT_FROM_SPANS];
 	int n = 0;
 	bool self = false;
-	uintptr_t me = (uintptr_t)&pl_from_init;
+	uintptr_t me = (uintptr_t)&bp_bt_from_init;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
@@ -49,20 +49,20 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
 		uintptr_t hi = lo + ph->p_memsz;
 		if (me >= lo && me < hi)
 			self = true;
-		if (n < PL_SPANS)
-			spans[n++] = (struct pl_span){ lo, hi };
+		if (n < BT_FROM_SPANS)
+			spans[n++] = (struct bt_span){ lo, hi };
 	}
-	for (int i = 0; !self && i < n && pl_bypass_nspans < PL_SPANS; i++)
-		pl_bypass_text[pl_bypass_nspans++] = spans[i];
+	for (int i = 0; !self && i < n && bp_bt_from_nspans < BT_FROM_SPANS; i++)
+		bp_bt_from_text[bp_bt_from_nspans++] = spans[i];
 	return 0;
 }
 
-void pl_from_init(void)
+void bp_bt_from_init(void)
 {
 	int want = 0;
-	if (!__atomic_compare_exchange_n(&pl_from_state, &want, 1, false, __ATOMIC_ACQUIRE,
+	if (!__atomic_compare_exchange_n(&bp_bt_from_state, &want, 1, false, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED))
 		return; /* made, or being made (this thread, under a signal, or another) */
 	dl_iterate_phdr(add_object, NULL);
-	__atomic_store_n(&pl_from_state, 2, __ATOMIC_RELEASE);
+	__atomic_store_n(&bp_bt_from_state, 2, __ATOMIC_RELEASE);
 }

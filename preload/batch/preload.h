@@ -142,25 +142,25 @@ static inline long ret_errno(long r, bool sigpipe)
 /* ------------------------------------------------------------ from_bypass */
 
 /* The executable segments of the other libbypass objects (from.c). */
-#define PL_SPANS 8
-struct pl_span {
+#define BT_FROM_SPANS 8
+struct bt_span {
 	uintptr_t lo, hi;
 };
-extern struct pl_span pl_bypass_text[PL_SPANS];
-extern int pl_bypass_nspans;
-extern int pl_from_state;
-void pl_from_init(void);
+extern struct bt_span bp_bt_from_text[BT_FROM_SPANS];
+extern int bp_bt_from_nspans;
+extern int bp_bt_from_state;
+void bp_bt_from_init(void);
 
-static inline void pl_note_caller(uintptr_t ra)
+static inline void bp_bt_note_caller(uintptr_t ra)
 {
-	if (bp_unlikely(__atomic_load_n(&pl_from_state, __ATOMIC_ACQUIRE) != 2)) {
-		pl_from_init();
-		if (__atomic_load_n(&pl_from_state, __ATOMIC_ACQUIRE) != 2)
+	if (bp_unlikely(__atomic_load_n(&bp_bt_from_state, __ATOMIC_ACQUIRE) != 2)) {
+		bp_bt_from_init();
+		if (__atomic_load_n(&bp_bt_from_state, __ATOMIC_ACQUIRE) != 2)
 			return;
 	}
-	for (int i = 0; i < pl_bypass_nspans; i++)
-		if (bp_unlikely(ra - pl_bypass_text[i].lo <
-				pl_bypass_text[i].hi - pl_bypass_text[i].lo)) {
+	for (int i = 0; i < bp_bt_from_nspans; i++)
+		if (bp_unlikely(ra - bp_bt_from_text[i].lo <
+				bp_bt_from_text[i].hi - bp_bt_from_text[i].lo)) {
 			__atomic_fetch_add(&bp_bt_from_bypass, 1, __ATOMIC_RELAXED);
 			return;
 		}
@@ -169,7 +169,7 @@ static inline void pl_note_caller(uintptr_t ra)
 /* First statement of every wrapper: counts the call when its caller is
  * another libbypass object (the stats line's "from_bypass"; a macro, so
  * that the return address is the wrapper's own). */
-#define FROM_BYPASS() pl_note_caller((uintptr_t)__builtin_return_address(0))
+#define FROM_BYPASS() bp_bt_note_caller((uintptr_t)__builtin_return_address(0))
 
 /* A read waits behind the descriptor's queued work, and reports the error
  * of a deferred call on it that failed. */

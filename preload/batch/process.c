@@ -290,7 +290,7 @@ static void at_exit(void)
 __attribute__((constructor)) static void batch_preload_init(void)
 {
 	bp_pl_resolve();
-	pl_from_init();
+	bp_bt_from_init();
 	bp_bt_config_init();
 	bp_bt_engine_init();
 	if (bp_bt_cfg.enabled) {
