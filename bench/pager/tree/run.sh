@@ -1,7 +1,8 @@
 #!/bin/bash
 # What one budget for a process tree costs (issue 32, item 3): Redis BGSAVE
-# (bgsave.py) and Python multiprocessing's peak memory (pss.py), under the
-# pager preload of a build, with the disturbance the run saw.
+# (bgsave.py), Python multiprocessing's peak memory (pss.py) and one Python
+# process paging hard alone (solo.py), under the pager preload of a build,
+# with the disturbance the run saw.
 #   bench/pager/tree/run.sh BUILD OUT [ROUNDS]
 # BUILD: a build directory (make: build/) with bypass and
 # libbypass-pager.so.  OUT: a new directory for the results.  ROUNDS
@@ -29,6 +30,18 @@ $py "$here/bgsave.py" "$build" "$out/bgsave" "$rounds" runs=process:process,tree
 $py "$here/pss.py" "$out/pss" "$rounds" 5500000 \
 	"runs=none+none+x;process+64M+$build;tree+64M,scope=tree+$build;tree-ha4M+64M,scope=tree+$build+BYPASS_PAGER_HEAP_AFTER=4M" |
 	tee "$out/pss.txt"
+# one process alone in its tree, paging hard: 8 MiB, process vs tree
+# (wall and CPU seconds of the whole run, from bash's time)
+mkdir -p "$out/solo"
+for r in $(seq 1 "$rounds"); do
+	for scope in process tree; do
+		TIMEFORMAT="solo $scope r$r: wall %R s, CPU %U+%S s"
+		{ time BYPASS_PAGER_THRESHOLD=2M BYPASS_PAGER_SWAP="$out/solo" \
+			"$build/bypass" run --pager "8M,scope=$scope" --no-report -- \
+			$py "$here/solo.py" >"$out/solo/$scope-$r.out"; } 2>&1 | tee -a "$out/solo.txt"
+	done
+done
+cmp -s "$out/solo/process-1.out" "$out/solo/tree-1.out" || echo "solo: outputs differ" | tee -a "$out/solo.txt"
 { date -u +%s.%N; head -1 /proc/stat; } >"$out/end"
 # CPU used by this script's children (`times`, second line: the reaped
 # children's user and system time) against the whole machine's busy time.
@@ -60,6 +73,7 @@ for lab in dict.fromkeys(r['label'] for r in bg):
     print(f"BGSAVE {lab:8}: child CPU-s " + ', '.join(f"{r['child_cpu_total']:.1f}" for r in rs) +
           "; wall s " + ', '.join(f"{r['bgsave_wall_s']:.1f}" for r in rs) +
           "; status " + ','.join(r['ok'] for r in rs))
+print(open(os.path.join(out, 'solo.txt')).read().strip())
 ps = json.load(open(os.path.join(out, 'pss', 'all.json')))
 for lab in dict.fromkeys(r['label'] for r in ps):
     rs = [r for r in ps if r['label'] == lab]
