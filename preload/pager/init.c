@@ -237,12 +237,14 @@ static bool configure(void)
 		return false;
 	if (!engine_env() || !heat_env() || !tier_env())
 		return false;
+	/* One budget for the process tree by default (docs/pager-preload.md,
+	 * "One budget for a process tree"); process: a budget each. */
 	const char *scope = getenv("BYPASS_PAGER_BUDGET_SCOPE");
-	c.tree = false; /* process, for now: docs/pager-preload.md says why */
+	c.tree = true;
 	if (scope && *scope) {
-		if (!strcmp(scope, "tree")) {
-			c.tree = true;
-		} else if (strcmp(scope, "process")) {
+		if (!strcmp(scope, "process")) {
+			c.tree = false;
+		} else if (strcmp(scope, "tree")) {
 			bp_pl_complain("bypass: pager preload: BYPASS_PAGER_BUDGET_SCOPE=%s is neither "
 				       "tree nor process; the program runs unpaged", scope);
 			return false;
