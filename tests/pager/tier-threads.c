@@ -11,9 +11,10 @@
  * room in the budget for a slab goes to the file without filling the
  * pool.  So the threads' counts are logged, not asserted; what is
  * asserted afterwards is what the code guarantees with nothing else
- * running: one thread rewrites pages until the pool holds some (bounded
- * passes), then the pool is cut to nothing, which drops the copies it
- * held, and every page reads back from the file at its last version.
+ * running: one thread rewrites pages and reads them back, newest first,
+ * until the pool holds some and has served some (bounded passes), then
+ * the pool is cut to nothing, which drops the copies it held, and every
+ * page reads back from the file at its last version.
  * TEST_LABELS: threads
  */
 #include "tier-util.h"
@@ -59,10 +60,15 @@ static void run(int mode)
 		 mode_name(mode), (unsigned long)t.stored, (unsigned long)t.dropped,
 		 (unsigned long)t.swapin_pool);
 
-	/* One thread: rewrite until the pool holds pages and has served some
-	 * back (the first pass does, unless the tier is broken). */
+	/* One thread: rewrite every page in order, then read them back in
+	 * reverse, the most recently evicted (the pool's newest copies)
+	 * first, until the pool has served some back (the first pass does,
+	 * unless the tier is broken; reading in the order written, a cycle
+	 * longer than the pool, may never hit it); then rewrite until the
+	 * pool holds pages (reading pages back may have emptied it: a page
+	 * mapped dirty forgets its copy). */
 	uint64_t v = ROUNDS;
-	for (int pass = 0; pass < 20 && (!t.pool_pages || !t.swapin_pool); pass++) {
+	for (int pass = 0; pass < 40 && (!t.swapin_pool || !t.pool_pages); pass++) {
 		v++;
 		for (uint64_t i = 0; i < NPAGES; i++) {
 			if (!tier_ok(m + i * PAGE, i, v - 1))
@@ -70,6 +76,13 @@ static void run(int mode)
 					  (unsigned long)i, (unsigned long)(v - 1));
 			tier_fill(m + i * PAGE, i, v);
 		}
+		t = tier_stats(p);
+		if (t.swapin_pool && t.pool_pages)
+			break;
+		for (uint64_t i = NPAGES; i-- > 0;)
+			if (!tier_ok(m + i * PAGE, i, v))
+				TEST_FAIL("%s: page %lu not version %lu (read back)", mode_name(mode),
+					  (unsigned long)i, (unsigned long)v);
 		t = tier_stats(p);
 	}
 	CHECK(t.stored > 0);
