@@ -245,13 +245,13 @@ void pu_report(struct bench_ctx *c, struct pu_st *s)
 			   "children's included (wait4: the server's and its BGSAVE child's, not "
 			   "the client side's); the preload's counters come only from processes "
 			   "that end by exit() (not from a pool's workers, ended by the pool, nor "
-			   "from the BGSAVE child, which ends by _exit); the preload's budget is "
-			   "per process unless --param scope=tree (BYPASS_PAGER_BUDGET_SCOPE; "
-			   "here: %s)",
+			   "from the BGSAVE child, which ends by _exit); the preload's budget "
+			   "scope: --param scope=process|tree (BYPASS_PAGER_BUDGET_SCOPE; here: "
+			   "%s)",
 			   (unsigned long long)zb.hash_n, (unsigned long long)zb.hash_lookups,
 			   (unsigned long long)zb.mp_n, (unsigned long long)zb.rd_keys,
-			   (unsigned long long)zb.rd_reads, zb.scope ? zb.scope : "not set, the "
-			   "preload's default");
+			   (unsigned long long)zb.rd_reads, zb.scope ? zb.scope : "not set: the "
+			   "preload's default, one budget for the tree since f0246be");
 	bench_note(c, "same memory (issue 35's rule): each side gets the budget and the same "
 		   "non-anonymous slack; every run's output (stdout) goes through a pipe to a "
 		   "writer outside the measured cgroup, so the output's page cache is charged "
