@@ -18,6 +18,7 @@
 #include "pager/lru.h"
 #include "pager/sample.h"
 #include "pager/uffd.h"
+#include "pager/install.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
 #include "pager/heat.h" /* access heat: bp_heat_fault() */
@@ -178,28 +179,17 @@ static int fill_zero(struct bypass_pager *p, struct region *r, struct pg *pg,
 	 * without a write if it is never written.  A page of the range that
 	 * is mapped already (EEXIST) or any other error stops the copy: keep
 	 * what was mapped; the faulting page itself must have been. */
-	size_t bytes = 0;
-	int ce = bp_uffd_copy_prefix(r->uffd, pa, zero_pages, (size_t)k * PG_SIZE, !write,
-				     false, &bytes);
-	uint32_t done = (uint32_t)(bytes >> PG_SHIFT); /* pages mapped */
-	if (ce && !done)
-		e = ce;
+	uint32_t done = 0;
+	e = bp_install(p, &(struct bp_install){ .r = r, .src = zero_pages, .id0 = id, .k = k,
+					       .nw = write ? k : 0, .from = BP_INSTALL_ZERO },
+		       &done, NULL);
 	if (e) {
 		bp_pager_unreserve(p, k);
 		goto unlock;
 	}
 	if (done < k)
 		bp_pager_unreserve(p, k - done);
-	for (uint32_t j = 0; j < done; j++) {
-		struct pg *q = pg_of(p, id + j);
-		pg_set(q, write ? PW_DIRTY : PW_WP);
-		pg_set_state(q, PS_RESIDENT);
-		bp_lru_add(p, id + j, false);
-	}
 	*mapped = done;
-	stat_add(&ST(p).zero, 1);
-	if (done > 1)
-		stat_add(&ST(p).fa, done - 1);
 unlock:
 	for (uint32_t j = 1; j < k; j++)
 		bp_pg_unlock(pg_of(p, id + j));
@@ -297,15 +287,16 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 	e = bp_swap_read(p, bp_share_fd(p, slot1), buf, (size_t)k * PG_SIZE,
 			 (off_t)slot_index(slot1) * (off_t)PG_SIZE);
 	/* All write-protected when there is readahead (one copy), then the
-	 * pages to write are unprotected (one call). */
+	 * pages to write are unprotected (one call); mapped clean if that
+	 * fails (writes fault again: wp). */
+	uint32_t nd = 0;
 	if (!e)
-		e = bp_uffd_copy(r->uffd, pa, buf, (size_t)k * PG_SIZE, !write || k > 1, false);
+		e = bp_install(p, &(struct bp_install){ .r = r, .src = buf, .id0 = id, .k = k,
+						       .nw = nw, .from = BP_INSTALL_SWAPIN },
+			       NULL, &nd);
 	bounce_put(p, bslot);
-	if (!e && nw && k > 1 &&
-	    bp_uffd_wp(r->uffd, pa, (size_t)nw * PG_SIZE, false, false) != 0) {
-		wmode = false; /* mapped clean: writes fault again (wp) */
-		nw = 0;
-	}
+	if (nd < nw)
+		wmode = false;
 	if (e) {
 		bp_err("bypass: pager: swap-in of %#lx (%u pages, slot %u of level %u): %s",
 		       (unsigned long)pa, k, slot_index(slot1), slot_level(slot1), strerror(-e));
@@ -321,27 +312,6 @@ static int swap_in(struct bypass_pager *p, struct region *r, struct pg *pg,
 	atomic_store_explicit(&r->ra_wmode, wmode, memory_order_relaxed);
 	atomic_store_explicit(&r->ra_next, id + k, memory_order_relaxed);
 	atomic_store_explicit(&r->ra_win, win, memory_order_relaxed);
-	stat_add(&ST(p).rd, (uint64_t)k * PG_SIZE);
-	stat_add(&ST(p).swapin, 1);
-	stat_add(&ST(p).ra, k - 1);
-	if (wmode)
-		stat_add(&ST(p).ra_dirty, nw - 1);
-	uint32_t seq = atomic_load_explicit(&p->ev.seq, memory_order_relaxed);
-	for (uint32_t j = 0; j < k; j++) {
-		struct pg *q = pg_of(p, id + j);
-		uint32_t shadow = q->prev;
-		if (j < nw) {
-			bp_slot_free(p, q);
-			pg_set(q, PW_DIRTY);
-		} else {
-			pg_set(q, PW_WP);
-		}
-		pg_set_state(q, PS_RESIDENT);
-		if (j == 0)
-			bp_lru_add_refault(p, id, seq - shadow);
-		else
-			bp_lru_add(p, id + j, false);
-	}
 unlock:
 	for (uint32_t j = 1; j < k; j++)
 		bp_pg_unlock(pg_of(p, id + j));

@@ -17,6 +17,8 @@
 #define PG_MIN_SWAP 16u    /* pages */
 #define PG_MAX_RA 64u      /* readahead pages */
 #define PG_MAX_FA 64u      /* fault-around pages */
+#define PG_MAX_RUN 128u    /* pages one install takes at most (install.h):
+			      readahead, fault-around, a prefetch read */
 #define PG_NONE UINT32_MAX /* no page id */
 #define PG_MAX_THREADS 64u /* handler threads per pager */
 

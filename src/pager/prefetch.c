@@ -37,6 +37,7 @@
 #include "pager/evict.h"
 #include "pager/lru.h"
 #include "pager/uffd.h"
+#include "pager/install.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
 #include "core/uring.h"
@@ -240,32 +241,6 @@ static bool pf_is_probe(uint32_t id)
 	return id % PF_PROBE == PF_PROBE - 1;
 }
 
-/*
- * Unprotect the pages of a run installed write-protected that write mode
- * maps writable (all but the probes), a range at a time; dirty[j] says
- * which were.  Returns how many.
- */
-static uint32_t pf_unprotect(int uffd, struct region *r, struct pf_read *rd, bool *dirty)
-{
-	uint32_t n = 0;
-	for (uint32_t j = 0; j < rd->k;) {
-		if (pf_is_probe(rd->id0 + j)) {
-			dirty[j++] = false;
-			continue;
-		}
-		uint32_t e = j + 1;
-		while (e < rd->k && !pf_is_probe(rd->id0 + e))
-			e++;
-		bool ok = bp_uffd_wp(uffd, region_addr(r, rd->id0 + j), (size_t)(e - j) * PG_SIZE,
-				     false, true) == 0;
-		for (; j < e; j++) {
-			dirty[j] = ok; /* else mapped clean: a write faults (wp) */
-			n += ok;
-		}
-	}
-	return n;
-}
-
 /* A read finished: install its pages, or give them up. */
 static void pf_complete(struct bypass_pager *p, struct pf_read *rd, int res)
 {
@@ -273,20 +248,22 @@ static void pf_complete(struct bypass_pager *p, struct pf_read *rd, int res)
 	bool ok = res == (int)(rd->k * PG_SIZE);
 	bool entered = false;
 	bool wmode = ok && pf_write_mode(p, r);
-	bool dirty[PF_RUN];
-	uint32_t nw = 0;
 	if (ok && r->adaptive) {
 		/* without waiting: a switch waits for the faults in
 		 * flight, which may wait for these pages */
 		entered = bp_engine_enter_nowait(r);
 		ok = entered;
 	}
-	int uffd = atomic_load(&r->uffd);
-	if (ok && bp_uffd_copy(uffd, region_addr(r, rd->id0), rd->buf, (size_t)rd->k * PG_SIZE,
-			       true, true) != 0)
+	/* installed write-protected; in write mode all but the probes are
+	 * then unprotected (mapped dirty: written, most likely), a range at
+	 * a time; a range that cannot be stays clean (a write faults: wp) */
+	uint32_t nw = 0;
+	if (ok && bp_install(p, &(struct bp_install){ .r = r, .src = rd->buf, .id0 = rd->id0,
+						     .k = rd->k, .nw = wmode ? rd->k : 0,
+						     .probe = PF_PROBE,
+						     .from = BP_INSTALL_PREFETCH, .wake = true },
+			     NULL, &nw) != 0)
 		ok = false;
-	if (ok && wmode)
-		nw = pf_unprotect(uffd, r, rd, dirty);
 	if (entered)
 		bp_engine_leave(r);
 	if (!ok) {
@@ -296,25 +273,11 @@ static void pf_complete(struct bypass_pager *p, struct pf_read *rd, int res)
 		pf_unlock_run(p, rd->id0, rd->k);
 		bp_pager_unreserve(p, rd->k);
 	} else {
-		uint32_t probe = 0;
-		for (uint32_t j = 0; j < rd->k; j++) {
-			struct pg *pg = pg_of(p, rd->id0 + j);
-			if (nw && dirty[j]) { /* written, most likely: as a written page */
-				bp_slot_free(p, pg);
-				pg_set(pg, PW_DIRTY);
-			} else {
-				pg_set(pg, PW_WP | PW_PF);
-				if (wmode && pf_is_probe(rd->id0 + j))
-					probe = rd->id0 + j + 1;
-			}
-			pg_set_state(pg, PS_RESIDENT);
-			bp_lru_add(p, rd->id0 + j, false);
-			bp_pg_unlock(pg);
-		}
-		stat_add(&ST(p).rd, (uint64_t)rd->k * PG_SIZE);
-		stat_add(&ST(p).pf, rd->k);
-		if (nw)
-			stat_add(&ST(p).ra_dirty, nw);
+		uint32_t probe = 0; /* the last probe of the run, + 1 */
+		for (uint32_t j = 0; wmode && j < rd->k; j++)
+			if (pf_is_probe(rd->id0 + j))
+				probe = rd->id0 + j + 1;
+		pf_unlock_run(p, rd->id0, rd->k);
 		if (probe)
 			atomic_store_explicit(&r->pf_probe, probe, memory_order_relaxed);
 		pf_note_clean(r, rd->k - nw);

@@ -174,6 +174,16 @@ void bp_rank_pop_slow(enum bp_rank r, const void *lock)
 	}
 }
 
+bool bp_rank_holds(const void *lock)
+{
+	if (!atomic_load_explicit(&bp_rank_on, memory_order_relaxed) || rk.lost)
+		return true;
+	for (unsigned i = rk.base; i < rk.n; i++)
+		if (rk.h[i].lock == lock)
+			return true;
+	return false;
+}
+
 unsigned bp_rank_frame_enter(void)
 {
 	unsigned saved = rk.base;

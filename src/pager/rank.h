@@ -88,6 +88,12 @@ static inline void bp_rank_pop(enum bp_rank r, const void *lock)
 	if (bp_unlikely(atomic_load_explicit(&bp_rank_on, memory_order_relaxed)))
 		bp_rank_pop_slow(r, lock);
 }
+/* Whether this thread holds lock in its current frame, as far as the
+ * record tells: true also when it cannot tell (the check off, or more
+ * locks held than it records).  For assertions that a caller holds a lock
+ * (install.c); turn the check on before the locks asked about are taken
+ * (bp_rank_enable() while a thread holds one would make it answer false). */
+bool bp_rank_holds(const void *lock);
 /* A page fault served in this thread (a signal handler): a frame. */
 unsigned bp_rank_frame_enter(void);
 void bp_rank_frame_leave(unsigned saved);

@@ -35,6 +35,7 @@
 #include "pager/evict.h"
 #include "pager/sample.h"
 #include "pager/uffd.h"
+#include "pager/install.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
 
@@ -84,29 +85,21 @@ int bp_sample_fault(struct bypass_pager *p, struct region *r, struct pg *pg, uin
 	struct bp_sample *s = atomic_load_explicit(&p->samp, memory_order_acquire);
 	if (!s)
 		return -EIO; /* cannot happen: PW_PARK is set only while it exists */
+	(void)pa; /* region_addr(r, id): install.c's */
 	uint64_t t0 = now_ns();
 	for (uint32_t i = 0; i < SAMPLE_MAX; i++) {
 		if (atomic_load_explicit(&s->id[i], memory_order_relaxed) != id + 1)
 			continue;
-		uint32_t w = atomic_load(&pg->w);
-		bool clean = !(w & PW_DIRTY);
-		/* a write to a clean page makes it dirty here, as resolve_wp does */
-		int e = bp_uffd_copy(atomic_load(&r->uffd), pa, s->park + (size_t)i * PG_SIZE,
-				     PG_SIZE, clean && !write, false);
-		if (e && e != -EEXIST)
+		bool clean = !(atomic_load(&pg->w) & PW_DIRTY);
+		/* a write to a clean page makes it dirty here, as resolve_wp
+		 * does; a dirty page goes back writable */
+		int e = bp_install(p, &(struct bp_install){ .r = r, .src = s->park + (size_t)i * PG_SIZE,
+							   .id0 = id, .k = 1,
+							   .nw = write || !clean ? 1 : 0,
+							   .from = BP_INSTALL_PARKED, .ref = true },
+				   NULL, NULL);
+		if (e)
 			return e;
-		if (write && clean) {
-			if (pg_state(w) == PS_WRITEBACK)
-				pg_set(pg, PW_REDIRTY);
-			else
-				bp_slot_free(p, pg);
-			pg_clear(pg, PW_WP);
-			pg_set(pg, PW_DIRTY);
-		} else if (!clean) {
-			pg_clear(pg, PW_WP);
-		}
-		pg_clear(pg, PW_PARK);
-		pg_set(pg, PW_REF);
 		atomic_store_explicit(&s->id[i], 0, memory_order_release);
 		atomic_fetch_add_explicit(&s->hits, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->hit_ns, now_ns() - t0, memory_order_relaxed);
@@ -232,15 +225,17 @@ static void unpark_all(struct bypass_pager *p, struct bp_sample *s)
 		bp_pg_lock(pg);
 		uint32_t w = atomic_load(&pg->w);
 		if ((w & PW_PARK) && atomic_load(&s->id[i]) == v) {
-			int e = bp_uffd_copy(atomic_load(&r->uffd), region_addr(r, id),
-					     s->park + (size_t)i * PG_SIZE, PG_SIZE,
-					     !(w & PW_DIRTY), true);
-			if (e && e != -EEXIST)
+			/* no longer parked, whatever the copy did */
+			int e = bp_install(p, &(struct bp_install){ .r = r,
+								   .src = s->park + (size_t)i * PG_SIZE,
+								   .id0 = id, .k = 1,
+								   .nw = (w & PW_DIRTY) ? 1 : 0,
+								   .from = BP_INSTALL_PARKED, .wake = true,
+								   .mark_on_error = true },
+					   NULL, NULL);
+			if (e)
 				bp_err("bypass: pager: putting back a sampled page: %s",
 				       strerror(-e));
-			pg_clear(pg, PW_PARK);
-			if (w & PW_DIRTY)
-				pg_clear(pg, PW_WP);
 			atomic_store(&s->id[i], 0);
 		}
 		bp_pg_unlock(pg);
