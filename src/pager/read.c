@@ -16,8 +16,14 @@
  * thrashing without waste): after MISS_MAX reads in a row on a ring whose
  * completion came after the spin, its reads sleep at once (a poll of
  * SPIN_NS would only burn the CPU the program needs), every PROBE-th one
- * still polling to find out when the disk is fast again.  The rings are the bound on spinning: at
- * most one fewer than the CPUs the process may run on (at most RD_MAX), so
+ * still polling to find out when the disk is fast again.  Nor while the
+ * thread thrashes: a thread that spends more than half its time in reads
+ * (bp_rd_duty_spin(): its reads come back to back, the disk sets the pace)
+ * sleeps in them, as Linux's swap-in does; polling would save the wake-up
+ * of each read but cost a CPU for as long as the read takes, doubling the
+ * CPU time or more of a program that mostly waits (docs/pager.md, GNU
+ * sort at 16 MiB).  The rings are the bound on spinning: at most one fewer
+ * than the CPUs the process may run on (at most RD_MAX), so
  * that a CPU is always left to the program's other threads.  A read that
  * finds every ring taken, a pager made with BYPASS_PAGER_NO_SPIN, and a
  * single CPU all use pread() and sleep, as before.
@@ -97,13 +103,45 @@ static void ring_give(struct pg_rdring *d)
 
 #define RD_BROKEN INT_MIN /* the ring refused the read: do not use it again */
 
+/* ------------------------------------------------------------ the duty */
+
+#define DUTY_SHIFT 3 /* the average's weight: 1/8 per read */
+#define DUTY_FORGET_NS 1000000ull /* a gap this long: the past forgotten */
+
+bool bp_rd_duty_spin(const struct bp_rd_duty *d)
+{
+	return d->q16 < BP_RD_DUTY_SPIN_MAX;
+}
+
+void bp_rd_duty_note(struct bp_rd_duty *d, uint64_t start, uint64_t end)
+{
+	uint64_t busy = end > start ? end - start : 0;
+	uint64_t gap = d->last_end && start > d->last_end ? start - d->last_end : 0;
+	d->last_end = end;
+	if (!busy && !gap)
+		return;
+	/* the first read counts as one after a long gap: nothing known */
+	uint32_t sample = d->q16 || gap ? (uint32_t)((busy << 16) / (busy + gap)) : 0;
+	if (gap >= DUTY_FORGET_NS) { /* the program computed: not thrashing now */
+		d->q16 = sample;
+		return;
+	}
+	int64_t diff = (int64_t)sample - (int64_t)d->q16;
+	d->q16 = (uint32_t)((int64_t)d->q16 + diff / (1 << DUTY_SHIFT));
+}
+
+/* this thread's (signal handlers included: initial-exec, no allocation) */
+static __thread struct bp_rd_duty my_duty __attribute__((tls_model("initial-exec")));
+
+/* ------------------------------------------------------------ reads */
+
 /* Submit one read and wait for it, polling first unless the last reads
- * all outlasted their poll.  Returns the bytes read, -errno from the
- * completion, or RD_BROKEN. */
-static int ring_read(struct pg_rdring *d, int fd, char *buf, size_t len, off_t off)
+ * all outlasted their poll, or the thread thrashes (poll false).  Returns
+ * the bytes read, -errno from the completion, or RD_BROKEN. */
+static int ring_read(struct pg_rdring *d, int fd, char *buf, size_t len, off_t off, bool poll)
 {
 	struct io_uring *ring = &d->ring;
-	bool spin = d->misses < MISS_MAX || ++d->probe % PROBE == 0;
+	bool spin = poll && (d->misses < MISS_MAX || ++d->probe % PROBE == 0);
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 	if (!sqe)
 		return RD_BROKEN; /* cannot happen: each read is waited for */
@@ -182,12 +220,12 @@ int bp_swap_read(struct bypass_pager *p, int fd, char *buf, size_t len, off_t of
 	return file_read(p, fd, buf, len, off);
 }
 
-static int file_read(struct bypass_pager *p, int fd, char *buf, size_t len, off_t off)
+static int file_read_in(struct bypass_pager *p, int fd, char *buf, size_t len, off_t off)
 {
 	struct pg_rdring *d = ring_take(p);
 	if (!d)
 		return pread_full(fd, buf, len, off);
-	int n = ring_read(d, fd, buf, len, off);
+	int n = ring_read(d, fd, buf, len, off, bp_rd_duty_spin(&my_duty));
 	if (n == RD_BROKEN) /* stays taken: never used again */
 		return pread_full(fd, buf, len, off);
 	ring_give(d);
@@ -199,6 +237,14 @@ static int file_read(struct bypass_pager *p, int fd, char *buf, size_t len, off_
 	if (n == 0 || n == -EINTR || n == -EAGAIN)
 		return pread_full(fd, buf, len, off); /* pread says why, or reads */
 	return n;
+}
+
+static int file_read(struct bypass_pager *p, int fd, char *buf, size_t len, off_t off)
+{
+	uint64_t t0 = bypass_now_ns();
+	int e = file_read_in(p, fd, buf, len, off);
+	bp_rd_duty_note(&my_duty, t0, bypass_now_ns());
+	return e;
 }
 
 int bp_swap_read_init(struct bypass_pager *p, bool spin)
