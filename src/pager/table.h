@@ -44,6 +44,10 @@ struct region {
 	 * without a lock (a wrong guess costs a fault or a write-back). */
 	_Atomic uint32_t ra_from, ra_clean, ra_wp;
 	_Atomic bool ra_wmode;
+	/* write evidence of the region's faults (fault.c, sw_write_mode):
+	 * pages the faults mapped clean and write-protect faults on them
+	 * (not prefetched ones), halved as they grow.  Hints only, as ra_*. */
+	_Atomic uint32_t sw_clean, sw_wp;
 	/* the prefetch stream of the region (prefetch.c): the last fault,
 	 * the next page not yet asked for in the stream's direction, the
 	 * stride (0: no stream), the candidate stride and the window */
