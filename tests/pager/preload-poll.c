@@ -13,9 +13,9 @@
  * while blocked there, whose pins must go with it (no page pinned at exit).
  *
  * The main thread waits until the other one is blocked in the call
- * (/proc/self/task/TID/syscall names it, state S), evicts everything (4
- * budgets of other pages), then makes the pipe readable.  No timing in any
- * assertion.
+ * (/proc/self/task/TID/syscall names it, or restart_syscall for a poll the
+ * kernel restarted; state S), evicts everything (4 budgets of other pages),
+ * then makes the pipe readable.  No timing in any assertion.
  */
 #include "pager/preload-util.h"
 
@@ -103,27 +103,43 @@ static void *waiter(void *arg)
 	return NULL;
 }
 
-/* Is thread tid blocked (state S) in one of the system calls nr[]? */
-static bool blocked(pid_t tid, const long *nr, int n)
+/* The first line of /proc/self/task/TID/NAME into buf ("" if none). */
+static void task_file(pid_t tid, const char *name, char *buf, size_t len)
 {
-	char path[128], buf[256];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	char path[128];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, name);
 	FILE *f = fopen(path, "r");
-	if (!f)
-		return false;
-	char *p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	p = p ? strrchr(buf, ')') : NULL;
+	buf[0] = 0;
+	if (f && !fgets(buf, (int)len, f))
+		buf[0] = 0;
+	if (f)
+		fclose(f);
+}
+
+/*
+ * Is thread tid blocked (state S) in one of the system calls nr[]?  A poll
+ * interrupted by task work with no signal to deliver (the completion of a
+ * write-back the thread submitted in a fault) is restarted by the kernel as
+ * restart_syscall, not as poll: that one counts too, unless it sleeps in a
+ * futex (a fault waiting for room, before the call).  Missing it made this
+ * test wait forever for a thread that was already blocked.
+ */
+static bool blocked(pid_t tid, const long *nr, int n, bool restarts)
+{
+	char buf[256];
+	task_file(tid, "stat", buf, sizeof(buf));
+	char *p = strrchr(buf, ')');
 	if (!p || p[1] != ' ' || p[2] != 'S')
 		return false;
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
+	task_file(tid, "syscall", buf, sizeof(buf));
 	long got = -1;
-	int ok = fscanf(f, "%ld", &got);
-	fclose(f);
-	for (int i = 0; ok == 1 && i < n; i++)
+	if (sscanf(buf, "%ld", &got) != 1)
+		return false;
+	if (restarts && got == SYS_restart_syscall) {
+		task_file(tid, "wchan", buf, sizeof(buf));
+		return !strstr(buf, "futex");
+	}
+	for (int i = 0; i < n; i++)
 		if (got == nr[i])
 			return true;
 	return false;
@@ -140,8 +156,10 @@ static void wait_blocked(struct job *j)
 			 : j->k >= K_EPOLL_WAIT && j->k <= K_EPOLL_PWAIT2 ? epollish
 									   : pollish;
 	int n = nr == epollish ? 3 : 2;
+	bool restarts = nr == pollish && j->k != K_PPOLL; /* poll: restart_syscall */
 	while (!__atomic_load_n(&j->done, __ATOMIC_ACQUIRE) &&
-	       (!__atomic_load_n(&j->tid, __ATOMIC_ACQUIRE) || !blocked(j->tid, nr, n))) {
+	       (!__atomic_load_n(&j->tid, __ATOMIC_ACQUIRE) ||
+		!blocked(j->tid, nr, n, restarts))) {
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
 	}
@@ -220,6 +238,56 @@ static void one(enum kind k)
 	TEST_LOG("%s: ok", names[k]);
 }
 
+/*
+ * The run's time limit (shorter than its parent's, which would kill it
+ * first): before failing, every thread's state, system call and wait
+ * channel to stderr, so that a hang says where it hung.  System calls only
+ * (the thread it interrupts may hold any lock): open, getdents64, read.
+ */
+static void put(const char *s)
+{
+	ssize_t r = write(2, s, strlen(s));
+	(void)r;
+}
+
+static void hang_report(int sig)
+{
+	(void)sig;
+	put("preload-poll: timed out; the threads (stat / syscall / wchan):\n");
+	int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY);
+	char ents[4096], path[96], buf[512];
+	buf[0] = 0;
+	long n;
+	while (dir >= 0 && (n = syscall(SYS_getdents64, dir, ents, sizeof(ents))) > 0)
+		for (long off = 0; off < n;) {
+			struct { unsigned long long ino; long long off; unsigned short len;
+				 unsigned char type; char name[]; } *d = (void *)(ents + off);
+			off += d->len;
+			if (d->name[0] == '.')
+				continue;
+			static const char *const what[] = { "stat", "syscall", "wchan" };
+			for (int w = 0; w < 3; w++) {
+				strcpy(path, "/proc/self/task/");
+				strncat(path, d->name, 24);
+				strcat(path, "/");
+				strcat(path, what[w]);
+				int fd = open(path, O_RDONLY);
+				ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf) - 2) : -1;
+				if (fd >= 0)
+					close(fd);
+				buf[r > 0 ? r : 0] = 0;
+				if (r <= 0 || buf[r - 1] != '\n')
+					strcat(buf, "\n");
+				put("  ");
+				put(what[w]);
+				put(": ");
+				put(buf);
+			}
+		}
+	put("FAIL: test timed out (a hang)\n");
+	_exit(1);
+}
+
 /* A thread cancelled while blocked in a poll the preload pinned for. */
 static void cancelled(void)
 {
@@ -244,6 +312,8 @@ int main(int argc, char **argv)
 {
 	pp_start(60);
 	if (pp_preloaded()) {
+		test_timeout(50);
+		signal(SIGALRM, hang_report);
 		area = region(1ul << 20);
 		junk = region(N);
 		for (int k = 0; k < K_NKINDS; k++)
