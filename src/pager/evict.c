@@ -342,14 +342,44 @@ static uint32_t reap(struct bypass_pager *p, struct ectx *c, bool wait)
 	return freed;
 }
 
-/* Every write-back in flight was submitted by the calling thread. */
-static bool wb_all_mine(struct bypass_pager *p)
+/*
+ * Set in a thread when it submits a write-back to the ring: their
+ * completions come as its task work (see bp_evict_settle_mine()).  Cleared
+ * only there, when none of them is left in flight.
+ */
+static __thread bool wb_submitted __attribute__((tls_model("initial-exec")));
+
+/* Of the write-backs in flight, were all (all) or any (!all) submitted by
+ * the calling thread? */
+static bool wb_mine(struct bypass_pager *p, bool all)
 {
 	pid_t me = bp_tid();
 	for (uint32_t i = 0; i < p->ev.nwb; i++)
-		if (p->ev.wbs[i].used && p->ev.wbs[i].tid != me)
-			return false;
-	return true;
+		if (p->ev.wbs[i].used && (p->ev.wbs[i].tid == me) != all)
+			return !all;
+	return all;
+}
+
+bool bp_evict_mine_maybe(void)
+{
+	return wb_submitted;
+}
+
+void bp_evict_settle_mine(struct bypass_pager *p)
+{
+	if (!wb_submitted)
+		return;
+	bp_plock_lock(&p->ev.lock);
+	unsigned idx = bp_tab_enter();
+	struct ectx c = { bp_tab_get(), NULL };
+	while (wb_mine(p, false)) {
+		if (io_uring_sq_ready(&p->ev.ring))
+			io_uring_submit(&p->ev.ring);
+		reap(p, &c, true);
+	}
+	wb_submitted = false;
+	bp_tab_leave(idx);
+	bp_plock_unlock(&p->ev.lock);
 }
 
 static struct wb *wb_get(struct bypass_pager *p, struct ectx *c, uint32_t *idx)
@@ -451,6 +481,7 @@ static void submit_writeback(struct bypass_pager *p, struct ectx *c, const uint3
 		}
 		io_uring_prep_writev(sqe, p->swap.fd, b->iov, niov, (uint64_t)s * PG_SIZE);
 		b->tid = bp_tid(); /* its completion runs in this thread's task work */
+		wb_submitted = true;
 		b->t0 = bypass_now_ns();
 		io_uring_sqe_set_data64(sqe, ri);
 		p->ev.wb_inflight++;
@@ -606,7 +637,7 @@ static uint32_t evict_run(struct bypass_pager *p, uint32_t need)
 		uint32_t got = reap(p, &c, true);
 		if (atomic_load(&p->bud.resident) + need <= p->cfg.budget)
 			break;
-		if (!got && p->ev.wb_inflight && wb_all_mine(p))
+		if (!got && p->ev.wb_inflight && wb_mine(p, true))
 			continue;
 		uint32_t n = evict_round(p, &c, true, 0);
 		done += got + n;

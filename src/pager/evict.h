@@ -48,6 +48,19 @@ void bp_evict_drain(struct bypass_pager *p);
  * resident pages then no longer depend on how fast the disk wrote). */
 void bp_evict_settle(struct bypass_pager *p);
 /*
+ * The calling thread is about to wait in a system call that the kernel
+ * does not restart after task work (epoll_wait and its siblings: the pager
+ * preload's wrappers).  The ring has no IORING_SETUP_COOP_TASKRUN (another
+ * thread may wait for the completions: see reap()), so the completion of a
+ * write-back this thread submitted (in a fault) comes as task work with
+ * TWA_SIGNAL, which ends such a wait with EINTR though no signal came.
+ * settle_mine takes the evict lock and finishes this thread's write-backs
+ * (their completions run in its own wait there); mine_maybe says whether
+ * there may be any (a flag of the thread's, without a lock).
+ */
+bool bp_evict_mine_maybe(void);
+void bp_evict_settle_mine(struct bypass_pager *p);
+/*
  * Fork (fork.c): begin sets the forking flag (reservations succeed at once,
  * above the budget if need be, and the access sampler parks nothing), then
  * takes the evict lock: from then on no page leaves the page table.  End,
