@@ -9,6 +9,7 @@
  */
 #include "preload.h"
 #include "core/syscall.h" /* the system calls themselves: under --batch a libc name is a batch wrapper */
+#include "pager/evict.h"   /* bp_evict_settle_mine() */
 
 #include <limits.h>
 #include <poll.h>
@@ -558,7 +559,7 @@ struct wcall {
 	const sigset_t *ss;
 };
 
-static int wcall(const struct wcall *c)
+static int wcall_next(const struct wcall *c)
 {
 	switch (c->op) {
 	case W_POLL: return REAL(poll)(c->fds, c->nfds, c->ms);
@@ -575,6 +576,41 @@ static int wcall(const struct wcall *c)
 	}
 	errno = ENOSYS;
 	return -1;
+}
+
+/*
+ * The kernel restarts poll and select after task work that interrupted
+ * them (no signal to deliver), but never epoll_wait: it fails with EINTR.
+ * The completion of a write-back that this thread submitted, in a fault
+ * (the arguments' copy above, for one), is such task work (src/pager/evict.h:
+ * bp_evict_settle_mine): a program's epoll_wait failed with EINTR that no
+ * signal explained (issue 32, item 3).  So an epoll call that may wait, made
+ * while write-backs of this thread may be in flight, first looks without
+ * waiting; only when nothing is ready are they finished (the pager waits for
+ * them in this thread, which runs their completions), then the call waits.
+ * A signal's EINTR is the program's as before.
+ */
+static int wcall(const struct wcall *c)
+{
+	bool epoll = c->op == W_EPOLL_WAIT || c->op == W_EPOLL_PWAIT || c->op == W_EPOLL_PWAIT2;
+	if (!epoll || !bp_evict_mine_maybe() || PASS())
+		return wcall_next(c);
+	/* epoll_pwait2's timeout is not read here (a bad pointer is the
+	 * kernel's to refuse): a zero one only costs the settling */
+	static const struct timespec zero_ts;
+	bypass_pager *p = c->op == W_EPOLL_PWAIT2 || c->ms ? bp_pp_pager() : NULL;
+	if (!p)
+		return wcall_next(c);
+	struct wcall now = *c;
+	now.ms = 0;
+	now.ts = &zero_ts;
+	int r = wcall_next(&now);
+	if (r)
+		return r;
+	bp_enter();
+	bp_evict_settle_mine(p);
+	bp_leave();
+	return wcall_next(c);
 }
 
 /* Does [a, a + len) touch a region (exactly, not bp_pp_maybe's guess)? */
