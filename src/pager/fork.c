@@ -51,6 +51,16 @@
  * recorded, not checked, rank.c).  A pager is in the list from the end of
  * its creation to the start of its destruction.
  */
+#include "pager/page.h"
+#include "pager/rank.h"
+#include "pager/lock.h"
+#include "pager/table.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
+#include "pager/share.h"
+#include "pager/fork.h"
+#include "pager/fault.h"
+#include "pager/evict.h"
 #include "pager/policy.h"
 
 #include <pthread.h>

@@ -2,9 +2,8 @@
 /*
  * The pager's internals, all of them: an umbrella over the per-component
  * headers (issue 34, B3), for the files outside src/pager that reach into
- * the pager (its preload, bench/pager, tests, bypass doctor) and for
- * src/pager/tree.c and fork.c until they include what they use.  Every
- * other file of src/pager includes only the headers it uses.  See
+ * the pager (its preload, bench/pager, tests, bypass doctor).  No file
+ * of src/pager includes it: each includes only the headers it uses.  See
  * docs/pager.md for the design.
  *
  *   pager/page.h    the page: pg.w's lock, state and flags, pg.slot

@@ -16,9 +16,6 @@
 #include "pager/page.h"
 #include "pager/table.h"
 #include "pager/struct.h"
-/* src/pager/fork.c includes only this header this session: the rest of
- * what it uses comes with the umbrella until it includes its own (issue 34, B3) */
-#include "pager/pager_internal.h"
 
 #define PG_MAX_PF 1024u /* pages one prefetch request or window may span */
 

@@ -9,7 +9,11 @@
  * atomics, futexes and system calls here).
  */
 #include "core/syscall.h"
-#include "pager/pager_internal.h"
+#include "pager/page.h"
+#include "pager/struct.h"
+#include "pager/mem.h"
+#include "pager/share.h"
+#include "pager/evict.h"
 #include "pager/tree.h"
 
 #include <errno.h>

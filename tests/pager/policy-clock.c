@@ -12,6 +12,7 @@
  * TEST_LABELS: threads (the prefetch thread)
  */
 #include "policy-util.h"
+#include "pager/evict.h"
 #include "pager/policy.h"
 
 #include <dlfcn.h>
