@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The budget and eviction (evict.c): reservations, write-back, fork's part,
- * the process tree's share of the budget.
+ * The budget and eviction (evict.c): reservations, fork's part, the
+ * process tree's share of the budget; swap slots and write-back
+ * (writeback.c).
  */
 #ifndef BYPASS_PAGER_EVICT_H
 #define BYPASS_PAGER_EVICT_H
@@ -54,9 +55,10 @@ void bp_evict_settle(struct bypass_pager *p);
  * thread may wait for the completions: see reap()), so the completion of a
  * write-back this thread submitted (in a fault) comes as task work with
  * TWA_SIGNAL, which ends such a wait with EINTR though no signal came.
- * settle_mine takes the evict lock and finishes this thread's write-backs
- * (their completions run in its own wait there); mine_maybe says whether
- * there may be any (a flag of the thread's, without a lock).
+ * settle_mine takes p's evict lock and finishes this thread's write-backs
+ * in p (their completions run in its own wait there); mine_maybe says
+ * whether there may be any in some pager (the thread's set of pagers it
+ * wrote back in, without a lock: settling one pager keeps the others).
  */
 bool bp_evict_mine_maybe(void);
 void bp_evict_settle_mine(struct bypass_pager *p);

@@ -21,6 +21,7 @@
  *   pager/setup.h   userfaultfds, the swap file, the configuration (setup.c)
  *   pager/read.h    swap-in reads (read.c)
  *   pager/evict.h   the budget and eviction (evict.c)
+ *   pager/writeback.h  between eviction and write-back (writeback.c)
  *   pager/lru.h     the 2Q lists (lru.c)
  *   pager/sample.h  the access sampler (sample.c)
  *   pager/uffd.h    the userfaultfd wrappers (uffd.c)
@@ -43,6 +44,7 @@
 #include "pager/setup.h"
 #include "pager/read.h"
 #include "pager/evict.h"
+#include "pager/writeback.h"
 #include "pager/lru.h"
 #include "pager/sample.h"
 #include "pager/uffd.h"
