@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/swap.h>
 #include <sys/wait.h>
@@ -32,6 +33,7 @@ static struct pb_linux_env *cleanup_env; /* for the signal handler */
 volatile pid_t pb_running_child;
 
 static void backend_undo(struct pb_linux_env *env);
+static void comp_unlock(void);
 
 void pb_linux_teardown(struct pb_linux_env *env)
 {
@@ -49,12 +51,14 @@ void pb_linux_teardown(struct pb_linux_env *env)
 	}
 	if (env->state[0])
 		unlink(env->state);
+	comp_unlock(); /* zram and zswap are undone: another bench may set them up */
 }
 
 static void on_fatal(int sig)
 {
 	pid_t child = pb_running_child;
 	if (child > 0) { /* out of the cgroup first: it must be empty to go */
+		kill(-child, SIGKILL); /* pager.unmodified's: its process group */
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
 	}
@@ -109,6 +113,92 @@ static bool stale_name(const char *name, const char *prefix, const char *suffix)
 	if (end == name + pl || strcmp(end, suffix) || pid <= 0)
 		return false;
 	return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+/* ------------------------------------------ the compressed sides' lock */
+
+/*
+ * zram and zswap are system-wide: two bypass-bench processes must never
+ * have them set up at once (one's zswap would sit in front of the other's
+ * swap file; "zswap is enabled already" was another bench's, a trial saw).
+ * A bench takes this file's exclusive lock (flock) before it first sets
+ * either up, and keeps it until pb_linux_teardown (or its death: the lock
+ * goes with the process), its pid written in it for the other's message.
+ * Waited for at most env->comp_wait_s (--param compressed_wait, default
+ * 300 s); then the side is not run, with the holder named.
+ * BYPASS_BENCH_COMPRESSED_LOCK names another file (tests).
+ */
+#define PB_COMP_LOCK "/run/lock/bypass-bench-compressed.lock"
+static int comp_fd = -1;
+
+static const char *comp_path(void)
+{
+	const char *e = getenv("BYPASS_BENCH_COMPRESSED_LOCK");
+	if (e && *e)
+		return e;
+	return access("/run/lock", W_OK) == 0 ? PB_COMP_LOCK : "/tmp/bypass-bench-compressed.lock";
+}
+
+/* Who holds it, as its holder wrote (or "a process that wrote nothing"). */
+static void comp_holder(int fd, char *buf, size_t len)
+{
+	ssize_t n = pread(fd, buf, len - 1, 0);
+	buf[n > 0 ? n : 0] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	if (!buf[0])
+		snprintf(buf, len, "a process that wrote nothing in it");
+}
+
+static int comp_lock(const struct pb_linux_env *env, char *why, size_t whylen)
+{
+	if (comp_fd >= 0)
+		return 0;
+	const char *path = comp_path();
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		snprintf(why, whylen, "the lock of zram and zswap, %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		char who[128];
+		comp_holder(fd, who, sizeof(who));
+		fprintf(stderr, "bypass-bench: waiting (at most %u s) for %s: zram/zswap are set up "
+			"by %s\n", env->comp_wait_s, path, who);
+		struct timespec t0, t, nap = { 0, 100000000 };
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (;;) {
+			if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+				break;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			if (t.tv_sec - t0.tv_sec >= (time_t)env->comp_wait_s) {
+				comp_holder(fd, who, sizeof(who));
+				snprintf(why, whylen, "another bypass-bench has zram/zswap set up (%s "
+					 "held by %s for the %u s this run waits: --param "
+					 "compressed_wait); zram and zswap are system-wide, one "
+					 "bench at a time", path, who, env->comp_wait_s);
+				close(fd);
+				return -1;
+			}
+			nanosleep(&nap, NULL);
+		}
+		fprintf(stderr, "bypass-bench: %s taken\n", path);
+	}
+	char me[64];
+	int k = snprintf(me, sizeof(me), "pid %d (bypass-bench)\n", (int)getpid());
+	if (ftruncate(fd, 0) == 0 && pwrite(fd, me, (size_t)k, 0) != k)
+		(void)0; /* only the other's message reads it */
+	comp_fd = fd;
+	return 0;
+}
+
+static void comp_unlock(void)
+{
+	if (comp_fd < 0)
+		return;
+	if (ftruncate(comp_fd, 0))
+		(void)0;
+	close(comp_fd);
+	comp_fd = -1;
 }
 
 /* ------------------------------------------------------------ zram, zswap */
@@ -300,6 +390,8 @@ int pb_linux_use(struct pb_linux_env *env, int b, size_t swap_size, char *why, s
 		snprintf(why, whylen, "no swap file set up");
 		return -1;
 	}
+	if ((b == PB_ZRAM || b == PB_ZSWAP) && comp_lock(env, why, whylen))
+		return -1;
 	backend_undo(env);
 	if (b == PB_ZRAM) {
 		if (env->swap_on && swapoff(env->swapfile) == 0)
@@ -496,6 +588,7 @@ int pb_linux_setup(struct bench_ctx *c, size_t budget, size_t swap_size, struct 
 {
 	memset(env, 0, sizeof(*env));
 	env->zram_dev = -1;
+	env->comp_wait_s = (unsigned)strtoul(bench_param(c, "compressed_wait", "300"), NULL, 10);
 	pb_cleanup_on_signal(env);
 	if (geteuid() != 0) {
 		snprintf(why, whylen, "needs root (swapon and a memory cgroup)");

@@ -103,6 +103,8 @@ struct pb_linux_env {
 	char zram_comp[32], zswap_comp[32], zswap_was_comp[32], zswap_was_on[8];
 	char zswap_pool_pct[16]; /* max_pool_percent, as found (left alone) */
 	char state[340];         /* what to undo if we are SIGKILLed (reap_stale) */
+	unsigned comp_wait_s;    /* how long pb_linux_use waits for another bench's
+				  * zram/zswap (--param compressed_wait) */
 	/* the compressed pool's peak over a run (pb_linux_pool_begin/end) */
 	volatile int pool_stop;
 	volatile uint64_t pool_peak;
@@ -117,7 +119,11 @@ struct pb_linux_env {
  * (PB_ZSWAP: zswap enabled, compressor lz4 where offered, max_pool_percent
  * left as found).  Everything is undone by pb_linux_teardown, on a signal,
  * and by the next run's reap_stale after a SIGKILL (state files named with
- * the pid, in the swap directory).
+ * the pid, in the swap directory).  zram and zswap are system-wide: a
+ * bench sets them up only under an exclusive lock of a file
+ * (/run/lock/bypass-bench-compressed.lock), held until pb_linux_teardown,
+ * waited for at most --param compressed_wait seconds (300); --param
+ * compressed=0 leaves both sides out (throughput, unmodified).
  */
 enum pb_backend { PB_FILE, PB_ZRAM, PB_ZSWAP, PB_NBACKENDS };
 extern const char *const pb_backend_name[PB_NBACKENDS];

@@ -147,6 +147,9 @@ int bench_pager_throughput(struct bench_ctx *c)
 				lb[s] = pb_tier_check(c, lwhy[s], sizeof(lwhy[s])) == 0;
 		} else if (!have_linux)
 			snprintf(lwhy[s], sizeof(lwhy[s]), "%s", why);
+		else if (!strcmp(bench_param(c, "compressed", "1"), "0"))
+			snprintf(lwhy[s], sizeof(lwhy[s]), "not selected (--param compressed=0: "
+				 "zram and zswap, system-wide settings, left alone)");
 		else
 			lb[s] = pb_linux_use(&env, t_backend[s], z.region, lwhy[s], sizeof(lwhy[s]),
 					     lfacts[s], sizeof(lfacts[s])) == 0;

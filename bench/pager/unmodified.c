@@ -74,6 +74,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/resource.h>
@@ -151,6 +152,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	z.rd_keys = (uint64_t)(z.budget * 5 / 2) / 330;
 	z.rd_reads = bench_count(c, "redis_reads", z.rd_keys / 4, z.rd_keys / 4);
 	z.scope = bench_param(c, "scope", NULL); /* the preload's budget scope */
+	z.orphans = NULL;
 	/* 5 rounds for the programs with a timing target; the C program has
 	 * none (identical output, peak memory: judged on every run), 1 in the
 	 * quick suite */
@@ -178,6 +180,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	bool plant_kill = bench_planted(c, "pager.unmodified.kill");
 	bool plant_nopage = bench_planted(c, "pager.unmodified.nopage");
 	struct sizes zb = z; /* the preload's */
+	char orphans[500];
 	if (plant_nopage)
 		zb.budget = (size_t)1 << 30;
 	bool have_python = access(PYTHON, X_OK) == 0;
@@ -210,12 +213,30 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		    "to a file behind zswap (seconds per run, x baseline time, lower is better)",
 		    "the best of Linux's swap file, zram and zswap (per program)");
 	char path[500], why[1024] = "", facts[1024] = "";
+	/* plant=pager.unmodified.orphan (tests/pager/bench-plant.sh): every
+	 * run of the C program leaves a process behind, its pid in this file
+	 * (BYPASS_BENCH_PLANT_ORPHANS: the test's, else the scratch
+	 * directory's) */
+	if (bench_planted(c, "pager.unmodified.orphan")) {
+		const char *f = getenv("BYPASS_BENCH_PLANT_ORPHANS");
+		snprintf(orphans, sizeof(orphans), "%s", f ? f : "");
+		if (!f)
+			snprintf(orphans, sizeof(orphans), "%s/orphans", dir);
+		z.orphans = zb.orphans = orphans;
+	}
+	/* the runs' leftovers come to the bench, which kills and reaps them
+	 * (pu_run); their CPU is the run's, not other processes' */
+	memset(pu_left_n, 0, sizeof(pu_left_n));
+	memset(pu_left_cpu, 0, sizeof(pu_left_cpu));
+	pu_left_stuck = 0;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	snprintf(path, sizeof(path), "%s/sort.in", dir);
 	int e = pu_make_sort_input(path, z.sort_bytes);
 	snprintf(path, sizeof(path), "%s/prog.in", dir);
 	if (!e)
 		e = pu_make_prog_input(path, z.prog_bytes);
 	if (e) {
+		prctl(PR_SET_CHILD_SUBREAPER, 0);
 		bench_skip(c, id, "writing the inputs in %s: %s", dir, strerror(-e));
 		pu_rmtree(dir);
 		return 0;
@@ -252,6 +273,11 @@ int bench_pager_unmodified(struct bench_ctx *c)
 		}
 		if (!linux_selected(c, sd)) {
 			snprintf(lwhy[sd], sizeof(lwhy[sd]), "not selected (--param linux)");
+			continue;
+		}
+		if (pu_sd_backend[sd] != PB_FILE && !strcmp(bench_param(c, "compressed", "1"), "0")) {
+			snprintf(lwhy[sd], sizeof(lwhy[sd]), "not selected (--param compressed=0: "
+				 "zram and zswap, system-wide settings, left alone)");
 			continue;
 		}
 		lb[sd] = pb_linux_use(&env, pu_sd_backend[sd], swap_size, lwhy[sd], sizeof(lwhy[sd]),
@@ -478,6 +504,7 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	if (have_linux)
 		pb_linux_teardown(&env);
 	pb_cleanup_on_signal(NULL);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
 
 	/* the rows, notes and targets (unmodrows.c) */
 	S.z = z;
@@ -491,6 +518,9 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	S.have_redis = have_redis;
 	S.have_linux = have_linux;
 	S.ret = ret;
+	memcpy(S.left_n, pu_left_n, sizeof(S.left_n));
+	memcpy(S.left_cpu, pu_left_cpu, sizeof(S.left_cpu));
+	S.left_stuck = pu_left_stuck;
 	snprintf(S.why, sizeof(S.why), "%s", why);
 	snprintf(S.facts, sizeof(S.facts), "%s", facts);
 	snprintf(S.tier_fail, sizeof(S.tier_fail), "%s", tier_fail);

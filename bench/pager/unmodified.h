@@ -20,6 +20,8 @@ struct sizes {
 	uint64_t mp_n;                 /* multiprocessing: the list's ints */
 	uint64_t rd_keys, rd_reads;    /* Redis: keys populated, reads made */
 	const char *scope;             /* BYPASS_PAGER_BUDGET_SCOPE (NULL: unset) */
+	const char *orphans; /* plant=pager.unmodified.orphan: the file of the
+			      * C program's planted leftovers' pids (NULL: none) */
 };
 
 /* S_TIER: the preload with its compressed tier on (BYPASS_PAGER_TIER=1). */
@@ -76,7 +78,7 @@ void pu_append_byte(const char *path);
 /* Byte-identical files? */
 bool pu_same_file(const char *a, const char *b);
 /* What one run measured: wall time, the program's CPU time (user +
- * system, its own and its children's), its peak resident set (wait4's
+ * system, its own, its children's and its leftovers'), its peak resident set (wait4's
  * maxrss) and its cgroup's peaks (cgmem.c; zero without a cgroup). */
 struct pu_res {
 	double secs, cpu_s;
@@ -89,6 +91,13 @@ struct pu_res {
  * res, or -errno with the reason in why (-EINTR: killed by a signal). */
 int pu_run(enum side side, int w, const struct sizes *z, const char *dir, const char *cg,
 	   const char *out, struct pu_res *res, char *why, size_t whylen);
+/* The processes runs of workload w left behind when their program ended,
+ * killed and reaped by pu_run (the bench is their subreaper), and their
+ * CPU-seconds; runs whose leftovers outlived 10 s of killing.  Zeroed by
+ * bench_pager_unmodified. */
+extern int pu_left_n[W_N];
+extern double pu_left_cpu[W_N];
+extern int pu_left_stuck;
 /* The scratch directory and every file in it. */
 void pu_rmtree(const char *dir);
 /* redis-server, redis-cli and redis-benchmark on PATH (W_REDIS). */
@@ -137,6 +146,8 @@ struct pu_st {
 	uint64_t cg_ref[W_N], cg_cal[W_N], cg_b[W_N], cg_l[W_N][SD_N], cg_bmin[W_N];
 	struct pb_cg_mem mem[W_N][SD_N], mem_ref[W_N], mem_cal[W_N];
 	double cpu[W_N][SD_N];
+	int left_n[W_N], left_stuck; /* pu_left_*: leftovers killed and reaped */
+	double left_cpu[W_N];
 	struct pu_lim L[W_N];
 	double ref_s[W_N];
 	char fail_why[W_N][1024];

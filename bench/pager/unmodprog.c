@@ -11,12 +11,54 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int prog_fail(const char *what)
 {
 	fprintf(stderr, "unmodified program: %s: %s\n", what, strerror(errno));
 	_exit(2);
+}
+
+/*
+ * plant=pager.unmodified.orphan (tests/pager/bench-plant.sh): a child that
+ * outlives the program, as a pool's worker outlives its parent killed by
+ * the OOM killer: its pid appended to the file BYPASS_BENCH_UNMODIFIED_ORPHAN
+ * names (the program goes on after that), a little CPU (50 ms), then it waits for ever with the program's
+ * stdout open.  The bench must kill and reap it when the program ends.
+ */
+static void plant_orphan(void)
+{
+	const char *path = getenv("BYPASS_BENCH_UNMODIFIED_ORPHAN");
+	if (!path || !*path)
+		return;
+	int ready[2];
+	if (pipe(ready))
+		prog_fail("pipe");
+	fflush(NULL);
+	pid_t p = fork();
+	if (p) { /* the program goes on once its pid is written */
+		char b;
+		close(ready[1]);
+		while (p > 0 && read(ready[0], &b, 1) < 0 && errno == EINTR)
+			;
+		close(ready[0]);
+		return;
+	}
+	close(ready[0]);
+	FILE *f = fopen(path, "a");
+	if (f) {
+		fprintf(f, "%d\n", (int)getpid());
+		fclose(f);
+	}
+	close(ready[1]);
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 50000000L);
+	for (;;)
+		pause();
 }
 
 /*
@@ -85,6 +127,7 @@ static void prog_main(const char *spec)
 	free(c);
 	free(b);
 	free(a);
+	plant_orphan();
 	printf("%016llx\n", (unsigned long long)sum);
 	exit(0); /* not _exit: the preload writes its statistics at exit */
 }

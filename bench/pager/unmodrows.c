@@ -450,6 +450,19 @@ void pu_report(struct bench_ctx *c, struct pu_st *s)
 					   : "", sd ? " (an outcome of that backend, recorded: not "
 					   "a failure of the run)" : "");
 	for (int w = 0; w < W_N; w++)
+		if (s->left_n[w])
+			bench_note(c, "%s: %d process%s outlived %s program (a killed parent's "
+				   "pool workers or BGSAVE child%s): killed when its side ended "
+				   "and reaped by the bench (their subreaper); their %.2f CPU-s "
+				   "are the bench's own, not other processes', and count in that "
+				   "run's CPU-seconds", pu_w_name[w], s->left_n[w],
+				   s->left_n[w] == 1 ? "" : "es", s->left_n[w] == 1 ? "its" : "their",
+				   s->z.orphans && w == W_SYSCALLS ? "; planted: --param plant="
+				   "pager.unmodified.orphan" : "", s->left_cpu[w]);
+	if (s->left_stuck)
+		bench_note(c, "%d run%s left processes that were still there 10 s after they "
+			   "were killed", s->left_stuck, s->left_stuck == 1 ? "" : "s");
+	for (int w = 0; w < W_N; w++)
 		if (bad[w]) {
 			bench_note(c, "%s stopped: %s", pu_w_name[w], fail_why[w]);
 			if (ret)

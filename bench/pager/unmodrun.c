@@ -191,7 +191,8 @@ bool pu_same_file(const char *a, const char *b)
 
 /* The processes left in cgroup cg after its program's parent ended (a
  * pool's worker or a BGSAVE child whose parent the OOM killer took):
- * killed, so that the next run starts from an empty cgroup. */
+ * killed, so that the next run starts from an empty cgroup (a cgroup v1,
+ * which has no cgroup.kill). */
 static void pu_cg_kill_rest(const char *cg)
 {
 	char path[600], line[64];
@@ -215,6 +216,65 @@ static void pu_cg_kill_rest(const char *cg)
 		struct timespec ts = { 0, 20000000 };
 		nanosleep(&ts, NULL);
 	}
+}
+
+int pu_left_n[W_N];
+double pu_left_cpu[W_N];
+int pu_left_stuck;
+
+static double pu_ru_s(const struct rusage *ru)
+{
+	return (double)ru->ru_utime.tv_sec + (double)ru->ru_utime.tv_usec * 1e-6 +
+	       (double)ru->ru_stime.tv_sec + (double)ru->ru_stime.tv_usec * 1e-6;
+}
+
+/*
+ * A run's leftovers, once its program (pid, the leader of a process group
+ * of its own) has ended: the processes of its group and of its cgroup cg
+ * (a pool's workers, a BGSAVE child, whose parent the OOM killer took) are
+ * killed (cgroup.kill where the cgroup has it, and the group), and reaped
+ * here: bypass-bench is the child subreaper of pager.unmodified's runs
+ * (bench_pager_unmodified), so they come to it, not to init.  Their CPU
+ * time is the run's (added to res->cpu_s, and counted in pu_left_*): it was
+ * counted as other processes' when init reaped them (last session's
+ * "disturbed" hash+mp window).  Bounded to 10 s (pu_left_stuck).
+ */
+static void pu_kill_left(pid_t pid, int w, const char *cg, struct pu_res *res)
+{
+	bool cgkill = false;
+	if (cg && cg[0]) {
+		char path[600];
+		snprintf(path, sizeof(path), "%s/cgroup.kill", cg);
+		cgkill = access(path, W_OK) == 0 && pb_write_small(path, "1") == 0;
+	}
+	double t0 = pu_now_s();
+	kill(-pid, SIGKILL);
+	for (;;) {
+		int st;
+		struct rusage ru;
+		pid_t p = wait4(-pid, &st, WNOHANG, &ru);
+		if (p > 0) {
+			double s = pu_ru_s(&ru);
+			res->cpu_s += s;
+			pu_left_n[w]++;
+			pu_left_cpu[w] += s;
+			continue;
+		}
+		if (p < 0 && errno == EINTR)
+			continue;
+		/* none to reap now: done when the group has no process left
+		 * (a zombie is one: a dying parent's children come to us) */
+		if (kill(-pid, 0) < 0 && errno == ESRCH)
+			break;
+		if (pu_now_s() - t0 > 10) {
+			pu_left_stuck++;
+			break;
+		}
+		kill(-pid, SIGKILL);
+		usleep(1000);
+	}
+	if (!cgkill)
+		pu_cg_kill_rest(cg);
 }
 
 /* The writer of a run's stdout (a child outside the measured cgroup):
@@ -288,6 +348,8 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 	pb_cg_mem_begin(&smp, cg);
 	double t0 = pu_now_s();
 	pid_t pid = fork();
+	if (pid > 0)
+		setpgid(pid, pid); /* as the child does: whichever runs first */
 	if (pid < 0) {
 		int e = -errno;
 		close(pfd[1]);
@@ -297,6 +359,7 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 	}
 	if (!pid) {
 		pb_cleanup_on_signal(NULL);
+		setpgid(0, 0); /* its processes' group: what pu_kill_left ends */
 		if (cg && cg[0] && pb_cg_join(cg, getpid()))
 			_exit(4); /* the side's cgroup: its limit, or a peak to measure */
 		if (w == W_REDIS) { /* its output is the client side's */
@@ -349,6 +412,8 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 			execl("/proc/self/exe", "bypass-bench-hash", (char *)NULL);
 			_exit(127);
 		}
+		if (z->orphans) /* plant=pager.unmodified.orphan */
+			setenv("BYPASS_BENCH_UNMODIFIED_ORPHAN", z->orphans, 1);
 		setenv("BYPASS_BENCH_UNMODIFIED_PROG", spec, 1);
 		execl("/proc/self/exe", "bypass-bench-unmodified", (char *)NULL);
 		_exit(127);
@@ -400,8 +465,9 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 		res->secs = pu_now_s() - t0;
 	}
 	res->maxrss_kb = ru.ru_maxrss; /* the whole process's peak resident set */
-	res->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-		     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+	res->cpu_s = pu_ru_s(&ru);
+	/* what it left (before the writer: they may hold its pipe) */
+	pu_kill_left(pid, w, cg, res);
 	pb_cg_mem_end(&smp, &res->mem);
 	int wst = 0;
 	while (waitpid(wpid, &wst, 0) < 0 && errno == EINTR)
@@ -413,7 +479,6 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 			 pu_w_name[w], out, wst);
 		return -EIO;
 	}
-	pu_cg_kill_rest(cg); /* a tree's processes its parent left (an OOM kill) */
 	if (w == W_REDIS && !WIFSIGNALED(st) && !WEXITSTATUS(st) && WIFEXITED(dst) &&
 	    WEXITSTATUS(dst) == 9) {
 		/* the server lived, BGSAVE failed: its child was killed (on a

@@ -12,7 +12,10 @@
 # Each must end up in the JSON's "failures", leave no target of its table
 # met ("no verdict: failed") and make bypass-bench exit 1
 # (tools/report.py --expect-failed checks the JSON).  No figure is judged.
-# Then the verdicts' own planted checks (below).
+# Then the verdicts' own planted checks, the runs' leftovers and the lock of
+# zram/zswap (below).  Every run here leaves zram and zswap alone (--param
+# compressed=0: they are system-wide, another bench may be using them), but
+# the lock's check, which holds the lock so that the bench cannot touch them.
 set -u
 build=${BYPASS_BUILD:?BYPASS_BUILD unset}
 src=${BYPASS_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -32,7 +35,8 @@ small=(--smoke
 	--param dev_reads=16
 	--param dev_seq_mib=8
 	--param scale=14
-	--param iters=2)
+	--param iters=2
+	--param compressed=0)
 
 # <plant>:<the table that must carry the failure>:<--param only=...>
 for spec in \
@@ -68,7 +72,7 @@ done
 #   program are "not resolved: baseline incomplete", never met.
 vj=$tmp/verdicts.json
 "$bench" pager --smoke --rounds 2 --param only=unmodified --param programs=syscalls \
-	--param plant=pager.unmodified.nopage,disturbed --json "$vj" >"$tmp/verdicts.out" 2>&1
+	--param compressed=0 --param plant=pager.unmodified.nopage,disturbed --json "$vj" >"$tmp/verdicts.out" 2>&1
 r=$?
 python3 "$src/tools/report.py" --expect "$vj" pager.unmodified "identical output" met
 c=$?
@@ -84,7 +88,7 @@ fi
 if [ "$(id -u)" = 0 ] && [ -x /usr/bin/python3 ]; then
 	kj=$tmp/kill.json
 	"$bench" pager --smoke --rounds 2 --param only=unmodified --param programs=python \
-		--param plant=pager.unmodified.kill --json "$kj" >"$tmp/kill.out" 2>&1
+		--param compressed=0 --param plant=pager.unmodified.kill --json "$kj" >"$tmp/kill.out" 2>&1
 	r=$?
 	python3 "$src/tools/report.py" --expect "$kj" pager.unmodified "time vs Linux" \
 		"not resolved: baseline incomplete"
@@ -100,6 +104,71 @@ if [ "$(id -u)" = 0 ] && [ -x /usr/bin/python3 ]; then
 	fi
 else
 	echo "(the killed-baseline check needs root and /usr/bin/python3: not run)"
+fi
+# The runs' leftovers (plant=pager.unmodified.orphan): every run of the C
+# program leaves a child behind that holds its stdout and waits for ever (its
+# pid in $of), as a pool's worker does when the OOM killer takes its parent.
+# The bench (their subreaper) must kill and reap each when its side ends:
+# none is left when the bench exits, and its note counts them (before the
+# fix they were reparented to init and lived on: their CPU was "other
+# processes'").
+of=$tmp/orphans
+BYPASS_BENCH_PLANT_ORPHANS=$of timeout 300 "$bench" pager --smoke --rounds 1 \
+	--param only=unmodified --param programs=syscalls --param compressed=0 \
+	--param plant=pager.unmodified.orphan >"$tmp/orphan.out" 2>&1
+r=$?
+if [ -s "$of" ]; then
+	ran=1
+	[ $r = 0 ] || bad "the orphan run: exit $r, want 0: $(tail -5 "$tmp/orphan.out")"
+	left=""
+	for p in $(cat "$of"); do
+		if kill -0 "$p" 2>/dev/null; then
+			left="$left $p"
+			kill -9 "$p"
+		fi
+	done
+	[ -z "$left" ] || bad "planted leftovers still alive after the bench:$left"
+	grep -q "outlived .* program (.*planted: --param plant=pager.unmodified.orphan" \
+		"$tmp/orphan.out" || bad "no note of the killed leftovers: $(tail -5 "$tmp/orphan.out")"
+elif grep -q "SKIPPED:" "$tmp/orphan.out"; then
+	:
+else
+	bad "the orphan run left no pid: exit $r: $(tail -5 "$tmp/orphan.out")"
+fi
+# The lock of zram and zswap: held here (a file of the test's:
+# BYPASS_BENCH_COMPRESSED_LOCK), a bench that selects them waits at most
+# --param compressed_wait seconds, then runs without them, saying why, and
+# never touches them (zswap stays as it was).
+if [ "$(id -u)" = 0 ]; then
+	lk=$tmp/compressed.lock
+	python3 -c 'import fcntl, sys, time
+f = open(sys.argv[1], "w")
+fcntl.flock(f, fcntl.LOCK_EX)
+f.write("bench-plant.sh (the test)\n")
+f.flush()
+open(sys.argv[2], "w").close()
+time.sleep(300)' "$lk" "$tmp/held" &
+	hp=$!
+	for _ in $(seq 100); do [ -e "$tmp/held" ] && break; sleep 0.1; done
+	zs=$(cat /sys/module/zswap/parameters/enabled 2>/dev/null)
+	BYPASS_BENCH_COMPRESSED_LOCK=$lk "$bench" pager --smoke --rounds 1 --param only=unmodified \
+		--param programs=syscalls --param compressed_wait=1 >"$tmp/lock.out" 2>&1
+	r=$?
+	kill "$hp"
+	wait "$hp" 2>/dev/null
+	if grep -q "Linux side not run" "$tmp/lock.out"; then
+		echo "(the lock's check needs the Linux side: not run)"
+	else
+		ran=1
+		[ $r = 0 ] || bad "the locked run: exit $r, want 0: $(tail -5 "$tmp/lock.out")"
+		for s in zram zswap; do
+			grep -q "Linux $s.* not run: another bypass-bench has zram/zswap set up ($lk held by bench-plant.sh (the test)" \
+				"$tmp/lock.out" || bad "$s ran beside the lock's holder: $(grep -i "$s" "$tmp/lock.out" | head -3)"
+		done
+		grep -q "waiting (at most 1 s) for $lk" "$tmp/lock.out" || bad "no word of the wait"
+		[ "$(cat /sys/module/zswap/parameters/enabled 2>/dev/null)" = "$zs" ] ||
+			bad "zswap changed under the lock's holder"
+	fi
 fi
 [ $ran = 1 ] || { echo "SKIP: no experiment could run here"; exit 77; }
 [ $fail -eq 0 ] && echo "PASS: pager/bench-plant"
