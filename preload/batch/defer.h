@@ -4,7 +4,9 @@
  * programs, over the engine of src/batch/ (batch_internal.h).
  *
  * defer.c decides for each intercepted call whether it is queued, refused
- * or run as the real system call; sendfile.c does it for sendfile (copy,
+ * or run as the real system call, and submits what is queued (the flush
+ * path); fdqueue.c keeps what is known per descriptor (its queue's state,
+ * its deferred errors, its life); sendfile.c does it for sendfile (copy,
  * splice, direct), epwait.c merges the flush with the event loop's epoll
  * wait, settings.c holds the preload's settings.  The wrappers
  * (preload.h and the files that include it) are only in libbypass-batch.so;
@@ -172,7 +174,33 @@ void bp_bt_order_queue(struct bt_thread *th, struct bt_fdent *fe);
 void bp_bt_order_queued(struct bt_thread *th, struct bt_fdent *fe, bool is_close);
 void bp_bt_order_direct(int fd);
 
-/* ------------------------------------------------ defer.c for sendfile.c */
+/* ------------------------------- defer.c and fdqueue.c for each other */
+
+/* The calling thread's state if a preload segment is open on it. */
+static inline struct bt_thread *bp_bt_seg_self(void)
+{
+	struct bt_thread *th = bp_bt_self();
+	if (th && (th->segment & BT_SEG_PRELOAD) && th->gen == bp_fork_gen_fast())
+		return th;
+	return NULL;
+}
+
+/* Our own state for waiting on fe's stream, even outside a segment. */
+static inline struct bt_thread *bp_bt_self_any(void)
+{
+	struct bt_thread *th = bp_bt_self();
+	if (th && th->ring && th->gen == bp_fork_gen_fast())
+		return th;
+	return bp_bt_self_make(&th) ? NULL : th;
+}
+
+/*
+ * Completions of fe's stream that wait in its owner's ring: reaped before a
+ * pending error is looked at (fdqueue.c).
+ */
+void bp_bt_reap_owner(struct bt_fdent *fe);
+
+/* ------------------------------ defer.c, fdqueue.c for sendfile.c */
 
 /* What every call that writes or controls a stream starts with: BT_PASS
  * (nothing to do), -errno to return now, or 0 with *thp locked (the guard
@@ -180,19 +208,40 @@ void bp_bt_order_direct(int fd);
 long bp_bt_tx_enter(int fd, struct bt_thread **thp, struct bt_fdent **fep, bool report,
 		    bool *sigpipe);
 /* Unlock th (lower the guard) and return r. */
-long bp_bt_tx_leave(struct bt_thread *th, long r);
+static inline long bp_bt_tx_leave(struct bt_thread *th, long r)
+{
+	bp_bt_leave(th);
+	return r;
+}
 /* Under th's lock, th owns fe: nothing in flight before a new call goes
  * behind it; 0 or -EAGAIN (non-blocking, the socket full). */
 long bp_bt_settle(struct bt_thread *th, struct bt_fdent *fe);
-/* fe's stream holds a splice (what follows queues behind it). */
-bool bp_bt_has_splice(struct bt_fdent *fe);
+/*
+ * fe's stream holds a splice: what comes next is queued behind it without
+ * waiting for it (submitted once the splice is done, by the next submit;
+ * the merged wait submits as completions come).  Waiting, or telling the
+ * program EAGAIN, would tie it to a round on the kernel's workers whose
+ * end no EPOLLOUT edge announces.
+ */
+static inline bool bp_bt_has_splice(struct bt_fdent *fe)
+{
+	for (struct bt_op *op = fe->head; op; op = op->next)
+		if (op->kind == BT_SPLICE)
+			return true;
+	return false;
+}
 /* Under th's lock, in a segment: 1 ready to queue len more bytes on fe, 0
  * not (run it directly), -errno. */
 long bp_bt_tx_room(struct bt_thread *th, struct bt_fdent *fe, size_t len);
 /* fe is closed by the program and its close still pending. */
 bool bp_bt_still_closing(struct bt_fdent *fe);
 /* fe is a stream socket. */
-bool bp_bt_is_stream(struct bt_fdent *fe);
+static inline bool bp_bt_is_stream(struct bt_fdent *fe)
+{
+	return bp_bt_fd_probe(fe) == 0 &&
+	       (atomic_load(&fe->flags) & (BT_FD_SOCK | BT_FD_STREAM)) ==
+		       (BT_FD_SOCK | BT_FD_STREAM);
+}
 /* The real call runs now on fe, behind its queued data (sent first by
  * system calls, MSG_MORE when more follows); unlocks th. */
 long bp_bt_run_behind_queue(struct bt_thread *th, struct bt_fdent *fe, bool more);

@@ -23,7 +23,7 @@
  * segments), fds.c (what descriptors are, and their life), process.c (fork,
  * exec, spawn, exit, the constructor), from.c (the count of calls from
  * another libbypass object, FROM_BYPASS).  The decision layer they call:
- * defer.c, sendfile.c, epwait.c, settings.c (defer.h).
+ * defer.c, fdqueue.c, sendfile.c, epwait.c, settings.c (defer.h).
  */
 #ifndef BYPASS_PRELOAD_BATCH_H
 #define BYPASS_PRELOAD_BATCH_H
