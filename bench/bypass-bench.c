@@ -6,7 +6,7 @@
  *   bypass-bench [<module>|all] [--quick|--full|--smoke] [--json FILE]
  *                [--rounds N] [--cpus A,B] [--param name=value ...]
  *                [--disturbed-at F] [--reruns N]
- *   bypass-bench --compare A.json B.json
+ *   bypass-bench --compare A.json B.json [--floors]
  */
 #include "bench.h"
 #include "bench_internal.h"
@@ -35,7 +35,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: bypass-bench [<module>|all] [options]   (no module: all)\n"
-		"       bypass-bench --compare A.json B.json\n"
+		"       bypass-bench --compare A.json B.json [--floors]\n"
 		"modules:");
 	for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++)
 		fprintf(f, " %s%s", modules[i].name, modules[i].fn ? "" : "(not built)");
@@ -57,6 +57,8 @@ static void usage(FILE *f)
 		"                   its table's targets are not resolved\n"
 		"  --compare A B    two runs' JSON side by side, each ratio with its interval\n"
 		"                   (tools/report.py --compare)\n"
+		"  --floors         with --compare: whether a floor row of its table (limit,\n"
+		"                   baseline, base) explains each row that moved\n"
 		"  --quiet-check S  watch the machine for S seconds, say how much CPU other\n"
 		"                   processes took, exit 1 if a round would count as disturbed\n");
 }
@@ -506,9 +508,9 @@ static void write_json(const char *path, struct bench_ctx *c, const char *what)
 
 /* ------------------------------------------------------------------ main */
 
-/* bypass-bench --compare A.json B.json: tools/report.py does it (Python is
- * the report tooling's language). */
-static int compare(const char *a, const char *b)
+/* bypass-bench --compare A.json B.json [--floors]: tools/report.py does it
+ * (Python is the report tooling's language). */
+static int compare(const char *a, const char *b, bool floors)
 {
 	char py[600];
 	snprintf(py, sizeof(py), "%s/tools/report.py", bench_source_dir());
@@ -519,7 +521,8 @@ static int compare(const char *a, const char *b)
 	}
 	const char *python = access("/usr/bin/python3", X_OK) ? "python3" : "/usr/bin/python3";
 	fflush(NULL);
-	execlp(python, python, py, "--compare", a, b, (char *)NULL);
+	execlp(python, python, py, "--compare", a, b, floors ? "--floors" : (char *)NULL,
+	       (char *)NULL);
 	fprintf(stderr, "bypass-bench --compare: %s: %s\n", python, strerror(errno));
 	return 1;
 }
@@ -545,7 +548,7 @@ int main(int argc, char **argv)
 	struct bench_ctx c = { .rounds = BENCH_MIN_ROUNDS, .out = stdout, .cpu_a = 0, .cpu_b = 1,
 			       .disturbed_at = 0.10, .reruns = -1 };
 	const char *json = NULL;
-	bool compare_mode = false;
+	bool compare_mode = false, floors = false;
 	double quiet_check = 0;
 	static const struct option opts[] = {
 		{ "quick", no_argument, 0, 'q' },  { "smoke", no_argument, 0, 's' },
@@ -554,7 +557,7 @@ int main(int argc, char **argv)
 		{ "cpus", required_argument, 0, 'c' }, { "param", required_argument, 0, 'p' },
 		{ "disturbed-at", required_argument, 0, 'd' },
 		{ "reruns", required_argument, 0, 'R' },
-		{ "compare", no_argument, 0, 'C' },
+		{ "compare", no_argument, 0, 'C' }, { "floors", no_argument, 0, 'F' },
 		{ "quiet-check", required_argument, 0, 'Q' },
 		{ "help", no_argument, 0, 'h' },   { 0, 0, 0, 0 }
 	};
@@ -570,6 +573,7 @@ int main(int argc, char **argv)
 		case 'd': c.disturbed_at = atof(optarg); break;
 		case 'R': c.reruns = atoi(optarg); break;
 		case 'C': compare_mode = true; break;
+		case 'F': floors = true; break;
 		case 'Q': quiet_check = atof(optarg); break;
 		case 'c':
 			if (sscanf(optarg, "%d,%d", &c.cpu_a, &c.cpu_b) != 2) {
@@ -594,7 +598,7 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
-		return compare(argv[optind], argv[optind + 1]);
+		return compare(argv[optind], argv[optind + 1], floors);
 	}
 	if (optind < argc - 1 || c.rounds < 1 || !(c.disturbed_at > 0) || c.reruns < -1) {
 		usage(stderr);

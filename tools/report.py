@@ -3,7 +3,7 @@
 """Render bypass-bench JSON as Markdown tables and PNG charts.
 
     report.py results/bench.json [more.json ...] [--out DIR] [--md FILE]
-    report.py --compare A.json B.json     (bypass bench --compare)
+    report.py --compare A.json B.json [--floors]   (bypass bench --compare)
     report.py --times run.json            (seconds per table and module)
     report.py --check-rounds run.json     (no timing verdict from < 5 rounds)
     report.py --expect run.json ID TEXT VERDICT, --expect-quiet run.json ID STATE,
@@ -394,10 +394,11 @@ def main():
             sys.exit(2)
         sys.exit(expect_failed(sys.argv[2], sys.argv[3]))
     if len(sys.argv) > 1 and sys.argv[1] == "--compare":
-        if len(sys.argv) != 4:
-            print("usage: report.py --compare A.json B.json", file=sys.stderr)
+        args = [x for x in sys.argv[2:] if x != "--floors"]
+        if len(args) != 2:
+            print("usage: report.py --compare A.json B.json [--floors]", file=sys.stderr)
             sys.exit(2)
-        sys.stdout.write(compare(sys.argv[2], sys.argv[3]))
+        sys.stdout.write(compare(args[0], args[1], floors="--floors" in sys.argv[2:]))
         return
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""tools/report.py's checks and comparisons of runs: --compare, --times,
---check-rounds, --expect, --expect-quiet, --expect-failed (the planted
+"""tools/report.py's checks and comparisons of runs: --compare (--floors),
+--times, --check-rounds, --expect, --expect-quiet, --expect-failed (the planted
 checks of tests/<module>/bench-plant.sh)."""
 import json
+import math
 
 from reportlib import fmt, quiet_line, verdict
 
@@ -32,9 +33,52 @@ def cell(v, ci):
     return f"{v:.3g}x [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else f"{v:.3g}x"
 
 
-def compare(pa, pb):
-    """bypass bench --compare A.json B.json: two runs side by side."""
+def _is_floor(r):
+    """A floor row: the table's limit or baseline, or its base row."""
+    return r.get("kind") in ("limit", "baseline") or bool(r.get("is_base"))
+
+
+def floor_reading(a, b, name):
+    """--floors: whether the floor rows beside row NAME explain its move
+    from run B to run A (issue 34, D4).  The floor rows are the table's
+    limit, baseline and base rows with a median in both runs; in a table of
+    "PROGRAM: side" rows (pager.unmodified, pager.throughput), those of the
+    same program where it has any.  The row is explained when one of them
+    moved the same way by at least half as much in log terms as the row's
+    own median did.  Returns (kind, text): kind "floor" (a floor row
+    itself), "explained", "not explained" or "-" (no median in a run)."""
+    ra = {r["variant"]: r for r in a.get("rows", [])}
+    rb = {r["variant"]: r for r in b.get("rows", [])}
+    x, y = ra.get(name), rb.get(name)
+    if not x or not y or not x.get("median") or not y.get("median"):
+        return "-", "no median in both runs"
+    own = f"median {y['median']:.4g} -> {x['median']:.4g} {x.get('unit') or ''}".rstrip()
+    if _is_floor(x):
+        return "floor", f"a floor row itself ({x.get('kind') or 'base'}); {own}"
+    floors = [(f, rb[f]["median"], fx["median"], fx.get("unit") or "")
+              for f, fx in ra.items()
+              if f != name and f in rb and _is_floor(fx) and fx.get("median") and
+              rb[f].get("median")]
+    pre = name.split(": ")[0] if ": " in name else None
+    same = [f for f in floors if pre and f[0].startswith(pre + ": ")]
+    if same:
+        floors = same
+    m = math.log(x["median"] / y["median"])
+    why = [f for f in floors if math.log(f[2] / f[1]) * m > 0 and
+           abs(math.log(f[2] / f[1])) >= 0.5 * abs(m)]
+    if why:
+        return "explained", f"{own}; explained by " + "; ".join(
+            f"{f[0]} {f[1]:.4g} -> {f[2]:.4g} {f[3]}".rstrip() for f in why[:3])
+    return "not explained", f"{own}; NOT explained by a floor row" + (
+        "" if floors else " (the table has none in both runs)")
+
+
+def compare(pa, pb, floors=False):
+    """bypass bench --compare A.json B.json [--floors]: two runs side by
+    side; with floors, each moved row says whether a floor row beside it
+    explains the move (floor_reading), and a summary ends the output."""
     da, db = (json.load(open(p)) for p in (pa, pb))
+    tally = {"floor": [], "explained": [], "not explained": [], "-": []}
     out = [f"# {pa} (A) against {pb} (B)", ""]
     for name, p, d in (("A", pa, da), ("B", pb, db)):
         pr = d.get("provenance") or {}
@@ -50,6 +94,13 @@ def compare(pa, pb):
                "without an interval moved when it changed by more than 20% (this "
                "machine's run-to-run spread).")
     out.append("")
+    if floors:
+        out.append("--floors: each moved row (B to A) says whether a floor row of its "
+                   "table (its limit, baseline or base row; of the same program where "
+                   "the rows are \"PROGRAM: side\") moved the same way by at least half "
+                   "as much in log terms as the row's own median: then the machine's "
+                   "floor, not bypass, explains the move.")
+        out.append("")
     ea = {e["id"]: e for e in da.get("experiments", [])}
     eb = {e["id"]: e for e in db.get("experiments", [])}
     ids = list(ea) + [i for i in eb if i not in ea]
@@ -83,9 +134,13 @@ def compare(pa, pb):
             xa = ra.get("ratio") if ra else None
             xb = rbb.get("ratio") if rbb else None
             q = f"{xb / xa:.3g}" if xa and xb else "-"
+            mv = moved(xa, xb, _ci(ra) if ra else None, _ci(rbb) if rbb else None)
+            if floors and mv.startswith("**moved**"):
+                kind, text = floor_reading(a, b, v)
+                tally[kind].append(f"{i} | {v}: {text}")
+                mv += f": {text}"
             out.append(f"| {v} | {cell(xa, _ci(ra) if ra else None)} | "
-                       f"{cell(xb, _ci(rbb) if rbb else None)} | {q} | "
-                       f"{moved(xa, xb, _ci(ra) if ra else None, _ci(rbb) if rbb else None)} |")
+                       f"{cell(xb, _ci(rbb) if rbb else None)} | {q} | {mv} |")
         ta = {t["what"]: t for t in a.get("targets", [])}
         tb = {t["what"]: t for t in b.get("targets", [])}
         if ta or tb:
@@ -108,6 +163,21 @@ def compare(pa, pb):
         if fa or fb:
             out.append("")
             out.append(f"Failures: A {len(fa)}, B {len(fb)}.")
+        out.append("")
+    if floors:
+        out.append("## Floors (--floors)")
+        out.append("")
+        out.append(f"Moved rows: {sum(len(v) for v in tally.values())}: floor rows themselves "
+                   f"{len(tally['floor'])}, explained by a floor row "
+                   f"{len(tally['explained'])}, not explained {len(tally['not explained'])}"
+                   f", without a median in both runs {len(tally['-'])}. (Moved targets are "
+                   "read through their rows.)")
+        for kind in ("not explained", "explained", "floor", "-"):
+            if tally[kind]:
+                out.append("")
+                out.append(f"{kind.capitalize()}:")
+                out.append("")
+                out += [f"- {t}" for t in tally[kind]]
         out.append("")
     return "\n".join(out) + "\n"
 
