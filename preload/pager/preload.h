@@ -19,7 +19,8 @@
  * calls), alloc.c (malloc family), heap.c (small requests: jemalloc over
  * pager regions), reserve.c (what is allocated inside bypass when jemalloc
  * must not be entered), mem.c (mmap, munmap, mremap, madvise, mprotect), io.c
- * (system calls and stdio with buffers), sig.c (sigaction, signal).
+ * (system calls and stdio with buffers), wait.c (poll, select, epoll), sig.c
+ * (sigaction, signal).
  */
 #ifndef BYPASS_PRELOAD_PAGER_H
 #define BYPASS_PRELOAD_PAGER_H
