@@ -10,6 +10,7 @@
  */
 #include "preload.h"
 #include "core/syscall.h" /* the system calls themselves: under --batch a libc name is a batch wrapper */
+#include "pager/evict.h"   /* bp_evict_mine_maybe() */
 
 #include <limits.h>
 #include <sys/stat.h>
@@ -37,7 +38,7 @@ struct call {
 	struct msghdr *msg_out;   /* recvmsg: where the results go back */
 };
 
-static ssize_t call1(struct call *c, void *b, size_t n)
+static ssize_t call1_now(struct call *c, void *b, size_t n)
 {
 	switch (c->op) {
 	case OP_READ: return REAL(read)(c->fd, b, n);
@@ -56,7 +57,7 @@ static ssize_t call1(struct call *c, void *b, size_t n)
 	}
 }
 
-static ssize_t callv(struct call *c, const struct iovec *v, int n)
+static ssize_t callv_now(struct call *c, const struct iovec *v, int n)
 {
 	switch (c->op) {
 	case OP_READV: return REAL(readv)(c->fd, v, n);
@@ -80,6 +81,71 @@ static ssize_t callv(struct call *c, const struct iovec *v, int n)
 	}
 	default: errno = EINVAL; return -1;
 	}
+}
+
+/*
+ * A socket's call under a timeout ends with EINTR after task work, the
+ * pager's write-backs' completions among it (preload.h: bp_pp_settled).
+ * Where this thread may have some in flight: a call that cannot block
+ * (MSG_DONTWAIT), or on a socket without the timeout, is made as it is; a
+ * receive looks first with MSG_DONTWAIT (unless MSG_WAITALL: the look
+ * could return less than the call would wait for); when it would wait,
+ * the write-backs are finished first.
+ */
+struct sockio {
+	struct call *c;
+	void *b;                /* call1 */
+	size_t n;
+	const struct iovec *v;  /* callv */
+	int cnt;
+};
+
+static bool receives(enum op op)
+{
+	return op == OP_RECV || op == OP_RECVFROM || op == OP_RECVMSG;
+}
+
+static bool socket_op(enum op op)
+{
+	return receives(op) || op == OP_SEND || op == OP_SENDTO || op == OP_SENDMSG;
+}
+
+static ssize_t sockio_now(struct sockio *s)
+{
+	return s->v ? callv_now(s->c, s->v, s->cnt) : call1_now(s->c, s->b, s->n);
+}
+
+static ssize_t sockio_try(void *arg, bool wait)
+{
+	struct sockio *s = arg;
+	struct call *c = s->c;
+	bool rx = receives(c->op);
+	if (wait || (c->flags & MSG_DONTWAIT) || !bp_pp_sock_timed(c->fd, rx))
+		return sockio_now(s);
+	if (!rx || (c->flags & MSG_WAITALL))
+		return PP_WOULD_WAIT;
+	c->flags |= MSG_DONTWAIT;
+	ssize_t r = sockio_now(s);
+	int e = errno;
+	c->flags &= ~MSG_DONTWAIT;
+	errno = e;
+	return r < 0 && (e == EAGAIN || e == EWOULDBLOCK) ? PP_WOULD_WAIT : r;
+}
+
+static ssize_t call1(struct call *c, void *b, size_t n)
+{
+	if (bp_likely(!bp_evict_mine_maybe()) || !socket_op(c->op))
+		return call1_now(c, b, n);
+	struct sockio s = { .c = c, .b = b, .n = n };
+	return bp_pp_settled(sockio_try, &s);
+}
+
+static ssize_t callv(struct call *c, const struct iovec *v, int n)
+{
+	if (bp_likely(!bp_evict_mine_maybe()) || !socket_op(c->op))
+		return callv_now(c, v, n);
+	struct sockio s = { .c = c, .v = v, .cnt = n };
+	return bp_pp_settled(sockio_try, &s);
 }
 
 static bool is_stdio(enum op op)

@@ -33,10 +33,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sem.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#include <linux/aio_abi.h> /* io_getevents (libaio's, where a program has it) */
 
 #include <bypass/pager.h>
 
@@ -74,6 +77,17 @@
 	X(size_t, fread_unlocked, (void *, size_t, size_t, FILE *))           \
 	X(size_t, fwrite, (const void *, size_t, size_t, FILE *))             \
 	X(size_t, fwrite_unlocked, (const void *, size_t, size_t, FILE *))    \
+	X(int, accept, (int, struct sockaddr *, socklen_t *))                 \
+	X(int, accept4, (int, struct sockaddr *, socklen_t *, int))           \
+	X(int, connect, (int, const struct sockaddr *, socklen_t))            \
+	X(int, semop, (int, struct sembuf *, size_t))                         \
+	X(int, semtimedop, (int, struct sembuf *, size_t,                     \
+			    const struct timespec *))                         \
+	X(int, sigwaitinfo, (const sigset_t *, siginfo_t *))                  \
+	X(int, sigtimedwait, (const sigset_t *, siginfo_t *,                  \
+			      const struct timespec *))                       \
+	X(int, io_getevents, (aio_context_t, long, long, struct io_event *,   \
+			      struct timespec *))                             \
 	PL_REAL_BOTH(X)
 
 PL_REAL_DECLARE(PL_REAL_FUNCS)
@@ -207,6 +221,32 @@ void *bp_pp_reserve_realloc(void *ptr, size_t n);
 void bp_pp_reserve_free(void *ptr);
 size_t bp_pp_reserve_size(void *ptr);
 void bp_pp_reserve_forked(void);
+
+/* ------------------------------------------------------------ task work */
+
+/*
+ * A call that may block and that the kernel does not restart after task
+ * work with no signal to deliver: epoll_wait and its siblings, semop,
+ * sigtimedwait, io_getevents, a socket's calls under SO_RCVTIMEO or
+ * SO_SNDTIMEO.  The completion of a write-back this thread submitted (in a
+ * fault: the pager's ring has no IORING_SETUP_COOP_TASKRUN) is such task
+ * work, and ended the call with EINTR though no signal came (issue 32,
+ * item 3; src/pager/evict.h, bp_evict_settle_mine).  bp_pp_settled(call,
+ * arg) is call(arg, true), the call itself; but where write-backs of this
+ * thread may be in flight, first call(arg, false): the call made so that
+ * it cannot block (a zero timeout, MSG_DONTWAIT, IPC_NOWAIT), returning
+ * PP_WOULD_WAIT if it would have, else the call's result (errno set); or
+ * PP_WOULD_WAIT at once where the call has no such form; or the call
+ * itself where it cannot end with that EINTR (no timeout on the socket,
+ * say).  Only when it would wait are the thread's write-backs finished
+ * (wait.c) before it waits.  No EINTR is retried: a signal's is the
+ * program's, as without the preload.
+ */
+#define PP_WOULD_WAIT ((ssize_t)INT32_MIN) /* no call's result */
+ssize_t bp_pp_settled(ssize_t (*call)(void *arg, bool wait), void *arg);
+/* Is the socket fd's timeout for receiving (or else sending) set?  Then a
+ * blocking call on it ends with EINTR after task work (wait.c). */
+bool bp_pp_sock_timed(int fd, bool receive);
 
 /* ------------------------------------------------------------ pinning */
 

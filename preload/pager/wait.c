@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The waiting calls: poll, ppoll, select, pselect, epoll_wait, epoll_pwait,
- * epoll_pwait2 (io.c has the calls that transfer bytes).
+ * epoll_pwait2 (their arrays in regions), and those that the pager's own
+ * task work would end with EINTR: semop, semtimedop, sigwaitinfo,
+ * sigtimedwait, io_getevents, accept, accept4, connect (io.c has the calls
+ * that transfer bytes, and sends the socket ones through bp_pp_settled too).
  */
 #include "preload.h"
-#include "pager/evict.h" /* bp_evict_settle_mine() */
+#include "core/syscall.h" /* bp_sys_getsockopt */
+#include "pager/evict.h"  /* bp_evict_settle_mine() */
 
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/syscall.h>
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
@@ -82,39 +87,74 @@ static int wcall_next(const struct wcall *c)
 	return -1;
 }
 
+/* ------------------------------------------------------------ task work */
+
 /*
- * The kernel restarts poll and select after task work that interrupted
- * them (no signal to deliver), but never epoll_wait: it fails with EINTR.
- * The completion of a write-back that this thread submitted, in a fault
- * (the arguments' copy above, for one), is such task work (src/pager/evict.h:
+ * The kernel restarts poll, select, read, futex waits, nanosleep ... after
+ * task work that interrupted them (no signal to deliver), but not
+ * epoll_wait, semop, sigtimedwait, io_getevents, or a socket call with a
+ * timeout (SO_RCVTIMEO, SO_SNDTIMEO): those fail with EINTR.  The
+ * completion of a write-back that this thread submitted, in a fault (an
+ * argument's copy, for one), is such task work (src/pager/evict.h:
  * bp_evict_settle_mine): a program's epoll_wait failed with EINTR that no
- * signal explained (issue 32, item 3).  So an epoll call that may wait, made
+ * signal explained (issue 32, item 3).  So such a call that may wait, made
  * while write-backs of this thread may be in flight, first looks without
- * waiting; only when nothing is ready are they finished (the pager waits for
- * them in this thread, which runs their completions), then the call waits.
- * A signal's EINTR is the program's as before.
+ * waiting; only when nothing is ready are they finished (the pager waits
+ * for them in this thread, which runs their completions), then the call
+ * waits (preload.h).
  */
-static int wcall(const struct wcall *c)
+ssize_t bp_pp_settled(ssize_t (*call)(void *arg, bool wait), void *arg)
 {
-	bool epoll = c->op == W_EPOLL_WAIT || c->op == W_EPOLL_PWAIT || c->op == W_EPOLL_PWAIT2;
-	if (!epoll || !bp_evict_mine_maybe() || PASS())
-		return wcall_next(c);
+	if (!bp_evict_mine_maybe() || PASS())
+		return call(arg, true);
+	ssize_t r = call(arg, false);
+	if (r != PP_WOULD_WAIT)
+		return r;
+	bypass_pager *p = bp_pp_pager();
+	if (p) {
+		bp_enter();
+		bp_evict_settle_mine(p);
+		bp_leave();
+	}
+	return call(arg, true);
+}
+
+bool bp_pp_sock_timed(int fd, bool receive)
+{
+	struct timeval tv = { 0, 0 };
+	socklen_t l = sizeof(tv);
+	if (bp_sys_getsockopt(fd, SOL_SOCKET, receive ? SO_RCVTIMEO : SO_SNDTIMEO, &tv, &l) < 0)
+		return false; /* not a socket: the call's own error */
+	return tv.tv_sec || tv.tv_usec;
+}
+
+static const struct timespec zero_ts;
+
+static bool ts_zero(const struct timespec *ts)
+{
+	return ts && !ts->tv_sec && !ts->tv_nsec;
+}
+
+static ssize_t wcall_try(void *arg, bool wait)
+{
+	const struct wcall *c = arg;
 	/* epoll_pwait2's timeout is not read here (a bad pointer is the
 	 * kernel's to refuse): a zero one only costs the settling */
-	static const struct timespec zero_ts;
-	bypass_pager *p = c->op == W_EPOLL_PWAIT2 || c->ms ? bp_pp_pager() : NULL;
-	if (!p)
+	if (wait || (c->op != W_EPOLL_PWAIT2 && !c->ms))
 		return wcall_next(c);
 	struct wcall now = *c;
 	now.ms = 0;
 	now.ts = &zero_ts;
 	int r = wcall_next(&now);
-	if (r)
-		return r;
-	bp_enter();
-	bp_evict_settle_mine(p);
-	bp_leave();
-	return wcall_next(c);
+	return r ? r : PP_WOULD_WAIT;
+}
+
+static int wcall(const struct wcall *c)
+{
+	bool epoll = c->op == W_EPOLL_WAIT || c->op == W_EPOLL_PWAIT || c->op == W_EPOLL_PWAIT2;
+	if (!epoll)
+		return wcall_next(c);
+	return (int)bp_pp_settled(wcall_try, (void *)c);
 }
 
 /* Does [a, a + len) touch a region (exactly, not bp_pp_maybe's guess)? */
@@ -320,4 +360,154 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct 
 	struct wcall c = { .op = W_EPOLL_PWAIT2, .epfd = epfd, .ev = ev, .max = max, .ts = ts,
 			   .ss = ss };
 	return wait_epoll(&c);
+}
+
+/* ------------------------------------------------------------ other waits */
+
+/*
+ * Not restarted after task work either (above), and with nothing of a
+ * region to copy: each goes through bp_pp_settled with the form of the
+ * call that cannot block, where it has one.
+ */
+
+#define SEM_LOOK 64 /* operations the look copies to set IPC_NOWAIT */
+
+struct semcall {
+	int id;
+	struct sembuf *ops;
+	size_t n;
+	const struct timespec *ts;
+	bool timed;
+};
+
+static ssize_t sem_try(void *arg, bool wait)
+{
+	const struct semcall *s = arg;
+	if (wait)
+		return s->timed ? REAL(semtimedop)(s->id, s->ops, s->n, s->ts)
+				: REAL(semop)(s->id, s->ops, s->n);
+	if (!s->n || s->n > SEM_LOOK || ts_zero(s->ts))
+		return s->n > SEM_LOOK ? PP_WOULD_WAIT : sem_try(arg, true);
+	struct sembuf b[SEM_LOOK];
+	bool blocks = false;
+	for (size_t i = 0; i < s->n; i++) {
+		b[i] = s->ops[i];
+		blocks |= !(b[i].sem_flg & IPC_NOWAIT);
+		b[i].sem_flg |= IPC_NOWAIT;
+	}
+	if (!blocks)
+		return sem_try(arg, true);
+	int r = REAL(semop)(s->id, b, s->n);
+	return r < 0 && errno == EAGAIN ? PP_WOULD_WAIT : r;
+}
+
+EXPORT int semop(int id, struct sembuf *ops, size_t n)
+{
+	struct semcall s = { .id = id, .ops = ops, .n = n };
+	return (int)bp_pp_settled(sem_try, &s);
+}
+
+EXPORT int semtimedop(int id, struct sembuf *ops, size_t n, const struct timespec *ts)
+{
+	struct semcall s = { .id = id, .ops = ops, .n = n, .ts = ts, .timed = true };
+	return (int)bp_pp_settled(sem_try, &s);
+}
+
+struct sigcall {
+	const sigset_t *set;
+	siginfo_t *info;
+	const struct timespec *ts;
+	bool timed;
+};
+
+static ssize_t sig_try(void *arg, bool wait)
+{
+	const struct sigcall *s = arg;
+	if (wait || ts_zero(s->ts))
+		return s->timed ? REAL(sigtimedwait)(s->set, s->info, s->ts)
+				: REAL(sigwaitinfo)(s->set, s->info);
+	int r = REAL(sigtimedwait)(s->set, s->info, &zero_ts);
+	return r < 0 && errno == EAGAIN ? PP_WOULD_WAIT : r;
+}
+
+EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+	struct sigcall s = { .set = set, .info = info };
+	return (int)bp_pp_settled(sig_try, &s);
+}
+
+EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
+{
+	struct sigcall s = { .set = set, .info = info, .ts = ts, .timed = true };
+	return (int)bp_pp_settled(sig_try, &s);
+}
+
+/* libaio's io_getevents (the preload's is found first where a program
+ * links libaio), which returns -errno; the system call itself where none
+ * comes next, made to return the same.  Its look could take events the
+ * call would have waited for more of (min_nr): it settles first instead. */
+struct aiocall {
+	aio_context_t ctx;
+	long min, nr;
+	struct io_event *ev;
+	struct timespec *ts;
+};
+
+static ssize_t aio_try(void *arg, bool wait)
+{
+	const struct aiocall *a = arg;
+	if (!wait && !ts_zero(a->ts) && a->min > 0)
+		return PP_WOULD_WAIT;
+	if (REAL(io_getevents))
+		return REAL(io_getevents)(a->ctx, a->min, a->nr, a->ev, a->ts);
+	long r = syscall(SYS_io_getevents, a->ctx, a->min, a->nr, a->ev, a->ts);
+	return r < 0 ? -errno : r;
+}
+
+EXPORT int io_getevents(aio_context_t ctx, long min, long nr, struct io_event *ev,
+			struct timespec *ts)
+{
+	struct aiocall a = { ctx, min, nr, ev, ts };
+	return (int)bp_pp_settled(aio_try, &a);
+}
+
+/* accept and connect: no form that cannot block (a non-blocking accept4
+ * would make the new socket non-blocking too), so where the socket has a
+ * timeout they settle first. */
+struct sockcall {
+	int fd, flags;
+	struct sockaddr *addr;
+	socklen_t *len;
+	const struct sockaddr *to;
+	socklen_t tolen;
+	bool conn, four;
+};
+
+static ssize_t sock_try(void *arg, bool wait)
+{
+	const struct sockcall *s = arg;
+	if (!wait && bp_pp_sock_timed(s->fd, !s->conn))
+		return PP_WOULD_WAIT;
+	if (s->conn)
+		return REAL(connect)(s->fd, s->to, s->tolen);
+	return s->four ? REAL(accept4)(s->fd, s->addr, s->len, s->flags)
+		       : REAL(accept)(s->fd, s->addr, s->len);
+}
+
+EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct sockcall s = { .fd = fd, .addr = addr, .len = len };
+	return (int)bp_pp_settled(sock_try, &s);
+}
+
+EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	struct sockcall s = { .fd = fd, .addr = addr, .len = len, .flags = flags, .four = true };
+	return (int)bp_pp_settled(sock_try, &s);
+}
+
+EXPORT int connect(int fd, const struct sockaddr *to, socklen_t tolen)
+{
+	struct sockcall s = { .fd = fd, .to = to, .tolen = tolen, .conn = true };
+	return (int)bp_pp_settled(sock_try, &s);
 }

@@ -32,18 +32,10 @@
 
 static unsigned char *area, *junk;
 
-static void *region(size_t n)
-{
-	void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(m != MAP_FAILED);
-	return m;
-}
-
 /* Push everything else out: the budget is a quarter of junk. */
 static void evict(void)
 {
-	for (size_t i = 0; i < N; i += PG)
-		junk[i]++;
+	pp_dirty(junk, N);
 }
 
 enum kind { K_POLL, K_PPOLL, K_SELECT, K_PSELECT, K_EPOLL_WAIT, K_EPOLL_PWAIT, K_EPOLL_PWAIT2,
@@ -368,8 +360,8 @@ int main(int argc, char **argv)
 	if (pp_preloaded()) {
 		test_timeout(50);
 		signal(SIGALRM, hang_report);
-		area = region(1ul << 20);
-		junk = region(N);
+		area = pp_region(1ul << 20);
+		junk = pp_region(N);
 		if (argc > 1 && !strcmp(argv[1], "eintr")) {
 			no_eintr();
 			return 0;
@@ -380,12 +372,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	pp_run_ok(argv, "run", NULL);
-	int lines;
-	long long ev = pp_stat("evictions", &lines), pinned = pp_stat("pinned_pages", NULL);
-	TEST_LOG("stats lines %d, evictions %lld, pinned at exit %lld", lines, ev, pinned);
-	CHECK_EQ(lines, 1);
-	CHECK(ev > 0);
-	CHECK_EQ(pinned, 0);
+	pp_check_evicted_unpinned();
 	/* Under scope=process a fault that needs room evicts a batch and
 	 * returns with its writes in flight (the tree's scope waits up to
 	 * 1 ms for one, so there the EINTR needed a slow disk). */

@@ -189,11 +189,40 @@ static inline long long pp_stat(const char *key, int *lines)
 	return sum;
 }
 
+/* The statistics after one run: one line, the run evicted, and no page
+ * was left pinned at exit. */
+static inline void pp_check_evicted_unpinned(void)
+{
+	int lines;
+	long long ev = pp_stat("evictions", &lines), pinned = pp_stat("pinned_pages", NULL);
+	TEST_LOG("stats lines %d, evictions %lld, pinned at exit %lld", lines, ev, pinned);
+	CHECK_EQ(lines, 1);
+	CHECK(ev > 0);
+	CHECK_EQ(pinned, 0);
+}
+
 static inline void pp_stats_reset(void)
 {
 	char path[256];
 	pp_stats_path(path, sizeof(path));
 	unlink(path);
+}
+
+/* A private anonymous mapping of n bytes: a region at or above the
+ * threshold. */
+static inline void *pp_region(size_t n)
+{
+	void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED);
+	return m;
+}
+
+/* Write one byte of each page of junk[0..n): with n several budgets, the
+ * rest of the regions is pushed out and the budget is full of dirty pages. */
+static inline void pp_dirty(unsigned char *junk, size_t n)
+{
+	for (size_t i = 0; i < n; i += 4096)
+		junk[i]++;
 }
 
 /* A pattern byte for offset i of buffer k. */
