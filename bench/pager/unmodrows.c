@@ -454,8 +454,9 @@ void pu_report(struct bench_ctx *c, struct pu_st *s)
 			bench_note(c, "%s: %d process%s outlived %s program (a killed parent's "
 				   "pool workers or BGSAVE child%s): killed when its side ended "
 				   "and reaped by the bench (their subreaper); their %.2f CPU-s "
-				   "are the bench's own, not other processes', and count in that "
-				   "run's CPU-seconds", pu_w_name[w], s->left_n[w],
+				   "are the bench's own, not other processes' (and the run's "
+				   "CPU-seconds, where its run has a figure: an OOM-killed one "
+				   "has none)", pu_w_name[w], s->left_n[w],
 				   s->left_n[w] == 1 ? "" : "es", s->left_n[w] == 1 ? "its" : "their",
 				   s->z.orphans && w == W_SYSCALLS ? "; planted: --param plant="
 				   "pager.unmodified.orphan" : "", s->left_cpu[w]);
