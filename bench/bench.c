@@ -638,8 +638,10 @@ static void wd_fire(int sig)
 	r = write(2, wd_what, strlen(wd_what));
 	r = write(2, post, sizeof(post) - 1);
 	(void)r;
-	if (wd_child > 0)
+	if (wd_child > 0) {
+		kill(-wd_child, SIGKILL); /* its process group, where it leads one */
 		kill(wd_child, SIGKILL);
+	}
 	_exit(1);
 }
 
