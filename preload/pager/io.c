@@ -4,7 +4,8 @@
  * upcall mode the kernel cannot have a fault on a region served: the call
  * would fail with EFAULT (a datagram would be lost).  So the region parts
  * of the buffer are pinned first, at most bp_pp_cfg.pin_max bytes at a
- * time: a longer transfer goes in pieces, each pinned before its call (a
+ * time: a longer transfer goes in pieces, each pinned before its call and
+ * unpinned after it, or if the thread is cancelled in it (bp_pp_pinned; a
  * read from a socket or pipe returns after one piece, as a short read).
  * The waiting calls (poll, select, epoll) are wait.c's.
  */
@@ -92,7 +93,7 @@ static ssize_t callv_now(struct call *c, const struct iovec *v, int n)
  * could return less than the call would wait for); when it would wait,
  * the write-backs are finished first.
  */
-struct sockio {
+struct piece {
 	struct call *c;
 	void *b;                /* call1 */
 	size_t n;
@@ -110,22 +111,22 @@ static bool socket_op(enum op op)
 	return receives(op) || op == OP_SEND || op == OP_SENDTO || op == OP_SENDMSG;
 }
 
-static ssize_t sockio_now(struct sockio *s)
+static ssize_t piece_now(struct piece *s)
 {
 	return s->v ? callv_now(s->c, s->v, s->cnt) : call1_now(s->c, s->b, s->n);
 }
 
-static ssize_t sockio_try(void *arg, bool wait)
+static ssize_t sock_try(void *arg, bool wait)
 {
-	struct sockio *s = arg;
+	struct piece *s = arg;
 	struct call *c = s->c;
 	bool rx = receives(c->op);
 	if (wait || (c->flags & MSG_DONTWAIT) || !bp_pp_sock_timed(c->fd, rx))
-		return sockio_now(s);
+		return piece_now(s);
 	if (!rx || (c->flags & MSG_WAITALL))
 		return PP_WOULD_WAIT;
 	c->flags |= MSG_DONTWAIT;
-	ssize_t r = sockio_now(s);
+	ssize_t r = piece_now(s);
 	int e = errno;
 	c->flags &= ~MSG_DONTWAIT;
 	errno = e;
@@ -136,16 +137,23 @@ static ssize_t call1(struct call *c, void *b, size_t n)
 {
 	if (bp_likely(!bp_evict_mine_maybe()) || !socket_op(c->op))
 		return call1_now(c, b, n);
-	struct sockio s = { .c = c, .b = b, .n = n };
-	return bp_pp_settled(sockio_try, &s);
+	struct piece s = { .c = c, .b = b, .n = n };
+	return bp_pp_settled(sock_try, &s);
 }
 
 static ssize_t callv(struct call *c, const struct iovec *v, int n)
 {
 	if (bp_likely(!bp_evict_mine_maybe()) || !socket_op(c->op))
 		return callv_now(c, v, n);
-	struct sockio s = { .c = c, .v = v, .cnt = n };
-	return bp_pp_settled(sockio_try, &s);
+	struct piece s = { .c = c, .v = v, .cnt = n };
+	return bp_pp_settled(sock_try, &s);
+}
+
+/* A piece of a transfer, its buffers pinned (bp_pp_pinned). */
+static ssize_t piece_call(void *arg)
+{
+	struct piece *s = arg;
+	return s->v ? callv(s->c, s->v, s->cnt) : call1(s->c, s->b, s->n);
 }
 
 static bool is_stdio(enum op op)
@@ -230,9 +238,9 @@ static ssize_t io1(struct call *c, void *buf, size_t len)
 				return -1;
 			}
 		}
-		ssize_t r = call1(c, (char *)buf + done, n);
+		struct piece pc = { .c = c, .b = (char *)buf + done, .n = n };
+		ssize_t r = bp_pp_pinned(&pins, piece_call, &pc);
 		int e = errno;
-		bp_pp_unpin(&pins);
 		if (r < 0 || (r == 0 && is_stdio(c->op) && n)) {
 			if (done)
 				return (ssize_t)done;
@@ -304,9 +312,9 @@ static ssize_t iov_io(struct call *c, const struct iovec *iov, int cnt)
 				return -1;
 			}
 		}
-		ssize_t r = callv(c, cur, k);
+		struct piece pc = { .c = c, .v = cur, .cnt = k };
+		ssize_t r = bp_pp_pinned(&pins, piece_call, &pc);
 		int e = errno;
-		bp_pp_unpin(&pins);
 		if (r < 0) {
 			if (done)
 				return (ssize_t)done;

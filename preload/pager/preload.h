@@ -268,5 +268,12 @@ struct bp_pp_pins {
  */
 ssize_t bp_pp_pin(const struct iovec *v, int n, bool write, struct bp_pp_pins *pins);
 void bp_pp_unpin(struct bp_pp_pins *pins);
+/*
+ * call(arg), then the pins released (errno kept); released too if the
+ * thread is cancelled in the call (read, recv, poll ... are cancellation
+ * points): a thread cancelled there left its pages pinned for good, out of
+ * the budget's reach.  Returns what call returned.
+ */
+ssize_t bp_pp_pinned(struct bp_pp_pins *pins, ssize_t (*call)(void *arg), void *arg);
 
 #endif

@@ -5,6 +5,7 @@
 #include "core/syscall.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <time.h>
 
@@ -297,4 +298,21 @@ void bp_pp_unpin(struct bp_pp_pins *pins)
 		bp_leave();
 	}
 	pins->n = 0;
+}
+
+static void unpin_cb(void *pins)
+{
+	bp_pp_unpin(pins);
+}
+
+ssize_t bp_pp_pinned(struct bp_pp_pins *pins, ssize_t (*call)(void *arg), void *arg)
+{
+	volatile ssize_t r; /* set between the cleanup handler's setjmp and its pop */
+	pthread_cleanup_push(unpin_cb, pins);
+	r = call(arg);
+	pthread_cleanup_pop(0);
+	int e = errno;
+	bp_pp_unpin(pins);
+	errno = e;
+	return r;
 }

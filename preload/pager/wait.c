@@ -12,7 +12,6 @@
 
 #include <limits.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
@@ -168,9 +167,9 @@ static bool in_region(const void *a, size_t len)
 	return in;
 }
 
-static void unpin_cb(void *pins)
+static ssize_t wcall_fn(void *c)
 {
-	bp_pp_unpin(pins);
+	return wcall(c);
 }
 
 /* The call with the buffers v[0..n) pinned, as far as they pin. */
@@ -179,14 +178,7 @@ static int wcall_pinned(const struct wcall *c, const struct iovec *v, int n)
 	struct bp_pp_pins pins;
 	if (bp_pp_pin(v, n, true, &pins) < 0)
 		pins.n = 0;
-	volatile int r; /* set between the cleanup handler's setjmp and its pop */
-	pthread_cleanup_push(unpin_cb, &pins);
-	r = wcall(c);
-	pthread_cleanup_pop(0);
-	int e = errno;
-	bp_pp_unpin(&pins);
-	errno = e;
-	return r;
+	return (int)bp_pp_pinned(&pins, wcall_fn, (void *)c);
 }
 
 /* The signal mask and the timespec read through copies (ss, ts) where

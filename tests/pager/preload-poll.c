@@ -95,48 +95,6 @@ static void *waiter(void *arg)
 	return NULL;
 }
 
-/* The first line of /proc/self/task/TID/NAME into buf ("" if none). */
-static void task_file(pid_t tid, const char *name, char *buf, size_t len)
-{
-	char path[128];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, name);
-	FILE *f = fopen(path, "r");
-	buf[0] = 0;
-	if (f && !fgets(buf, (int)len, f))
-		buf[0] = 0;
-	if (f)
-		fclose(f);
-}
-
-/*
- * Is thread tid blocked (state S) in one of the system calls nr[]?  A poll
- * interrupted by task work with no signal to deliver (the completion of a
- * write-back the thread submitted in a fault) is restarted by the kernel as
- * restart_syscall, not as poll: that one counts too, unless it sleeps in a
- * futex (a fault waiting for room, before the call).  Missing it made this
- * test wait forever for a thread that was already blocked.
- */
-static bool blocked(pid_t tid, const long *nr, int n, bool restarts)
-{
-	char buf[256];
-	task_file(tid, "stat", buf, sizeof(buf));
-	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || p[2] != 'S')
-		return false;
-	task_file(tid, "syscall", buf, sizeof(buf));
-	long got = -1;
-	if (sscanf(buf, "%ld", &got) != 1)
-		return false;
-	if (restarts && got == SYS_restart_syscall) {
-		task_file(tid, "wchan", buf, sizeof(buf));
-		return !strstr(buf, "futex");
-	}
-	for (int i = 0; i < n; i++)
-		if (got == nr[i])
-			return true;
-	return false;
-}
-
 /* Until the thread is blocked in its call, or the call returned (it failed
  * at once: the caller reports it). */
 static void wait_blocked(struct job *j)
@@ -151,7 +109,7 @@ static void wait_blocked(struct job *j)
 	bool restarts = nr == pollish && j->k != K_PPOLL; /* poll: restart_syscall */
 	while (!__atomic_load_n(&j->done, __ATOMIC_ACQUIRE) &&
 	       (!__atomic_load_n(&j->tid, __ATOMIC_ACQUIRE) ||
-		!blocked(j->tid, nr, n, restarts))) {
+		!pp_blocked(j->tid, nr, n, restarts))) {
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
 	}
@@ -345,10 +303,7 @@ static void cancelled(void)
 	pthread_t t;
 	CHECK_EQ(pthread_create(&t, NULL, waiter, &j), 0);
 	wait_blocked(&j);
-	CHECK_EQ(pthread_cancel(t), 0);
-	void *res;
-	CHECK_EQ(pthread_join(t, &res), 0);
-	CHECK(res == PTHREAD_CANCELED);
+	pp_cancel(t);
 	close(p[0]);
 	close(p[1]);
 	evict(); /* the pages of the array can go again */

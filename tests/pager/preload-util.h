@@ -12,10 +12,12 @@
 #include "core/testutil.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #define PP_BUDGET (4ul << 20)      /* BYPASS_PAGER_BUDGET of the runs */
@@ -223,6 +225,57 @@ static inline void pp_dirty(unsigned char *junk, size_t n)
 {
 	for (size_t i = 0; i < n; i += 4096)
 		junk[i]++;
+}
+
+/* The first line of /proc/self/task/TID/NAME into buf ("" if none). */
+static inline void pp_task_file(pid_t tid, const char *name, char *buf, size_t len)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, name);
+	FILE *f = fopen(path, "r");
+	buf[0] = 0;
+	if (f && !fgets(buf, (int)len, f))
+		buf[0] = 0;
+	if (f)
+		fclose(f);
+}
+
+/*
+ * Is thread tid blocked (state S) in one of the system calls nr[]?  With
+ * restarts: a poll interrupted by task work with no signal to deliver (the
+ * completion of a write-back the thread submitted in a fault) is restarted
+ * by the kernel as restart_syscall, not as poll: that one counts too,
+ * unless it sleeps in a futex (a fault waiting for room, before the call).
+ * Missing it made preload-poll wait forever for a thread already blocked.
+ */
+static inline bool pp_blocked(pid_t tid, const long *nr, int n, bool restarts)
+{
+	char buf[256];
+	pp_task_file(tid, "stat", buf, sizeof(buf));
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || p[2] != 'S')
+		return false;
+	pp_task_file(tid, "syscall", buf, sizeof(buf));
+	long got = -1;
+	if (sscanf(buf, "%ld", &got) != 1)
+		return false;
+	if (restarts && got == SYS_restart_syscall) {
+		pp_task_file(tid, "wchan", buf, sizeof(buf));
+		return !strstr(buf, "futex");
+	}
+	for (int i = 0; i < n; i++)
+		if (got == nr[i])
+			return true;
+	return false;
+}
+
+/* Cancel thread t and join it: it must end cancelled. */
+static inline void pp_cancel(pthread_t t)
+{
+	CHECK_EQ(pthread_cancel(t), 0);
+	void *res;
+	CHECK_EQ(pthread_join(t, &res), 0);
+	CHECK(res == PTHREAD_CANCELED);
 }
 
 /* A pattern byte for offset i of buffer k. */
