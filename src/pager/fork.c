@@ -20,7 +20,8 @@
  *   prepare  the pager's lock; the gate closed (no serve, pin, prefetch
  *            read or sampling inside: no page lock held), the parked pages
  *            put back, the evict lock, the write-backs finished; the
- *            child's entries claimed and filled; the table's lock.
+ *            child's entries claimed and filled; the page tables of spans
+ *            with nothing mapped dropped (below); the table's lock.
  *   parent   the locks released, the gate opened.
  *   child    the table keeps the regions; bp_share_child() re-arms the
  *            pager (a failure aborts the child: it would read zeros).
@@ -62,15 +63,93 @@
 #include "pager/fault.h"
 #include "pager/evict.h"
 #include "pager/policy.h"
+#include "core/syscall.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static struct bypass_pager **g_list; /* live pagers (g_lock) */
+static uint64_t *g_swept;            /* g_list[i]'s evictions at its last sweep */
 static size_t g_n, g_cap;
+
+/*
+ * Empty page tables (issue 32's fork target).  An evicted page's entry is
+ * cleared (MADV_DONTNEED) but the page-table page that held it stays, and
+ * fork() copies every page-table page of the regions into the child: with
+ * 1 GiB evicted, 512 of them allocated, charged and walked for nothing (the
+ * shared-slot fork took 1.7x Linux's at the same resident set, nearly all
+ * of it in the kernel's copy_page_range).  Linux frees a page-table page
+ * that a MADV_DONTNEED of at least PMD_SIZE leaves empty (CONFIG_PT_RECLAIM,
+ * 6.14 on; elsewhere the call changes nothing).  So before a shared-slot
+ * fork, each 2 MiB-aligned span of p's regions with no page mapped (every
+ * page swapped out or zero by the pager's states, and none present by
+ * mincore) gets one MADV_DONTNEED, consecutive spans together: nothing is
+ * unmapped, the empty tables go.  Called with the gate closed (fork_prepare:
+ * bp_share_prepare), so no page is installed meanwhile.  Skipped when p
+ * evicted nothing since its last sweep: no table can have emptied since.
+ */
+#define PT_SPAN (2ul << 20)
+#define PT_PAGES (PT_SPAN / PG_SIZE)
+
+static uint64_t evictions_of(struct bypass_pager *p)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; i < PG_STAT_SHARDS; i++)
+		n += atomic_load_explicit(&p->st[i].evict, memory_order_relaxed);
+	return n;
+}
+
+/* Is no page of the span at a (page id id) mapped? */
+static bool span_empty(struct bypass_pager *p, uintptr_t a, uint32_t id)
+{
+	for (uint32_t k = 0; k < PT_PAGES; k++) {
+		unsigned st = pg_state(atomic_load_explicit(&pg_of(p, id + k)->w,
+							    memory_order_relaxed));
+		if (st != PS_SWAPPED && st != PS_ZERO)
+			return false;
+	}
+	unsigned char vec[PT_PAGES];
+	if (bp_sys_ret(bp_syscall3(SYS_mincore, a, PT_SPAN, (uintptr_t)vec)) < 0)
+		return false;
+	for (uint32_t k = 0; k < PT_PAGES; k++)
+		if (vec[k] & 1)
+			return false;
+	return true;
+}
+
+static void drop_run(uintptr_t a, uintptr_t b)
+{
+	if (b > a)
+		bp_sys_madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+static void sweep_tables(struct bypass_pager *p, uint64_t *swept)
+{
+	uint64_t ev = evictions_of(p);
+	if (ev == *swept)
+		return;
+	*swept = ev;
+	unsigned idx = bp_tab_enter();
+	struct regtab *t = bp_tab_get();
+	for (size_t i = 0; t && i < t->n; i++) {
+		struct region *r = t->r[i];
+		if (r->pager != p || r->gen != p->cfg.gen)
+			continue;
+		uintptr_t a = (r->start + PT_SPAN - 1) & ~(PT_SPAN - 1), run = a;
+		for (; a + PT_SPAN <= r->end; a += PT_SPAN)
+			if (!span_empty(p, a, region_id(r, a))) {
+				drop_run(run, a);
+				run = a + PT_SPAN;
+			}
+		drop_run(run, a);
+	}
+	bp_tab_leave(idx);
+}
 
 /* Page id of r resident (fetch_all); *arg counts the failures. */
 static void fetch_one(struct bypass_pager *p, struct region *r, uint32_t id, void *arg)
@@ -120,8 +199,10 @@ static void fork_prepare(void)
 		 * (which serializes such takes): recorded, not checked */
 		pthread_mutex_lock(&p->lock);
 		bp_rank_push(BP_RANK_PAGER, &p->lock);
-		if (bp_share_prepare(p))
+		if (bp_share_prepare(p)) {
+			sweep_tables(p, &g_swept[i]);
 			continue;
+		}
 		bp_evict_fork_begin(p);
 		fetch_all(p);
 	}
@@ -198,15 +279,20 @@ int bp_fork_add(struct bypass_pager *p)
 	if (g_n == g_cap) {
 		size_t cap = g_cap ? 2 * g_cap : 8;
 		struct bypass_pager **v = bp_pg_realloc(g_list, cap * sizeof(*v));
-		if (v) {
+		if (v)
 			g_list = v;
+		uint64_t *w = v ? bp_pg_realloc(g_swept, cap * sizeof(*w)) : NULL;
+		if (w) {
+			g_swept = w;
 			g_cap = cap;
 		} else {
 			e = -ENOMEM;
 		}
 	}
-	if (!e)
+	if (!e) {
+		g_swept[g_n] = 0;
 		g_list[g_n++] = p;
+	}
 	bp_mutex_unlock(&g_lock, BP_RANK_FORK);
 	return e;
 }
@@ -217,6 +303,7 @@ void bp_fork_remove(struct bypass_pager *p)
 	for (size_t i = 0; i < g_n; i++)
 		if (g_list[i] == p) {
 			g_list[i] = g_list[--g_n];
+			g_swept[i] = g_swept[g_n];
 			break;
 		}
 	bp_mutex_unlock(&g_lock, BP_RANK_FORK);
