@@ -300,9 +300,29 @@ void bp_pp_unpin(struct bp_pp_pins *pins)
 	pins->n = 0;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define PINS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PINS_ASAN 1
+#endif
+#endif
+#ifdef PINS_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 static void unpin_cb(void *pins)
 {
 	bp_pp_unpin(pins);
+#ifdef PINS_ASAN
+	/* Cancellation came back to bp_pp_pinned by longjmp (glibc's C
+	 * cleanup), past the frames of the call without clearing their
+	 * redzones; AddressSanitizer's own handling of the noreturn unwind
+	 * that follows works in that stack and took the stale redzones for
+	 * an overflow (its sigaltstack interceptor).  Clear them. */
+	char *fa = __builtin_frame_address(0);
+	__asan_unpoison_memory_region(fa - (64 << 10), 64 << 10);
+#endif
 }
 
 ssize_t bp_pp_pinned(struct bp_pp_pins *pins, ssize_t (*call)(void *arg), void *arg)
