@@ -159,14 +159,11 @@ void bp_evict_drop(struct bypass_pager *p, struct ectx *c, const uint32_t *ids,
 /* ------------------------------------------------------------ the tier */
 
 /*
- * The compressed tier (tier.c), write-through: of the n locked,
- * write-protected dirty victims v, the first BP_TIER_STAGE that are not
- * under the DONTNEED hint (cold: not expected back soon; the file only,
- * counted) are staged, and those that compress are compressed now;
- * bp_wb_submit() puts each in the pool under the slot it gives the
- * page, then writes the page to the file as before.  The file always has
- * the data: whatever reads slots from the file (the prefetcher, a forked
- * child) reads it right, and the pool shrinks by forgetting.  The cold
+ * The compressed tier (tier.c): of the n locked, write-protected dirty
+ * victims v, the first BP_TIER_STAGE that are not under the DONTNEED hint
+ * (cold: not expected back soon; the file only, counted) are staged, and
+ * compressed now; bp_wb_submit() keeps in the pool, and only there, each
+ * whose copy the pool takes, and writes the others to the file.  The cold
  * pages are passed over, not counted against the window (a batch that
  * began with cold pages staged none of the others after them).  Returns
  * how many were staged; at[k] is the place in v of the k-th (increasing),

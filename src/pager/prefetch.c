@@ -35,6 +35,7 @@
 #include "pager/share.h"
 #include "pager/engine.h"
 #include "pager/evict.h"
+#include "pager/tier.h"
 #include "pager/lru.h"
 #include "pager/uffd.h"
 #include "pager/install.h"
@@ -64,6 +65,8 @@ struct pf_read {
 	struct region *r;
 	unsigned tab;   /* the region table read section this read holds */
 	char *buf;
+	uint32_t slot1; /* the run's first slot */
+	bool pool;      /* some of its pages are in the compressed pool */
 };
 
 struct bp_pf {
@@ -285,6 +288,35 @@ static void pf_complete(struct bypass_pager *p, struct pf_read *rd, int res)
 	bp_tab_leave(rd->tab);
 }
 
+/*
+ * The compressed tier: the pages of the run (our own slots only) whose
+ * copy is in the pool, decompressed into rd->buf, over what the file had
+ * (a pool-only copy is the only right one: tier.h).  The run's pages are
+ * locked: their entries stay.  Returns how many, or -EIO.
+ */
+static int pf_from_pool(struct bypass_pager *p, struct pf_read *rd)
+{
+	struct bp_tier *t = atomic_load_explicit(&p->tier, memory_order_acquire);
+	if (!t || slot_level(rd->slot1) != p->lin.depth)
+		return 0;
+	uint32_t s0 = slot_index(rd->slot1);
+	int n = 0;
+	for (uint32_t i = 0; i < rd->k; i++) {
+		int got = bp_tier_load(t, s0 + i, rd->buf + (size_t)i * PG_SIZE);
+		if (got < 0)
+			return got;
+		n += got;
+	}
+	return n;
+}
+
+static void pf_count_pool(struct bypass_pager *p, int n)
+{
+	struct bp_tier *t = atomic_load_explicit(&p->tier, memory_order_acquire);
+	if (t && n > 0)
+		bp_tier_count_reads(t, (uint32_t)n, 0);
+}
+
 static void pf_reap_one(struct bypass_pager *p, struct bp_pf *pf)
 {
 	struct io_uring_cqe *cqe;
@@ -299,6 +331,12 @@ static void pf_reap_one(struct bypass_pager *p, struct bp_pf *pf)
 	uint32_t i = (uint32_t)cqe->user_data;
 	int res = cqe->res;
 	io_uring_cqe_seen(&pf->ring, cqe);
+	if (pf->rd[i].pool && res == (int)(pf->rd[i].k * PG_SIZE)) {
+		int got = pf_from_pool(p, &pf->rd[i]);
+		if (got < 0)
+			res = got;
+		pf_count_pool(p, got);
+	}
 	pf_complete(p, &pf->rd[i], res);
 	pf->rd_busy[i] = false;
 	if (!--pf->inflight && pf->gated) {
@@ -350,7 +388,17 @@ static bool pf_start_read_in(struct bypass_pager *p, struct bp_pf *pf)
 		while (pf->rd_busy[i])
 			i++;
 		struct pf_read *rd = &pf->rd[i];
-		*rd = (struct pf_read){ .id0 = cur, .k = k, .r = r, .tab = ti, .buf = rd->buf };
+		*rd = (struct pf_read){ .id0 = cur, .k = k, .r = r, .tab = ti, .buf = rd->buf,
+					.slot1 = slot1 };
+		/* all of the run in the compressed pool: no read */
+		int pool = pf_from_pool(p, rd);
+		if (pool < 0 || pool == (int)k) {
+			pf_count_pool(p, pool);
+			pf->cur += k;
+			pf_complete(p, rd, pool < 0 ? pool : (int)(k * PG_SIZE));
+			return true;
+		}
+		rd->pool = pool > 0; /* read, then the pool's pages over it */
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&pf->ring);
 		if (!sqe) {
 			io_uring_submit(&pf->ring);

@@ -56,6 +56,7 @@
 #include "pager/setup.h"
 #include "pager/read.h"
 #include "pager/evict.h"
+#include "pager/tier.h"
 #include "pager/lru.h"
 #include "pager/sample.h"
 #include "pager/uffd.h"
@@ -400,6 +401,15 @@ bool bp_share_prepare(struct bypass_pager *p)
 	bp_sample_unpark_now(p);
 	bp_plock_lock_serialized(&p->ev.lock);
 	bp_evict_drain(p);
+	/* the child reads our slots from our file: the compressed pool's
+	 * pool-only copies written there first (kept in the pool); if one
+	 * cannot be, this fork reads back instead */
+	struct bp_tier *t = atomic_load_explicit(&p->tier, memory_order_acquire);
+	if (t && bp_tier_flush(p, t)) {
+		bp_plock_unlock(&p->ev.lock);
+		gate_open(p);
+		return false;
+	}
 	p->lin.share = claim_for_child(p);
 	if (!p->lin.share) {
 		bp_plock_unlock(&p->ev.lock);

@@ -4,12 +4,16 @@
  * pool of memory counted in the budget, between the resident pages and
  * the swap file.  See docs/pager.md, "Compressed tier".
  *
- * Write-through: an evicted page that compresses is written to its swap
- * slot as before and kept compressed in the pool as well, under that slot;
- * the pool's table says, per slot of the pager's own file, whether a copy
- * is in memory.  Whatever reads the file (the prefetcher, a forked child)
- * finds the data there; a swap-in finds it in the pool first.  The pool
- * shrinks by forgetting its oldest copies.
+ * Write-back (pool-only): an evicted page that compresses is kept in the
+ * pool under the swap slot it is given, and not written to the file (the
+ * entry's dirty flag says the file does not have it); a page that does
+ * not compress is written to its slot as before.  The pool writes a
+ * pool-only copy to its slot only when it must forget it (shrinking: the
+ * pool full, or its share cut), in batches, and all of them before a fork
+ * that keeps the pager (the child reads its parent's slots from the
+ * parent's file: bp_tier_flush).  Whatever reads our own slots reads
+ * through the pool: a swap-in (read.c), the prefetcher (prefetch.c).  A
+ * write that fails keeps the pool's copy.
  * The evictor (evict lock) stores and shrinks; a swap-in (under the page
  * lock of every page it reads) loads; whoever frees a slot (under its
  * page's lock) forgets its entry.  An entry is therefore only freed by the
@@ -37,18 +41,24 @@ char *bp_tier_stage(struct bp_tier *t, void *const *addrs, uint32_t n);
 int bp_tier_compress(struct bp_tier *t, const char *page, uint32_t idx);
 /* Keep victim idx's compressed copy as slot s's, for page id (evict lock;
  * s just given to the page, page locked): true if kept (false: it did not
- * compress, or no room in the pool or under the budget). */
+ * compress, or no room in the pool or under the budget).  pool_only: the
+ * page is not written to the file (the copy is the only one). */
 bool bp_tier_commit(struct bypass_pager *p, struct bp_tier *t, uint32_t s, uint32_t id,
-		    uint32_t idx);
+		    uint32_t idx, bool pool_only);
 /* Slot s's page into dst (PG_SIZE bytes) if the pool holds it: 1; 0 if
  * not (read the file); -EIO if the data does not decompress.  Any
  * context; the page's lock held. */
 int bp_tier_load(struct bp_tier *t, uint32_t s, char *dst);
 /* Slot s is freed (its page's lock held): its pool entry too. */
 void bp_tier_forget(struct bypass_pager *p, struct bp_tier *t, uint32_t s);
-/* Forget the pool's oldest copies (the file has them) until it holds at
- * most target pages of memory (evict lock); pages of memory freed. */
+/* Forget the pool's oldest copies until it holds at most target pages of
+ * memory (evict lock), writing the pool-only ones to their slots first;
+ * pages of memory freed. */
 uint32_t bp_tier_shrink(struct bypass_pager *p, struct bp_tier *t, uint32_t target);
+/* Write every pool-only copy to its slot, keeping it in the pool (evict
+ * lock held, nobody inside the pager: a fork's prepare): 0, or -EIO if
+ * one could not be written (the fork then reads back instead). */
+int bp_tier_flush(struct bypass_pager *p, struct bp_tier *t);
 /* The pool's memory in pages, and its cap. */
 uint32_t bp_tier_pages(const struct bp_tier *t);
 uint32_t bp_tier_cap(const struct bp_tier *t);

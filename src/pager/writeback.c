@@ -300,8 +300,8 @@ static struct wb *wb_get(struct bypass_pager *p, struct ectx *c, uint32_t *idx)
  * take the kernel's read of the pages for a race with the threads that
  * wrote them, but those writes are ordered by the write-protection.
  */
-static int write_sync(struct bypass_pager *p, const struct iovec *iov, uint32_t niov,
-		      uint32_t slot)
+int bp_wb_write_sync(struct bypass_pager *p, const struct iovec *iov, uint32_t niov,
+		     uint32_t slot)
 {
 	long n;
 	do /* x86-64 and other 64-bit ABIs: the offset, and 0 for its high half */
@@ -311,18 +311,56 @@ static int write_sync(struct bypass_pager *p, const struct iovec *iov, uint32_t 
 	return n < 0 ? -errno : (int)n;
 }
 
+/* A slot taken by slot_alloc() given back unused (evict lock). */
+static void slot_untake(struct bypass_pager *p, uint32_t s)
+{
+	atomic_fetch_and_explicit(&p->swap.slotmap[s / 64], ~(1ull << (s % 64)),
+				  memory_order_relaxed);
+	atomic_fetch_sub_explicit(&p->swap.used, 1, memory_order_relaxed);
+}
+
+/*
+ * The compressed tier, write-back: each staged victim v[at[k]] whose
+ * compressed copy the pool keeps gets a slot and is dropped now, its copy
+ * the only one (pool-only: not written to the file).  The others stay in
+ * v, in order, for the file; returns how many.
+ */
+static uint32_t to_pool(struct bypass_pager *p, struct ectx *c, uint32_t *v, uint32_t n,
+			const uint32_t *at, uint32_t staged)
+{
+	struct bp_tier *t = atomic_load_explicit(&p->tier, memory_order_acquire);
+	uint32_t pool[BP_TIER_STAGE], npool = 0, m = 0, sk = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (sk < staged && at[sk] == i) {
+			uint32_t s = slot_alloc(p), idx = sk++;
+			if (s != PG_NONE && bp_tier_commit(p, t, s, v[i], idx, true)) {
+				pg_of(p, v[i])->slot = slot_make(p->lin.depth, s);
+				pool[npool++] = v[i];
+				continue;
+			}
+			if (s != PG_NONE)
+				slot_untake(p, s);
+		}
+		v[m++] = v[i];
+	}
+	bp_evict_drop(p, c, pool, npool, false);
+	return m;
+}
+
 /*
  * Write n locked, write-protected dirty pages (sorted by id) to fresh
- * slots: runs of consecutive slots become one writev (the staged ones,
- * v[at[0]], v[at[1]], ... (increasing), also into the compressed pool:
- * tier_stage()).  The pages are unlocked in state WRITEBACK (and, for a
- * synchronous write-back, finished before this returns).
+ * slots: runs of consecutive slots become one writev.  The staged ones
+ * (v[at[0]], v[at[1]], ... (increasing): tier_stage()) that the pool
+ * keeps are not written: to_pool().  The pages are unlocked in state
+ * WRITEBACK (and, for a synchronous write-back, finished before this
+ * returns).
  */
-void bp_wb_submit(struct bypass_pager *p, struct ectx *c, const uint32_t *v,
-			     uint32_t n, const uint32_t *at, uint32_t staged)
+void bp_wb_submit(struct bypass_pager *p, struct ectx *c, uint32_t *v, uint32_t n,
+		  const uint32_t *at, uint32_t staged)
 {
-	struct bp_tier *t = staged ? atomic_load_explicit(&p->tier, memory_order_acquire) : NULL;
-	uint32_t i = 0, sk = 0; /* sk: the next staged page, at[sk] */
+	if (staged)
+		n = to_pool(p, c, v, n, at, staged);
+	uint32_t i = 0;
 	bool queued = false;
 	bool sync = atomic_load_explicit(&p->ev.sync_wb, memory_order_relaxed) &&
 		    !bp_pager_in_handler_thread();
@@ -346,8 +384,6 @@ void bp_wb_submit(struct bypass_pager *p, struct ectx *c, const uint32_t *v,
 			struct region *r = ectx_region(p, c, v[i]);
 			uintptr_t a = region_addr(r, v[i]);
 			pg_of(p, v[i])->slot = slot_make(p->lin.depth, s + cnt);
-			if (sk < staged && at[sk] == i) /* a compressed copy in the pool too */
-				bp_tier_commit(p, t, s + cnt, v[i], sk++);
 			b->ids[cnt] = v[i];
 			if (niov && (uintptr_t)b->iov[niov - 1].iov_base +
 						b->iov[niov - 1].iov_len == a) {
@@ -369,7 +405,7 @@ void bp_wb_submit(struct bypass_pager *p, struct ectx *c, const uint32_t *v,
 		}
 		if (sync) {
 			p->ev.wb_inflight++;
-			finish_wb(p, c, b, write_sync(p, b->iov, niov, s));
+			finish_wb(p, c, b, bp_wb_write_sync(p, b->iov, niov, s));
 			continue;
 		}
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ev.ring);

@@ -12,6 +12,7 @@
 #include "pager/table.h"
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define WB_MAX_PAGES 64u /* pages in one write-back record (one writev) */
 
@@ -40,13 +41,18 @@ void bp_evict_drop(struct bypass_pager *p, struct ectx *c, const uint32_t *ids, 
  * writeback.c (evict lock held for each): reap finished writes (with wait,
  * up to 1 ms for one), returning the pages dropped; write n locked,
  * write-protected dirty victims v (sorted) to fresh slots, the staged ones
- * v[at[k]] also into the compressed pool; are all (all) or any (!all) of
+ * v[at[k]] that the compressed pool keeps into the pool only (v is
+ * scratch: reordered); are all (all) or any (!all) of
  * the write-backs in flight the calling thread's; where they stand, logged
  * at level.
  */
 uint32_t bp_wb_reap(struct bypass_pager *p, struct ectx *c, bool wait);
-void bp_wb_submit(struct bypass_pager *p, struct ectx *c, const uint32_t *v, uint32_t n,
+void bp_wb_submit(struct bypass_pager *p, struct ectx *c, uint32_t *v, uint32_t n,
 		  const uint32_t *at, uint32_t staged);
+/* Write iov (niov buffers) to the swap file at slot, in this thread (the
+ * system call): bytes written, or -errno. */
+int bp_wb_write_sync(struct bypass_pager *p, const struct iovec *iov, uint32_t niov,
+		     uint32_t slot);
 bool bp_wb_mine(struct bypass_pager *p, bool all);
 void bp_wb_report(struct bypass_pager *p, int level);
 /* The records and the ring: created, renewed in a fork child, freed. */

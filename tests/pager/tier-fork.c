@@ -2,9 +2,12 @@
 /*
  * Fork with pages in the compressed pool (issue 35), both fault modes: the
  * child reads the parent's evicted pages from the parent's slots in the
- * parent's file (the pool is write-through), sees every byte, rewrites
- * everything within its own budget and pool (which starts empty); the
- * parent's data stays its own and its pool works on.
+ * parent's file (the pool's pool-only pages are written there before the
+ * fork: without that, the child read wrong pages), sees every byte; the
+ * parent rewrites everything while the child lives, and the child still
+ * sees the fork's data, then rewrites everything within its own budget
+ * and pool (which starts empty); the parent's data stays its own and its
+ * pool works on.
  */
 #include "tier-util.h"
 
@@ -38,10 +41,16 @@ static void run(int mode)
 	CHECK_EQ(bypass_pager_tier_stats(p, &t), 0);
 	CHECK(t.pool_pages > 0); /* the fork finds pages in the pool */
 
+	int up[2], down[2]; /* child -> parent, parent -> child */
+	CHECK(pipe(up) == 0 && pipe(down) == 0);
+	char c = 0;
 	pid_t pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
 		check("child", 1);
+		CHECK(write(up[1], "r", 1) == 1);
+		CHECK(read(down[0], &c, 1) == 1); /* the parent has rewritten */
+		check("child, after the parent's rewrite", 1);
 		for (uint64_t i = 0; i < NPAGES; i++)
 			tier_fill(m + i * PAGE, i, 2);
 		check("child", 2);
@@ -59,12 +68,21 @@ static void run(int mode)
 		CHECK(ts.pool_pages > 0); /* its own evictions, in its own pool */
 		_exit(0);
 	}
+	CHECK(read(up[0], &c, 1) == 1); /* the child has read everything */
+	for (uint64_t i = 0; i < NPAGES; i++)
+		tier_fill(m + i * PAGE, i, 4);
+	check("parent, while the child lives", 4);
+	CHECK(write(down[1], "g", 1) == 1);
 	int st;
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
 	CHECK(WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 3));
 	bool kept = WEXITSTATUS(st) == 0;
 	TEST_LOG("%s: the fork %s", mode_name(mode), kept ? "kept the pager" : "read back");
-	check("parent", 1);
+	check("parent", 4);
 	for (uint64_t i = 0; i < NPAGES; i++)
 		tier_fill(m + i * PAGE, i, 3);
 	check("parent", 3);

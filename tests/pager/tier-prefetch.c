@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The compressed tier beside the prefetcher (issue 35), both fault modes:
- * the prefetcher reads evicted pages from the swap file by itself (the
- * "prefetch" policy's streams, the WILLNEED hint), so every page the pool
- * holds must be in the file too.  Compressible pages, evicted, then read
- * in streams and brought back with WILLNEED: every byte right.
+ * the prefetcher reads evicted pages by itself (the "prefetch" policy's
+ * streams, the WILLNEED hint), and a page the pool keeps is not in the
+ * file (pool-only): the prefetcher reads through the pool.  Compressible
+ * pages, evicted, then read in streams and brought back with WILLNEED:
+ * every byte right (with the prefetcher reading the file only, pages
+ * came back wrong).
  * TEST_LABELS: threads (the prefetch thread)
  */
 #include "tier-util.h"
