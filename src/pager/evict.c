@@ -189,12 +189,7 @@ static uint32_t tier_stage(struct bypass_pager *p, struct ectx *c, const uint32_
 	}
 	if (!m)
 		return 0;
-	const char *buf = bp_tier_stage(t, addrs, m);
-	if (!buf)
-		return 0;
-	for (uint32_t k = 0; k < m; k++)
-		bp_tier_compress(t, buf + (size_t)k * PG_SIZE, k);
-	return m;
+	return bp_tier_compress_pages(t, addrs, m) ? m : 0;
 }
 
 /* ------------------------------------------------------------ eviction */

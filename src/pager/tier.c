@@ -249,32 +249,6 @@ bool bp_tier_on(const struct bp_tier *t)
 	return t && atomic_load_explicit(&t->on, memory_order_relaxed);
 }
 
-/*
- * The pages are write-protected and locked: no write can change them.  They
- * are copied by the kernel (process_vm_readv on ourselves), as the file
- * write-back has the kernel read them: a sanitizer then sees no plain read
- * racing with the program's earlier writes, which the write-protection
- * orders but a sanitizer cannot see.
- */
-char *bp_tier_stage(struct bp_tier *t, void *const *addrs, uint32_t n)
-{
-	if (n > BP_TIER_STAGE)
-		return NULL;
-	struct iovec local = { t->stage, (size_t)n * PG_SIZE };
-	struct iovec remote[BP_TIER_STAGE];
-	for (uint32_t i = 0; i < n; i++) {
-		remote[i].iov_base = addrs[i];
-		remote[i].iov_len = PG_SIZE;
-	}
-	long got = bp_sys_ret(bp_syscall6(SYS_process_vm_readv, (long)getpid(), (long)&local, 1l,
-					     (long)remote, (long)n, 0l));
-	if (got == (long)local.iov_len)
-		return t->stage;
-	for (uint32_t i = 0; i < n; i++) /* not permitted here: a plain copy */
-		memcpy(t->stage + (size_t)i * PG_SIZE, addrs[i], PG_SIZE);
-	return t->stage;
-}
-
 int bp_tier_compress(struct bp_tier *t, const char *page, uint32_t idx)
 {
 #ifdef BYPASS_HAVE_LZ4
@@ -293,6 +267,50 @@ int bp_tier_compress(struct bp_tier *t, const char *page, uint32_t idx)
 	(void)idx;
 	return -1;
 #endif
+}
+
+/*
+ * Under ThreadSanitizer the pages are copied by the kernel first
+ * (process_vm_readv on ourselves), as the file write-back has the kernel
+ * read them: the sanitizer then sees no plain read racing with the
+ * program's earlier writes, which the write-protection orders but a
+ * sanitizer cannot see.
+ */
+static char *stage_copy(struct bp_tier *t, void *const *addrs, uint32_t n)
+{
+	if (n > BP_TIER_STAGE)
+		return NULL;
+	struct iovec local = { t->stage, (size_t)n * PG_SIZE };
+	struct iovec remote[BP_TIER_STAGE];
+	for (uint32_t i = 0; i < n; i++) {
+		remote[i].iov_base = addrs[i];
+		remote[i].iov_len = PG_SIZE;
+	}
+	long got = bp_sys_ret(bp_syscall6(SYS_process_vm_readv, (long)getpid(), (long)&local, 1l,
+					     (long)remote, (long)n, 0l));
+	if (got == (long)local.iov_len)
+		return t->stage;
+	for (uint32_t i = 0; i < n; i++) /* not permitted here: a plain copy */
+		memcpy(t->stage + (size_t)i * PG_SIZE, addrs[i], PG_SIZE);
+	return t->stage;
+}
+
+/*
+ * The pages are write-protected and locked: no write can change them, and
+ * they are resident (no fault, even in a handler thread).  LZ4 reads them
+ * where they are; a staging copy first cost an eviction round a sixth of
+ * its time (process_vm_readv's page walk and copy, issue 35's profile).
+ */
+bool bp_tier_compress_pages(struct bp_tier *t, void *const *addrs, uint32_t n)
+{
+	if (n > BP_TIER_STAGE)
+		return false;
+	const char *buf = NULL;
+	if (BP_TSAN && !(buf = stage_copy(t, addrs, n)))
+		return false;
+	for (uint32_t k = 0; k < n; k++)
+		bp_tier_compress(t, buf ? buf + (size_t)k * PG_SIZE : (const char *)addrs[k], k);
+	return true;
 }
 
 /* n pages of the budget for a slab, only if they fit (never above it:

@@ -33,9 +33,10 @@ struct bp_tier;
 
 /* The tier is on (new evictions go to the pool). */
 bool bp_tier_on(const struct bp_tier *t);
-/* Copy the n locked, write-protected pages at addrs into the staging
- * buffer (evict lock); returns it, or NULL (then nothing is stored). */
-char *bp_tier_stage(struct bp_tier *t, void *const *addrs, uint32_t n);
+/* Compress the n locked, write-protected pages at addrs as the round's
+ * victims 0 .. n-1 (evict lock; bp_tier_compress each): false if they
+ * could not be (then nothing is stored). */
+bool bp_tier_compress_pages(struct bp_tier *t, void *const *addrs, uint32_t n);
 /* Compress one page as the round's victim number idx (evict lock): the
  * compressed size if it is worth keeping, else -1 (the file only). */
 int bp_tier_compress(struct bp_tier *t, const char *page, uint32_t idx);

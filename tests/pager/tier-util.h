@@ -21,6 +21,17 @@ static inline bool tier_ok(const char *pg, uint64_t i, uint64_t v)
 	return memcmp(pg, want, PAGE) == 0;
 }
 
+/* Pages 0 .. n-1 at m hold version v (tier_fill), else the test fails,
+ * saying who looked (a fault mode, "child") and when. */
+static inline void tier_check_all(const char *m, uint64_t n, const char *who, uint64_t v,
+				  const char *when)
+{
+	for (uint64_t i = 0; i < n; i++)
+		if (!tier_ok(m + i * PAGE, i, v))
+			TEST_FAIL("%s: page %lu is not version %lu %s", who, (unsigned long)i,
+				  (unsigned long)v, when);
+}
+
 /* The tier on for p at share_pct (0: the default); the test skips where
  * the library was built without liblz4. */
 static inline bypass_pager *tier_on(bypass_pager *p, unsigned share_pct)

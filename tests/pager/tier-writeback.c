@@ -16,13 +16,7 @@
 
 static void check(char *m, int mode, uint64_t v, const char *when)
 {
-	char want[PAGE];
-	for (uint64_t i = 0; i < NPAGES; i++) {
-		tier_fill(want, i, v);
-		if (memcmp(m + i * PAGE, want, PAGE))
-			TEST_FAIL("%s: page %lu is not version %lu %s", mode_name(mode),
-				  (unsigned long)i, (unsigned long)v, when);
-	}
+	tier_check_all(m, NPAGES, mode_name(mode), v, when);
 }
 
 static void fill(char *m, uint64_t v)
