@@ -460,7 +460,11 @@ struct bypass_pager_tier_stats {
 	uint64_t swapin_pool;  /* pages read back from the pool */
 	uint64_t swapin_file;  /* pages read back from the file (tier on) */
 	uint64_t cold;         /* pages sent to the file by the DONTNEED hint */
-	uint64_t reserved[3];
+	uint64_t pool_only;    /* evicted pages kept in the pool only: not
+				  written to the file when evicted */
+	uint64_t pool_writes;  /* of those, written to the file later (the
+				  pool forgot them, or before a fork) */
+	uint64_t reserved[1];
 };
 
 /*

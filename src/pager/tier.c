@@ -794,5 +794,7 @@ int bypass_pager_tier_stats(bypass_pager *p, struct bypass_pager_tier_stats *st)
 	st->swapin_pool = atomic_load(&t->swapin_pool);
 	st->swapin_file = atomic_load(&t->swapin_file);
 	st->cold = atomic_load(&t->cold);
+	st->pool_only = atomic_load(&t->pool_only);
+	st->pool_writes = atomic_load(&t->pool_writes);
 	return 0;
 }

@@ -44,6 +44,8 @@ static void run(int mode)
 			  (unsigned long)t.stored, (unsigned long)t.rejected,
 			  (unsigned long)t.dropped);
 	CHECK_EQ(t.swapin_file, 0);
+	CHECK(t.pool_only > 0 && t.pool_only <= t.stored);
+	CHECK_EQ(t.pool_writes, 0);
 
 	/* the pool's share cut to 5%: most pool-only pages written, then read
 	 * back from the file */
@@ -54,6 +56,7 @@ static void run(int mode)
 	t = tier_stats(p);
 	CHECK(t.dropped > 0);
 	CHECK(t.swapin_file > 0);
+	CHECK(t.pool_writes > 0 && t.pool_writes <= t.pool_only);
 
 	/* rewritten: the old copies freed, the new ones in the pool */
 	CHECK_EQ(bypass_pager_tier(p, &(struct bypass_pager_tier_config){ 0 }), 0);
@@ -69,8 +72,10 @@ static void run(int mode)
 	CHECK_EQ(stats_of(p).write_errors, 0);
 	CHECK_EQ(bypass_pager_unmap(p, m, NPAGES * PAGE), 0);
 	CHECK_EQ(bypass_pager_destroy(p), 0);
-	TEST_LOG("%s: %lu stored, %lu dropped, %lu swap-ins from the pool, %lu from the file",
-		 mode_name(mode), (unsigned long)t.stored, (unsigned long)t.dropped,
+	TEST_LOG("%s: %lu stored (%lu pool-only, %lu of them written later), %lu dropped, "
+		 "%lu swap-ins from the pool, %lu from the file",
+		 mode_name(mode), (unsigned long)t.stored, (unsigned long)t.pool_only,
+		 (unsigned long)t.pool_writes, (unsigned long)t.dropped,
 		 (unsigned long)t.swapin_pool, (unsigned long)t.swapin_file);
 }
 

@@ -1269,7 +1269,9 @@ pub struct bypass_pager_tier_stats {
     pub swapin_pool: u64,
     pub swapin_file: u64,
     pub cold: u64,
-    pub reserved: [u64; 3usize],
+    pub pool_only: u64,
+    pub pool_writes: u64,
+    pub reserved: [u64; 1usize],
 }
 unsafe extern "C" {
     pub fn bypass_pager_tier(

@@ -277,6 +277,8 @@ int main(void)
 	item("offset bypass_pager_tier_stats.swapin_pool", (long long)offsetof(struct bypass_pager_tier_stats, swapin_pool));
 	item("offset bypass_pager_tier_stats.swapin_file", (long long)offsetof(struct bypass_pager_tier_stats, swapin_file));
 	item("offset bypass_pager_tier_stats.cold", (long long)offsetof(struct bypass_pager_tier_stats, cold));
+	item("offset bypass_pager_tier_stats.pool_only", (long long)offsetof(struct bypass_pager_tier_stats, pool_only));
+	item("offset bypass_pager_tier_stats.pool_writes", (long long)offsetof(struct bypass_pager_tier_stats, pool_writes));
 	item("offset bypass_pager_tier_stats.reserved", (long long)offsetof(struct bypass_pager_tier_stats, reserved));
 	item("size bypass_pager_heat_config", (long long)sizeof(struct bypass_pager_heat_config));
 	item("align bypass_pager_heat_config", (long long)_Alignof(struct bypass_pager_heat_config));

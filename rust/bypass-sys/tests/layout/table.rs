@@ -258,6 +258,8 @@ pub const RUST_LAYOUT: &[(&str, i64)] = &[
     ("offset bypass_pager_tier_stats.swapin_pool", ::core::mem::offset_of!(bypass_sys::bypass_pager_tier_stats, swapin_pool) as i64),
     ("offset bypass_pager_tier_stats.swapin_file", ::core::mem::offset_of!(bypass_sys::bypass_pager_tier_stats, swapin_file) as i64),
     ("offset bypass_pager_tier_stats.cold", ::core::mem::offset_of!(bypass_sys::bypass_pager_tier_stats, cold) as i64),
+    ("offset bypass_pager_tier_stats.pool_only", ::core::mem::offset_of!(bypass_sys::bypass_pager_tier_stats, pool_only) as i64),
+    ("offset bypass_pager_tier_stats.pool_writes", ::core::mem::offset_of!(bypass_sys::bypass_pager_tier_stats, pool_writes) as i64),
     ("offset bypass_pager_tier_stats.reserved", ::core::mem::offset_of!(bypass_sys::bypass_pager_tier_stats, reserved) as i64),
     ("size bypass_pager_heat_config", ::core::mem::size_of::<bypass_sys::bypass_pager_heat_config>() as i64),
     ("align bypass_pager_heat_config", ::core::mem::align_of::<bypass_sys::bypass_pager_heat_config>() as i64),
