@@ -334,7 +334,10 @@ static uint32_t to_pool(struct bypass_pager *p, struct ectx *c, uint32_t *v, uin
 		if (sk < staged && at[sk] == i) {
 			uint32_t s = slot_alloc(p), idx = sk++;
 			if (s != PG_NONE && bp_tier_commit(p, t, s, v[i], idx, true)) {
+				/* the pool holds it now: clean, as after a
+				 * write-back (a drop that fails keeps it so) */
 				pg_of(p, v[i])->slot = slot_make(p->lin.depth, s);
+				pg_clear(pg_of(p, v[i]), PW_DIRTY);
 				pool[npool++] = v[i];
 				continue;
 			}
