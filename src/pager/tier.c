@@ -351,6 +351,11 @@ static int64_t alloc_reserved(struct bypass_pager *p, struct bp_tier *t, unsigne
 	return e;
 }
 
+bool bp_tier_compressed(const struct bp_tier *t, uint32_t idx)
+{
+	return t->clen[idx] >= 0;
+}
+
 bool bp_tier_commit(struct bypass_pager *p, struct bp_tier *t, uint32_t s, uint32_t id,
 		    uint32_t idx, bool pool_only)
 {

@@ -40,6 +40,8 @@ bool bp_tier_compress_pages(struct bp_tier *t, void *const *addrs, uint32_t n);
 /* Compress one page as the round's victim number idx (evict lock): the
  * compressed size if it is worth keeping, else -1 (the file only). */
 int bp_tier_compress(struct bp_tier *t, const char *page, uint32_t idx);
+/* Victim idx compressed well enough to be kept (evict lock). */
+bool bp_tier_compressed(const struct bp_tier *t, uint32_t idx);
 /* Keep victim idx's compressed copy as slot s's, for page id (evict lock;
  * s just given to the page, page locked): true if kept (false: it did not
  * compress, or no room in the pool or under the budget).  pool_only: the

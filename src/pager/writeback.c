@@ -311,12 +311,15 @@ int bp_wb_write_sync(struct bypass_pager *p, const struct iovec *iov, uint32_t n
 	return n < 0 ? -errno : (int)n;
 }
 
-/* A slot taken by slot_alloc() given back unused (evict lock). */
+/* A slot taken by slot_alloc() given back unused (evict lock), the cursor
+ * back to it: the next victims' slots follow on without a hole (a hole
+ * per round split the file's runs, and readahead with them). */
 static void slot_untake(struct bypass_pager *p, uint32_t s)
 {
 	atomic_fetch_and_explicit(&p->swap.slotmap[s / 64], ~(1ull << (s % 64)),
 				  memory_order_relaxed);
 	atomic_fetch_sub_explicit(&p->swap.used, 1, memory_order_relaxed);
+	p->swap.cursor = s;
 }
 
 /*
@@ -332,7 +335,9 @@ static uint32_t to_pool(struct bypass_pager *p, struct ectx *c, uint32_t *v, uin
 	uint32_t pool[BP_TIER_STAGE], npool = 0, m = 0, sk = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (sk < staged && at[sk] == i) {
-			uint32_t s = slot_alloc(p), idx = sk++;
+			uint32_t idx = sk++;
+			/* a page that did not compress takes no slot here */
+			uint32_t s = bp_tier_compressed(t, idx) ? slot_alloc(p) : PG_NONE;
 			if (s != PG_NONE && bp_tier_commit(p, t, s, v[i], idx, true)) {
 				/* the pool holds it now: clean, as after a
 				 * write-back (a drop that fails keeps it so) */
