@@ -10,6 +10,18 @@
  *
  * Detected at run time (the ring's opcode probe, once per process);
  * BYPASS_BATCH_MERGED_WAIT=0 keeps the old path (submit, then epoll_wait).
+ *
+ * The kernel's epoll wait request can complete with -EAGAIN, which
+ * epoll_wait never returns.  Its issue gives -EAGAIN whenever the epoll has
+ * nothing to deliver; io_uring then polls the epoll file and issues the
+ * request again at each wake-up.  A wake-up after which nothing is
+ * delivered (a ready entry whose event is gone when the wait looks: a
+ * connection that another process, whose epoll watches the same listening
+ * socket, accepted first) costs one of the request's poll arms, 128 per
+ * request (APOLL_MAX_RETRY, io_uring/poll.c); once they are spent the
+ * request runs once more on an io-wq worker, without polling, and finds
+ * nothing again: its completion is -EAGAIN.  For the program the wait has
+ * not ended: it is armed again for the time left (tests/batch/epwait-stale).
  */
 #include "defer.h"
 
@@ -50,6 +62,30 @@ static void set_ts(struct io_uring_getevents_arg *ga, struct __kernel_timespec *
 	ts->tv_nsec = (long long)(ns % 1000000000ull);
 	ga->ts = (uint64_t)(uintptr_t)ts;
 }
+
+/* The time left before deadline into ga (no limit when timeout_ns < 0);
+ * false when it is spent. */
+static bool time_left(struct io_uring_getevents_arg *ga, struct __kernel_timespec *ts,
+		      int64_t timeout_ns, uint64_t deadline)
+{
+	if (timeout_ns < 0) {
+		ga->ts = 0; /* no limit (the first enter had the linger's) */
+		return true;
+	}
+	uint64_t now = bypass_now_ns();
+	if (now >= deadline)
+		return false;
+	set_ts(ga, ts, deadline - now);
+	return true;
+}
+
+/*
+ * How many times one wait is armed again after a -EAGAIN completion (each
+ * one the end of 128 wake-ups that found nothing): past that the old path
+ * waits (the real epoll_wait goes on waiting by itself), so that a kernel
+ * that gave -EAGAIN at once could not make this a busy loop.
+ */
+#define EPW_REARMS 64
 
 long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 		      const sigset_t *ss)
@@ -114,32 +150,53 @@ long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 	}
 	th->c.merged_waits++;
 	bool intr = false, failed = false;
-	while (!th->epw_done) {
-		/* A splice round that ended short (the socket was full, or
-		 * the op needs more rounds) goes in again before the wait: the
-		 * program waits for its peer, which waits for these bytes.  (It
-		 * may have ended in the enter that submitted it.) */
-		if (th->nqueued)
-			bp_bt_submit(th);
-		if (th->epw_done)
-			break;
-		/* A handler of the program ran: epoll_wait would give EINTR.
-		 * (io_uring's own task work never shows here.) */
-		if (bp_bt_sig_seen != seen) {
-			intr = true;
-			break;
-		}
-		if (timeout_ns > 0) {
-			uint64_t now = bypass_now_ns();
-			if (now >= deadline)
+	for (unsigned rearms = 0;; rearms++) {
+		while (!th->epw_done) {
+			/* A splice round that ended short (the socket was full,
+			 * or the op needs more rounds) goes in again before the
+			 * wait: the program waits for its peer, which waits for
+			 * these bytes.  (It may have ended in the enter that
+			 * submitted it.) */
+			if (th->nqueued)
+				bp_bt_submit(th);
+			if (th->epw_done)
 				break;
-			set_ts(&ga, &ts, deadline - now);
-		} else {
-			ga.ts = 0; /* no limit (the first enter had the linger's) */
+			/* A handler of the program ran: epoll_wait would give
+			 * EINTR.  (io_uring's own task work never shows here.) */
+			if (bp_bt_sig_seen != seen) {
+				intr = true;
+				break;
+			}
+			if (!time_left(&ga, &ts, timeout_ns, deadline))
+				break;
+			int e = -bp_bt_wait_unlocked(th, &ga);
+			if (e && e != EINTR && e != ETIME && e != EAGAIN && e != EBUSY) {
+				bp_err("bypass batch: io_uring_enter (merged wait): %s",
+				       strerror(e));
+				failed = true;
+				break;
+			}
 		}
-		int e = -bp_bt_wait_unlocked(th, &ga);
-		if (e && e != EINTR && e != ETIME && e != EAGAIN && e != EBUSY) {
-			bp_err("bypass batch: io_uring_enter (merged wait): %s", strerror(e));
+		/* The request's polls were spent on wake-ups that found
+		 * nothing (above): the wait goes on, armed again for the time
+		 * left, alone or with what was queued meanwhile (splice rounds
+		 * that came back short). */
+		if (intr || failed || !th->epw_done || th->epw_res != -EAGAIN ||
+		    !time_left(&ga, &ts, timeout_ns, deadline))
+			break;
+		if (rearms == EPW_REARMS) {
+			bp_debug("bypass batch: the merged wait gave EAGAIN %u times: "
+				 "the old path waits", rearms + 1);
+			failed = true;
+			break;
+		}
+		req.wait_all = false;
+		th->epw_armed = false; /* set again once it is in */
+		bp_bt_submit_epw(th, &req);
+		if (!th->epw_armed) {
+			/* The ring refused it: nothing is in flight (the last
+			 * completion was reaped), the old path waits. */
+			th->epw_done = true;
 			failed = true;
 			break;
 		}
@@ -147,9 +204,10 @@ long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 	cancel_wait(th);
 	th->epw_armed = false;
 	res = th->epw_res;
-	if (res == -ECANCELED || !th->epw_done)
-		/* Cancelled with nothing delivered: what ended the wait.  An
-		 * enter that failed: the old path waits instead. */
+	if (res == -ECANCELED || res == -EAGAIN || !th->epw_done)
+		/* Cancelled with nothing delivered, or -EAGAIN when the time
+		 * was spent: what ended the wait.  An enter that failed: the
+		 * old path waits instead. */
 		res = failed ? BT_PASS : intr ? -EINTR : 0;
 out:
 	bp_bt_leave(th);
