@@ -86,12 +86,25 @@ static ssize_t callv_now(struct call *c, const struct iovec *v, int n)
 
 /*
  * A socket's call under a timeout ends with EINTR after task work, the
- * pager's write-backs' completions among it (preload.h: bp_pp_settled).
- * Where this thread may have some in flight: a call that cannot block
- * (MSG_DONTWAIT), or on a socket without the timeout, is made as it is; a
- * receive looks first with MSG_DONTWAIT (unless MSG_WAITALL: the look
- * could return less than the call would wait for); when it would wait,
- * the write-backs are finished first.
+ * pager's write-backs' completions among it (preload.h: bp_pp_settled);
+ * without the timeout the kernel restarts it.  Where this thread may have
+ * write-backs in flight (a flag that stays set from its eviction to its
+ * next settle, so a busy thread may make every call with it):
+ *  - a call with MSG_DONTWAIT cannot block: made as it is;
+ *  - a receive (not MSG_WAITALL) is made with MSG_DONTWAIT: with data, an
+ *    error or the end queued it returns what the call would (a peek too),
+ *    and nothing is asked.  Only if it would block (EAGAIN): where the
+ *    descriptor has O_NONBLOCK that is the call's result; else the socket's
+ *    timeout is asked, and the call made as it is, after finishing the
+ *    write-backs if there is one.  (A stream socket with SO_RCVLOWAT above
+ *    1 may so get fewer bytes than that, as after a signal: the look cannot
+ *    tell without asking.)
+ *  - a send, or a MSG_WAITALL receive, asks for the timeout first: a look
+ *    with MSG_DONTWAIT may send (or take) part of what the call would, and
+ *    the rest in a second call is not the same call (the error that ends
+ *    the second is taken from the socket, where the one call leaves it for
+ *    the next; each call makes its own MSG_ZEROCOPY notification and its
+ *    own SO_TIMESTAMPING record).
  */
 struct piece {
 	struct call *c;
@@ -121,16 +134,24 @@ static ssize_t sock_try(void *arg, bool wait)
 	struct piece *s = arg;
 	struct call *c = s->c;
 	bool rx = receives(c->op);
-	if (wait || (c->flags & MSG_DONTWAIT) || !bp_pp_sock_timed(c->fd, rx))
+	if (wait || (c->flags & MSG_DONTWAIT))
 		return piece_now(s);
 	if (!rx || (c->flags & MSG_WAITALL))
-		return PP_WOULD_WAIT;
+		return bp_pp_sock_timed(c->fd, rx) ? PP_WOULD_WAIT : piece_now(s);
 	c->flags |= MSG_DONTWAIT;
 	ssize_t r = piece_now(s);
 	int e = errno;
 	c->flags &= ~MSG_DONTWAIT;
-	errno = e;
-	return r < 0 && (e == EAGAIN || e == EWOULDBLOCK) ? PP_WOULD_WAIT : r;
+	if (r >= 0 || (e != EAGAIN && e != EWOULDBLOCK)) {
+		errno = e;
+		return r;
+	}
+	int fl = bp_sys_fcntl(c->fd, F_GETFL, 0);
+	if (fl >= 0 && (fl & O_NONBLOCK)) {
+		errno = e;
+		return r;
+	}
+	return bp_pp_sock_timed(c->fd, true) ? PP_WOULD_WAIT : piece_now(s);
 }
 
 static ssize_t call1(struct call *c, void *b, size_t n)
