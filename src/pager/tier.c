@@ -2,7 +2,7 @@
 /*
  * The compressed tier: a pool of LZ4-compressed pages between the resident
  * pages and the swap file (tier.h for the locking, docs/pager.md,
- * "Compressed tier", for the design).
+ * "Compressed tier", for the design; tier-write.c for the pool's write path).
  *
  * The pool is an arena of slabs of TIER_SLAB bytes (4 pages), reserved at
  * enable for as many slabs as the budget has room for and committed as
@@ -25,7 +25,7 @@
 #include "pager/evict.h"
 #include "pager/writeback.h"
 #include "pager/stats.h"
-#include "pager/tier.h"
+#include "pager/tier-int.h"
 #include "core/syscall.h"
 #include "pager/tree.h"
 
@@ -40,90 +40,11 @@
 #include <lz4.h>
 #endif
 
-#define TIER_SLAB 16384u
-#define TIER_SLAB_PAGES (TIER_SLAB / PG_SIZE)
-#define TIER_GRAIN 64u
-#define TIER_HDR 16u
-#define TIER_MAXOBJ (TIER_SLAB / TIER_GRAIN) /* 256: an entry's object bits */
-#define TIER_NCLASS 64u                      /* up to 4096 bytes */
-#define TNONE UINT32_MAX
-/* An entry's flag: the pool's copy is the only one (the slot in the file
- * was never written, or holds older data): written there before the pool
- * forgets it (write_held), and before a fork (bp_tier_flush). */
-#define TIER_DIRTY 0x80000000u
-
-static inline uint32_t ent_obj(uint32_t e)
-{
-	return e & ~TIER_DIRTY;
-}
-
-struct tslab {
-	uint32_t prev, next;   /* its class's list (room), or the free stack */
-	uint32_t aprev, anext; /* the age list (in use) */
-	uint16_t cls;          /* 0: free */
-	uint16_t used;
-	uint64_t map[TIER_MAXOBJ / 64];
-};
-
-struct tobj { /* an object's header */
-	uint32_t slot, id, len, pad;
-};
-
-struct bp_tier {
-	_Atomic bool on;
-	uint32_t cap;    /* pages of memory the pool may hold */
-	uint32_t accept; /* largest compressed size kept */
-	/* the arena and its slabs (lock) */
-	_Atomic uint32_t lock;
-	char *arena;
-	size_t arena_len;
-	uint32_t nslabs, hi; /* slabs reserved, slabs ever used */
-	struct tslab *slabs;
-	uint32_t free_head;
-	uint32_t part[TIER_NCLASS];
-	uint32_t age_head, age_tail;
-	/* slot of our own file -> slab * TIER_MAXOBJ + object + 1 (0: none) */
-	_Atomic uint32_t *ent;
-	uint32_t nent;
-	/* the evictor's scratch (evict lock) */
-	char *stage; /* BP_TIER_STAGE pages, page-aligned */
-	char *cbuf;  /* their compressed copies, PG_SIZE apart */
-	int clen[BP_TIER_STAGE]; /* -1: not worth keeping */
-	void *lz4state;
-	/* counters */
-	_Atomic uint64_t pages_mem, pool_pages, comp_bytes, stored, rejected, dropped,
-		swapin_pool, swapin_file, cold, pool_only, pool_writes;
-};
-
-/* ------------------------------------------------------------ lock */
-
-static void tlock(struct bp_tier *t)
-{
-	for (;;) {
-		uint32_t z = 0;
-		if (atomic_compare_exchange_weak_explicit(&t->lock, &z, 1, memory_order_acquire,
-							  memory_order_relaxed))
-			return;
-		while (atomic_load_explicit(&t->lock, memory_order_relaxed))
-			bp_cpu_relax();
-	}
-}
-
-static void tunlock(struct bp_tier *t)
-{
-	atomic_store_explicit(&t->lock, 0, memory_order_release);
-}
-
 /* ------------------------------------------------------------ slabs */
 
 static unsigned cls_of(uint32_t bytes)
 {
 	return (bytes + TIER_GRAIN - 1) / TIER_GRAIN;
-}
-
-static uint32_t objs_per(unsigned cls)
-{
-	return TIER_SLAB / (cls * TIER_GRAIN);
 }
 
 static void list_del(struct bp_tier *t, uint32_t *head, uint32_t i)
@@ -146,37 +67,6 @@ static void list_push(struct bp_tier *t, uint32_t *head, uint32_t i)
 	if (*head != TNONE)
 		t->slabs[*head].prev = i;
 	*head = i;
-}
-
-static void age_add(struct bp_tier *t, uint32_t i)
-{
-	struct tslab *s = &t->slabs[i];
-	s->anext = TNONE;
-	s->aprev = t->age_tail;
-	if (t->age_tail != TNONE)
-		t->slabs[t->age_tail].anext = i;
-	else
-		t->age_head = i;
-	t->age_tail = i;
-}
-
-static void age_del(struct bp_tier *t, uint32_t i)
-{
-	struct tslab *s = &t->slabs[i];
-	if (s->aprev != TNONE)
-		t->slabs[s->aprev].anext = s->anext;
-	else
-		t->age_head = s->anext;
-	if (s->anext != TNONE)
-		t->slabs[s->anext].aprev = s->aprev;
-	else
-		t->age_tail = s->aprev;
-	s->aprev = s->anext = TNONE;
-}
-
-static char *obj_addr(struct bp_tier *t, uint32_t slab, uint32_t o)
-{
-	return t->arena + (size_t)slab * TIER_SLAB + (size_t)o * t->slabs[slab].cls * TIER_GRAIN;
 }
 
 /* An object of class cls (lock held): its entry value, or 0 (no room
@@ -386,7 +276,7 @@ bool bp_tier_commit(struct bypass_pager *p, struct bp_tier *t, uint32_t s, uint3
 
 /* ------------------------------------------------------------ loads, frees */
 
-static int decompress(const char *o, char *dst)
+int bp_tier_unpack(const char *o, char *dst)
 {
 #ifdef BYPASS_HAVE_LZ4
 	struct tobj h;
@@ -409,12 +299,11 @@ int bp_tier_load(struct bp_tier *t, uint32_t s, char *dst)
 		return 0;
 	e = ent_obj(e);
 	/* the page's lock: nobody frees this object meanwhile (tier.h) */
-	int r = decompress(obj_addr(t, (e - 1) / TIER_MAXOBJ, (e - 1) % TIER_MAXOBJ), dst);
+	int r = bp_tier_unpack(obj_addr(t, (e - 1) / TIER_MAXOBJ, (e - 1) % TIER_MAXOBJ), dst);
 	return r ? r : 1;
 }
 
-/* Drop slot s's entry e (its page's lock held). */
-static void forget(struct bypass_pager *p, struct bp_tier *t, uint32_t s, uint32_t e)
+void bp_tier_drop_ent(struct bypass_pager *p, struct bp_tier *t, uint32_t s, uint32_t e)
 {
 	e = ent_obj(e);
 	char *o = obj_addr(t, (e - 1) / TIER_MAXOBJ, (e - 1) % TIER_MAXOBJ);
@@ -438,185 +327,7 @@ void bp_tier_forget(struct bypass_pager *p, struct bp_tier *t, uint32_t s)
 		return;
 	uint32_t e = atomic_load_explicit(&t->ent[s], memory_order_relaxed);
 	if (e)
-		forget(p, t, s, e);
-}
-
-/* ------------------------------------------------------------ shrinking */
-
-/*
- * Pool-only copies on their way to the file: up to BP_TIER_STAGE, each
- * decompressed into the staging buffer (the evictor's scratch: the evict
- * lock is held), its page locked by us.
- */
-struct held {
-	uint32_t n;
-	uint32_t slot[BP_TIER_STAGE], e[BP_TIER_STAGE], id[BP_TIER_STAGE];
-};
-
-/*
- * Write the held copies to their slots (runs of consecutive slots: one
- * pwritev each, in this thread), then for each: written, its entry is
- * clean (and with forget, dropped from the pool); not written, it stays
- * pool-only (the next shrink tries again, a failure counted as the
- * write-back's are).  Unlocks the pages.  Returns the copies written.
- */
-static uint32_t write_held(struct bypass_pager *p, struct bp_tier *t, struct held *hd,
-			   bool forget_them)
-{
-	uint32_t written = 0;
-	for (uint32_t i = 0; i < hd->n;) {
-		uint32_t j = i + 1;
-		while (j < hd->n && hd->slot[j] == hd->slot[j - 1] + 1)
-			j++;
-		struct iovec iov = { t->stage + (size_t)i * PG_SIZE, (size_t)(j - i) * PG_SIZE };
-		bool ok = bp_wb_write_sync(p, &iov, 1, hd->slot[i]) == (int)iov.iov_len;
-		if (ok) {
-			stat_add(&ST(p).wr, iov.iov_len);
-		} else {
-			stat_add(&ST(p).wr_err, j - i);
-			bp_err("bypass: pager: writing %u pages from the compressed pool to swap "
-			       "failed; they stay in the pool", j - i);
-		}
-		for (uint32_t k = i; k < j; k++) {
-			if (ok) {
-				atomic_fetch_add_explicit(&t->pool_writes, 1, memory_order_relaxed);
-				if (forget_them) {
-					forget(p, t, hd->slot[k], hd->e[k]);
-					atomic_fetch_add_explicit(&t->dropped, 1,
-								  memory_order_relaxed);
-				} else {
-					atomic_store_explicit(&t->ent[hd->slot[k]], ent_obj(hd->e[k]),
-							      memory_order_relaxed);
-				}
-				written++;
-			}
-			bp_pg_unlock(pg_of(p, hd->id[k]));
-		}
-		i = j;
-	}
-	hd->n = 0;
-	return written;
-}
-
-/*
- * Forget one object.  Only the holder of its page's lock may: taken with
- * trylock (the evict lock is held: lock order); a page whose lock is
- * taken is being read back by a fault, which frees the slot or keeps it:
- * either way not now.  A pool-only copy is decompressed and held (its
- * page still locked) for write_held().  Returns 1 done or held, 0 skipped.
- */
-static int drop_one(struct bypass_pager *p, struct bp_tier *t, uint32_t e, struct held *hd)
-{
-	char *o = obj_addr(t, (e - 1) / TIER_MAXOBJ, (e - 1) % TIER_MAXOBJ);
-	struct tobj h;
-	memcpy(&h, o, sizeof(h));
-	/* e was listed before its page's owner could free it: the header is
-	 * that of e's slot only while the slot's entry is still e (the entry
-	 * is published after the header is written) */
-	if (h.slot >= t->nent ||
-	    ent_obj(atomic_load_explicit(&t->ent[h.slot], memory_order_acquire)) != e ||
-	    h.id >= p->pages_len / sizeof(struct pg))
-		return 0;
-	struct pg *pg = pg_of(p, h.id);
-	if (!bp_pg_trylock(pg))
-		return 0;
-	uint32_t now = atomic_load_explicit(&t->ent[h.slot], memory_order_relaxed);
-	if (pg->slot != slot_make(p->lin.depth, h.slot) || ent_obj(now) != e) {
-		bp_pg_unlock(pg);
-		return 0;
-	}
-	if (now & TIER_DIRTY) {
-		if (decompress(o, t->stage + (size_t)hd->n * PG_SIZE)) {
-			bp_pg_unlock(pg);
-			return 0;
-		}
-		hd->slot[hd->n] = h.slot;
-		hd->e[hd->n] = now;
-		hd->id[hd->n++] = h.id;
-		if (hd->n == BP_TIER_STAGE)
-			write_held(p, t, hd, true);
-		return 1;
-	}
-	forget(p, t, h.slot, e);
-	atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
-	bp_pg_unlock(pg);
-	return 1;
-}
-
-uint32_t bp_tier_shrink(struct bypass_pager *p, struct bp_tier *t, uint32_t target)
-{
-	uint32_t before = bp_tier_pages(t);
-	struct held hd;
-	hd.n = 0;
-	/* at most as many slabs as there are: each pass takes the oldest,
-	 * and a slab it cannot empty goes to the back of the age list */
-	for (uint32_t pass = 0; bp_tier_pages(t) > target && pass <= t->hi; pass++) {
-		tlock(t);
-		uint32_t i = t->age_head;
-		uint32_t objs[TIER_MAXOBJ], n = 0;
-		if (i != TNONE) {
-			struct tslab *s = &t->slabs[i];
-			for (uint32_t o = 0; o < objs_per(s->cls); o++)
-				if (s->map[o / 64] & (1ull << (o % 64)))
-					objs[n++] = i * TIER_MAXOBJ + o + 1;
-		}
-		tunlock(t);
-		if (i == TNONE)
-			break;
-		bool skipped = false;
-		for (uint32_t k = 0; k < n; k++)
-			skipped |= drop_one(p, t, objs[k], &hd) == 0;
-		uint32_t held = hd.n;
-		if (held && write_held(p, t, &hd, true) < held)
-			skipped = true;
-		if (skipped) { /* still in use: the next oldest first */
-			tlock(t);
-			if (t->slabs[i].cls && t->age_tail != i) {
-				age_del(t, i);
-				age_add(t, i);
-			}
-			tunlock(t);
-		}
-	}
-	uint32_t after = bp_tier_pages(t);
-	return before > after ? before - after : 0;
-}
-
-int bp_tier_flush(struct bypass_pager *p, struct bp_tier *t)
-{
-	struct held hd;
-	hd.n = 0;
-	uint32_t want = 0, done = 0;
-	for (uint32_t s = 0; s < t->nent; s++) {
-		uint32_t e = atomic_load_explicit(&t->ent[s], memory_order_relaxed);
-		if (!(e & TIER_DIRTY))
-			continue;
-		char *o = obj_addr(t, (ent_obj(e) - 1) / TIER_MAXOBJ, (ent_obj(e) - 1) % TIER_MAXOBJ);
-		struct tobj h;
-		memcpy(&h, o, sizeof(h));
-		struct pg *pg = pg_of(p, h.id);
-		/* trylock (lock order: the evict lock is held); with nobody
-		 * inside the pager it is free, else this fork reads back */
-		want++;
-		if (h.id >= p->pages_len / sizeof(struct pg) || !bp_pg_trylock(pg))
-			continue;
-		if (atomic_load_explicit(&t->ent[s], memory_order_relaxed) != e) {
-			want--;
-			bp_pg_unlock(pg); /* freed meanwhile: nothing to write */
-			continue;
-		}
-		if (decompress(o, t->stage + (size_t)hd.n * PG_SIZE)) {
-			bp_pg_unlock(pg);
-			continue;
-		}
-		hd.slot[hd.n] = s;
-		hd.e[hd.n] = e;
-		hd.id[hd.n++] = h.id;
-		if (hd.n == BP_TIER_STAGE)
-			done += write_held(p, t, &hd, false);
-	}
-	done += write_held(p, t, &hd, false);
-	return done == want ? 0 : -EIO;
+		bp_tier_drop_ent(p, t, s, e);
 }
 
 uint32_t bp_tier_pages(const struct bp_tier *t)
