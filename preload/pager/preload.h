@@ -233,7 +233,8 @@ void bp_pp_reserve_forked(void);
  * work, and ended the call with EINTR though no signal came (issue 32,
  * item 3; src/pager/evict.h, bp_evict_settle_mine).  bp_pp_settled(call,
  * arg) is call(arg, true), the call itself; but where write-backs of this
- * thread may be in flight, first call(arg, false): the call made so that
+ * thread are in flight (after reaping the completions already there:
+ * bp_evict_mine_reap), first call(arg, false): the call made so that
  * it cannot block (a zero timeout, MSG_DONTWAIT, IPC_NOWAIT), returning
  * PP_WOULD_WAIT if it would have, else the call's result (errno set); or
  * PP_WOULD_WAIT at once where the call has no such form; or the call

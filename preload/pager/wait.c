@@ -97,7 +97,9 @@ static int wcall_next(const struct wcall *c)
  * argument's copy, for one), is such task work (src/pager/evict.h:
  * bp_evict_settle_mine): a program's epoll_wait failed with EINTR that no
  * signal explained (issue 32, item 3).  So such a call that may wait, made
- * while write-backs of this thread may be in flight, first looks without
+ * while write-backs of this thread are in flight (a count the reaper of
+ * each completion lowers: src/pager/writeback.c), first reaps those whose
+ * completions are there; if some are still in flight, it looks without
  * waiting; only when nothing is ready are they finished (the pager waits
  * for them in this thread, which runs their completions), then the call
  * waits (preload.h).
@@ -106,10 +108,17 @@ ssize_t bp_pp_settled(ssize_t (*call)(void *arg, bool wait), void *arg)
 {
 	if (!bp_evict_mine_maybe() || PASS())
 		return call(arg, true);
+	bypass_pager *p = bp_pp_pager();
+	if (p) { /* completions already there: reaped, maybe all of ours */
+		bp_enter();
+		bool mine = bp_evict_mine_reap(p);
+		bp_leave();
+		if (!mine)
+			return call(arg, true);
+	}
 	ssize_t r = call(arg, false);
 	if (r != PP_WOULD_WAIT)
 		return r;
-	bypass_pager *p = bp_pp_pager();
 	if (p) {
 		bp_enter();
 		bp_evict_settle_mine(p);

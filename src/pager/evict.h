@@ -57,10 +57,13 @@ void bp_evict_settle(struct bypass_pager *p);
  * TWA_SIGNAL, which ends such a wait with EINTR though no signal came.
  * settle_mine takes p's evict lock and finishes this thread's write-backs
  * in p (their completions run in its own wait there); mine_maybe says
- * whether there may be any in some pager (the thread's set of pagers it
- * wrote back in, without a lock: settling one pager keeps the others).
+ * whether any write-back of this thread is in flight (a count per thread
+ * that the reaper of each completion lowers: exact once reaped, see
+ * writeback.c); mine_reap reaps p's completions that are there without
+ * waiting (only if the evict lock is free), then answers as mine_maybe.
  */
 bool bp_evict_mine_maybe(void);
+bool bp_evict_mine_reap(struct bypass_pager *p);
 void bp_evict_settle_mine(struct bypass_pager *p);
 /*
  * Fork (fork.c): begin sets the forking flag (reservations succeed at once,

@@ -128,6 +128,81 @@ void bp_slot_free(struct bypass_pager *p, struct pg *pg)
 
 /* ------------------------------------------------------------ write-back */
 
+/*
+ * Write-backs in flight per submitting thread: a word per thread that has
+ * some, (tid << 32) | count, in a table of the process (static memory, so
+ * a thread that exits with writes in flight leaves nothing dangling: its
+ * word is freed when its last write is reaped).  The submitter counts up
+ * before the write goes to the ring (wb_count_up: its record's used is
+ * then 2 + the word's index); whoever reaps the completion counts down
+ * (finish_wb, any thread), and the word is freed (0) with its last write.
+ * A thread finding every word taken writes synchronously (bp_wb_submit).
+ *
+ * Why the count is exact for the pager preload's wrappers (evict.h): an
+ * O_DIRECT write's completion is posted to the CQ ring by task work that
+ * io_uring queues on the submitting thread (TWA_SIGNAL: the ring has no
+ * IORING_SETUP_COOP_TASKRUN), and that task work is what ends a wait
+ * with EINTR.  A reaper sees the CQE only after that task work posted it,
+ * and counts down only after seeing it; so when the submitter reads a
+ * count of 0 in user space, every completion of its write-backs has run
+ * in its own task work, which the kernel finishes (with the notification
+ * flag cleared) before it returns to user space: no task work of the
+ * pager's is left to interrupt its next call.  A count above 0 may include
+ * completions already posted but not reaped: bp_evict_mine_reap() reaps
+ * those without waiting.  (A submitter that exits first: io_uring posts
+ * the completion through its fallback work; the count falls as well.)
+ *
+ * The word is the thread's tid with the count, so a word freed and taken
+ * by another thread is never counted up by the first (wb_count_up compares
+ * the tid).  In a fork child the table is cleared (bp_wb_child): the
+ * parent's write-backs are not the child's.
+ */
+#define WB_THREADS 256u
+static _Atomic uint64_t wb_threads[WB_THREADS];
+/* 1 + the index of the calling thread's word, or 0; and the tid it was
+ * taken with (a fork child's thread has a new one). */
+static __thread uint32_t wb_at __attribute__((tls_model("initial-exec")));
+static __thread uint32_t wb_me __attribute__((tls_model("initial-exec")));
+
+/* One more write-back of the calling thread (tid me) in flight: 1 + the
+ * index of its word, or 0 if every word is another thread's. */
+static uint32_t wb_count_up(pid_t me)
+{
+	uint32_t tid = (uint32_t)me;
+	if (wb_at) {
+		_Atomic uint64_t *a = &wb_threads[wb_at - 1];
+		uint64_t w = atomic_load_explicit(a, memory_order_relaxed);
+		while ((uint32_t)(w >> 32) == tid && wb_me == tid)
+			if (atomic_compare_exchange_weak_explicit(a, &w, w + 1,
+								  memory_order_release,
+								  memory_order_relaxed))
+				return wb_at;
+	}
+	for (uint32_t k = 0; k < WB_THREADS; k++) {
+		uint32_t j = (tid + k) % WB_THREADS;
+		uint64_t free_word = 0;
+		if (atomic_compare_exchange_strong_explicit(&wb_threads[j], &free_word,
+							    ((uint64_t)tid << 32) | 1,
+							    memory_order_release,
+							    memory_order_relaxed)) {
+			wb_at = j + 1;
+			wb_me = tid;
+			return wb_at;
+		}
+	}
+	return 0;
+}
+
+/* A write-back counted in word j was reaped (any thread). */
+static void wb_count_down(uint32_t j)
+{
+	uint64_t w = atomic_load_explicit(&wb_threads[j], memory_order_relaxed), n;
+	do
+		n = (uint32_t)w == 1 ? 0 : w - 1;
+	while (!atomic_compare_exchange_weak_explicit(&wb_threads[j], &w, n, memory_order_release,
+						      memory_order_relaxed));
+}
+
 /* A write finished: drop its pages unless they were written meanwhile. */
 static uint32_t finish_wb(struct bypass_pager *p, struct ectx *c, struct wb *b, int res)
 {
@@ -167,6 +242,8 @@ static uint32_t finish_wb(struct bypass_pager *p, struct ectx *c, struct wb *b, 
 		drop[ndrop++] = id;
 	}
 	bp_evict_drop(p, c, drop, ndrop, false);
+	if (b->used > 1) /* submitted to the ring: its thread's count */
+		wb_count_down(b->used - 2);
 	b->used = 0;
 	p->ev.wb_inflight--;
 	return ndrop;
@@ -201,53 +278,6 @@ uint32_t bp_wb_reap(struct bypass_pager *p, struct ectx *c, bool wait)
 	return freed;
 }
 
-/*
- * The pagers to whose ring the calling thread submitted write-backs: their
- * completions come as its task work (see bp_evict_settle_mine()).  A pager
- * is added at submission and removed only when the thread has settled it
- * (none of its write-backs left in flight there), so settling one pager
- * keeps the others'.  A thread that wrote back in more pagers than the set
- * holds is "maybe" for good (wb_many: a zero-timeout look before each
- * wrapped wait).  A pager destroyed while in another thread's set stays
- * there as a stale "maybe" (the preload has one pager, never destroyed
- * before exit).  Plain thread-locals: set in the fault path, read by the
- * same thread.
- */
-#define WB_THREAD_PAGERS 4
-static __thread struct bypass_pager *wb_in[WB_THREAD_PAGERS]
-	__attribute__((tls_model("initial-exec")));
-static __thread unsigned wb_nin __attribute__((tls_model("initial-exec")));
-static __thread bool wb_many __attribute__((tls_model("initial-exec")));
-
-static void wb_note_mine(struct bypass_pager *p)
-{
-	unsigned hole = WB_THREAD_PAGERS;
-	for (unsigned i = 0; i < WB_THREAD_PAGERS; i++) {
-		if (wb_in[i] == p)
-			return;
-		if (!wb_in[i] && hole == WB_THREAD_PAGERS)
-			hole = i;
-	}
-	if (hole == WB_THREAD_PAGERS) {
-		wb_many = true;
-		return;
-	}
-	wb_in[hole] = p;
-	wb_nin++;
-}
-
-/* p is no longer in this thread's set; true if it was (or may have been). */
-static bool wb_forget_mine(struct bypass_pager *p)
-{
-	for (unsigned i = 0; i < WB_THREAD_PAGERS; i++)
-		if (wb_in[i] == p) {
-			wb_in[i] = NULL;
-			wb_nin--;
-			return true;
-		}
-	return wb_many;
-}
-
 /* Of the write-backs in flight, were all (all) or any (!all) submitted by
  * the calling thread? */
 bool bp_wb_mine(struct bypass_pager *p, bool all)
@@ -261,12 +291,29 @@ bool bp_wb_mine(struct bypass_pager *p, bool all)
 
 bool bp_evict_mine_maybe(void)
 {
-	return wb_nin || wb_many;
+	uint32_t at = wb_at;
+	return at && (uint32_t)(atomic_load_explicit(&wb_threads[at - 1], memory_order_acquire) >>
+				32) == wb_me;
+}
+
+bool bp_evict_mine_reap(struct bypass_pager *p)
+{
+	if (!bp_evict_mine_maybe())
+		return false;
+	if (!p->ev.ring_live || !io_uring_cq_ready(&p->ev.ring) ||
+	    !bp_plock_trylock(&p->ev.lock))
+		return true;
+	unsigned idx = bp_tab_enter();
+	struct ectx c = { bp_tab_get(), NULL };
+	bp_wb_reap(p, &c, false);
+	bp_tab_leave(idx);
+	bp_plock_unlock(&p->ev.lock);
+	return bp_evict_mine_maybe();
 }
 
 void bp_evict_settle_mine(struct bypass_pager *p)
 {
-	if (!wb_forget_mine(p))
+	if (!bp_evict_mine_maybe())
 		return;
 	bp_plock_lock(&p->ev.lock);
 	unsigned idx = bp_tab_enter();
@@ -411,7 +458,8 @@ void bp_wb_submit(struct bypass_pager *p, struct ectx *c, uint32_t *v, uint32_t 
 			pg_set_state(pg, PS_WRITEBACK);
 			bp_pg_unlock(pg);
 		}
-		if (sync) {
+		uint32_t th = sync ? 0 : wb_count_up(bp_tid());
+		if (!th) { /* (no word free for this thread: synchronous too) */
 			p->ev.wb_inflight++;
 			finish_wb(p, c, b, bp_wb_write_sync(p, b->iov, niov, s));
 			continue;
@@ -423,7 +471,7 @@ void bp_wb_submit(struct bypass_pager *p, struct ectx *c, uint32_t *v, uint32_t 
 		}
 		io_uring_prep_writev(sqe, p->swap.fd, b->iov, niov, (uint64_t)s * PG_SIZE);
 		b->tid = bp_tid(); /* its completion runs in this thread's task work */
-		wb_note_mine(p);
+		b->used = 1 + th;
 		b->t0 = bypass_now_ns();
 		io_uring_sqe_set_data64(sqe, ri);
 		p->ev.wb_inflight++;
@@ -558,6 +606,10 @@ int bp_wb_init(struct bypass_pager *p)
 
 void bp_wb_child(struct bypass_pager *p)
 {
+	/* the only thread: none of the parent's write-backs is ours */
+	for (uint32_t j = 0; j < WB_THREADS; j++)
+		atomic_store_explicit(&wb_threads[j], 0, memory_order_relaxed);
+	wb_at = 0;
 	if (!p->ev.ring_live)
 		return;
 	bp_uring_exit(&p->ev.ring); /* the parent's: mapped shared with it */
@@ -578,5 +630,4 @@ void bp_wb_fini(struct bypass_pager *p)
 	bp_pg_free(p->ev.wb_ids);
 	bp_pg_free(p->ev.wb_iov);
 	bp_pg_free(p->ev.reap_ids);
-	wb_forget_mine(p);
 }

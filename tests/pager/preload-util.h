@@ -12,13 +12,20 @@
 #include "core/testutil.h"
 
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 
 #define PP_BUDGET (4ul << 20)      /* BYPASS_PAGER_BUDGET of the runs */
 #define PP_THRESHOLD (256ul << 10) /* BYPASS_PAGER_THRESHOLD */
@@ -297,6 +304,116 @@ static inline size_t pp_check(const unsigned char *b, size_t n, size_t k)
 		if (b[i] != pp_pat(k, i))
 			return i;
 	return n;
+}
+
+
+/* main() of a test whose body runs under the preload with
+ * BYPASS_PAGER_BUDGET_SCOPE=process (timeout 120 s). */
+static inline int pp_main_process(char **argv, void (*body)(void), const char *name)
+{
+	pp_start(120);
+	if (pp_preloaded()) {
+		body();
+		return 0;
+	}
+	static const char *const process[] = { "BYPASS_PAGER_BUDGET_SCOPE=process", NULL };
+	pp_run_ok(argv, "run", process);
+	pp_check_evicted_unpinned();
+	return test_pass(name);
+}
+
+/* ------------------------------------------------------------ asks */
+
+/* getsockopt(SOL_SOCKET, SO_RCVTIMEO [1] / SO_SNDTIMEO [2]) calls trapped
+ * in the thread that called pp_trap_asks() (the pager preload's asks for a
+ * socket's timeout: preload/pager/io.c). */
+static inline _Atomic long *pp_asks(void)
+{
+	static _Atomic long asks[3];
+	return asks;
+}
+
+static inline void pp_on_sys(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	if (si->si_errno == 1 || si->si_errno == 2)
+		pp_asks()[si->si_errno]++;
+#if defined(__x86_64__)
+	/* the call returns 0, its timeval left as the caller set it (zero:
+	 * no timeout, unless the test set one) */
+	((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RAX] = 0;
+#else
+	(void)ctx;
+#endif
+}
+
+/* Trap the calling thread's getsockopt of the two timeouts (SECCOMP_RET_DATA
+ * 1 or 2 comes as si_errno), counted in pp_asks().  0, or -errno. */
+static inline int pp_trap_asks(void)
+{
+#if defined(__x86_64__)
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_getsockopt, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		/* the low halves of level and name (little-endian) */
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_SOCKET, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SO_RCVTIMEO, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SO_SNDTIMEO, 2, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP | 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP | 2),
+	};
+	struct sock_fprog prog = { .len = (unsigned short)BP_ARRAY_SIZE(f), .filter = f };
+	struct sigaction sa = { .sa_sigaction = pp_on_sys, .sa_flags = SA_SIGINFO };
+	/* this thread only (no TSYNC): the other threads are not filtered */
+	bool ok = !sigaction(SIGSYS, &sa, NULL) && !prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) &&
+		  !prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	return ok ? 0 : -errno;
+#else
+	return -ENOSYS;
+#endif
+}
+
+/* A blocking AF_UNIX stream pair, no timeouts: *a sends, *b receives. */
+static inline void pp_pair(int *a, int *b)
+{
+	int sv[2];
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	*a = sv[0];
+	*b = sv[1];
+}
+
+struct pp_trapped {
+	void (*fn)(void);
+	int err;
+};
+
+static inline void *pp_trapped_main(void *arg)
+{
+	struct pp_trapped *t = arg;
+	t->err = pp_trap_asks();
+	if (!t->err)
+		t->fn();
+	return NULL;
+}
+
+/* fn() in a thread of its own whose timeout asks are counted
+ * (pp_trap_asks); the test skips if they cannot be. */
+static inline void pp_run_trapped(void (*fn)(void))
+{
+	struct pp_trapped tr = { fn, 0 };
+	pthread_t t;
+	CHECK_EQ(pthread_create(&t, NULL, pp_trapped_main, &tr), 0);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	if (tr.err)
+		SKIP("seccomp unavailable (%s): the asks cannot be counted", strerror(-tr.err));
 }
 
 #endif
