@@ -253,6 +253,6 @@ void bp_bt_fd_setfl(int fd, bool nonblock);
 /* fd is a connected stream socket (connect succeeded or is under way). */
 void bp_bt_fd_connected(int fd);
 void bp_bt_fd_size(int fd, const struct stat *st);
-void bp_bt_epoll_ctl(int epfd, int op, int fd);
+void bp_bt_epoll_ctl(int epfd, int op, int fd, uint32_t events);
 
 #endif

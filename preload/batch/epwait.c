@@ -22,6 +22,19 @@
  * request runs once more on an io-wq worker, without polling, and finds
  * nothing again: its completion is -EAGAIN.  For the program the wait has
  * not ended: it is armed again for the time left (tests/batch/epwait-stale).
+ *
+ * A wait on an epoll that was given an EPOLLEXCLUSIVE entry is never merged.
+ * The kernel ends an exclusive wake-up at the first epoll that has a thread
+ * asleep in epoll_wait (ep_poll_callback's "ewake"); an armed
+ * IORING_OP_EPOLL_WAIT polls the epoll file instead, which does not count,
+ * so the wake-up went on to every other process's epoll watching the same
+ * listening socket: with nginx's workers all in merged waits, every new
+ * connection woke them all (tests/batch/preload-epexcl).  Those waits take
+ * the old path (submit, then the real epoll_wait), as the program asked,
+ * except while the thread has deferred splices in flight
+ * (BYPASS_BATCH_SPLICE=1, off by default): their rounds are resubmitted by
+ * the merged wait only, so those waits stay merged and pay the shared
+ * wake-up (docs/batch.md).
  */
 #include "defer.h"
 
@@ -106,6 +119,11 @@ long bp_bt_epoll_wait(int epfd, void *events, int max, int64_t timeout_ns,
 		bp_bt_leave(th);
 	}
 	if (!can || timeout_ns == 0 || (!th->nqueued && !th->nsplice))
+		return BT_PASS;
+	/* An epoll with an EPOLLEXCLUSIVE entry: merged only while splice
+	 * rounds need it (the top of this file). */
+	struct bt_fdent *epe = bp_bt_fd_peek(epfd);
+	if (!th->nsplice && epe && (atomic_load(&epe->flags) & BT_FD_EP_EXCL))
 		return BT_PASS;
 	uint64_t deadline = timeout_ns > 0 ? bypass_now_ns() + (uint64_t)timeout_ns : 0;
 	unsigned seen = bp_bt_sig_seen;

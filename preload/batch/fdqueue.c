@@ -283,8 +283,15 @@ void bp_bt_fd_size(int fd, const struct stat *st)
 	atomic_fetch_or(&fe->flags, BT_FD_SIZE | BT_FD_REG);
 }
 
-void bp_bt_epoll_ctl(int epfd, int op, int fd)
+void bp_bt_epoll_ctl(int epfd, int op, int fd, uint32_t events)
 {
+	if (events & EPOLLEXCLUSIVE) {
+		/* For good: an entry deleted later leaves it (only a wait not
+		 * merged, which costs a crossing); closing the epoll clears it. */
+		struct bt_fdent *ep = bp_bt_fd(epfd);
+		if (ep)
+			atomic_fetch_or(&ep->flags, BT_FD_EP_EXCL);
+	}
 	struct bt_fdent *fe = op == EPOLL_CTL_ADD ? bp_bt_fd(fd) : bp_bt_fd_peek(fd);
 	if (!fe)
 		return;

@@ -135,7 +135,7 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	FROM_BYPASS();
 	int r = REAL(epoll_ctl)(epfd, op, fd, ev);
 	if (r == 0 && bp_bt_cfg.enabled && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_DEL))
-		bp_bt_epoll_ctl(epfd, op, fd);
+		bp_bt_epoll_ctl(epfd, op, fd, op == EPOLL_CTL_ADD && ev ? ev->events : 0);
 	return r;
 }
 

@@ -77,6 +77,10 @@ bool bp_bt_have_ops(struct bt_thread *th, _Atomic int *cache, int op, int op2,
 #define BT_FD_CONN 0x800u    /* a connected stream socket (accepted,
 				connected or from socketpair): its close may
 				be queued (docs/batch.md, "Order") */
+#define BT_FD_EP_EXCL 0x1000u /* an epoll instance given an EPOLLEXCLUSIVE
+				 entry: its waits are never merged (the
+				 kernel counts an exclusive wake-up only for
+				 a thread asleep in epoll_wait: epwait.c) */
 
 struct bt_thread;
 struct bt_op;
