@@ -87,9 +87,9 @@ static ssize_t callv_now(struct call *c, const struct iovec *v, int n)
 /*
  * A socket's call under a timeout ends with EINTR after task work, the
  * pager's write-backs' completions among it (preload.h: bp_pp_settled);
- * without the timeout the kernel restarts it.  Where this thread may have
- * write-backs in flight (a flag that stays set from its eviction to its
- * next settle, so a busy thread may make every call with it):
+ * without the timeout the kernel restarts it.  Where this thread has
+ * write-backs in flight (src/pager/writeback.c's count; completions already
+ * there are reaped first: bp_pp_settled):
  *  - a call with MSG_DONTWAIT cannot block: made as it is;
  *  - a receive (not MSG_WAITALL) is made with MSG_DONTWAIT: with data, an
  *    error or the end queued it returns what the call would (a peek too),
@@ -105,6 +105,9 @@ static ssize_t callv_now(struct call *c, const struct iovec *v, int n)
  *    the second is taken from the socket, where the one call leaves it for
  *    the next; each call makes its own MSG_ZEROCOPY notification and its
  *    own SO_TIMESTAMPING record).
+ *  - read, readv, write, writev may be on a socket (the same EINTR under
+ *    the same timeouts): they ask for the timeout first, which for any
+ *    other descriptor fails (ENOTSOCK) and the call is made as it is.
  */
 struct piece {
 	struct call *c;
@@ -124,6 +127,13 @@ static bool socket_op(enum op op)
 	return receives(op) || op == OP_SEND || op == OP_SENDTO || op == OP_SENDMSG;
 }
 
+/* A call on a descriptor that may be a socket (its timeouts apply). */
+static bool maybe_socket(enum op op)
+{
+	return socket_op(op) || op == OP_READ || op == OP_READV || op == OP_WRITE ||
+	       op == OP_WRITEV;
+}
+
 static ssize_t piece_now(struct piece *s)
 {
 	return s->v ? callv_now(s->c, s->v, s->cnt) : call1_now(s->c, s->b, s->n);
@@ -134,8 +144,11 @@ static ssize_t sock_try(void *arg, bool wait)
 	struct piece *s = arg;
 	struct call *c = s->c;
 	bool rx = receives(c->op);
-	if (wait || (c->flags & MSG_DONTWAIT))
+	if (wait || (socket_op(c->op) && (c->flags & MSG_DONTWAIT)))
 		return piece_now(s);
+	if (!socket_op(c->op))
+		return bp_pp_sock_timed(c->fd, c->op == OP_READ || c->op == OP_READV) ?
+			       PP_WOULD_WAIT : piece_now(s);
 	if (!rx || (c->flags & MSG_WAITALL))
 		return bp_pp_sock_timed(c->fd, rx) ? PP_WOULD_WAIT : piece_now(s);
 	c->flags |= MSG_DONTWAIT;
@@ -156,7 +169,7 @@ static ssize_t sock_try(void *arg, bool wait)
 
 static ssize_t call1(struct call *c, void *b, size_t n)
 {
-	if (bp_likely(!bp_evict_mine_maybe()) || !socket_op(c->op))
+	if (bp_likely(!bp_evict_mine_maybe()) || !maybe_socket(c->op))
 		return call1_now(c, b, n);
 	struct piece s = { .c = c, .b = b, .n = n };
 	return bp_pp_settled(sock_try, &s);
@@ -164,7 +177,7 @@ static ssize_t call1(struct call *c, void *b, size_t n)
 
 static ssize_t callv(struct call *c, const struct iovec *v, int n)
 {
-	if (bp_likely(!bp_evict_mine_maybe()) || !socket_op(c->op))
+	if (bp_likely(!bp_evict_mine_maybe()) || !maybe_socket(c->op))
 		return callv_now(c, v, n);
 	struct piece s = { .c = c, .v = v, .cnt = n };
 	return bp_pp_settled(sock_try, &s);

@@ -6,9 +6,12 @@
  * returns with their writes in flight; their completions come back to the
  * faulting thread as task work that wakes it as a signal would, and a wait
  * in semop, semtimedop, sigwaitinfo, sigtimedwait, io_getevents, or a
- * socket's recv/recvfrom/recvmsg/accept/accept4 under SO_RCVTIMEO or
- * send/sendto/sendmsg/connect under SO_SNDTIMEO ended with EINTR though no
- * signal was sent.  (epoll_wait's case is preload-poll's.)
+ * socket's recv/recvfrom/recvmsg/accept/accept4/read/readv under
+ * SO_RCVTIMEO or send/sendto/sendmsg/connect/write/writev under SO_SNDTIMEO
+ * ended with EINTR though no signal was sent (read, readv, write, writev:
+ * 4 of 4 failed before the preload asked their timeout; mq_timedreceive
+ * and mq_timedsend are here to show that the kernel restarts them).
+ * (epoll_wait's case is preload-poll's.)
  *
  * Each kind: a thread faults on one page at a time (about one fault in a
  * batch evicts) and after each fault makes the call on nothing ready with a
@@ -22,11 +25,13 @@
 
 #include <dlfcn.h>
 #include <linux/aio_abi.h>
+#include <mqueue.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/sem.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 
@@ -48,10 +53,13 @@ static void dirty(void)
 
 enum kind { K_SEMOP, K_SEMTIMEDOP, K_SIGWAITINFO, K_SIGTIMEDWAIT, K_IO_GETEVENTS, K_RECV,
 	    K_RECVFROM, K_RECVMSG, K_ACCEPT, K_ACCEPT4, K_SEND, K_SENDTO, K_SENDMSG,
-	    K_CONNECT, K_N };
+	    K_CONNECT, K_READ, K_READV, K_WRITE, K_WRITEV, K_MQ_TIMEDRECEIVE, K_MQ_TIMEDSEND,
+	    K_N };
 static const char *const names[] = { "semop", "semtimedop", "sigwaitinfo", "sigtimedwait",
 				     "io_getevents", "recv", "recvfrom", "recvmsg", "accept",
-				     "accept4", "send", "sendto", "sendmsg", "connect" };
+				     "accept4", "send", "sendto", "sendmsg", "connect",
+				     "read", "readv", "write", "writev", "mq_timedreceive",
+				     "mq_timedsend" };
 
 typedef int (*getevents_fn)(aio_context_t, long, long, struct io_event *, struct timespec *);
 
@@ -63,6 +71,7 @@ struct env {
 	int tx;                   /* a socket whose send buffer is full (SO_SNDTIMEO) */
 	int lis;                  /* a listening socket nobody connects to (SO_RCVTIMEO) */
 	struct sockaddr_un full;  /* a listening socket whose backlog is full */
+	mqd_t mq_empty, mq_full;  /* message queues of one 64-byte message, or -1 */
 	pid_t waiter;             /* the thread the poster feeds */
 	_Atomic bool stop;
 };
@@ -135,6 +144,26 @@ static int call(enum kind k, int ms)
 		struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
 		return (int)sendmsg(E.tx, &m, 0);
 	}
+	case K_READ:
+		return (int)read(E.rx, buf, sizeof(buf));
+	case K_WRITE:
+		return (int)write(E.tx, buf, sizeof(buf));
+	case K_READV:
+	case K_WRITEV: {
+		struct iovec v = { buf, sizeof(buf) };
+		return (int)(k == K_READV ? readv(E.rx, &v, 1) : writev(E.tx, &v, 1));
+	}
+	case K_MQ_TIMEDRECEIVE:
+	case K_MQ_TIMEDSEND: {
+		struct timespec at;
+		clock_gettime(CLOCK_REALTIME, &at);
+		at.tv_nsec += (long)ms * 1000000;
+		at.tv_sec += at.tv_nsec / 1000000000;
+		at.tv_nsec %= 1000000000;
+		if (k == K_MQ_TIMEDSEND)
+			return mq_timedsend(E.mq_full, buf, 1, 0, &at);
+		return (int)mq_timedreceive(E.mq_empty, buf, sizeof(buf), NULL, &at);
+	}
 	case K_CONNECT: {
 		int fd = timed_socket(SOCK_STREAM, SO_SNDTIMEO, ms);
 		int r = connect(fd, (struct sockaddr *)&E.full, sizeof(E.full));
@@ -179,6 +208,8 @@ static bool quiet_result(enum kind k, int r, int e)
 		return k == K_SEMOP ? r == 0 : r == SIGUSR2;
 	if (k == K_IO_GETEVENTS) /* libaio's: -errno, not -1 */
 		return r == 0;
+	if (k == K_MQ_TIMEDRECEIVE || k == K_MQ_TIMEDSEND)
+		return r < 0 && e == ETIMEDOUT;
 	return r < 0 && (e == EAGAIN || e == EWOULDBLOCK || (k == K_CONNECT && e == EINPROGRESS));
 }
 
@@ -214,6 +245,10 @@ static void one(enum kind k)
 	int before = failed;
 	if (k == K_IO_GETEVENTS && !E.getevents) {
 		TEST_LOG("%s: no libaio here, not run", names[k]);
+		return;
+	}
+	if ((k == K_MQ_TIMEDRECEIVE || k == K_MQ_TIMEDSEND) && E.mq_empty == (mqd_t)-1) {
+		TEST_LOG("%s: no POSIX message queues here, not run", names[k]);
 		return;
 	}
 	E.stop = false;
@@ -328,6 +363,18 @@ static void setup(void)
 	CHECK_EQ(listen(full, 0), 0);
 	int first = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	CHECK_EQ(connect(first, (struct sockaddr *)&E.full, sizeof(E.full)), 0);
+	/* two queues of one message: one empty, one full */
+	struct mq_attr qa = { .mq_maxmsg = 1, .mq_msgsize = 64 };
+	char qn[64];
+	snprintf(qn, sizeof(qn), "/bypass-eintr-%d", (int)getpid());
+	E.mq_empty = mq_open(qn, O_RDWR | O_CREAT | O_EXCL, 0600, &qa);
+	mq_unlink(qn);
+	E.mq_full = mq_open(qn, O_RDWR | O_CREAT | O_EXCL, 0600, &qa);
+	mq_unlink(qn);
+	if (E.mq_full != (mqd_t)-1)
+		CHECK_EQ(mq_send(E.mq_full, "x", 1, 0), 0);
+	else
+		E.mq_empty = (mqd_t)-1;
 	struct sigaction sa = { .sa_handler = on_usr1 }; /* no SA_RESTART */
 	CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
 }
@@ -342,7 +389,7 @@ int main(int argc, char **argv)
 		for (int k = 0; k < K_N; k++)
 			one((enum kind)k);
 		static const enum kind interrupted[] = { K_SEMTIMEDOP, K_SIGTIMEDWAIT, K_RECV,
-							 K_ACCEPT, K_IO_GETEVENTS };
+							 K_ACCEPT, K_IO_GETEVENTS, K_READ };
 		for (size_t i = 0; i < BP_ARRAY_SIZE(interrupted); i++)
 			if (interrupted[i] != K_IO_GETEVENTS || E.getevents)
 				real_signal(interrupted[i]);
