@@ -31,6 +31,7 @@
 
 static struct pb_linux_env *cleanup_env; /* for the signal handler */
 volatile pid_t pb_running_child;
+volatile pid_t pb_running_group;
 
 static void backend_undo(struct pb_linux_env *env);
 static void comp_unlock(void);
@@ -56,7 +57,9 @@ void pb_linux_teardown(struct pb_linux_env *env)
 
 static void on_fatal(int sig)
 {
-	pid_t child = pb_running_child;
+	pid_t child = pb_running_child, group = pb_running_group;
+	if (group > 0) /* pager.unmodified: Redis's client side, its check */
+		kill(-group, SIGKILL);
 	if (child > 0) { /* out of the cgroup first: it must be empty to go */
 		kill(-child, SIGKILL); /* pager.unmodified's: its process group */
 		kill(child, SIGKILL);
@@ -68,8 +71,20 @@ static void on_fatal(int sig)
 			unlink(cleanup_env->bypass_file);
 		if (cleanup_env->extra_file)
 			unlink(cleanup_env->extra_file);
-		if (cleanup_env->scratch_dir)
+		if (cleanup_env->scratch_dir) { /* its files, then itself */
+			DIR *d = opendir(cleanup_env->scratch_dir);
+			struct dirent *de;
+			char p[600];
+			while (d && (de = readdir(d)))
+				if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+					snprintf(p, sizeof(p), "%s/%s", cleanup_env->scratch_dir,
+						 de->d_name);
+					unlink(p);
+				}
+			if (d)
+				closedir(d);
 			rmdir(cleanup_env->scratch_dir);
+		}
 	}
 	signal(sig, SIG_DFL);
 	raise(sig);

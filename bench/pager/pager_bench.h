@@ -94,7 +94,8 @@ struct pb_linux_env {
 	bool swap_on, cg_made, file_made;
 	const char *bypass_file; /* the bypass side's swap file, if made */
 	const char *extra_file;  /* another scratch file to remove, if set */
-	const char *scratch_dir; /* an (emptied) directory to remove, if set */
+	const char *scratch_dir; /* a directory of files to remove (its files, then
+				  * itself) on a signal, if set */
 	/* the swap behind the cgroup (pb_linux_use): the file, zram, zswap */
 	int backend;             /* enum pb_backend */
 	char swapdir[300];       /* where the state files of zram/zswap go */
@@ -197,6 +198,10 @@ void pb_cg_mem_max(struct pb_cg_mem *sum, const struct pb_cg_mem *m);
 /* Clean env up if the run is interrupted (NULL: stop doing so). */
 void pb_cleanup_on_signal(struct pb_linux_env *env);
 extern volatile pid_t pb_running_child;
+/* Another process group a signal's cleanup kills (0: none): pager.
+ * unmodified's Redis client side and its dump's check, each a group of its
+ * own outside the measured cgroup. */
+extern volatile pid_t pb_running_group;
 /*
  * Run fn(arg) in a fresh child process: in env's memory cgroup when env is
  * not NULL (the Linux side; the child joins it first), else as it is.  The

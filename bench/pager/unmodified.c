@@ -153,6 +153,10 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	z.rd_reads = bench_count(c, "redis_reads", z.rd_keys / 4, z.rd_keys / 4);
 	z.scope = bench_param(c, "scope", NULL); /* the preload's budget scope */
 	z.orphans = NULL;
+	z.rd_wait_s = (unsigned)strtoul(bench_param(c, "redis_wait_s", "300"), NULL, 10);
+	if (!z.rd_wait_s)
+		z.rd_wait_s = 1;
+	z.rd_stall = NULL;
 	/* 5 rounds for the programs with a timing target; the C program has
 	 * none (identical output, peak memory: judged on every run), 1 in the
 	 * quick suite */
@@ -224,6 +228,19 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			snprintf(orphans, sizeof(orphans), "%s/orphans", dir);
 		z.orphans = zb.orphans = orphans;
 	}
+	/* plant=pager.unmodified.redis.stall (tests/pager/bench-plant.sh):
+	 * Redis's client side writes its pid into this file
+	 * (BYPASS_BENCH_PLANT_REDIS: the test's, else the scratch
+	 * directory's) and waits for a BGSAVE end that never comes: its
+	 * bound (--param redis_wait_s) or the bench's cleanup must end it */
+	char rstall[500];
+	if (bench_planted(c, "pager.unmodified.redis.stall")) {
+		const char *f = getenv("BYPASS_BENCH_PLANT_REDIS");
+		snprintf(rstall, sizeof(rstall), "%s", f ? f : "");
+		if (!f)
+			snprintf(rstall, sizeof(rstall), "%s/redis-stall", dir);
+		z.rd_stall = zb.rd_stall = rstall;
+	}
 	/* the runs' leftovers come to the bench, which kills and reaps them
 	 * (pu_run); their CPU is the run's, not other processes' */
 	memset(pu_left_n, 0, sizeof(pu_left_n));
@@ -249,6 +266,8 @@ int bench_pager_unmodified(struct bench_ctx *c)
 					 why, sizeof(why), facts, sizeof(facts)) == 0;
 	if (!have_linux)
 		pb_cleanup_on_signal(NULL);
+	else /* a signal's cleanup removes the scratch directory and its files */
+		env.scratch_dir = dir;
 	/* the three Linux baselines: each tried once here (set up, then back
 	 * to the file); one that cannot run is skipped with its reason */
 	/* the run's state, read by its rows and notes (unmodrows.c) */

@@ -22,6 +22,11 @@ struct sizes {
 	const char *scope;             /* BYPASS_PAGER_BUDGET_SCOPE (NULL: unset) */
 	const char *orphans; /* plant=pager.unmodified.orphan: the file of the
 			      * C program's planted leftovers' pids (NULL: none) */
+	unsigned rd_wait_s;  /* Redis: BGSAVE's end waited for at most (--param
+			      * redis_wait_s, 300) */
+	const char *rd_stall; /* plant=pager.unmodified.redis.stall: the file of
+			       * the client side's pid, and BGSAVE never ends
+			       * for it (NULL: none) */
 };
 
 /* S_TIER: the preload with its compressed tier on (BYPASS_PAGER_TIER=1). */

@@ -71,9 +71,16 @@ static const char py_mp[] =
  * POPULATE $2 keys of 200 bytes, $3 random reads of them by redis-benchmark
  * (a Lua GET: its __rand_int__ is 12 digits, DEBUG POPULATE's keys are
  * not padded), BGSAVE and its end, DBSIZE, SHUTDOWN NOSAVE.  Its stdout is
- * the run's output. */
+ * the run's output.  BGSAVE's end is waited for at most $4 seconds, and not
+ * at all once the server is gone (last session's loop had no bound: it
+ * outlived a stopped bench for 11 minutes, polling no server).  $5, set by
+ * plant=pager.unmodified.redis.stall (tests/pager/bench-plant.sh): a file
+ * its pid goes into, and the wait looks for an end that never comes and
+ * does not notice the server's end (as the old loop): only its bound or the
+ * bench's cleanup (its process group, pb_running_group) ends it. */
 static const char rd_driver[] =
-	"S=$1; N=$2; R=$3\n"
+	"S=$1; N=$2; R=$3; W=$4; P=$5\n"
+	"[ -z \"$P\" ] || echo $$ >>\"$P\"\n"
 	"c() { redis-cli -s \"$S\" \"$@\"; }\n"
 	"i=0; until [ \"$(c ping 2>/dev/null)\" = PONG ]; do\n"
 	"  i=$((i+1)); [ $i -lt 6000 ] || { echo 'redis: no server' >&2; exit 2; }; sleep 0.01\n"
@@ -83,7 +90,15 @@ static const char rd_driver[] =
 	"\"return redis.call('get', 'key:' .. tonumber(ARGV[1]))\" 0 __rand_int__ >/dev/null "
 	"|| { echo 'redis: redis-benchmark' >&2; exit 4; }\n"
 	"c bgsave >/dev/null || exit 5\n"
-	"until c info persistence | grep -q '^rdb_bgsave_in_progress:0'; do sleep 0.05; done\n"
+	"e='^rdb_bgsave_in_progress:0'; [ -z \"$P\" ] || e='^rdb_bgsave_in_progress:planted'\n"
+	"i=0; while :; do\n"
+	"  p=$(c info persistence 2>/dev/null)\n"
+	"  [ -n \"$p\" ] || [ -n \"$P\" ] || { echo 'redis: the server went away during BGSAVE' "
+	">&2; exit 6; }\n"
+	"  printf '%s\\n' \"$p\" | grep -q \"$e\" && break\n"
+	"  i=$((i+1)); [ $i -lt $((W*20)) ] || { echo \"redis: BGSAVE did not end in $W s\" >&2; exit 7; }\n"
+	"  sleep 0.05\n"
+	"done\n"
 	"st=$(c info persistence | grep '^rdb_last_bgsave_status' | tr -d '\\r')\n"
 	"echo \"$st\"\n"
 	"echo \"dbsize $(c dbsize)\"\n"
@@ -319,12 +334,13 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 		 (unsigned long long)z->updates);
 	snprintf(pre, sizeof(pre), "%s/libbypass-pager.so", bench_build_dir());
 	/* Redis: the server's socket and dump; the client side's arguments */
-	char sock[400], csock[400], dump[64], nk[32], nr[32];
+	char sock[400], csock[400], dump[64], nk[32], nr[32], nw[32];
 	snprintf(sock, sizeof(sock), "%s/redis-%d.sock", dir, (int)side);
 	snprintf(csock, sizeof(csock), "%s/redis-check.sock", dir);
 	snprintf(dump, sizeof(dump), "dump-%d.rdb", (int)side);
 	snprintf(nk, sizeof(nk), "%llu", (unsigned long long)z->rd_keys);
 	snprintf(nr, sizeof(nr), "%llu", (unsigned long long)z->rd_reads);
+	snprintf(nw, sizeof(nw), "%u", z->rd_wait_s);
 	memset(res, 0, sizeof(*res));
 	/* the output through a pipe to a writer in the bench's own cgroup:
 	 * what the measured cgroup is charged is the program's own memory */
@@ -426,10 +442,15 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 		setpgid(0, 0);
 		if (dup2(pfd[1], 1) < 0)
 			_exit(5);
-		execl("/bin/sh", "sh", "-c", rd_driver, "sh", sock, nk, nr, (char *)NULL);
+		execl("/bin/sh", "sh", "-c", rd_driver, "sh", sock, nk, nr, nw,
+		      z->rd_stall ? z->rd_stall : "", (char *)NULL);
 		_exit(127);
 	}
 	pb_running_child = pid;
+	if (dpid > 0) {
+		setpgid(dpid, dpid);
+		pb_running_group = dpid; /* a signal's cleanup ends it too */
+	}
 	bench_watchdog(900, "pager.unmodified: a run", pid); /* a stall fails, never hangs */
 	int st = 0, dst = 0;
 	bool ours = false; /* the server killed by us: its client side failed */
@@ -468,6 +489,10 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 	res->cpu_s = pu_ru_s(&ru);
 	/* what it left (before the writer: they may hold its pipe) */
 	pu_kill_left(pid, w, cg, res);
+	if (dpid > 0) { /* the client side's group: whatever it left */
+		kill(-dpid, SIGKILL);
+		pb_running_group = 0;
+	}
 	pb_cg_mem_end(&smp, &res->mem);
 	int wst = 0;
 	while (waitpid(wpid, &wst, 0) < 0 && errno == EINTR)
@@ -503,8 +528,13 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 	if (w == W_REDIS) { /* the dump, loaded outside the run: the rest of the output */
 		fflush(NULL);
 		pid_t k = fork();
+		if (k > 0) {
+			setpgid(k, k);
+			pb_running_group = k;
+		}
 		if (!k) {
 			pb_cleanup_on_signal(NULL);
+			setpgid(0, 0);
 			int ofd = open(out, O_WRONLY | O_APPEND);
 			if (ofd < 0 || dup2(ofd, 1) < 0)
 				_exit(5);
@@ -514,6 +544,10 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 		int kst = -1;
 		while (k > 0 && waitpid(k, &kst, 0) < 0 && errno == EINTR)
 			;
+		if (k > 0) { /* its server, if the check failed before ending it */
+			kill(-k, SIGKILL);
+			pb_running_group = 0;
+		}
 		if (k < 0 || !WIFEXITED(kst) || WEXITSTATUS(kst)) {
 			snprintf(why, whylen, "%s: loading its dump failed (status %d)", pu_w_name[w],
 				 kst);

@@ -135,6 +135,62 @@ elif grep -q "SKIPPED:" "$tmp/orphan.out"; then
 else
 	bad "the orphan run left no pid: exit $r: $(tail -5 "$tmp/orphan.out")"
 fi
+# Redis's client side (plant=pager.unmodified.redis.stall: it writes its pid
+# into $rf and waits for a BGSAVE end that never comes, blind to the server's
+# end, as the old loop was when the server was gone): its bound
+# (--param redis_wait_s) must end it and fail the row; and a SIGTERM to the
+# bench must end it with the bench (its process group: pb_running_group),
+# not leave it polling (last session: 11 minutes, holding the quiet lock).
+# Where pager.unmodified or Redis cannot run here, the check says so.
+alive() { # a process that is neither gone nor a zombie
+	local st
+	st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "${st#Z}" = "$st" ]
+}
+rf=$tmp/redis-stall
+BYPASS_BENCH_PLANT_REDIS=$rf timeout 300 "$bench" pager --smoke --rounds 1 \
+	--param only=unmodified --param programs=redis --param compressed=0 \
+	--param plant=pager.unmodified.redis.stall --param redis_wait_s=2 >"$tmp/rstall.out" 2>&1
+r=$?
+if [ -s "$rf" ]; then
+	ran=1
+	grep -q "redis: BGSAVE did not end in 2 s" "$tmp/rstall.out" ||
+		bad "Redis's client side: no word of its bound: $(tail -5 "$tmp/rstall.out")"
+	grep -q "redis (populate, reads, BGSAVE).*its client side failed" "$tmp/rstall.out" ||
+		bad "Redis's stalled client side: the row does not say it failed"
+	for p in $(cat "$rf"); do
+		alive "$p" && { bad "Redis's client side $p alive after its bound"; kill -9 "$p"; }
+	done
+	if [ "$(id -u)" = 0 ]; then
+		# the cleanup on a signal is the Linux side's (root)
+		rm -f "$rf"
+		BYPASS_BENCH_PLANT_REDIS=$rf "$bench" pager --smoke --rounds 1 \
+			--param only=unmodified --param programs=redis --param compressed=0 \
+			--param plant=pager.unmodified.redis.stall >"$tmp/rterm.out" 2>&1 &
+		bp=$!
+		for _ in $(seq 600); do [ -s "$rf" ] && break; sleep 0.1; done
+		sleep 0.5
+		kill -TERM "$bp"
+		wait "$bp"
+		if [ -s "$rf" ]; then
+			sleep 0.2
+			for p in $(cat "$rf"); do
+				alive "$p" && { bad "Redis's client side $p outlived the bench's SIGTERM"; kill -9 -- "-$p"; }
+			done
+		else
+			bad "the SIGTERM run's client side left no pid: $(tail -5 "$tmp/rterm.out")"
+		fi
+		[ -e "/var/tmp/bypass-bench-unmod-$bp" ] &&
+			bad "the SIGTERM run left its scratch directory /var/tmp/bypass-bench-unmod-$bp" &&
+			rm -rf "/var/tmp/bypass-bench-unmod-$bp"
+	fi
+elif grep -q "SKIPPED:" "$tmp/rstall.out"; then
+	:
+elif grep -q "redis not run: " "$tmp/rstall.out"; then
+	echo "(Redis's client side check needs redis-server, redis-cli and redis-benchmark: not run)"
+else
+	bad "the stalled Redis run left no pid: exit $r: $(tail -5 "$tmp/rstall.out")"
+fi
 # The lock of zram and zswap: held here (a file of the test's:
 # BYPASS_BENCH_COMPRESSED_LOCK), a bench that selects them waits at most
 # --param compressed_wait seconds, then runs without them, saying why, and
