@@ -178,12 +178,16 @@ void pb_cg_remove(const char *cg);
  * PB_CG_MEM_PERIOD_MS; cg empty: nothing), pb_cg_mem_end after it exits:
  * the peaks of its anonymous memory (v1 rss, v2 anon), its page cache (v1
  * cache, v2 file, less swapcached) and its charge less its anonymous
- * memory (page cache and kernel memory), in bytes, and how many samples.
- * pb_cg_mem_max: the larger of each peak into sum (samples added).
+ * memory (page cache and kernel memory: nonanon, the highest sample), and
+ * that charge less anonymous memory in the sample of the anonymous peak
+ * (nonanon_at: what sat beside the program's largest anonymous memory; the
+ * highest sample catches brief spikes, e.g. the exit's teardown), in bytes,
+ * and how many samples.  pb_cg_mem_max: the larger of each peak into sum
+ * (samples added; nonanon_at: the one of the larger anonymous peak).
  */
 #define PB_CG_MEM_PERIOD_MS 10
 struct pb_cg_mem {
-	uint64_t anon, file, nonanon;
+	uint64_t anon, file, nonanon, nonanon_at;
 	int samples;
 };
 struct pb_cg_sampler {

@@ -396,7 +396,8 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			bsum[w].peak = br.peak;
 		/* Linux's memory, each side's limit (unmodcal.c) */
 		bool lx = have_linux && pu_limits(c, &env, w, &z, dir, out[w], swap_size,
-						  &mem_cal[w], lb, lwhy, &L[w], why, sizeof(why));
+						  &mem_cal[w], cg_cal[w], lb, lwhy, &L[w], why,
+						  sizeof(why));
 		struct bench_rounds rr;
 		int r;
 		bench_rounds_init(c, &rr, wr, 0);

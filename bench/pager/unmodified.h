@@ -58,6 +58,8 @@ struct pu_cal { /* zram's and zswap's iterated calibration (unmodcal.c) */
 };
 struct pu_lim {
 	size_t limit, slack; /* the budget + slack; the preload's non-anonymous slack */
+	size_t slack_max;    /* the highest sample of it (the rule before: not used) */
+	bool capped;         /* slack cut to the preload's peak charge - the budget */
 	size_t side[SD_N];
 	uint64_t pool_cal[SD_N];
 	struct pu_cal cal[SD_N];
@@ -66,14 +68,17 @@ struct pu_lim {
 	char cannot[200];
 };
 /* Workload w's limits after the preload's calibration run (cal: its
- * cgroup's peaks, no samples if not measured) on env (set up): L->limit =
- * z's budget + the preload's non-anonymous slack, env's cgroup made at it,
+ * cgroup's peaks, no samples if not measured; cal_peak: its cgroup's peak
+ * charge, 0 if not measured) on env (set up): L->limit = z's budget + the
+ * preload's non-anonymous slack (its charge less its anonymous memory in
+ * the sample of its anonymous peak, at most cal_peak - the budget), env's
+ * cgroup made at it,
  * then zram's and zswap's calibration runs (--param calibrate=0: none).  A
  * backend that could not be set up gets lb[sd] false and its reason in
  * lwhy[sd].  false if env's limit could not be set (why says). */
 bool pu_limits(struct bench_ctx *c, struct pb_linux_env *env, int w, const struct sizes *z,
 	       const char *dir, char (*out)[500], size_t swap_size, const struct pb_cg_mem *cal,
-	       bool *lb, char (*lwhy)[1024], struct pu_lim *L, char *why, size_t whylen);
+	       uint64_t cal_peak, bool *lb, char (*lwhy)[1024], struct pu_lim *L, char *why, size_t whylen);
 
 /* Inputs: sort's lines, the C program's bytes; 0 or -errno. */
 int pu_make_sort_input(const char *path, size_t bytes);

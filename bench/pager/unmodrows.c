@@ -113,7 +113,8 @@ void pu_report(struct bench_ctx *c, struct pu_st *s)
 			if (sd == 0)
 				snprintf(incl, sizeof(incl), "the budget + the preload's non-anonymous "
 					 "slack (%.1f MiB: its cgroup's charge less its anonymous memory "
-					 "in its calibration run: page cache and kernel memory; every "
+					 "at its anonymous peak in its calibration run: page cache and "
+					 "kernel memory; every "
 					 "side's output written outside its cgroup); anonymous memory, "
 					 "page cache and kernel memory charged to the cgroup (no pool)",
 					 MIB(L[w].slack));
@@ -140,11 +141,13 @@ void pu_report(struct bench_ctx *c, struct pu_st *s)
 				 "\"swap_in_pages_per_run\": %.0f, \"runs\": %d, "
 				 "\"peak_anon_mib\": %.1f, \"peak_file_mib\": %.1f, "
 				 "\"cpu_s_per_run\": %.3f, \"nonanon_slack_mib\": %.1f, "
+				 "\"nonanon_max_mib\": %.1f, "
 				 "\"footprint_anon_mib\": %.1f, \"footprint_file_mib\": %.1f, "
 				 "\"output\": \"through a pipe to a writer outside the cgroup\"",
 				 pu_w_key[w], pu_sd_key[sd], zb.budget >> 20, rss[w][S_REF] / 1024.0,
 				 MIB(cg_ref[w]), rss[w][side] / 1024.0, MIB(cgp), MIB(L[w].limit), swin,
 				 bruns, MIB(m->anon), MIB(m->file), cpus, MIB(L[w].slack),
+				 MIB(L[w].slack_max),
 				 MIB(mem_ref[w].anon), MIB(mem_ref[w].file));
 			if (pu_sd_bypass(sd) && best[w] >= 0) {
 				/* the other side of the comparison, beside it */
@@ -257,9 +260,11 @@ void pu_report(struct bench_ctx *c, struct pu_st *s)
 		   "writer outside the measured cgroup, so the output's page cache is charged "
 		   "to no side; each preload run sits in a cgroup without a limit that only "
 		   "measures; a calibration run of the preload before the rounds gives its "
-		   "non-anonymous slack (the largest of its cgroup's charge less its anonymous "
-		   "memory: page cache and kernel memory), and the Linux side's cgroup limit is "
-		   "the budget + that slack; where the preload's anonymous memory overran its "
+		   "non-anonymous slack (its cgroup's charge less its anonymous memory: page "
+		   "cache and kernel memory, in the sample of its anonymous peak, at most its "
+		   "peak charge less the budget; the highest sample of it, which catches brief "
+		   "spikes, is in each program's note, not used), and the Linux side's cgroup "
+		   "limit is the budget + that slack; where the preload's anonymous memory overran its "
 		   "budget, that is reported in its row, not given to Linux; every cgroup's "
 		   "memory.stat (anonymous memory: v1 rss; page cache: v1 cache less "
 		   "swapcached) sampled every %d ms in every run; each row gives its side's "
@@ -282,15 +287,18 @@ void pu_report(struct bench_ctx *c, struct pu_st *s)
 		bench_note(c, "%s: footprint %.1f MiB resident, %.1f MiB charged (without a limit); "
 			   "the preload (budget %zu MiB): peak %.1f MiB resident, %.1f MiB charged "
 			   "(calibration %.1f, its rounds %.1f-%.1f), non-anonymous slack %.1f MiB "
-			   "(calibration run: %.1f MiB anonymous, %.1f MiB page cache at their "
-			   "peaks); Linux: limit %.1f MiB, peak "
+			   "at its anonymous peak%s (its highest sample %.1f; calibration run: "
+			   "%.1f MiB anonymous, %.1f MiB page cache at their peaks); Linux: limit "
+			   "%.1f MiB, peak "
 			   "%.1f MiB resident, %.1f "
 			   "MiB charged%s; pages read from swap per run (mean): %.0f bypass (%.0f "
 			   "swap-in faults, the rest readahead), %.0f Linux swap file (pswpin); bypass "
 			   "evictions %llu, access samples %llu (hits %llu), resident peak %llu "
 			   "pages, over %d runs", pu_w_name[w], rss[w][S_REF] / 1024.0, MIB(cg_ref[w]),
 			   zb.budget >> 20, rss[w][S_BYPASS] / 1024.0, b, MIB(cg_cal[w]),
-			   MIB(cg_bmin[w]), MIB(cg_b[w]), MIB(L[w].slack), MIB(mem_cal[w].anon),
+			   MIB(cg_bmin[w]), MIB(cg_b[w]), MIB(L[w].slack),
+			   L[w].capped ? ", cut to its peak charge less the budget" : "",
+			   MIB(L[w].slack_max), MIB(mem_cal[w].anon),
 			   MIB(mem_cal[w].file), lim,
 			   rss[w][S_LINUX] / 1024.0, MIB(cg_l[w][0]), lfl,
 			   runs_b[w] ? (double)bsum[w].rdpages / runs_b[w] : 0.0,
