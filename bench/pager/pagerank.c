@@ -193,7 +193,10 @@ int bench_pager_pagerank(struct bench_ctx *c)
 {
 	const char *id = "pager.pagerank";
 	unsigned scale = (unsigned)bench_count(c, "scale", 22, 18);
-	int iters = (int)bench_count(c, "iters", 20, 5);
+	/* quick: 3 iterations a run (5 until the quick suite outgrew its
+	 * 300 s; the row is the median iteration, the target's interval over
+	 * the rounds) */
+	int iters = (int)bench_count(c, "iters", 20, 3);
 	if (bench_smoke(c)) {
 		if (!bench_param(c, "scale", NULL))
 			scale = 18;

@@ -36,6 +36,8 @@ struct sizes {
 	bool no_spin;       /* bypass's swap-in reads sleep (BYPASS_PAGER_NO_SPIN) */
 	bool fill_random;   /* first touch fills every page with random words
 			       (incompressible: --param fill=random) */
+	bool check_linux;   /* the Linux sides read every page back after the
+			       run (the quick suite: in the first round only) */
 };
 
 /* The checksum every page must end with (exp[], one word per page). */
