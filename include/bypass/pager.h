@@ -444,10 +444,19 @@ struct bypass_pager_tier_config {
 				 budget: 0 = 50, 5 .. 90 */
 	unsigned accept_pct;  /* a page is kept if it compresses to this
 				 percent of its size: 0 = 60, 10 .. 95 */
-	unsigned flags;       /* must be zero */
+	unsigned flags;       /* BYPASS_PAGER_TIER_FIXED, or 0 */
 	unsigned reserved_u;  /* must be zero */
 	uint64_t reserved[4]; /* must be zero */
 };
+
+/* The pool's share stays share_pct.  Without it the share starts there and
+ * adapts to what the pool saves, within 5 .. 90% of the budget, one step
+ * (a 64th of the budget) per window of evictions: it grows when pages the
+ * pool forgot are read back from the file soon after, shrinks when pages
+ * evicted shortly before are read back (more resident memory would have
+ * kept them), or when the pool writes to the file more of its copies than
+ * it serves swap-ins (docs/pager.md, "Compressed tier"). */
+#define BYPASS_PAGER_TIER_FIXED 0x1u
 
 struct bypass_pager_tier_stats {
 	uint64_t pool_bytes;   /* memory the pool holds now (counted in the
@@ -464,7 +473,8 @@ struct bypass_pager_tier_stats {
 				  written to the file when evicted */
 	uint64_t pool_writes;  /* of those, written to the file later (the
 				  pool forgot them, or before a fork) */
-	uint64_t reserved[1];
+	uint64_t share_moves;  /* times the pool's share moved (one step up
+				  or down; 0 with BYPASS_PAGER_TIER_FIXED) */
 };
 
 /*

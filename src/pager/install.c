@@ -18,6 +18,7 @@
 #include "pager/struct.h"
 #include "pager/evict.h"
 #include "pager/lru.h"
+#include "pager/tier.h"
 #include "pager/uffd.h"
 #include "core/syscall.h"
 
@@ -125,10 +126,12 @@ static void mark_new(struct bypass_pager *p, const struct bp_install *in, uint32
 		pg_set(pg, in->from == BP_INSTALL_PREFETCH ? PW_WP | PW_PF : PW_WP);
 	}
 	pg_set_state(pg, PS_RESIDENT);
-	if (in->from == BP_INSTALL_SWAPIN && j == 0)
+	if (in->from == BP_INSTALL_SWAPIN && j == 0) {
 		bp_lru_add_refault(p, id, seq - shadow);
-	else
+		bp_tier_note_refault(p, seq - shadow);
+	} else {
 		bp_lru_add(p, id, false);
+	}
 }
 
 /* A parked page (RESIDENT or WRITEBACK, on its list) back in the page

@@ -67,6 +67,17 @@ struct bp_tier {
 	/* counters */
 	_Atomic uint64_t pages_mem, pool_pages, comp_bytes, stored, rejected, dropped,
 		swapin_pool, swapin_file, cold, pool_only, pool_writes;
+	/* the share's adaptation (tier-share.c) */
+	bool fixed;              /* off: cap stays what the API set */
+	uint32_t cap_lo, cap_hi; /* its bounds (the API's 5 .. 90%) */
+	uint32_t step;           /* pages of memory per move */
+	uint32_t win_len, win_ev; /* evictions per window, this window's so far */
+	_Atomic uint32_t span;   /* a step's worth of copies (ghost reach) */
+	_Atomic uint32_t near_step; /* step, or 0 when fixed (fault threads read it) */
+	_Atomic uint32_t forgets; /* copies forgotten by shrinking: ghost stamps */
+	_Atomic uint32_t *ghost; /* slot -> forgets when the pool forgot its copy */
+	_Atomic uint64_t near, ghost_hits, moves;
+	struct bp_tier_window last; /* the counters at the window's start */
 };
 
 /* ------------------------------------------------------------ lock */
@@ -125,6 +136,24 @@ static inline char *obj_addr(struct bp_tier *t, uint32_t slab, uint32_t o)
 {
 	return t->arena + (size_t)slab * TIER_SLAB + (size_t)o * t->slabs[slab].cls * TIER_GRAIN;
 }
+
+/* Slot s's copy was forgotten by shrinking (its page's lock held):
+ * remember when, so a read of it from the file says whether a bigger pool
+ * would have kept it (tier-share.c). */
+void bp_tier_ghost(struct bp_tier *t, uint32_t s);
+/* Slot s is reused or freed (its page's lock held): no ghost. */
+static inline void ghost_clear(struct bp_tier *t, uint32_t s)
+{
+	if (t->ghost && atomic_load_explicit(&t->ghost[s], memory_order_relaxed))
+		atomic_store_explicit(&t->ghost[s], 0, memory_order_relaxed);
+}
+/* A read from the file of slot s (not in the pool; its page's lock held):
+ * counted if the pool forgot it within a step's worth of copies. */
+void bp_tier_ghost_read(struct bp_tier *t, uint32_t s);
+/* Judge the window if it is over (evict lock): n more evictions. */
+void bp_tier_share_tick(struct bp_tier *t, uint32_t n);
+/* The adaptation's bounds and step for the cap the API set (evict lock). */
+void bp_tier_share_reset(struct bypass_pager *p, struct bp_tier *t, bool fixed);
 
 /* Drop slot s's entry e (its page's lock held; tier.c). */
 void bp_tier_drop_ent(struct bypass_pager *p, struct bp_tier *t, uint32_t s, uint32_t e);

@@ -55,6 +55,7 @@ static uint32_t write_held(struct bypass_pager *p, struct bp_tier *t, struct hel
 				atomic_fetch_add_explicit(&t->pool_writes, 1, memory_order_relaxed);
 				if (forget_them) {
 					bp_tier_drop_ent(p, t, hd->slot[k], hd->e[k]);
+					bp_tier_ghost(t, hd->slot[k]);
 					atomic_fetch_add_explicit(&t->dropped, 1,
 								  memory_order_relaxed);
 				} else {
@@ -111,6 +112,7 @@ static int drop_one(struct bypass_pager *p, struct bp_tier *t, uint32_t e, struc
 		return 1;
 	}
 	bp_tier_drop_ent(p, t, h.slot, e);
+	bp_tier_ghost(t, h.slot);
 	atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
 	bp_pg_unlock(pg);
 	return 1;

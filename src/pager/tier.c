@@ -200,6 +200,7 @@ bool bp_tier_compress_pages(struct bp_tier *t, void *const *addrs, uint32_t n)
 		return false;
 	for (uint32_t k = 0; k < n; k++)
 		bp_tier_compress(t, buf ? buf + (size_t)k * PG_SIZE : (const char *)addrs[k], k);
+	bp_tier_share_tick(t, n);
 	return true;
 }
 
@@ -261,6 +262,7 @@ bool bp_tier_commit(struct bypass_pager *p, struct bp_tier *t, uint32_t s, uint3
 	if (e <= 0)
 		return false;
 	char *o = obj_addr(t, (uint32_t)(e - 1) / TIER_MAXOBJ, (uint32_t)(e - 1) % TIER_MAXOBJ);
+	ghost_clear(t, s);
 	struct tobj h = { s, id, (uint32_t)len, 0 };
 	memcpy(o, &h, sizeof(h));
 	memcpy(o + TIER_HDR, t->cbuf + (size_t)idx * PG_SIZE, (size_t)len);
@@ -295,8 +297,10 @@ int bp_tier_load(struct bp_tier *t, uint32_t s, char *dst)
 	if (s >= t->nent)
 		return 0;
 	uint32_t e = atomic_load_explicit(&t->ent[s], memory_order_acquire);
-	if (!e)
+	if (!e) {
+		bp_tier_ghost_read(t, s);
 		return 0;
+	}
 	e = ent_obj(e);
 	/* the page's lock: nobody frees this object meanwhile (tier.h) */
 	int r = bp_tier_unpack(obj_addr(t, (e - 1) / TIER_MAXOBJ, (e - 1) % TIER_MAXOBJ), dst);
@@ -325,6 +329,7 @@ void bp_tier_forget(struct bypass_pager *p, struct bp_tier *t, uint32_t s)
 {
 	if (s >= t->nent)
 		return;
+	ghost_clear(t, s);
 	uint32_t e = atomic_load_explicit(&t->ent[s], memory_order_relaxed);
 	if (e)
 		bp_tier_drop_ent(p, t, s, e);
@@ -378,9 +383,11 @@ void bp_tier_child(struct bypass_pager *p, struct bp_tier *t)
 	atomic_store(&t->pool_pages, 0);
 	atomic_store(&t->comp_bytes, 0);
 	bp_pg_free((void *)t->ent);
+	bp_pg_free((void *)t->ghost);
 	t->nent = p->swap.nslots;
 	t->ent = ent_alloc(t->nent);
-	if (!t->ent) {
+	t->ghost = ent_alloc(t->nent);
+	if (!t->ent || !t->ghost) {
 		t->nent = 0;
 		atomic_store(&t->on, false);
 	}
@@ -396,6 +403,7 @@ void bp_tier_free(struct bp_tier *t)
 		bp_sys_munmap(t->stage, (size_t)BP_TIER_STAGE * PG_SIZE + PG_SIZE);
 	bp_pg_free(t->slabs);
 	bp_pg_free((void *)t->ent);
+	bp_pg_free((void *)t->ghost);
 	bp_pg_free(t->cbuf);
 	bp_pg_free(t->lz4state);
 	bp_pg_free(t);
@@ -419,9 +427,10 @@ static struct bp_tier *tier_new(struct bypass_pager *p)
 	t->slabs = bp_pg_calloc(t->nslabs, sizeof(*t->slabs));
 	t->nent = p->swap.nslots;
 	t->ent = ent_alloc(t->nent);
+	t->ghost = ent_alloc(t->nent);
 	t->cbuf = bp_pg_malloc((size_t)BP_TIER_STAGE * PG_SIZE);
 	t->lz4state = bp_pg_malloc((size_t)LZ4_sizeofState());
-	if (!t->arena || !t->stage || !t->slabs || !t->ent || !t->cbuf || !t->lz4state) {
+	if (!t->arena || !t->stage || !t->slabs || !t->ent || !t->ghost || !t->cbuf || !t->lz4state) {
 		bp_tier_free(t);
 		return NULL;
 	}
@@ -447,7 +456,7 @@ int bypass_pager_tier(bypass_pager *p, const struct bypass_pager_tier_config *cf
 		return -ECHILD;
 	unsigned share = 50, accept = 60;
 	if (cfg) {
-		if (cfg->flags || cfg->reserved_u)
+		if ((cfg->flags & ~BYPASS_PAGER_TIER_FIXED) || cfg->reserved_u)
 			return -EINVAL;
 		for (unsigned i = 0; i < BP_ARRAY_SIZE(cfg->reserved); i++)
 			if (cfg->reserved[i])
@@ -479,6 +488,7 @@ int bypass_pager_tier(bypass_pager *p, const struct bypass_pager_tier_config *cf
 			uint32_t cap = (uint32_t)((uint64_t)p->cfg.budget * share / 100);
 			t->cap = cap - cap % TIER_SLAB_PAGES;
 			t->accept = (uint32_t)(PG_SIZE * accept / 100);
+			bp_tier_share_reset(p, t, cfg->flags & BYPASS_PAGER_TIER_FIXED);
 			if (bp_tier_pages(t) > t->cap)
 				bp_tier_shrink(p, t, t->cap);
 			atomic_store(&t->on, true);
@@ -512,5 +522,6 @@ int bypass_pager_tier_stats(bypass_pager *p, struct bypass_pager_tier_stats *st)
 	st->cold = atomic_load(&t->cold);
 	st->pool_only = atomic_load(&t->pool_only);
 	st->pool_writes = atomic_load(&t->pool_writes);
+	st->share_moves = atomic_load(&t->moves);
 	return 0;
 }

@@ -75,4 +75,26 @@ void bp_tier_count_reads(struct bp_tier *t, uint32_t pool, uint32_t file);
 void bp_tier_child(struct bypass_pager *p, struct bp_tier *t);
 void bp_tier_free(struct bp_tier *t);
 
+/*
+ * The pool's share adapts (tier-share.c): what the pool did over a window
+ * of evictions, and the rule that moves its cap one step from it.
+ */
+struct bp_tier_window {
+	uint64_t hits;   /* swap-ins from the pool */
+	uint64_t writes; /* pool-only copies written to the file (forgotten) */
+	uint64_t ghosts; /* swap-ins from the file of copies the pool forgot
+			    within a step's worth of copies: a pool one step
+			    bigger would have had them */
+	uint64_t near;   /* swap-ins of pages evicted within a step's worth
+			    of evictions: one step more resident memory
+			    would have kept them */
+};
+#define BP_TIER_WIN_MIN 8u /* events a window needs to move the share */
+/* The cap after window w: cap + step, cap - step or cap, within [lo, hi]. */
+uint32_t bp_tier_share_next(uint32_t cap, uint32_t step, uint32_t lo, uint32_t hi,
+			    const struct bp_tier_window *w);
+/* A swap-in of a page evicted dist evictions ago (install.c): counted
+ * for the share if within a step. */
+void bp_tier_note_refault(struct bypass_pager *p, uint32_t dist);
+
 #endif

@@ -161,7 +161,7 @@ static void bad_args(void)
 	c.accept_pct = 96;
 	CHECK_EQ(bypass_pager_tier(p, &c), -EINVAL);
 	c.accept_pct = 0;
-	c.flags = 1;
+	c.flags = 2; /* bit 0 is BYPASS_PAGER_TIER_FIXED */
 	CHECK_EQ(bypass_pager_tier(p, &c), -EINVAL);
 	c.flags = 0;
 	c.reserved[3] = 1;

@@ -52,6 +52,7 @@ pub const BYPASS_PAGER_FAULT_WP: u32 = 3;
 pub const BYPASS_PAGER_FAULT_OTHER: u32 = 4;
 pub const BYPASS_PAGER_ACCESSED: u32 = 1;
 pub const BYPASS_PAGER_WRITTEN: u32 = 2;
+pub const BYPASS_PAGER_TIER_FIXED: u32 = 1;
 pub const BYPASS_PAGER_HEAT_FAULTS: u32 = 1;
 pub const BYPASS_PAGER_HEAT_WRITTEN: u32 = 2;
 pub const BYPASS_PAGER_HEAT_DAMON: u32 = 4;
@@ -1271,7 +1272,7 @@ pub struct bypass_pager_tier_stats {
     pub cold: u64,
     pub pool_only: u64,
     pub pool_writes: u64,
-    pub reserved: [u64; 1usize],
+    pub share_moves: u64,
 }
 unsafe extern "C" {
     pub fn bypass_pager_tier(

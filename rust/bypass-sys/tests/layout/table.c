@@ -279,7 +279,7 @@ int main(void)
 	item("offset bypass_pager_tier_stats.cold", (long long)offsetof(struct bypass_pager_tier_stats, cold));
 	item("offset bypass_pager_tier_stats.pool_only", (long long)offsetof(struct bypass_pager_tier_stats, pool_only));
 	item("offset bypass_pager_tier_stats.pool_writes", (long long)offsetof(struct bypass_pager_tier_stats, pool_writes));
-	item("offset bypass_pager_tier_stats.reserved", (long long)offsetof(struct bypass_pager_tier_stats, reserved));
+	item("offset bypass_pager_tier_stats.share_moves", (long long)offsetof(struct bypass_pager_tier_stats, share_moves));
 	item("size bypass_pager_heat_config", (long long)sizeof(struct bypass_pager_heat_config));
 	item("align bypass_pager_heat_config", (long long)_Alignof(struct bypass_pager_heat_config));
 	item("offset bypass_pager_heat_config.sources", (long long)offsetof(struct bypass_pager_heat_config, sources));
@@ -377,6 +377,7 @@ int main(void)
 	item("const BYPASS_PAGER_FAULT_OTHER", (long long)(BYPASS_PAGER_FAULT_OTHER));
 	item("const BYPASS_PAGER_ACCESSED", (long long)(BYPASS_PAGER_ACCESSED));
 	item("const BYPASS_PAGER_WRITTEN", (long long)(BYPASS_PAGER_WRITTEN));
+	item("const BYPASS_PAGER_TIER_FIXED", (long long)(BYPASS_PAGER_TIER_FIXED));
 	item("const BYPASS_PAGER_HEAT_FAULTS", (long long)(BYPASS_PAGER_HEAT_FAULTS));
 	item("const BYPASS_PAGER_HEAT_WRITTEN", (long long)(BYPASS_PAGER_HEAT_WRITTEN));
 	item("const BYPASS_PAGER_HEAT_DAMON", (long long)(BYPASS_PAGER_HEAT_DAMON));

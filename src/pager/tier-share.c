@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The compressed pool's share of the budget adapts to what it saves
+ * (issue 35).  The rule is ARC's, with the shadows the pager keeps, judged
+ * once per window of evictions, one step at a time:
+ *
+ *  - a swap-in from the file of a copy the pool forgot within the last
+ *    step's worth of copies (a ghost) says a pool one step bigger would
+ *    have had it: grow;
+ *  - a swap-in of a page evicted within the last step's worth of evictions
+ *    (its refault distance, install.c) says one step more resident memory
+ *    would have kept it mapped: shrink;
+ *  - a pool that wrote more copies to the file (forgotten before they were
+ *    read) than it served swap-ins saves nothing and costs a compression,
+ *    a decompression and a write per page: shrink.
+ *
+ * Ghosts against near refaults, counted alike (ARC's equal weights: no
+ * timing decides, so the rule is the same on every machine and testable
+ * on made-up sequences); the writes rule only when the ghosts do not ask
+ * for more.  A window with fewer than BP_TIER_WIN_MIN events keeps the
+ * share.  The cap stays within the API's range (5 .. 90% of the budget);
+ * a cap lowered is reached by the evictor's next round shrinking the pool
+ * (evict.c), a cap raised by the pool taking slabs as evictions come.
+ * BYPASS_PAGER_TIER_FIXED keeps the share the API set.
+ */
+#include "pager/page.h"
+#include "pager/struct.h"
+#include "pager/tier-int.h"
+
+uint32_t bp_tier_share_next(uint32_t cap, uint32_t step, uint32_t lo, uint32_t hi,
+			    const struct bp_tier_window *w)
+{
+	if (w->hits + w->writes + w->ghosts + w->near < BP_TIER_WIN_MIN)
+		return cap;
+	if (w->ghosts > w->near)
+		return cap + step <= hi ? cap + step : (cap > hi ? cap : hi);
+	if (w->near > w->ghosts || w->writes > w->hits)
+		return cap >= lo + step ? cap - step : (cap < lo ? cap : lo);
+	return cap;
+}
+
+void bp_tier_ghost(struct bp_tier *t, uint32_t s)
+{
+	uint32_t g = atomic_fetch_add_explicit(&t->forgets, 1, memory_order_relaxed) + 1;
+	if (t->ghost && s < t->nent)
+		atomic_store_explicit(&t->ghost[s], g ? g : 1, memory_order_relaxed);
+}
+
+void bp_tier_ghost_read(struct bp_tier *t, uint32_t s)
+{
+	if (!t->ghost)
+		return;
+	uint32_t g = atomic_load_explicit(&t->ghost[s], memory_order_relaxed);
+	if (!g)
+		return;
+	atomic_store_explicit(&t->ghost[s], 0, memory_order_relaxed); /* once */
+	uint32_t ago = atomic_load_explicit(&t->forgets, memory_order_relaxed) - g;
+	if (ago < atomic_load_explicit(&t->span, memory_order_relaxed))
+		atomic_fetch_add_explicit(&t->ghost_hits, 1, memory_order_relaxed);
+}
+
+void bp_tier_note_refault(struct bypass_pager *p, uint32_t dist)
+{
+	struct bp_tier *t = atomic_load_explicit(&p->tier, memory_order_acquire);
+	if (t && dist < atomic_load_explicit(&t->near_step, memory_order_relaxed) && bp_tier_on(t))
+		atomic_fetch_add_explicit(&t->near, 1, memory_order_relaxed);
+}
+
+static struct bp_tier_window now_counts(const struct bp_tier *t)
+{
+	return (struct bp_tier_window){
+		.hits = atomic_load_explicit(&t->swapin_pool, memory_order_relaxed),
+		.writes = atomic_load_explicit(&t->pool_writes, memory_order_relaxed),
+		.ghosts = atomic_load_explicit(&t->ghost_hits, memory_order_relaxed),
+		.near = atomic_load_explicit(&t->near, memory_order_relaxed),
+	};
+}
+
+void bp_tier_share_tick(struct bp_tier *t, uint32_t n)
+{
+	if (t->fixed || (t->win_ev += n) < t->win_len)
+		return;
+	t->win_ev = 0;
+	struct bp_tier_window c = now_counts(t), w = {
+		.hits = c.hits - t->last.hits,
+		.writes = c.writes - t->last.writes,
+		.ghosts = c.ghosts - t->last.ghosts,
+		.near = c.near - t->last.near,
+	};
+	t->last = c;
+	uint32_t cap = bp_tier_share_next(t->cap, t->step, t->cap_lo, t->cap_hi, &w);
+	if (cap != t->cap) {
+		t->cap = cap;
+		atomic_fetch_add_explicit(&t->moves, 1, memory_order_relaxed);
+	}
+	/* a step's worth of copies: the step's pages at the pool's ratio */
+	uint64_t mem = atomic_load_explicit(&t->pages_mem, memory_order_relaxed);
+	uint64_t held = atomic_load_explicit(&t->pool_pages, memory_order_relaxed);
+	uint64_t span = mem && held > mem ? (uint64_t)t->step * held / mem : t->step;
+	atomic_store_explicit(&t->span, (uint32_t)(span < UINT32_MAX ? span : UINT32_MAX),
+			      memory_order_relaxed);
+}
+
+void bp_tier_share_reset(struct bypass_pager *p, struct bp_tier *t, bool fixed)
+{
+	uint32_t b = p->cfg.budget;
+	uint32_t lo = (uint32_t)((uint64_t)b * 5 / 100), hi = (uint32_t)((uint64_t)b * 90 / 100);
+	lo -= lo % TIER_SLAB_PAGES;
+	hi -= hi % TIER_SLAB_PAGES;
+	t->cap_lo = lo < TIER_SLAB_PAGES ? TIER_SLAB_PAGES : lo;
+	t->cap_hi = hi < t->cap_lo ? t->cap_lo : hi;
+	/* 64 steps over the budget: from the default half to either bound in
+	 * about 30 windows */
+	uint32_t step = b / 64;
+	step -= step % TIER_SLAB_PAGES;
+	t->step = step < TIER_SLAB_PAGES ? TIER_SLAB_PAGES : step;
+	t->win_len = b / 8 > 512 ? b / 8 : 512;
+	t->win_ev = 0;
+	t->fixed = fixed;
+	atomic_store_explicit(&t->near_step, fixed ? 0 : t->step, memory_order_relaxed);
+	t->last = now_counts(t);
+	if (!atomic_load_explicit(&t->span, memory_order_relaxed))
+		atomic_store_explicit(&t->span, t->step, memory_order_relaxed);
+}
