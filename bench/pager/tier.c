@@ -12,7 +12,7 @@
  *   - one LZ4 decompression of a page of the same data;
  *   - their sum, sample by sample (the base);
  *   - a swap-in from the pool: a read of a random page of a pager region
- *     (upcall mode, the tier on at 90% of the budget, RANDOM hint: no
+ *     (upcall mode, the tier on at 90% of the budget, fixed, RANDOM hint: no
  *     readahead) that mincore says is not resident, data compressible as
  *     in the tests (a few distinct words a page).
  * Checked outside the timed spans: every page read back holds its data;
@@ -89,7 +89,10 @@ static int tb_open(struct bench_ctx *c, struct tb_pager *t, size_t budget, size_
 	if (e)
 		return e;
 	if (tier) {
-		e = bypass_pager_tier(t->p, &(struct bypass_pager_tier_config){ .share_pct = 90 });
+		/* the share fixed: the row measures a swap-in from the pool,
+		 * not where the adaptive share would take it */
+		e = bypass_pager_tier(t->p, &(struct bypass_pager_tier_config){
+						    .share_pct = 90, .flags = BYPASS_PAGER_TIER_FIXED });
 		if (e)
 			return e;
 	}
