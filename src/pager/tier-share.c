@@ -14,10 +14,18 @@
  *    read) than it served swap-ins saves nothing and costs a compression,
  *    a decompression and a write per page: shrink.
  *
- * Ghosts against near refaults, counted alike (ARC's equal weights: no
- * timing decides, so the rule is the same on every machine and testable
- * on made-up sequences); the writes rule only when the ghosts do not ask
- * for more.  A window with fewer than BP_TIER_WIN_MIN events keeps the
+ * Ghosts against near refaults, each weighed by what it would save: a
+ * near refault comes from the pool (a page evicted that recently still
+ * has its copy there), so more resident memory saves it a swap-in from the
+ * pool; a ghost read from the file would have been a swap-in from the
+ * pool, which saves a file read less a pool swap-in.  With a file read
+ * ~8x a pool swap-in (issue 35: 35-50 us a read on this VM's disk, a few
+ * us a fault and an LZ4 decompression), a ghost weighs
+ * BP_TIER_GHOST_WEIGHT (7) near refaults.  ARC counts both alike; that
+ * shrank GNU sort's pool to its floor and traded 300k pool swap-ins for
+ * 40k more file reads (notes of issue 35's session).  A constant, not a
+ * timing: the rule is the same on every machine and testable on made-up
+ * sequences.  The writes rule only when the ghosts do not ask for more.  A window with fewer than BP_TIER_WIN_MIN events keeps the
  * share.  The cap stays within the API's range (5 .. 90% of the budget);
  * a cap lowered is reached by the evictor's next round shrinking the pool
  * (evict.c), a cap raised by the pool taking slabs as evictions come.
@@ -32,9 +40,10 @@ uint32_t bp_tier_share_next(uint32_t cap, uint32_t step, uint32_t lo, uint32_t h
 {
 	if (w->hits + w->writes + w->ghosts + w->near < BP_TIER_WIN_MIN)
 		return cap;
-	if (w->ghosts > w->near)
+	uint64_t grow = w->ghosts * BP_TIER_GHOST_WEIGHT, shrink = w->near;
+	if (grow > shrink)
 		return cap + step <= hi ? cap + step : (cap > hi ? cap : hi);
-	if (w->near > w->ghosts || w->writes > w->hits)
+	if (shrink > grow || w->writes > w->hits)
 		return cap >= lo + step ? cap - step : (cap < lo ? cap : lo);
 	return cap;
 }

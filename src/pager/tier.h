@@ -90,7 +90,12 @@ struct bp_tier_window {
 			    would have kept them */
 };
 #define BP_TIER_WIN_MIN 8u /* events a window needs to move the share */
-/* The cap after window w: cap + step, cap - step or cap, within [lo, hi]. */
+/* A ghost read against near refaults: a file read saved, less the pool's
+ * swap-in it becomes, in pool swap-ins (tier-share.c) */
+#define BP_TIER_GHOST_WEIGHT 7u
+/* The cap after window w: cap + step (ghosts, weighed, over near
+ * refaults), cap - step (near refaults over weighed ghosts, or more writes
+ * than hits) or cap, within [lo, hi]. */
 uint32_t bp_tier_share_next(uint32_t cap, uint32_t step, uint32_t lo, uint32_t hi,
 			    const struct bp_tier_window *w);
 /* A swap-in of a page evicted dist evictions ago (install.c): counted

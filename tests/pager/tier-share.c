@@ -2,10 +2,11 @@
 /*
  * The compressed pool's share adapts (issue 35, tier-share.c): the rule
  * bp_tier_share_next() on made-up windows, no timing.  One window: too few
- * events keep the share; ghosts over near refaults grow it one step; near
- * refaults over ghosts, or more writes than hits, shrink it one step; the
- * bounds hold.  Sequences: a pool whose copies are written before they
- * are read (GNU sort's merge) goes to its floor and stays there; a pool
+ * events keep the share; ghosts (a ghost weighs 7 near refaults) over
+ * near refaults grow it one step; near refaults over ghosts, or more
+ * writes than hits, shrink it one step; the bounds hold.  Sequences: a
+ * pool whose copies are written before they are read goes to its floor
+ * and stays there; a pool
  * that holds every page it is given (ghosts only when it is too small)
  * settles within one step of the size it needs and moves no further.
  */
@@ -28,27 +29,28 @@ int main(void)
 {
 	/* one window */
 	CHECK_EQ(next(2048, 3, 2, 1, 1), 2048);          /* 7 events: too few */
-	CHECK_EQ(next(2048, 100, 0, 9, 8), 2048 + STEP); /* ghosts win */
-	CHECK_EQ(next(2048, 100, 0, 8, 9), 2048 - STEP); /* near wins */
-	CHECK_EQ(next(2048, 10, 11, 5, 5), 2048 - STEP); /* writes over hits */
-	CHECK_EQ(next(2048, 11, 11, 5, 5), 2048);        /* balanced: stays */
-	CHECK_EQ(next(2048, 0, 500, 9, 8), 2048 + STEP); /* ghosts ask first */
+	/* a ghost weighs BP_TIER_GHOST_WEIGHT (7) near refaults */
+	CHECK_EQ(next(2048, 100, 0, 2, 13), 2048 + STEP); /* ghosts win */
+	CHECK_EQ(next(2048, 100, 0, 1, 8), 2048 - STEP);  /* near wins */
+	CHECK_EQ(next(2048, 10, 11, 1, 7), 2048 - STEP);  /* writes over hits */
+	CHECK_EQ(next(2048, 11, 11, 1, 7), 2048);         /* balanced: stays */
+	CHECK_EQ(next(2048, 0, 500, 2, 13), 2048 + STEP); /* ghosts ask first */
 	CHECK_EQ(next(HI - 10, 0, 0, 9, 0), HI);         /* bounds */
 	CHECK_EQ(next(HI, 0, 0, 9, 0), HI);
 	CHECK_EQ(next(LO + 10, 0, 0, 0, 9), LO);
 	CHECK_EQ(next(LO, 0, 0, 0, 9), LO);
 	CHECK_EQ(next(LO, 0, 90, 0, 0), LO);
 
-	/* sort's merge: every copy written before it is read, a few read
-	 * back soon after the pool forgot them, a few near refaults */
+	/* copies written before they are read, none read back soon after
+	 * the pool forgot them, a few near refaults */
 	uint32_t cap = 2048;
 	unsigned w;
 	for (w = 0; w < 100 && cap > LO; w++)
-		cap = next(cap, 10, 480, 1, 3);
+		cap = next(cap, 10, 480, 0, 3);
 	CHECK_EQ(cap, LO);
 	CHECK(w <= (2048 - LO) / STEP + 1);
 	for (unsigned k = 0; k < 100; k++)
-		CHECK_EQ((cap = next(cap, 10, 480, 1, 3)), LO);
+		CHECK_EQ((cap = next(cap, 10, 480, 0, 3)), LO);
 
 	/* a pool that holds all it is given if its cap is at least NEED:
 	 * below it, copies forgotten and read back soon (ghosts); the near
