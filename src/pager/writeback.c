@@ -155,21 +155,25 @@ void bp_slot_free(struct bypass_pager *p, struct pg *pg)
  * The word is the thread's tid with the count, so a word freed and taken
  * by another thread is never counted up by the first (wb_count_up compares
  * the tid).  In a fork child the table is cleared (bp_wb_child): the
- * parent's write-backs are not the child's.
+ * parent's write-backs are not the child's; a child that forgot the pager
+ * (fork.c) does not clear it, but its thread's word is of another fork
+ * generation, which the thread then ignores.
  */
 #define WB_THREADS 256u
 static _Atomic uint64_t wb_threads[WB_THREADS];
-/* 1 + the index of the calling thread's word, or 0; and the tid it was
- * taken with (a fork child's thread has a new one). */
+/* 1 + the index of the calling thread's word, or 0; the tid and the fork
+ * generation it was taken in (a fork child's thread has a new tid). */
 static __thread uint32_t wb_at __attribute__((tls_model("initial-exec")));
 static __thread uint32_t wb_me __attribute__((tls_model("initial-exec")));
+static __thread unsigned wb_gen __attribute__((tls_model("initial-exec")));
 
 /* One more write-back of the calling thread (tid me) in flight: 1 + the
  * index of its word, or 0 if every word is another thread's. */
 static uint32_t wb_count_up(pid_t me)
 {
 	uint32_t tid = (uint32_t)me;
-	if (wb_at) {
+	unsigned gen = bp_fork_gen_fast();
+	if (wb_at && wb_gen == gen) {
 		_Atomic uint64_t *a = &wb_threads[wb_at - 1];
 		uint64_t w = atomic_load_explicit(a, memory_order_relaxed);
 		while ((uint32_t)(w >> 32) == tid && wb_me == tid)
@@ -187,6 +191,7 @@ static uint32_t wb_count_up(pid_t me)
 							    memory_order_relaxed)) {
 			wb_at = j + 1;
 			wb_me = tid;
+			wb_gen = gen;
 			return wb_at;
 		}
 	}
@@ -292,8 +297,9 @@ bool bp_wb_mine(struct bypass_pager *p, bool all)
 bool bp_evict_mine_maybe(void)
 {
 	uint32_t at = wb_at;
-	return at && (uint32_t)(atomic_load_explicit(&wb_threads[at - 1], memory_order_acquire) >>
-				32) == wb_me;
+	return at && wb_gen == bp_fork_gen_fast() &&
+	       (uint32_t)(atomic_load_explicit(&wb_threads[at - 1], memory_order_acquire) >> 32) ==
+		       wb_me;
 }
 
 bool bp_evict_mine_reap(struct bypass_pager *p)
