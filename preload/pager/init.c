@@ -214,6 +214,12 @@ static bool tier_env(void)
 				goto bad;
 		}
 	}
+	/* the pool's share adapts (issue 35) unless BYPASS_PAGER_TIER_ADAPT=0 */
+	bool adapt;
+	if (!bp_pl_env_onoff("BYPASS_PAGER_TIER_ADAPT", &adapt))
+		return false;
+	if (!adapt)
+		c.flags |= BYPASS_PAGER_TIER_FIXED;
 	snprintf(tier_spec, sizeof(tier_spec), "%s", v);
 	tier_cfg = c;
 	tier_on = true;
@@ -501,7 +507,7 @@ static void write_stats(void)
 		bp_leave();
 #define T(name) bp_pl_line_u64(&l, "tier_" #name, ts.name)
 		T(stored); T(rejected); T(dropped); T(swapin_pool); T(swapin_file);
-		T(pool_pages); T(pool_bytes); T(pool_only); T(pool_writes);
+		T(pool_pages); T(pool_bytes); T(pool_only); T(pool_writes); T(share_moves);
 #undef T
 	}
 	if (p && bp_tree_ledger(p)) {

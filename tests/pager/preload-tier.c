@@ -6,8 +6,10 @@
  * back intact, pages went into the pool and came back from it (the stats
  * line's tier_* counters).  A value the library refuses (share=95) runs
  * the program unpaged, one that is not a setting at all (bogus) too, each
- * with a message naming the variable.  A build without liblz4 says so and
- * pages without the tier: the test skips.
+ * with a message naming the variable.  BYPASS_PAGER_TIER_ADAPT=0 keeps the
+ * pool's share (tier_share_moves 0); a value neither 0 nor 1 runs the
+ * program unpaged.  A build without liblz4 says so and pages without the
+ * tier: the test skips.
  */
 #include "pager/preload-util.h"
 
@@ -60,13 +62,14 @@ static bool file_has(const char *path, const char *s)
 	return strstr(buf, s) != NULL;
 }
 
-/* A run with BYPASS_PAGER_TIER=v that must page through the pool. */
-static void paged(char **argv, const char *v)
+/* A run with BYPASS_PAGER_TIER=v (and the variable e2, if any) that must
+ * page through the pool. */
+static void paged(char **argv, const char *v, const char *e2)
 {
 	char err[300], e1[128];
 	snprintf(err, sizeof(err), "%s/err", pp_tmpdir());
 	snprintf(e1, sizeof(e1), "BYPASS_PAGER_TIER=%s", v);
-	const char *env[] = { e1, NULL };
+	const char *env[] = { e1, e2, NULL };
 	pp_stats_reset();
 	int st = pp_run(argv, "run", env, err);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -83,15 +86,20 @@ static void paged(char **argv, const char *v)
 	CHECK(ev > (long long)(N - PP_BUDGET) / 4096);
 	CHECK(stored > 0);
 	CHECK(pool > 0);
+	long long moves = pp_stat("tier_share_moves", NULL);
+	CHECK(moves >= 0);
+	if (e2 && !strcmp(e2, "BYPASS_PAGER_TIER_ADAPT=0") && moves)
+		TEST_FAIL("%s: the pool's share moved %lld times", e2, moves);
 }
 
-/* A run with BYPASS_PAGER_TIER=v that must run unpaged, saying why. */
-static void refused(char **argv, const char *v, const char *msg)
+/* A run with BYPASS_PAGER_TIER=v (and e2) that must run unpaged, saying
+ * why. */
+static void refused(char **argv, const char *v, const char *e2, const char *msg)
 {
 	char err[300], e1[128];
 	snprintf(err, sizeof(err), "%s/err", pp_tmpdir());
 	snprintf(e1, sizeof(e1), "BYPASS_PAGER_TIER=%s", v);
-	const char *env[] = { e1, NULL };
+	const char *env[] = { e1, e2, NULL };
 	pp_stats_reset();
 	int st = pp_run(argv, "run", env, err);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -114,11 +122,14 @@ int main(int argc, char **argv)
 	}
 	if (!pp_malloc_reaches_preload())
 		SKIP("the sanitizer's malloc does not reach the preload");
-	paged(argv, "1");
-	paged(argv, "share=20,accept=80");
-	refused(argv, "share=95", "BYPASS_PAGER_TIER=share=95: Invalid argument");
-	refused(argv, "share=200", "BYPASS_PAGER_TIER=share=200 is not 0, 1");
-	refused(argv, "bogus", "BYPASS_PAGER_TIER=bogus is not 0, 1, or share=PCT,accept=PCT");
-	refused(argv, "share=", "BYPASS_PAGER_TIER=share= is not 0, 1");
+	paged(argv, "1", NULL);
+	paged(argv, "share=20,accept=80", NULL);
+	paged(argv, "1", "BYPASS_PAGER_TIER_ADAPT=0");
+	refused(argv, "share=95", NULL, "BYPASS_PAGER_TIER=share=95: Invalid argument");
+	refused(argv, "share=200", NULL, "BYPASS_PAGER_TIER=share=200 is not 0, 1");
+	refused(argv, "bogus", NULL, "BYPASS_PAGER_TIER=bogus is not 0, 1, or share=PCT,accept=PCT");
+	refused(argv, "share=", NULL, "BYPASS_PAGER_TIER=share= is not 0, 1");
+	refused(argv, "1", "BYPASS_PAGER_TIER_ADAPT=maybe",
+		"BYPASS_PAGER_TIER_ADAPT=maybe is neither 0/off nor 1/on");
 	return test_pass("pager/preload-tier");
 }
