@@ -295,6 +295,7 @@ uint32_t bp_select_victims(struct bypass_pager *p, uint32_t want, uint32_t *out)
 		uint32_t passed = 0;
 		n = select_2q(p, want, out, true, &passed);
 	}
+	bp_pf_note_victims(p, out, n);
 	return n;
 }
 

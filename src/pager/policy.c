@@ -556,20 +556,22 @@ void bp_policy_fault(struct bypass_pager *p, struct region *r, uint32_t id, unsi
 		}
 	}
 	bool nora = (w & PW_NORA) != 0;
+	/* the first write to a page the prefetcher installed (bp_pf_stream) */
+	bool wrote = kind == BYPASS_PAGER_FAULT_WP && (w & PW_PF);
 	if (!atomic_load_explicit(&p->pol.cur, memory_order_acquire)) {
 		/* 2Q: no policy to keep alive, no read section (two atomic
 		 * operations on a shared line less per fault) */
 		if (!nora && kind != BYPASS_PAGER_FAULT_ZERO && (w & PW_SEQ))
-			bp_pf_stream(p, r, id, mapped, true);
+			bp_pf_stream(p, r, id, mapped, true, wrote);
 		return;
 	}
 	unsigned idx = bp_pol_enter(p);
 	struct bp_pol *pol = atomic_load(&p->pol.cur);
 	if (!nora && kind != BYPASS_PAGER_FAULT_ZERO) {
 		if (w & PW_SEQ)
-			bp_pf_stream(p, r, id, mapped, true);
+			bp_pf_stream(p, r, id, mapped, true, wrote);
 		else if (pol && pol->bi && pol->bi->streams)
-			bp_pf_stream(p, r, id, mapped, false);
+			bp_pf_stream(p, r, id, mapped, false, wrote);
 	}
 	const struct bypass_pager_policy *ops = pol ? pol->ops : NULL;
 	if (ops && !pol->bi && (ops->on_fault || ops->prefetch)) {

@@ -89,15 +89,25 @@ void bp_pf_forget(struct bypass_pager *p);
  * queue is full.  Signal-safe. */
 bool bp_pf_push(struct bypass_pager *p, uint32_t id, uint32_t n);
 /* The stream detector: a fault at id of r mapped `mapped` pages; with
- * seq, the page is in a SEQUENTIAL range (an ascending stream is assumed).
+ * seq, the page is in a SEQUENTIAL range (an ascending stream is assumed);
+ * wrote: the fault is the first write to a page the prefetcher installed.
  * Queues the prefetch ahead of it. */
 void bp_pf_stream(struct bypass_pager *p, struct region *r, uint32_t id, uint32_t mapped,
-		  bool seq);
+		  bool seq, bool wrote);
 /* Nothing to prefetch: the thread sleeps, no read in flight, no request
  * queued (tests wait for it instead of for a time). */
 bool bp_pf_idle(struct bypass_pager *p);
 /* The largest prefetch window of p, in pages. */
 uint32_t bp_pf_max(const struct bypass_pager *p);
+/* A stream's next window at a fault that continues it (or after lost
+ * pages), from its window w, the pages of its region lost (prefetched, evicted unused) since the last
+ * fault and the region's ceiling *ceil (0: maxw; updated): w doubled up to
+ * the ceiling, the ceiling raised by 8 pages when w is at it, both halved
+ * (not below 8 pages) when pages were lost; never above maxw. */
+uint32_t bp_pf_window(uint32_t w, uint32_t *ceil, uint32_t lost, uint32_t maxw);
+/* Victims chosen for eviction (evict lock held): count those prefetched and
+ * never seen used into their region's pf_lost. */
+void bp_pf_note_victims(struct bypass_pager *p, const uint32_t *ids, uint32_t n);
 
 /* -------------------------------------------------------------- policies.c */
 

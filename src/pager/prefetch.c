@@ -24,7 +24,9 @@
  * The stream detector (bp_pf_stream) decides what to ask for: per region,
  * the last fault, the stride of the stream (+1 ascending, -1 descending,
  * another constant stride) and a window that doubles while faults follow
- * the stream, up to bp_pf_max() pages.
+ * the stream, up to a ceiling that halves when prefetched pages of the
+ * region are evicted unused and grows back slowly while none are
+ * (bp_pf_window), never above bp_pf_max() pages.
  */
 #include "pager/page.h"
 #include "pager/lock.h"
@@ -548,6 +550,60 @@ void bp_pf_forget(struct bypass_pager *p)
 
 /* ------------------------------------------------------------ streams */
 
+/*
+ * The window's rule, additive increase and multiplicative decrease of a
+ * ceiling per region (its stream): while none of the pages the region's
+ * streams prefetched were evicted unused, a stream's window doubles at each
+ * fault that continues the stream (bp_pf_stream: but for writes to its
+ * prefetched pages inside the window), up to the ceiling, and the ceiling
+ * grows by PF_WIN0 pages at each such fault once the window is at it; when
+ * some were lost, the ceiling and the window become half the window.  A window larger than
+ * what survives the eviction rate reads pages that are evicted before the
+ * stream reaches them (or after the stream moved elsewhere), and reads them
+ * again when it does; a sequential scan whose pages all survive stays at
+ * maxw.  (Linux's readahead grows its window when the stream reaches the
+ * page it marked in the previous window, and starts small again when that
+ * page was evicted first.)
+ */
+uint32_t bp_pf_window(uint32_t w, uint32_t *ceil, uint32_t lost, uint32_t maxw)
+{
+	uint32_t c = *ceil && *ceil < maxw ? *ceil : maxw;
+	if (lost) {
+		c = (w < c ? w : c) / 2;
+		if (c < PF_WIN0)
+			c = PF_WIN0;
+		w = c;
+	} else if (w < c) {
+		w = 2 * w < c ? 2 * w : c;
+	} else {
+		c = c + PF_WIN0 < maxw ? c + PF_WIN0 : maxw;
+		w = c;
+	}
+	if (c > maxw) /* a small budget */
+		c = maxw;
+	*ceil = c;
+	return w < c ? w : c;
+}
+
+/* Victims about to be evicted (the evict lock held): those prefetched and
+ * never seen used count against their region's stream (r->pf_lost). */
+void bp_pf_note_victims(struct bypass_pager *p, const uint32_t *ids, uint32_t n)
+{
+	unsigned ti = bp_tab_enter();
+	struct regtab *t = bp_tab_get();
+	struct region *r = NULL;
+	for (uint32_t i = 0; t && i < n; i++) {
+		uint32_t id = ids[i];
+		if (!(atomic_load_explicit(&pg_of(p, id)->w, memory_order_relaxed) & PW_PF))
+			continue;
+		if (!r || !region_has_id(r, id))
+			r = bp_tab_find_id(t, p, id);
+		if (r)
+			atomic_fetch_add_explicit(&r->pf_lost, 1, memory_order_relaxed);
+	}
+	bp_tab_leave(ti);
+}
+
 /* The pages the stream passed ([a, b)) that were prefetched: used. */
 static void pf_passed(struct bypass_pager *p, uint32_t a, uint32_t b)
 {
@@ -561,7 +617,7 @@ static void pf_passed(struct bypass_pager *p, uint32_t a, uint32_t b)
 }
 
 void bp_pf_stream(struct bypass_pager *p, struct region *r, uint32_t id, uint32_t mapped,
-		  bool seq)
+		  bool seq, bool wrote)
 {
 	uint32_t L = atomic_load_explicit(&r->pf_last, memory_order_relaxed);
 	uint32_t N = atomic_load_explicit(&r->pf_next, memory_order_relaxed);
@@ -571,17 +627,36 @@ void bp_pf_stream(struct bypass_pager *p, struct region *r, uint32_t id, uint32_
 	uint32_t maxw = bp_pf_max(p);
 	uint32_t first = r->id0, last = region_id(r, r->end - PG_SIZE);
 	int32_t d = (int32_t)(id - L);
-	bool cont = false;
+	bool cont = false, front = false;
+	/* prefetched pages of the region evicted unused since its last fault
+	 * (read without a second atomic when there are none: the fast path) */
+	uint32_t lost = atomic_load_explicit(&r->pf_lost, memory_order_relaxed);
+	if (lost)
+		lost = atomic_exchange_explicit(&r->pf_lost, 0, memory_order_relaxed);
+	uint32_t ceil = atomic_load_explicit(&r->pf_ceil, memory_order_relaxed);
 	if (S && d && d % S == 0) {
 		int32_t q = d / S, qn = (int32_t)(N - L) / S;
 		cont = q >= 1 && q <= qn;
+		front = q == qn; /* at the first page not asked for yet */
 	}
 	if (cont) {
-		W = 2 * W > maxw ? maxw : 2 * W;
+		/* a write stream takes a write-protect fault on each page of
+		 * its window that the prefetcher installed clean: inside the
+		 * window that is a use, not the stream moving on, and the
+		 * window keeps its size until the stream reaches its front
+		 * (before, each such write doubled it) */
+		if (front || !wrote || lost)
+			W = bp_pf_window(W, &ceil, lost, maxw);
 		if (S == 1)
 			pf_passed(p, L, id);
 		else if (S == -1)
 			pf_passed(p, id + 1, L + 1);
+		/* pages it had asked for were evicted: ask again from here
+		 * (those still resident are skipped by the thread) */
+		if (lost && S == 1 && N > id + mapped)
+			N = id + mapped;
+		else if (lost && S == -1 && N + 1 < id)
+			N = id - 1;
 	} else if (seq || (d > 0 && id == N)) {
 		S = 1; /* ascending: right after what the last fault mapped */
 		W = PF_WIN0;
@@ -601,6 +676,11 @@ void bp_pf_stream(struct bypass_pager *p, struct region *r, uint32_t id, uint32_
 		W = PF_WIN0;
 	if (W > maxw) /* a small budget */
 		W = maxw;
+	if (!cont && lost) /* the last stream's loss: the region's ceiling */
+		bp_pf_window(atomic_load_explicit(&r->pf_win, memory_order_relaxed), &ceil, lost,
+			     maxw);
+	if (ceil != atomic_load_explicit(&r->pf_ceil, memory_order_relaxed))
+		atomic_store_explicit(&r->pf_ceil, ceil, memory_order_relaxed);
 	atomic_store_explicit(&r->pf_cand, d, memory_order_relaxed);
 	atomic_store_explicit(&r->pf_last, id, memory_order_relaxed);
 	if (!S) {

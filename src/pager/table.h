@@ -60,6 +60,11 @@ struct region {
 	 * write-mode run's probe (page id + 1).  Hints only, as ra_*. */
 	_Atomic uint32_t pf_clean, pf_wp, pf_probe;
 	_Atomic bool pf_wmode;
+	/* prefetched pages of the region evicted before any use (lru.c,
+	 * bp_select_victims), taken and zeroed by the stream (prefetch.c) */
+	_Atomic uint32_t pf_lost;
+	/* the largest window known to survive (0: bp_pf_max) */
+	_Atomic uint32_t pf_ceil;
 };
 
 /* A snapshot of every region of every pager, sorted by address. */
