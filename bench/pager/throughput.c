@@ -288,6 +288,8 @@ int bench_pager_throughput(struct bench_ctx *c)
 				tst.dropped += res->tst.dropped;
 				tst.swapin_pool += res->tst.swapin_pool;
 				tst.swapin_file += res->tst.swapin_file;
+				tst.share_moves += res->tst.share_moves;
+				tst.pool_bytes = res->tst.pool_bytes; /* the last run's */
 			} else if (side != 1) {
 				lin[side] += pb_vmstat("pswpin") - in0;
 				zin[side] += pb_vmstat("zswpin") - zin0;
@@ -553,15 +555,21 @@ int bench_pager_throughput(struct bench_ctx *c)
 				   "(recorded as its outcome: its rounds have no figure)", t_row[side],
 				   oom[side], oom[side] + lruns[side]);
 	}
+	const char *adapt = getenv("BYPASS_PAGER_TIER_ADAPT");
+	bool adapt_off = adapt && !strcmp(adapt, "0");
 	if (lruns[T_TIER])
 		bench_note(c, "bypass + compressed tier: the same pager and budget with "
-			   "bypass_pager_tier() on (its defaults: LZ4, the pool at most 50%% of the "
-			   "budget and counted in it, pages kept if they compress to 60%%); over all "
-			   "rounds %llu pages put in the pool, %llu not compressible enough, %llu "
-			   "dropped, %llu swap-ins from the pool, %llu from the file",
-			   (unsigned long long)tst.stored, (unsigned long long)tst.rejected,
-			   (unsigned long long)tst.dropped, (unsigned long long)tst.swapin_pool,
-			   (unsigned long long)tst.swapin_file);
+			   "bypass_pager_tier() on (its defaults: LZ4, the pool's share starting "
+			   "at 50%% of the budget and counted in it, %s, pages kept if they "
+			   "compress to 60%%); over all rounds %llu pages put in the pool, %llu not "
+			   "compressible enough, %llu dropped, %llu swap-ins from the pool, %llu "
+			   "from the file, %llu moves of the pool's share; the last run's pool "
+			   "held %.1f MiB at its end",
+			   adapt_off ? "fixed there (BYPASS_PAGER_TIER_ADAPT=0)" :
+			   "adapting to what the pool saves", (unsigned long long)tst.stored,
+			   (unsigned long long)tst.rejected, (unsigned long long)tst.dropped,
+			   (unsigned long long)tst.swapin_pool, (unsigned long long)tst.swapin_file,
+			   (unsigned long long)tst.share_moves, (double)tst.pool_bytes / 1048576.0);
 	for (int ph = 0; ph < PH_N; ph++)
 		if (lruns[T_TIER])
 			bench_note(c, "%s: bypass + tier median %.0f accesses/s; / bypass without "

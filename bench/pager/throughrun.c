@@ -198,8 +198,14 @@ static void bypass_child(const char *swapfile, const struct sizes *z, const uint
 	int e = bypass_pager_create(&cfg, &p);
 	struct bypass_pager_tier_config tc;
 	memset(&tc, 0, sizeof(tc));
-	if (!e && tier) /* the compressed tier, its defaults (issue 35) */
+	if (!e && tier) { /* the compressed tier, its defaults (issue 35) */
+		/* BYPASS_PAGER_TIER_ADAPT=0: its share fixed, as the pager
+		 * preload's same variable does (the window's A/B) */
+		const char *a = getenv("BYPASS_PAGER_TIER_ADAPT");
+		if (a && !strcmp(a, "0"))
+			tc.flags |= BYPASS_PAGER_TIER_FIXED;
 		e = bypass_pager_tier(p, &tc);
+	}
 	if (!e)
 		e = bypass_pager_map(p, z->region, 0, (void **)&m);
 	if (e) {

@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MIB(x) ((double)(x) / 1048576.0)
@@ -372,9 +373,13 @@ void pu_report(struct bench_ctx *c, struct pu_st *s)
 					   MIB(L[w].limit));
 	if (lb[SD_T] || tier_fail[0])
 		bench_note(c, "the preload + compressed tier side: the same preload and budget "
-			   "with BYPASS_PAGER_TIER=1 (LZ4, the pool's share at most 50%% of the "
-			   "budget, pages that compress to 60%% kept; the pool counts in the "
-			   "budget), in a measuring cgroup of its own like the preload's");
+			   "with BYPASS_PAGER_TIER=1 (LZ4, the pool's share starting at 50%% of the "
+			   "budget, %s, pages that compress to 60%% kept; the pool counts in the "
+			   "budget), in a measuring cgroup of its own like the preload's",
+			   getenv("BYPASS_PAGER_TIER_ADAPT") &&
+			   !strcmp(getenv("BYPASS_PAGER_TIER_ADAPT"), "0") ?
+			   "fixed there (BYPASS_PAGER_TIER_ADAPT=0, the bench's environment)" :
+			   "adapting to what the pool saves");
 	for (int w = 0; w < W_N; w++)
 		if (nr[w] && runs_l[w][SD_T])
 			bench_note(c, "%s, preload + tier: median %.2f s; / best of Linux's three "
