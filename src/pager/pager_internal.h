@@ -16,7 +16,7 @@
  *   pager/map.h     pager.c's internal entry points
  *   pager/share.h   fork without reading back: the gate (share.c)
  *   pager/fork.h    fork.c's list of pagers
- *   pager/fault.h   serving faults (fault.c)
+ *   pager/fault.h   serving faults (fault.c, dispatch.c)
  *   pager/engine.h  the adaptive engine (engine.c)
  *   pager/setup.h   userfaultfds, the swap file, the configuration (setup.c)
  *   pager/read.h    swap-in reads (read.c)

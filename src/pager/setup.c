@@ -32,7 +32,7 @@
 uint64_t bp_thread_uffd_features(const struct bypass_pager *p)
 {
 	/* THREAD_ID: a fault of the thread that is preparing a fork is served
-	 * through the fork's gate (fault.c, handle_msg) */
+	 * through the fork's gate (dispatch.c, handle_msg) */
 	return UFFD_FEATURE_PAGEFAULT_FLAG_WP |
 	       (p->cfg.uffd_avail & (UFFD_FEATURE_POISON | UFFD_FEATURE_THREAD_ID));
 }

@@ -77,18 +77,19 @@ struct pg_ids {
 	_Atomic uint32_t mapped; /* pages in regions */
 };
 
-/* Serving faults (fault.c): the userfaultfds, the handler threads and the
- * bounce buffers.  The descriptors are set at create (uffd_thread also by
- * the first BYPASS_PAGER_MAP_HANDLER map, under p->lock) and closed at
- * destroy; the threads start and stop under p->lock; the bounce buffers
- * are taken and given back with atomics (bounce_map), from any context. */
+/* Serving faults: the userfaultfds, the handler threads (dispatch.c) and
+ * the bounce buffers (fault.c).  The descriptors are set at create
+ * (uffd_thread also by the first BYPASS_PAGER_MAP_HANDLER map, under
+ * p->lock) and closed at destroy; the threads start and stop under
+ * p->lock; the bounce buffers are taken and given back with atomics
+ * (bounce_map), from any context. */
 struct pg_serve {
 	int uffd_sigbus;     /* upcall userfaultfd, or -1 */
 	int uffd_thread;     /* handler-thread userfaultfd, or -1 */
 	struct bp_thread threads[PG_MAX_THREADS]; /* handler threads */
 	unsigned nlive;      /* handler threads running */
 	int stop_fd;         /* eventfd that stops the handler threads */
-	_Atomic unsigned spinners; /* handler threads trying to spin (fault.c) */
+	_Atomic unsigned spinners; /* handler threads trying to spin (dispatch.c) */
 	char *bounce;        /* swap-in buffers (fault path: no malloc) */
 	uint32_t nbounce;
 	_Atomic uint64_t *bounce_map;
