@@ -452,10 +452,11 @@ struct bypass_pager_tier_config {
 /* The pool's share stays share_pct.  Without it the share starts there and
  * adapts to what the pool saves, within 5 .. 90% of the budget, one step
  * (a 64th of the budget) per window of evictions: it grows when pages the
- * pool forgot are read back from the file soon after, shrinks when pages
- * evicted shortly before are read back (more resident memory would have
- * kept them), or when the pool writes to the file more of its copies than
- * it serves swap-ins (docs/pager.md, "Compressed tier"). */
+ * pool forgot are read back from the file soon after (each weighs 7 of
+ * the others: a file read against a swap-in from the pool), shrinks when
+ * pages evicted shortly before are read back (more resident memory would
+ * have kept them), or when the pool writes to the file more of its copies
+ * than it serves swap-ins (docs/pager.md, "Compressed tier"). */
 #define BYPASS_PAGER_TIER_FIXED 0x1u
 
 struct bypass_pager_tier_stats {
