@@ -120,6 +120,19 @@ static bool linux_selected(struct bench_ctx *c, int sd)
 	return false;
 }
 
+
+/* A planted check's file (tests/pager/bench-plant.sh): the path in the
+ * environment variable env (the test's), else dir/name; buf returned. */
+static const char *plant_path(char *buf, size_t len, const char *env, const char *dir,
+			      const char *name)
+{
+	const char *f = getenv(env);
+	if (f)
+		snprintf(buf, len, "%s", f);
+	else
+		snprintf(buf, len, "%s/%s", dir, name);
+	return buf;
+}
 #define MIB(x) ((double)(x) / 1048576.0)
 
 int bench_pager_unmodified(struct bench_ctx *c)
@@ -221,26 +234,18 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	 * run of the C program leaves a process behind, its pid in this file
 	 * (BYPASS_BENCH_PLANT_ORPHANS: the test's, else the scratch
 	 * directory's) */
-	if (bench_planted(c, "pager.unmodified.orphan")) {
-		const char *f = getenv("BYPASS_BENCH_PLANT_ORPHANS");
-		snprintf(orphans, sizeof(orphans), "%s", f ? f : "");
-		if (!f)
-			snprintf(orphans, sizeof(orphans), "%s/orphans", dir);
-		z.orphans = zb.orphans = orphans;
-	}
+	if (bench_planted(c, "pager.unmodified.orphan"))
+		z.orphans = zb.orphans = plant_path(orphans, sizeof(orphans),
+						    "BYPASS_BENCH_PLANT_ORPHANS", dir, "orphans");
 	/* plant=pager.unmodified.redis.stall (tests/pager/bench-plant.sh):
 	 * Redis's client side writes its pid into this file
 	 * (BYPASS_BENCH_PLANT_REDIS: the test's, else the scratch
 	 * directory's) and waits for a BGSAVE end that never comes: its
 	 * bound (--param redis_wait_s) or the bench's cleanup must end it */
 	char rstall[500];
-	if (bench_planted(c, "pager.unmodified.redis.stall")) {
-		const char *f = getenv("BYPASS_BENCH_PLANT_REDIS");
-		snprintf(rstall, sizeof(rstall), "%s", f ? f : "");
-		if (!f)
-			snprintf(rstall, sizeof(rstall), "%s/redis-stall", dir);
-		z.rd_stall = zb.rd_stall = rstall;
-	}
+	if (bench_planted(c, "pager.unmodified.redis.stall"))
+		z.rd_stall = zb.rd_stall = plant_path(rstall, sizeof(rstall),
+						      "BYPASS_BENCH_PLANT_REDIS", dir, "redis-stall");
 	/* the runs' leftovers come to the bench, which kills and reaps them
 	 * (pu_run); their CPU is the run's, not other processes' */
 	memset(pu_left_n, 0, sizeof(pu_left_n));
