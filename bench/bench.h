@@ -292,7 +292,8 @@ void bench_same_runs(struct bench_ctx *c);
  *	                 50k requests; batch.sends 60 samples a round)
  *	syslet   20 s
  *	ipc      35 s   + 20 s for the library mode rows (ipc engineer)
- *	pager   165 s   in all (pager.unmodified with real programs 95 s of it)
+ *	pager   165 s   in all (pager.unmodified with real programs 95 s of it;
+ *	                 pager.sockcost 2 s: 2,000 pairs of each kind, 5 rounds)
  *	margin   45 s   (a disturbed round is run again: reruns come out of it)
  *
  * This session's target is 250 s, 50 s below the promise: the quiet quick run

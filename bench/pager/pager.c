@@ -16,6 +16,9 @@
  *                     bypass 2Q, bypass's sliding window (issue 11, 2)
  *   pager.fork        fork() with most of the memory evicted, against the
  *                     same fork at the same resident set (issue 32)
+ *   pager.sockcost    a socket call right after the thread's own evicting
+ *                     fault under the preload, against the same without
+ *                     it (issue 32)
  */
 #include "pager_bench.h"
 
@@ -38,8 +41,8 @@ static bool run_it(const char *only, const char *x)
 	return false;
 }
 
-/* --param only=latency|drop|throughput|unmodified|prefetch|pagerank|fork|tier
- * runs those experiments (a comma-separated list). */
+/* --param only=latency|drop|throughput|unmodified|prefetch|pagerank|fork|
+ * sockcost|tier runs those experiments (a comma-separated list). */
 int bench_pager(struct bench_ctx *c)
 {
 	const char *only = bench_param(c, "only", NULL);
@@ -58,6 +61,8 @@ int bench_pager(struct bench_ctx *c)
 		ret |= bench_pager_pagerank(c);
 	if (run_it(only, "fork"))
 		ret |= bench_pager_fork(c);
+	if (run_it(only, "sockcost"))
+		ret |= bench_pager_sockcost(c);
 	if (run_it(only, "tier"))
 		ret |= bench_pager_tier(c);
 	return ret;

@@ -46,6 +46,9 @@ int bench_pager_fork(struct bench_ctx *c);
 /* Issue 35's compressed tier: a swap-in from the pool against a minor
  * fault plus a decompression (tier.c; only=tier, not in all). */
 int bench_pager_tier(struct bench_ctx *c);
+/* Issue 32: a socket call right after the thread's own evicting fault
+ * under the pager preload, against the same without it (sockcost.c). */
+int bench_pager_sockcost(struct bench_ctx *c);
 
 /* ------------------------------------------------ the graph (kron.c) */
 struct pb_csr {

@@ -204,19 +204,11 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	bool have_redis = pu_have_redis();
 	int ret = 0;
 
-	if (pu_built_with_asan()) {
-		bench_skip(c, id, "an AddressSanitizer build: its preload, instrumented, "
-			   "crashes inside the uninstrumented programs (sort, python3) "
-			   "without libasan loaded first; tests/pager/preload-* run them "
-			   "under ASan that way and check their output");
-		return 0;
-	}
 	char pre[600];
-	snprintf(pre, sizeof(pre), "%s/libbypass-pager.so", bench_build_dir());
-	if (access(pre, R_OK)) {
-		bench_skip(c, id, "no %s (the preload is built with the pager module)", pre);
+	if (!pu_preload(c, id, "crashes inside the uninstrumented programs (sort, python3) "
+			"without libasan loaded first; tests/pager/preload-* run them "
+			"under ASan that way and check their output", pre, sizeof(pre)))
 		return 0;
-	}
 	char dir[400];
 	snprintf(dir, sizeof(dir), "%s/bypass-bench-unmod-%d", pb_swapdir(c), (int)getpid());
 	if (mkdir(dir, 0700)) {

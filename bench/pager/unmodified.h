@@ -114,6 +114,14 @@ void pu_rmtree(const char *dir);
 bool pu_have_redis(void);
 /* This bench, and so the preload beside it, built with AddressSanitizer. */
 bool pu_built_with_asan(void);
+/* The pager preload's path into pre (len bytes): true, or false with
+ * experiment id skipped (an ASan build: "its preload, instrumented, "
+ * asan_why; or no preload built). */
+bool pu_preload(struct bench_ctx *c, const char *id, const char *asan_why, char *pre,
+		size_t len);
+/* The sum of counter key over the lines of the preload's stats file
+ * (dir/stats; removed when remove is set). */
+uint64_t pu_stats_take(const char *dir, const char *key, bool remove);
 /* The stats file's counters of one bypass run (then the file goes). */
 struct brun {
 	uint64_t rdpages, evict, swapin, hits, samples, peak;

@@ -567,7 +567,7 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 }
 
 /* The sum of a counter over the stats file's lines (then the file goes). */
-static uint64_t pu_stats_take(const char *dir, const char *key, bool remove)
+uint64_t pu_stats_take(const char *dir, const char *key, bool remove)
 {
 	char path[400], pat[64], line[8192];
 	snprintf(path, sizeof(path), "%s/stats", dir);
@@ -637,6 +637,21 @@ bool pu_built_with_asan(void)
 #else
 	return false;
 #endif
+}
+
+bool pu_preload(struct bench_ctx *c, const char *id, const char *asan_why, char *pre, size_t len)
+{
+	if (pu_built_with_asan()) {
+		bench_skip(c, id, "an AddressSanitizer build: its preload, instrumented, %s",
+			   asan_why);
+		return false;
+	}
+	snprintf(pre, len, "%s/libbypass-pager.so", bench_build_dir());
+	if (access(pre, R_OK)) {
+		bench_skip(c, id, "no %s (the preload is built with the pager module)", pre);
+		return false;
+	}
+	return true;
 }
 
 

@@ -8,7 +8,8 @@
 # added to the C program's output under the preload before its comparison
 # with the reference run); a page left in memory by pager.drop's bypass row
 # (its first batch names one page twice; the check that every dropped page is
-# gone catches it).
+# gone catches it); a wrong byte received by pager.sockcost's preload side
+# (its first pair after a fault counted wrong).
 # Each must end up in the JSON's "failures", leave no target of its table
 # met ("no verdict: failed") and make bypass-bench exit 1
 # (tools/report.py --expect-failed checks the JSON).  No figure is judged.
@@ -45,7 +46,8 @@ for spec in \
 	pager.pagerank:pager.pagerank:only=pagerank \
 	pager.prefetch:pager.prefetch:only=prefetch \
 	pager.unmodified:pager.unmodified:only=unmodified \
-	pager.drop:pager.drop:only=drop; do
+	pager.drop:pager.drop:only=drop \
+	pager.sockcost:pager.sockcost:only=sockcost; do
 	IFS=: read -r id table only <<<"$spec"
 	name=${table//./-}
 	"$bench" pager "${small[@]}" --param "$only" --param plant="$id" \
