@@ -31,6 +31,8 @@ struct bsrv {
 	const char *const *env;  /* more environment for the preload (K=V) */
 	const char *label, *source;
 	int base;                /* the row its ratio is relative to */
+	int workers;             /* nginx (Debian's conf): worker_processes
+				  * set to this (0: the conf's, auto) */
 	int port;
 	pid_t pid;
 	char dir[300];

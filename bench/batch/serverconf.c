@@ -41,7 +41,8 @@ static bool starts(const char *line, const char *word)
  * Debian's nginx.conf (/etc/nginx/nginx.conf as the nginx-light package
  * ships it) with only what running it here needs changed: user root,
  * daemon off, pid and log files in the variant's directory, and our server
- * block instead of sites-enabled.  Everything else (worker_processes auto,
+ * block instead of sites-enabled (and worker_processes where the variant
+ * sets its workers).  Everything else (worker_processes auto,
  * sendfile on, tcp_nopush on, access_log on, gzip on, ...) stays.
  */
 static bool nginx_debian_conf(struct bsrv *s, char *text, size_t len)
@@ -54,6 +55,9 @@ static bool nginx_debian_conf(struct bsrv *s, char *text, size_t len)
 	while (fgets(line, sizeof(line), f)) {
 		if (starts(line, "user ")) {
 			cat(text, len, "user root;\n");
+		} else if (s->workers > 0 && starts(line, "worker_processes ")) {
+			snprintf(tmp, sizeof(tmp), "worker_processes %d;\n", s->workers);
+			cat(text, len, tmp);
 		} else if (starts(line, "pid ")) {
 			snprintf(tmp, sizeof(tmp), "pid %s/nginx.pid;\n", s->dir);
 			cat(text, len, tmp);

@@ -236,15 +236,31 @@ int bsrv_run_capture(char *const argv[], char *buf, size_t len)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* The load of a table: wrk's connections (and threads: at most 2), and
+ * whether each request asks for its connection's close (a new connection
+ * per request: nginx's accept path, where EPOLLEXCLUSIVE matters). */
+struct web_load {
+	int conns;
+	bool close;
+};
+static const struct web_load keepalive_50 = { 50, false };
+
 /* wrk against the server: requests per second (NAN on failure); errors gets
  * wrk's socket errors (connect, read, write) and non-2xx replies, the
  * server's timeouts its timeouts. */
-static double wrk(struct bsrv *s, const char *path, int secs, double *total, double *errors)
+static double wrk(struct bsrv *s, const struct web_load *ld, const char *path, int secs,
+		  double *total, double *errors)
 {
-	char url[128], d[16], out[4096];
+	char url[128], d[16], out[4096], t[16], cn[16];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/%s", s->port, path);
 	snprintf(d, sizeof(d), "%ds", secs);
-	char *argv[] = { WRK, "-t", "2", "-c", "50", "-d", d, url, NULL };
+	snprintf(t, sizeof(t), "%d", ld->conns < 2 ? 1 : 2);
+	snprintf(cn, sizeof(cn), "%d", ld->conns);
+	char *argv[] = { WRK, "-t", t, "-c", cn, "-d", d, url, NULL, NULL, NULL };
+	if (ld->close) {
+		argv[8] = "-H";
+		argv[9] = "Connection: close";
+	}
 	if (bsrv_run_capture(argv, out, sizeof(out)) != 0)
 		return NAN;
 	char *p = strstr(out, "Requests/sec:");
@@ -511,7 +527,8 @@ static const char *const no_env[] = { NULL };
 static const char *const sf_splice[] = { "BYPASS_BATCH_SPLICE=1", NULL };
 
 static int web_table(struct bench_ctx *c, const char *id, const char *title,
-		     struct bsrv *s, int nv, const char *path, double goal, const char *what)
+		     struct bsrv *s, int nv, const struct web_load *ld, const char *path,
+		     double goal, const char *what)
 {
 	int rounds = bsrv_rounds(c);
 	int secs = bench_smoke(c) ? 1 : bench_quick(c) ? 1 : 3;
@@ -533,7 +550,7 @@ static int web_table(struct bench_ctx *c, const char *id, const char *title,
 	double *rate = calloc((size_t)(nv * rounds), sizeof(double));
 	for (int v = 0; v < nv; v++) {
 		double total = 0;
-		wrk(&s[v], path, 1, &total, NULL); /* warm up */
+		wrk(&s[v], ld, path, 1, &total, NULL); /* warm up */
 		s[v].served += total;
 	}
 	size_t order[16];
@@ -545,7 +562,7 @@ static int web_table(struct bench_ctx *c, const char *id, const char *title,
 		for (int k = 0; k < nv; k++) {
 			int v = (int)order[k];
 			double total = 0, t0 = bsrv_cpu_ticks(&s[v]);
-			double x = wrk(&s[v], path, secs, &total, &s[v].errors);
+			double x = wrk(&s[v], ld, path, secs, &total, &s[v].errors);
 			if (v == 0 && bench_planted(c, id))
 				x = NAN; /* the base row's wrk failed: tests/batch/bench-plant.sh */
 			rate[v * rounds + r] = x;
@@ -564,7 +581,7 @@ static int web_table(struct bench_ctx *c, const char *id, const char *title,
 			continue;
 		pid_t perf = bsrv_perf_start(&s[v], 120);
 		double total = 0, extra_err = 0;
-		wrk(&s[v], path, 1, &total, &extra_err);
+		wrk(&s[v], ld, path, 1, &total, &extra_err);
 		double n = bsrv_perf_end(&s[v], perf);
 		s[v].served += total;
 		if (total > 0)
@@ -573,17 +590,60 @@ static int web_table(struct bench_ctx *c, const char *id, const char *title,
 	for (int v = 0; v < nv; v++)
 		s[v].clean = bsrv_stop(&s[v]);
 	bsrv_report(c, s, nv, rate, rounds, "req/s");
-	bench_note(c, "wrk -t 2 -c 50 -d %ds /%s (ESCA: -t 4 -c 50 -d 5s, 20 KB); wrk shares "
+	bench_note(c, "wrk -t %d -c %d -d %ds%s /%s (ESCA: -t 4 -c 50 -d 5s, 20 KB); wrk shares "
 		   "the %d CPUs with the server; variants alternate, order rotated per round",
-		   secs, path, bench_ncpus());
+		   ld->conns < 2 ? 1 : 2, ld->conns, secs,
+		   ld->close ? " -H 'Connection: close'" : "", path, bench_ncpus());
 	if (goal > 0)
 		bench_target_est(c, what, &s[1].est, ">=", goal);
-	if (s[0].kind == BSRV_NGINX_DEBIAN && !isnan(s[0].crossings) && !isnan(s[1].crossings))
+	if (goal > 0 && s[0].kind == BSRV_NGINX_DEBIAN && !isnan(s[0].crossings) &&
+	    !isnan(s[1].crossings))
 		bench_target_exact(c, "nginx (Debian) kernel crossings per request, preload / "
 				   "without", s[1].crossings / s[0].crossings, "<=", 0.5);
 	bench_end(c);
 	free(rate);
 	return 0;
+}
+
+/*
+ * nginx's accept path, where a new connection wakes the workers watching
+ * the listening socket with EPOLLEXCLUSIVE: since 5847bb2 the preload
+ * leaves such an epoll's waits unmerged (a merged wait, an armed
+ * IORING_OP_EPOLL_WAIT, does not count as a sleeper, so every worker woke:
+ * docs/batch.md), and these rows give that choice's price beside the
+ * baseline: a new connection per request (Connection: close) with
+ * Debian's workers (auto: one a CPU) under wrk's 50 connections, and with
+ * 8 workers for 2 connections (most workers idle, where a herd would cost
+ * most).  No target; the notes give the merged waits per request.
+ */
+static int nginx_accept_tables(struct bench_ctx *c)
+{
+	static const struct web_load close_50 = { 50, true }, close_2 = { 2, true };
+	int nv = bench_quick(c) ? 2 : 3;
+	struct bsrv a[3] = {
+		{ .kind = BSRV_NGINX_DEBIAN, .label = "Debian's nginx.conf", .env = no_env },
+		{ .kind = BSRV_NGINX_DEBIAN, .preload = true,
+		  .label = "Debian's nginx.conf, bypass preload", .env = no_env },
+		{ .kind = BSRV_NGINX_DEBIAN, .preload = true,
+		  .label = "Debian's nginx.conf, preload without the merged wait",
+		  .env = merged_off },
+	};
+	int rc = web_table(c, "batch.nginx-close", "nginx, Debian's configuration, a new "
+			   "connection per request (Connection: close): requests/s under "
+			   "wrk, 20 KB", a, nv, &close_50, "a20.html", 0, NULL);
+	struct bsrv b[3] = {
+		{ .kind = BSRV_NGINX_DEBIAN, .workers = 8,
+		  .label = "Debian's nginx.conf, 8 workers", .env = no_env },
+		{ .kind = BSRV_NGINX_DEBIAN, .workers = 8, .preload = true,
+		  .label = "Debian's nginx.conf, 8 workers, bypass preload", .env = no_env },
+		{ .kind = BSRV_NGINX_DEBIAN, .workers = 8, .preload = true,
+		  .label = "Debian's nginx.conf, 8 workers, preload without the merged wait",
+		  .env = merged_off },
+	};
+	rc |= web_table(c, "batch.nginx-idle", "nginx, Debian's configuration with 8 workers "
+			"for 2 connections, a new connection per request: requests/s under "
+			"wrk, 20 KB", b, nv, &close_2, "a20.html", 0, NULL);
+	return rc;
 }
 
 static void rm_top(void)
@@ -655,9 +715,10 @@ int bench_batch_servers(struct bench_ctx *c)
 			int nv = bench_quick(c) ? 2 : 7;
 			rc |= web_table(c, "batch.nginx",
 					"nginx, Debian's configuration: requests/s under wrk, 20 KB",
-					s, nv, "a20.html", 1.11,
+					s, nv, &keepalive_50, "a20.html", 1.11,
 					"nginx (Debian's configuration) 20 KB req/s, preload / "
 					"without (ESCA +11%)");
+			rc |= nginx_accept_tables(c);
 		} else {
 			bench_skip(c, "batch.nginx", "nginx (nginx-light) is not installed and "
 				   "could not be");
@@ -680,7 +741,7 @@ int bench_batch_servers(struct bench_ctx *c)
 			};
 			rc |= web_table(c, "batch.lighttpd",
 					"lighttpd, Debian's configuration: requests/s under wrk, 20 KB",
-					s, bench_quick(c) ? 2 : 4, "a20.html", 1.13,
+					s, bench_quick(c) ? 2 : 4, &keepalive_50, "a20.html", 1.13,
 					"lighttpd (Debian's configuration) 20 KB req/s, preload / "
 					"without (ESCA +13%)");
 		} else {
