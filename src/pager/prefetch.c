@@ -586,13 +586,20 @@ uint32_t bp_pf_window(uint32_t w, uint32_t *ceil, uint32_t lost, uint32_t maxw)
 }
 
 /* Victims about to be evicted (the evict lock held): those prefetched and
- * never seen used count against their region's stream (r->pf_lost). */
+ * never seen used count against their region's stream (r->pf_lost).  The
+ * region table is entered only once such a victim is found: most rounds
+ * have none. */
 void bp_pf_note_victims(struct bypass_pager *p, const uint32_t *ids, uint32_t n)
 {
+	uint32_t i = 0;
+	while (i < n && !(atomic_load_explicit(&pg_of(p, ids[i])->w, memory_order_relaxed) & PW_PF))
+		i++;
+	if (i == n)
+		return;
 	unsigned ti = bp_tab_enter();
 	struct regtab *t = bp_tab_get();
 	struct region *r = NULL;
-	for (uint32_t i = 0; t && i < n; i++) {
+	for (; t && i < n; i++) {
 		uint32_t id = ids[i];
 		if (!(atomic_load_explicit(&pg_of(p, id)->w, memory_order_relaxed) & PW_PF))
 			continue;
