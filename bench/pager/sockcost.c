@@ -159,6 +159,7 @@ static int sc_run(const char *pre, const char *dir, unsigned long n, bool plant,
 		_exit(127);
 	}
 	close(p[1]);
+	pb_running_child = pid; /* a signal's cleanup kills it */
 	bench_watchdog(300, "pager.sockcost: a run", pid);
 	size_t len = (2 * n + 2) * sizeof(uint64_t), got = 0;
 	uint64_t *buf = malloc(len);
@@ -174,6 +175,7 @@ static int sc_run(const char *pre, const char *dir, unsigned long n, bool plant,
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	pb_running_child = 0;
 	bench_watchdog(0, NULL, 0);
 	int ret = 0;
 	if (!buf || got < len || buf[0] != n) {
@@ -268,6 +270,13 @@ int bench_pager_sockcost(struct bench_ctx *c)
 		bench_skip(c, id, "mkdir %s: %s", dir, strerror(errno));
 		return 0;
 	}
+	/* a signal's cleanup kills the running program and removes the
+	 * directory (no Linux side here: nothing else to undo) */
+	struct pb_linux_env env;
+	memset(&env, 0, sizeof(env));
+	env.zram_dev = -1;
+	env.scratch_dir = dir;
+	pb_cleanup_on_signal(&env);
 	size_t tot = n * (size_t)rounds;
 	/* [0] without the preload, [1] with it */
 	uint64_t *af[2] = { calloc(tot, 8), calloc(tot, 8) };
@@ -337,6 +346,7 @@ out:
 		free(af[s]);
 		free(idle[s]);
 	}
+	pb_cleanup_on_signal(NULL);
 	pu_rmtree(dir);
 	return ret;
 }

@@ -261,10 +261,10 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	size_t swap_size = 4 * (z.prog_bytes + z.sort_bytes);
 	bool have_linux = pb_linux_setup(c, z.budget, swap_size, &env,
 					 why, sizeof(why), facts, sizeof(facts)) == 0;
-	if (!have_linux)
-		pb_cleanup_on_signal(NULL);
-	else /* a signal's cleanup removes the scratch directory and its files */
-		env.scratch_dir = dir;
+	/* a signal's cleanup (pb_linux_setup installed it, whether or not
+	 * the Linux side could be set up) removes the scratch directory and
+	 * its files, and kills the running program's process group */
+	env.scratch_dir = dir;
 	/* the three Linux baselines: each tried once here (set up, then back
 	 * to the file); one that cannot run is skipped with its reason */
 	/* the run's state, read by its rows and notes (unmodrows.c) */

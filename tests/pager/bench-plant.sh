@@ -193,6 +193,43 @@ elif grep -q "redis not run: " "$tmp/rstall.out"; then
 else
 	bad "the stalled Redis run left no pid: exit $r: $(tail -5 "$tmp/rstall.out")"
 fi
+# A run without a Linux side (pb_linux_setup failed: here the bench runs as
+# nobody, "needs root") must still clean up on a SIGTERM: its scratch
+# directory removed, the running program's group killed.  Before the fix
+# only a run with a Linux side had the signal's cleanup.  The orphan plant
+# marks a program running (its leftover's pid written); the SIGTERM comes
+# then, and the bench must die of it (a run that ended first proves
+# nothing: said, not judged).
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	chmod 755 "$tmp"
+	mkdir -m 1777 "$tmp/sw"
+	nf=$tmp/sw/orphans
+	BYPASS_BENCH_PLANT_ORPHANS=$nf setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$bench" pager --smoke --rounds 1 --param only=unmodified --param programs=syscalls \
+		--param compressed=0 --param swapdir="$tmp/sw" \
+		--param plant=pager.unmodified.orphan >"$tmp/nolinux.out" 2>&1 &
+	bp=$!
+	for _ in $(seq 600); do [ -s "$nf" ] && break; sleep 0.02; done
+	before=$(ls "$tmp/sw" | grep -c "^bypass-bench-unmod-$bp$")
+	kill -TERM "$bp"
+	wait "$bp"
+	r=$?
+	sleep 0.2
+	for p in $(cat "$nf" 2>/dev/null); do
+		alive "$p" && { bad "a SIGTERM run without a Linux side left its program's leftover $p"; kill -9 "$p"; }
+	done
+	if grep -q "SKIPPED:" "$tmp/nolinux.out"; then
+		:
+	elif [ $r = 143 ]; then
+		ran=1
+		[ "$before" = 1 ] || bad "no scratch directory of the run as nobody to check"
+		left=$(ls "$tmp/sw" | grep bypass-bench-unmod)
+		[ -z "$left" ] && [ ! -e "$tmp/sw/bypass-bench-unmod-$bp" ] ||
+			bad "the SIGTERM run without a Linux side left its scratch directory: $left"
+	else
+		echo "(the cleanup check without a Linux side: the run ended (exit $r) before the SIGTERM: not judged)"
+	fi
+fi
 # The lock of zram and zswap: held here (a file of the test's:
 # BYPASS_BENCH_COMPRESSED_LOCK), a bench that selects them waits at most
 # --param compressed_wait seconds, then runs without them, saying why, and
