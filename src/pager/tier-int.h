@@ -11,6 +11,7 @@
 #include "pager/tier.h"
 #include "pager/lock.h"
 
+#include <liburing.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -64,6 +65,10 @@ struct bp_tier {
 	char *cbuf;  /* their compressed copies, PG_SIZE apart */
 	int clen[BP_TIER_STAGE]; /* -1: not worth keeping */
 	void *lz4state;
+	/* the pool's writes to the file, all of a batch at once (tier-write.c;
+	 * evict lock); not made or failed: pwritev */
+	struct io_uring ring;
+	bool ring_live;
 	/* counters */
 	_Atomic uint64_t pages_mem, pool_pages, comp_bytes, stored, rejected, dropped,
 		swapin_pool, swapin_file, cold, pool_only, pool_writes;

@@ -27,6 +27,7 @@
 #include "pager/stats.h"
 #include "pager/tier-int.h"
 #include "core/syscall.h"
+#include "core/uring.h"
 #include "pager/tree.h"
 
 #include <errno.h>
@@ -391,12 +392,18 @@ void bp_tier_child(struct bypass_pager *p, struct bp_tier *t)
 		t->nent = 0;
 		atomic_store(&t->on, false);
 	}
+	if (t->ring_live) { /* the parent's: mapped shared with it */
+		bp_uring_exit(&t->ring);
+		t->ring_live = bp_uring_init(BP_TIER_STAGE, &t->ring, NULL) >= 0;
+	}
 }
 
 void bp_tier_free(struct bp_tier *t)
 {
 	if (!t)
 		return;
+	if (t->ring_live)
+		bp_uring_exit(&t->ring);
 	if (t->arena)
 		bp_sys_munmap(t->arena, t->arena_len);
 	if (t->stage)
@@ -439,6 +446,8 @@ static struct bp_tier *tier_new(struct bypass_pager *p)
 		t->part[c] = TNONE;
 	for (unsigned i = 0; i < BP_TIER_STAGE; i++)
 		t->clen[i] = -1;
+	/* without it the pool writes one pwritev at a time (tier-write.c) */
+	t->ring_live = bp_uring_init(BP_TIER_STAGE, &t->ring, NULL) >= 0;
 	return t;
 #else
 	(void)p;
