@@ -83,6 +83,7 @@ struct bp_tier {
 	_Atomic uint32_t *ghost; /* slot -> forgets when the pool forgot its copy */
 	_Atomic uint64_t near, ghost_hits, moves;
 	struct bp_tier_window last; /* the counters at the window's start */
+	uint64_t rent; /* near refaults over weighed ghosts since the last move */
 };
 
 /* ------------------------------------------------------------ lock */

@@ -88,16 +88,26 @@ struct bp_tier_window {
 	uint64_t near;   /* swap-ins of pages evicted within a step's worth
 			    of evictions: one step more resident memory
 			    would have kept them */
+	uint64_t cost;   /* what a step down costs now, in near refaults:
+			    the pool-only copies it writes to the file,
+			    each weighed BP_TIER_WRITE_WEIGHT */
+	bool slack;      /* the pool holds less than its cap less a step: a
+			    step down would give the pages nothing now */
 };
 #define BP_TIER_WIN_MIN 8u /* events a window needs to move the share */
 /* A ghost read against near refaults: a file read saved, less the pool's
  * swap-in it becomes, in pool swap-ins (tier-share.c) */
 #define BP_TIER_GHOST_WEIGHT 7u
+/* A pool-only copy a step down forgets: a decompression and a file write,
+ * weighed as a file read against a pool swap-in (tier-share.c) */
+#define BP_TIER_WRITE_WEIGHT 8u
 /* The cap after window w: cap + step (ghosts, weighed, over near
- * refaults), cap - step (near refaults over weighed ghosts, or more writes
- * than hits) or cap, within [lo, hi]. */
+ * refaults), cap - step (without slack, the near refaults over weighed
+ * ghosts, summed in *rent over the windows since the last move, over w's
+ * cost; or more writes than hits) or cap, within [lo, hi].  *rent: the
+ * caller's, 0 at first. */
 uint32_t bp_tier_share_next(uint32_t cap, uint32_t step, uint32_t lo, uint32_t hi,
-			    const struct bp_tier_window *w);
+			    const struct bp_tier_window *w, uint64_t *rent);
 /* A swap-in of a page evicted dist evictions ago (install.c): counted
  * for the share if within a step. */
 void bp_tier_note_refault(struct bypass_pager *p, uint32_t dist);

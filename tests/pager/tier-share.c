@@ -4,7 +4,10 @@
  * bp_tier_share_next() on made-up windows, no timing.  One window: too few
  * events keep the share; ghosts (a ghost weighs 7 near refaults) over
  * near refaults grow it one step; near refaults over ghosts, or more
- * writes than hits, shrink it one step; the bounds hold.  Sequences: a
+ * writes than hits, shrink it one step; the bounds hold.  A step down
+ * that writes: the near refaults pay its cost first, summed over windows
+ * (rent), a window whose ghosts win clearing the sum; a pool with slack (a
+ * step or more below its cap) is not lowered by near refaults.  Sequences: a
  * pool whose copies are written before they are read goes to its floor
  * and stays there; a pool
  * that holds every page it is given (ghosts only when it is too small)
@@ -21,8 +24,18 @@
 static uint32_t next(uint32_t cap, uint64_t hits, uint64_t writes, uint64_t ghosts,
 		     uint64_t near)
 {
-	struct bp_tier_window w = { hits, writes, ghosts, near };
-	return bp_tier_share_next(cap, STEP, LO, HI, &w);
+	struct bp_tier_window w = { hits, writes, ghosts, near, 0, false };
+	uint64_t rent = 0;
+	return bp_tier_share_next(cap, STEP, LO, HI, &w, &rent);
+}
+
+/* One window of 100 hits, no writes, with a step down's cost and slack;
+ * *rent carried from window to window. */
+static uint32_t next_rent(uint32_t cap, uint64_t ghosts, uint64_t near, uint64_t cost, bool slack,
+			  uint64_t *rent)
+{
+	struct bp_tier_window w = { 100, 0, ghosts, near, cost, slack };
+	return bp_tier_share_next(cap, STEP, LO, HI, &w, rent);
 }
 
 int main(void)
@@ -40,6 +53,31 @@ int main(void)
 	CHECK_EQ(next(LO + 10, 0, 0, 0, 9), LO);
 	CHECK_EQ(next(LO, 0, 0, 0, 9), LO);
 	CHECK_EQ(next(LO, 0, 90, 0, 0), LO);
+
+	/* a step down that writes: its cost paid by near refaults first */
+	uint64_t rent = 0;
+	CHECK_EQ(next_rent(2048, 0, 40, 100, false, &rent), 2048); /* 40 of 100 */
+	CHECK_EQ(rent, 40);
+	CHECK_EQ(next_rent(2048, 2, 54, 100, false, &rent), 2048); /* + 54 - 14 */
+	CHECK_EQ(rent, 80);
+	CHECK_EQ(next_rent(2048, 0, 40, 100, false, &rent), 2048 - STEP); /* 120 */
+	CHECK_EQ(rent, 0);
+	CHECK_EQ(next_rent(2048, 0, 90, 100, false, &rent), 2048);
+	CHECK_EQ(next_rent(2048, 2, 10, 100, false, &rent), 2048 + STEP); /* ghosts: */
+	CHECK_EQ(rent, 0);                                                /* cleared */
+	CHECK_EQ(next_rent(2048, 0, 90, 100, false, &rent), 2048);
+	/* slack: a lower cap would give the pages nothing; the writes rule
+	 * and the ghosts still move it */
+	rent = 0;
+	for (unsigned k = 0; k < 10; k++)
+		CHECK_EQ(next_rent(2048, 0, 500, 0, true, &rent), 2048);
+	CHECK_EQ(rent, 0);
+	CHECK_EQ(next_rent(2048, 9, 10, 0, true, &rent), 2048 + STEP);
+	struct bp_tier_window wr = { 10, 11, 0, 50, 0, true };
+	CHECK_EQ(bp_tier_share_next(2048, STEP, LO, HI, &wr, &rent), 2048 - STEP);
+	/* without a cost (nothing pool-only to write) a step down is at once */
+	rent = 0;
+	CHECK_EQ(next_rent(2048, 0, 9, 0, false, &rent), 2048 - STEP);
 
 	/* copies written before they are read, none read back soon after
 	 * the pool forgot them, a few near refaults */
