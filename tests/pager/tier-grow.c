@@ -33,14 +33,8 @@ static void fill(char *pg, uint64_t i, uint64_t v)
 static struct bypass_pager_tier_stats run(unsigned flags, uint64_t *file_reads)
 {
 	const char *who = flags ? "fixed" : "adaptive";
-	bypass_pager *p = new_pager(BYPASS_PAGER_UPCALL, BUDGET, NMAX * PAGE);
-	int r = bypass_pager_tier(p, &(struct bypass_pager_tier_config){ .share_pct = SHARE,
-									  .flags = flags });
-	if (r == -EOPNOTSUPP) {
-		bypass_pager_destroy(p);
-		SKIP("built without liblz4 (tools/deps.sh installs liblz4-dev)");
-	}
-	CHECK_EQ(r, 0);
+	bypass_pager *p = tier_on_flags(new_pager(BYPASS_PAGER_UPCALL, BUDGET, NMAX * PAGE), SHARE,
+					flags);
 	char *m;
 	CHECK_EQ(bypass_pager_map(p, NMAX * PAGE, 0, (void **)&m), 0);
 	uint64_t *ver = calloc(NMAX, sizeof(*ver));

@@ -32,11 +32,13 @@ static inline void tier_check_all(const char *m, uint64_t n, const char *who, ui
 				  (unsigned long)v, when);
 }
 
-/* The tier on for p at share_pct (0: the default); the test skips where
- * the library was built without liblz4. */
-static inline bypass_pager *tier_on(bypass_pager *p, unsigned share_pct)
+/* The tier on for p at share_pct (0: the default) with flags
+ * (BYPASS_PAGER_TIER_FIXED); the test skips where the library was built
+ * without liblz4. */
+static inline bypass_pager *tier_on_flags(bypass_pager *p, unsigned share_pct, unsigned flags)
 {
-	int r = bypass_pager_tier(p, &(struct bypass_pager_tier_config){ .share_pct = share_pct });
+	int r = bypass_pager_tier(p, &(struct bypass_pager_tier_config){ .share_pct = share_pct,
+									  .flags = flags });
 	if (r == -EOPNOTSUPP) {
 		bypass_pager_destroy(p);
 		SKIP("built without liblz4 (tools/deps.sh installs liblz4-dev)");
@@ -44,6 +46,12 @@ static inline bypass_pager *tier_on(bypass_pager *p, unsigned share_pct)
 	if (r)
 		TEST_FAIL("bypass_pager_tier: %s", strerror(-r));
 	return p;
+}
+
+/* The tier on for p at share_pct, its share adapting. */
+static inline bypass_pager *tier_on(bypass_pager *p, unsigned share_pct)
+{
+	return tier_on_flags(p, share_pct, 0);
 }
 
 /* A pager (new_pager) with the tier on at share_pct. */
