@@ -455,8 +455,10 @@ struct bypass_pager_tier_config {
  * pool forgot are read back from the file soon after (each weighs 7 of
  * the others: a file read against a swap-in from the pool), shrinks when
  * pages evicted shortly before are read back (more resident memory would
- * have kept them), or when the pool writes to the file more of its copies
- * than it serves swap-ins (docs/pager.md, "Compressed tier"). */
+ * have kept them) once they outweigh the copies the step down writes to
+ * the file, and not while the pool is a step below its share, or when the
+ * pool writes to the file more of its copies than it serves swap-ins
+ * (docs/pager.md, "Compressed tier"). */
 #define BYPASS_PAGER_TIER_FIXED 0x1u
 
 struct bypass_pager_tier_stats {
