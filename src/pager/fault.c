@@ -137,9 +137,10 @@ static int resolve_other(struct bypass_pager *p, struct region *r, struct pg *pg
 
 /* Whether this write-mode fault is a probe: one in 2^SW_PROBE_SHIFT of
  * the thread's, spread evenly (a Weyl sequence: the top bits of a counter
- * stepped by the golden ratio), so that faults alternating between
- * regions do not leave one region without probes, as a plain counter
- * would.  Per thread: no shared cache line on the fault path. */
+ * stepped by the golden ratio), so that regions whose faults alternate
+ * share the probes (a plain counter would give every probe to one of two
+ * regions alternating exactly, until that one left the mode).  Per
+ * thread: no shared cache line on the fault path. */
 static __thread uint32_t sw_weyl __attribute__((tls_model("initial-exec")));
 
 static bool sw_probe(void)
