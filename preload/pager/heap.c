@@ -21,9 +21,10 @@
  * the default hooks too), no retained address space (retain:false: with
  * it, the arena carved its first slabs out of a range it had reserved
  * through the default hooks before ours were set, outside the heap's
- * range), no purging (the hooks cannot give pages back:
- * freed memory stays in the pager, where eviction treats it as any other
- * cold page).
+ * range), freed pages purged at once (dirty_decay_ms:0, muzzy_decay_ms:0:
+ * the forced purge hook has the pager discard them, hk_purge; without it
+ * freed memory stayed dirty pager memory, written back when evicted and
+ * read back when reused: SQLite's program under the preload, 2026-11-29).
  *
  * The heap engages once the process's memory outside the pager (malloc by
  * the next allocator, small anonymous mmaps) has grown past
@@ -52,7 +53,7 @@
 
 /* read by jemalloc when it initializes (before this library's constructor) */
 EXPORT const char *malloc_conf =
-	"narenas:1,oversize_threshold:0,retain:false,dirty_decay_ms:-1,muzzy_decay_ms:-1";
+	"narenas:1,oversize_threshold:0,retain:false,dirty_decay_ms:0,muzzy_decay_ms:0";
 #endif
 
 /* ------------------------------------------------------------ state */
@@ -200,13 +201,36 @@ static bool hk_commit(extent_hooks_t *h, void *addr, size_t size, size_t off, si
 	return false;
 }
 
-/* Decommit and purge: not done (true: refused); the pages stay in the
- * pager, which evicts them when they are cold. */
+/* Decommit and lazy purge: not done (true: refused). */
 static bool hk_refuse(extent_hooks_t *h, void *addr, size_t size, size_t off, size_t len,
 		      unsigned ind)
 {
 	(void)h, (void)addr, (void)size, (void)off, (void)len, (void)ind;
 	return true;
+}
+
+/*
+ * Forced purge: the pager discards the pages (bp_pager_discard: no write of
+ * freed memory when it is evicted, no read of it when jemalloc hands it out
+ * again: it reads as zeros, which is what a forced purge promises).  A page
+ * the pager could not discard (locked, pinned, parked, under write-back)
+ * keeps its data: then refused (true), and jemalloc keeps the range dirty.
+ * Called inside jemalloc (its reentrancy raised): the pager takes its evict
+ * lock and page locks (trylock), nothing that enters jemalloc.
+ */
+static bool hk_purge(extent_hooks_t *h, void *addr, size_t size, size_t off, size_t len,
+		     unsigned ind)
+{
+	(void)size, (void)ind;
+	bypass_pager *p = bp_pp_pager();
+	if (!p)
+		return true;
+	bp_rank_push(BP_RANK_JEMALLOC, h);
+	bp_enter();
+	int e = bp_pager_discard(p, (uintptr_t)addr + off, len);
+	bp_leave();
+	bp_rank_pop(BP_RANK_JEMALLOC, h);
+	return e != 0;
 }
 
 /* Splitting and merging extents: allowed (false), the pages do not care. */
@@ -226,7 +250,7 @@ static bool hk_merge(extent_hooks_t *h, void *a, size_t sa, void *b, size_t sb, 
 
 static extent_hooks_t hooks = {
 	.alloc = hk_alloc, .dalloc = hk_dalloc, .destroy = hk_destroy, .commit = hk_commit,
-	.decommit = hk_refuse, .purge_lazy = hk_refuse, .purge_forced = hk_refuse,
+	.decommit = hk_refuse, .purge_lazy = hk_refuse, .purge_forced = hk_purge,
 	.split = hk_split, .merge = hk_merge,
 };
 

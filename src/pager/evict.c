@@ -486,6 +486,107 @@ int bp_pager_reserve(struct bypass_pager *p, uint32_t n, bool must)
 	}
 }
 
+/* ------------------------------------------------------------ discard */
+
+/* The locked resident pages ids[0..n) (consecutive) leave the page table
+ * and the budget: zeros from now on; unlocked.  Returns how many could not
+ * (the madvise failed: they keep their data, on their list again). */
+static uint32_t discard_resident(struct bypass_pager *p, struct region *r, const uint32_t *ids,
+				 uint32_t n)
+{
+	if (!n)
+		return 0;
+	bool ok = bp_sys_madvise((void *)region_addr(r, ids[0]), (size_t)n * PG_SIZE,
+				 MADV_DONTNEED) == 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct pg *pg = pg_of(p, ids[i]);
+		if (ok) {
+			bp_lru_del(p, ids[i]);
+			bp_slot_free(p, pg);
+			pg_clear(pg, PW_DIRTY | PW_WP | PW_REF | PW_REDIRTY | PW_PF | PW_PFAGED);
+			pg_set_state(pg, PS_ZERO);
+		}
+		bp_pg_unlock(pg);
+	}
+	if (!ok)
+		return n;
+	bp_bud_sub(p, n);
+	return 0;
+}
+
+int bp_pager_discard(struct bypass_pager *p, uintptr_t a, size_t len)
+{
+	if ((a | len) & (PG_SIZE - 1) || a + len < a)
+		return -EINVAL;
+	if (!len)
+		return 0;
+	unsigned idx = bp_tab_enter();
+	struct regtab *t = bp_tab_get();
+	struct region *r = t ? bp_tab_find(t, a) : NULL;
+	if (!r || r->pager != p || a + len > r->end) {
+		bp_tab_leave(idx);
+		return -EINVAL;
+	}
+	uint32_t id0 = region_id(r, a), n = (uint32_t)(len >> PG_SHIFT), left = 0;
+	uint32_t *run = p->ev.victims, nrun = 0, freed = 0;
+	/* No eviction round, write-back completion or fork in between: the
+	 * evict lock, waited for while another thread evicts, but never
+	 * while a fork is being prepared (its thread sets the flag, then takes
+	 * the lock, then the allocator's fork locks, which a heap purge
+	 * holds: the discard gives up instead, every page kept). */
+	if (!bp_gate_tryenter(p)) {
+		bp_tab_leave(idx);
+		return (int)n;
+	}
+	while (!bp_plock_trylock(&p->ev.lock)) {
+		if (bp_evict_forking(p)) {
+			bp_gate_leave(p);
+			bp_tab_leave(idx);
+			return (int)n;
+		}
+		wait_progress(p, atomic_load(&p->bud.progress));
+	}
+	for (uint32_t id = id0; id < id0 + n; id++) {
+		struct pg *pg = pg_of(p, id);
+		uint32_t w = atomic_load(&pg->w);
+		bool take = pg_state(w) != PS_ZERO && bp_pg_trylock(pg);
+		if (take) {
+			w = atomic_load(&pg->w);
+			if ((w >> PW_PIN_SHIFT) || (w & PW_PARK) || pg_state(w) == PS_WRITEBACK) {
+				bp_pg_unlock(pg); /* in use, or its data elsewhere: kept */
+				left++;
+				take = false;
+			} else if (pg_state(w) == PS_SWAPPED) {
+				bp_slot_free(p, pg); /* and its copy in the pool */
+				pg_set_state(pg, PS_ZERO);
+				bp_pg_unlock(pg);
+				take = false;
+			}
+		} else if (pg_state(atomic_load(&pg->w)) != PS_ZERO) {
+			left++; /* locked: a fault or the prefetcher has it */
+		}
+		/* resident: into the run (one madvise for consecutive pages) */
+		if (take && pg_state(w) == PS_RESIDENT) {
+			if (nrun && (run[nrun - 1] + 1 != id || nrun == p->cfg.batch)) {
+				freed += nrun;
+				left += discard_resident(p, r, run, nrun);
+				nrun = 0;
+			}
+			run[nrun++] = id;
+		} else if (take) {
+			bp_pg_unlock(pg);
+		}
+	}
+	freed += nrun;
+	left += discard_resident(p, r, run, nrun);
+	bp_plock_unlock(&p->ev.lock);
+	bp_gate_leave(p);
+	bp_tab_leave(idx);
+	if (freed)
+		bp_pager_progress(p);
+	return (int)left;
+}
+
 /* ------------------------------------------------------------ fork */
 
 void bp_evict_fork_begin(struct bypass_pager *p)
@@ -521,7 +622,6 @@ void bp_evict_fork_end(struct bypass_pager *p, bool child)
 	bp_pager_progress(p);
 }
 
-/* ------------------------------------------------------------ setup */
 /* ------------------------------------------------------------ setup */
 
 int bp_evict_init(struct bypass_pager *p)

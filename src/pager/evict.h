@@ -41,6 +41,19 @@ int bp_pager_reserve_below_high(struct bypass_pager *p, uint32_t n);
 /* The same for prefetched pages, evicting (never a PRIORITY page) to stay
  * at or below the high watermark if the evict lock is free; -EAGAIN. */
 int bp_pager_reserve_prefetch(struct bypass_pager *p, uint32_t n);
+/*
+ * Discard [a, a + len) of p (page-aligned, inside one region): the pages'
+ * data is forgotten and they read as zeros afterwards, with nothing written
+ * or read: a resident page leaves the page table (MADV_DONTNEED), its list
+ * and the budget, a swapped page its slot and its copy in the compressed
+ * pool (bp_slot_free).  Takes the evict lock: no eviction round or
+ * write-back completion runs meanwhile.  A page that is locked (a fault or
+ * the prefetcher is on it), pinned, parked by the access sampler or under
+ * write-back keeps its data.  Returns how many pages kept it (0: the whole
+ * range reads as zeros), or -EINVAL (the heap's purge, the preload's
+ * madvise(MADV_DONTNEED)).
+ */
+int bp_pager_discard(struct bypass_pager *p, uintptr_t a, size_t len);
 /* Free a page's swap slot (page lock held). */
 void bp_slot_free(struct bypass_pager *p, struct pg *pg);
 /* Wait for every write-back in flight and finish it (evict lock held). */
