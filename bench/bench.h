@@ -290,8 +290,9 @@ void bench_same_runs(struct bench_ctx *c);
  *	                 trips, those no target reads 1/20)
  *	batch    70 s   (servers: the two rows each target compares; Redis 8k and
  *	                 50k requests; batch.sends 60 samples a round)
- *	         + 25 s (batch.nginx-close and batch.nginx-idle: without and with
- *	                 the preload, 5 rounds of 1 s each; ~12 s a table quiet)
+ *	         + 32 s (batch.nginx-close and batch.nginx-idle: without and with
+ *	                 the preload, 5 rounds of 1 s each; 15.2 and 16.1 s in
+ *	                 the quiet window at e0cac6a, whose quick run took 253 s)
  *	syslet   20 s
  *	ipc      35 s   + 20 s for the library mode rows (ipc engineer)
  *	pager   165 s   in all (pager.unmodified with real programs 95 s of it;
