@@ -218,6 +218,20 @@ BYPASS_API int bypass_pager_pin(bypass_pager *p, void *addr, size_t length,
  */
 BYPASS_API int bypass_pager_unpin(bypass_pager *p, void *addr, size_t length);
 
+/*
+ * bypass_pager_discard - forget the data of [addr, addr + length), as
+ * madvise(MADV_DONTNEED) does for anonymous memory: the pages read as zeros
+ * afterwards.  addr and length must be page-aligned, length not zero, the
+ * range inside regions of p.  Nothing is written or read for it: a
+ * resident page leaves memory and the budget, a swapped one frees its slot
+ * (and its copy in the compressed tier).  A page in use at that moment (a
+ * fault or the prefetcher on it, pinned, under write-back) is zeroed by
+ * writing to it instead.  Returns 0, -EINVAL (a null pager, an unaligned
+ * or empty range, a range outside the pager's regions: then nothing is
+ * changed), -ECHILD.
+ */
+BYPASS_API int bypass_pager_discard(bypass_pager *p, void *addr, size_t length);
+
 #define BYPASS_PAGER_HIST 32
 
 struct bypass_pager_stats {

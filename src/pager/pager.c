@@ -695,6 +695,54 @@ int bypass_pager_unpin(bypass_pager *p, void *addr, size_t length)
 	return e;
 }
 
+/* ------------------------------------------------------------ discard */
+
+/*
+ * [a, b) of one region: bp_pager_discard(); the pages it kept (in use) are
+ * zeroed by writing.  A range with some kept pages is discarded again by
+ * halves, down to single pages, so that only kept pages are written (those
+ * discarded meanwhile are ZERO: the second pass skips them).
+ */
+static int discard_in(struct bypass_pager *p, uintptr_t a, uintptr_t b)
+{
+	int left = bp_pager_discard(p, a, b - a);
+	if (left <= 0)
+		return left;
+	uintptr_t n = (b - a) >> PG_SHIFT;
+	if ((uintptr_t)left >= n) { /* all kept (one page, or a fork under way) */
+		memset((void *)a, 0, b - a);
+		return 0;
+	}
+	uintptr_t m = a + ((n / 2) << PG_SHIFT);
+	int e = discard_in(p, a, m);
+	return e ? e : discard_in(p, m, b);
+}
+
+int bypass_pager_discard(bypass_pager *p, void *addr, size_t length)
+{
+	int e = check_owner(p);
+	if (e)
+		return e;
+	uintptr_t start = (uintptr_t)addr, end = start + length;
+	if (!length || (start | length) & (PG_SIZE - 1) || end < start)
+		return -EINVAL;
+	unsigned idx = bp_tab_enter();
+	e = range_check(p, bp_tab_get(), start, end);
+	bp_tab_leave(idx);
+	/* region by region (bp_pager_discard takes one); a region unmapped
+	 * meanwhile is the program's race, as with munmap and madvise */
+	for (uintptr_t a = start; !e && a < end;) {
+		idx = bp_tab_enter();
+		struct regtab *t = bp_tab_get();
+		struct region *r = t ? bp_tab_find(t, a) : NULL;
+		uintptr_t b = r && r->end < end ? r->end : end;
+		bp_tab_leave(idx);
+		e = discard_in(p, a, b);
+		a = b;
+	}
+	return e;
+}
+
 /* ------------------------------------------------------------ stats */
 
 /* New counters come out of the reserved tail: the struct keeps its size. */

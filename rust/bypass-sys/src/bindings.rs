@@ -1080,6 +1080,13 @@ unsafe extern "C" {
         length: usize,
     ) -> ::core::ffi::c_int;
 }
+unsafe extern "C" {
+    pub fn bypass_pager_discard(
+        p: *mut bypass_pager,
+        addr: *mut ::core::ffi::c_void,
+        length: usize,
+    ) -> ::core::ffi::c_int;
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct bypass_pager_stats {

@@ -543,6 +543,25 @@ impl<'p> Region<'p> {
         Ok(())
     }
 
+    /// Forget the data of `range` (whole pages: its start and end multiples
+    /// of the page size), as `madvise(MADV_DONTNEED)` does: it reads as
+    /// zeros afterwards, and nothing is written to the swap file or read
+    /// from it for it (a page in use at that moment, pinned or being
+    /// served, is zeroed by writing instead).  An empty range does
+    /// nothing.  `EINVAL` for a range not of whole pages.
+    pub fn discard(&mut self, range: impl RangeBounds<usize>) -> io::Result<()> {
+        let (s, e) = bounds(range, self.len)?;
+        if s == e {
+            return Ok(());
+        }
+        // SAFETY: [s, e) lies in this region; `&mut self` means nothing
+        // borrows its bytes.  The library checks the alignment.
+        cvt(unsafe {
+            sys::bypass_pager_discard(self.pager.raw.as_ptr(), self.ptr.as_ptr().add(s) as *mut c_void, e - s)
+        })?;
+        Ok(())
+    }
+
     /// Unmap the pages from `new_len` (a multiple of the page size) to the
     /// end, releasing their swap space; the rest stays mapped.
     pub fn truncate(&mut self, new_len: usize) -> io::Result<()> {

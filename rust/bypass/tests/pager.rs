@@ -85,6 +85,19 @@ fn a_region_larger_than_the_budget() {
     assert_eq!(r[5 * PAGE], 5);
     assert_eq!(errno(&r.truncate(100).unwrap_err()), libc::EINVAL);
     assert_eq!(p.stats().unwrap().mapped_pages, 128);
+    // Discard a part, evicted pages included: zeros, nothing written or
+    // read; the rest keeps its data; whole pages only.
+    let before = p.stats().unwrap();
+    r.discard(..64 * PAGE).unwrap();
+    let after = p.stats().unwrap();
+    assert_eq!((after.bytes_written, after.bytes_read), (before.bytes_written, before.bytes_read));
+    assert!(after.swap_used < before.swap_used, "{before:?} {after:?}");
+    assert!(r[..64 * PAGE].iter().all(|&b| b == 0));
+    assert_eq!(r[64 * PAGE], 64);
+    r.discard(PAGE..PAGE).unwrap(); // empty: nothing
+    assert_eq!(errno(&r.discard(..100).unwrap_err()), libc::EINVAL);
+    assert_eq!(errno(&r.discard(1..PAGE + 1).unwrap_err()), libc::EINVAL);
+    assert_eq!(errno(&r.discard(..129 * PAGE).unwrap_err()), libc::EINVAL);
     drop(r);
     assert_eq!(p.stats().unwrap().mapped_pages, 0);
 }
