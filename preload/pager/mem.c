@@ -238,6 +238,22 @@ static void willneed(uintptr_t a, uintptr_t b)
 	bp_leave();
 }
 
+/*
+ * MADV_DONTNEED and its like: reads as zeros afterwards.  The pager
+ * discards the pages (nothing written or read for them; pages in use are
+ * zeroed by writing, bypass_pager_discard); should it refuse (a race with
+ * another thread's munmap), the zeros are written, as before it could.
+ */
+static void discard(uintptr_t a, uintptr_t b)
+{
+	bypass_pager *p = bp_pp_pager();
+	bp_enter();
+	int e = p ? bypass_pager_discard(p, (void *)a, b - a) : -EINVAL;
+	bp_leave();
+	if (e)
+		memset((void *)a, 0, b - a);
+}
+
 EXPORT int madvise(void *addr, size_t len, int advice)
 {
 	uintptr_t a = (uintptr_t)addr;
@@ -259,9 +275,7 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 			case MADV_DONTNEED:
 			case MADV_REMOVE:
 			case MADV_DONTNEED_LOCKED:
-				/* Reads as zeros afterwards; the pager has no
-				 * discard of its own, so the zeros are written. */
-				memset((void *)x, 0, y - x);
+				discard(x, y);
 				break;
 			case MADV_WILLNEED:
 				willneed(x, y);
