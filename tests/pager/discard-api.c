@@ -6,13 +6,14 @@
  *    pager, an unaligned address or length, a zero length, memory that is
  *    no region, a range running past its region, one that wraps): every
  *    page of the region, evicted ones included, still holds its data;
- *  - over a range of two adjacent regions, partly evicted, with one page
- *    pinned in it: 0, the whole range reads as zeros (the pinned page,
- *    which the pager cannot discard, zeroed by writing: it stays pinned),
- *    the pages around keep their data; nothing is read or written for it;
- *    the budget's count drops by the range's resident pages but the
- *    pinned one (only that one was written to), the swap file's by its
- *    swapped pages;
+ *  - over a range of two adjacent regions, partly evicted, with two pages
+ *    pinned in it (one writable, one read-only: zeroing that one takes a
+ *    write-protect fault inside the call): 0, the whole range reads as
+ *    zeros (the pinned pages, which the pager cannot discard, zeroed by
+ *    writing: they stay pinned), the pages around keep their data; nothing
+ *    is read or written for it; the budget's count drops by the range's
+ *    resident pages but the pinned ones (only those were written to), the
+ *    swap file's by the range's slots (no page of it keeps one);
  *  - in a fork child that keeps the pager (shared slots, share.c) a
  *    discard is the child's own: zeros there, the parent's pages keep
  *    their data; where the child read the pages back, -ECHILD.
@@ -26,21 +27,27 @@
 #define NPAGES 256ul /* pages in each of the two regions */
 #define LO 128ul     /* the discarded range: [LO, HI) of the two */
 #define HI 384ul
-#define PIN 200ul    /* a page of it pinned */
+#define PIN 200ul    /* a page of it pinned writable */
+#define PIN_RO 150ul /* and one pinned read-only (clean: zeroing it faults) */
 
-/* Pages of [a, b) of the two regions (from m) resident and swapped. */
+/* Pages of [a, b) of the two regions (from m) resident, swapped, and
+ * holding a swap slot (swapped ones, and resident ones clean since read). */
 static void census(bypass_pager *p, char *m, uint64_t a, uint64_t b, uint32_t *res,
-		  uint32_t *swp)
+		  uint32_t *swp, uint32_t *slots)
 {
-	*res = *swp = 0;
+	*res = *swp = *slots = 0;
 	unsigned ti = bp_tab_enter();
 	for (uint64_t i = a; i < b; i++) {
 		uintptr_t addr = (uintptr_t)m + i * PAGE;
 		struct region *r = bp_tab_find(bp_tab_get(), addr);
 		CHECK(r != NULL);
-		unsigned st = pg_state(atomic_load(&pg_of(p, region_id(r, addr))->w));
+		struct pg *pg = pg_of(p, region_id(r, addr));
+		bp_pg_lock(pg);
+		unsigned st = pg_state(atomic_load(&pg->w));
 		*res += st == PS_RESIDENT || st == PS_WRITEBACK;
 		*swp += st == PS_SWAPPED;
+		*slots += pg->slot != 0;
+		bp_pg_unlock(pg);
 	}
 	bp_tab_leave(ti);
 }
@@ -93,12 +100,14 @@ static void one(int mode)
 	for (uint64_t i = LO; i < HI; i++)
 		fill_page(m + i * PAGE, i, 2);
 	CHECK_EQ(bypass_pager_pin(p, m + PIN * PAGE, PAGE, BYPASS_PAGER_PIN_WRITE), 0);
+	CHECK_EQ(bypass_pager_pin(p, m + PIN_RO * PAGE, PAGE, 0), 0);
 	bp_evict_settle(p);
-	uint32_t res, swp;
-	census(p, m, LO, HI, &res, &swp);
-	if (res < 2 || swp == 0)
+	uint32_t res, swp, slots;
+	census(p, m, LO, HI, &res, &swp, &slots);
+	if (res < 3 || swp == 0)
 		TEST_FAIL("the range is not partly evicted: %u resident, %u swapped", res, swp);
 	struct bypass_pager_stats a = stats_of(p);
+	uint32_t res0 = res, swp0 = swp;
 
 	CHECK_EQ(bypass_pager_discard(p, m + LO * PAGE, (HI - LO) * PAGE), 0);
 
@@ -106,9 +115,15 @@ static void one(int mode)
 	CHECK_EQ(b.bytes_written, a.bytes_written);
 	CHECK_EQ(b.bytes_read, a.bytes_read);
 	CHECK_EQ(b.faults_swapin, a.faults_swapin);
-	CHECK_EQ(b.resident_pages, a.resident_pages - (res - 1));
-	CHECK_EQ(b.swap_used, a.swap_used - swp);
-	CHECK_EQ(b.pinned_pages, 1);
+	CHECK_EQ(b.resident_pages, a.resident_pages - (res - 2));
+	/* every slot of the range freed: the discarded pages' by the
+	 * discard, the read-only pinned page's by its write fault */
+	CHECK_EQ(b.swap_used, a.swap_used - slots);
+	census(p, m, LO, HI, &res, &swp, &slots);
+	CHECK_EQ(res, 2); /* the pinned ones */
+	CHECK_EQ(swp, 0);
+	CHECK_EQ(slots, 0);
+	CHECK_EQ(b.pinned_pages, 2);
 	for (uint64_t i = 0; i < 2 * NPAGES; i++) {
 		bool inside = i >= LO && i < HI;
 		if (inside ? !page_zero(m + i * PAGE) : !page_ok(m + i * PAGE, i, 2))
@@ -116,8 +131,10 @@ static void one(int mode)
 				  (unsigned long)i, inside ? "not zeros" : "lost its data");
 	}
 	CHECK_EQ(bypass_pager_unpin(p, m + PIN * PAGE, PAGE), 0);
-	printf("%s: %u resident (1 pinned) and %u swapped pages discarded, %lu pages read "
-	       "back around them\n", mode_name(mode), res, swp, (unsigned long)(2 * NPAGES - (HI - LO)));
+	CHECK_EQ(bypass_pager_unpin(p, m + PIN_RO * PAGE, PAGE), 0);
+	printf("%s: %u resident (2 pinned) and %u swapped pages discarded, %lu pages read "
+	       "back around them\n", mode_name(mode), res0, swp0,
+	       (unsigned long)(2 * NPAGES - (HI - LO)));
 
 	/* a fork child: it keeps the pager over slots shared with the parent
 	 * (share.c), where its discard is its own: the parent's pages keep
