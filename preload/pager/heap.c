@@ -65,7 +65,10 @@ static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 #if BYPASS_PP_JEMALLOC
 static uintptr_t heap_bump;            /* carved up to here (heap_lock) */
 static uintptr_t heap_mapped;          /* pager regions up to here (heap_lock) */
+static uintptr_t heap_top;             /* jemalloc's part of the range ends here */
+static uintptr_t pack_bump, pack_mapped; /* the packer's part (pack.c): the same (heap_lock) */
 #define HEAP_CHUNK (32ul << 20)        /* the reserved range is mapped this much at a time */
+#define PACK_CHUNK (2ul << 20)         /* the packer's part: a program may pack little */
 static unsigned heap_flags;            /* bypass_pager_map flags of heap regions */
 static bool heap_flags_known;
 static _Atomic int64_t outside;        /* net bytes outside the pager */
@@ -88,35 +91,36 @@ bool bp_pp_heap_counting(void)
 /* ------------------------------------------------------------ extent hooks */
 
 /*
- * Map [heap_mapped, end) of the reserved range as pager regions, in chunks
- * of HEAP_CHUNK (or just what is needed when the swap file has no room for
- * a chunk), each recorded in the preload's table (pinning around system
- * calls).  heap_lock held.  0 or -errno.
+ * Map [*mapped, end) of the reserved range as pager regions, in chunks of
+ * chunk bytes up to hi (or just what is needed when the swap file has no
+ * room for a chunk), each recorded in the preload's table (pinning around
+ * system calls); *mapped advances.  A mapped page counts against the swap
+ * file's size whether touched or not (bypass_pager_map).  heap_lock held.
+ * 0 or -errno.
  */
-static int grow(bypass_pager *p, uintptr_t end)
+static int grow(bypass_pager *p, uintptr_t *mapped, uintptr_t end, uintptr_t hi, size_t chunk)
 {
-	uintptr_t hi = atomic_load(&bp_pp_heap_hi);
-	while (heap_mapped < end) {
-		size_t want = ((end - heap_mapped) + HEAP_CHUNK - 1) & ~(uintptr_t)(HEAP_CHUNK - 1);
-		if (want > hi - heap_mapped)
-			want = hi - heap_mapped;
-		size_t need = (end - heap_mapped + PP_PAGE - 1) & ~(uintptr_t)(PP_PAGE - 1);
+	while (*mapped < end) {
+		size_t want = ((end - *mapped) + chunk - 1) & ~(uintptr_t)(chunk - 1);
+		if (want > hi - *mapped)
+			want = hi - *mapped;
+		size_t need = (end - *mapped + PP_PAGE - 1) & ~(uintptr_t)(PP_PAGE - 1);
 		int e = -ENOSPC;
 		for (size_t len = want; e && len >= need; len = len == need ? 0 : need) {
 			bp_enter();
 			e = -EPERM;
 			if (!heap_flags_known || heap_flags)
-				e = bp_pager_map_at(p, (void *)heap_mapped, len,
+				e = bp_pager_map_at(p, (void *)*mapped, len,
 						    BYPASS_PAGER_MAP_HANDLER);
 			if (!heap_flags_known) { /* the first region says what is allowed */
 				heap_flags_known = true;
 				heap_flags = e == -EPERM ? 0 : BYPASS_PAGER_MAP_HANDLER;
 			}
 			if (e == -EPERM && !heap_flags)
-				e = bp_pager_map_at(p, (void *)heap_mapped, len, 0);
+				e = bp_pager_map_at(p, (void *)*mapped, len, 0);
 			bp_leave();
 			if (!e) {
-				struct bp_pp_region r = { heap_mapped, heap_mapped + len, 0, PP_HEAP };
+				struct bp_pp_region r = { *mapped, *mapped + len, 0, PP_HEAP };
 				if (bp_pp_lock()) {
 					e = bp_pp_add(&r);
 					bp_pp_unlock();
@@ -125,17 +129,17 @@ static int grow(bypass_pager *p, uintptr_t end)
 				}
 				if (e) { /* not pinnable: back to the reservation */
 					bp_enter();
-					bypass_pager_unmap(p, (void *)heap_mapped, len);
+					bypass_pager_unmap(p, (void *)*mapped, len);
 					bp_leave();
-					REAL(mmap)((void *)heap_mapped, len, PROT_NONE,
+					REAL(mmap)((void *)*mapped, len, PROT_NONE,
 						   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
 							   MAP_FIXED,
 						   -1, 0);
 					return e;
 				}
 				bp_debug("bypass: pager preload: heap region %#lx + %zu",
-					 (unsigned long)heap_mapped, len);
-				heap_mapped += len;
+					 (unsigned long)*mapped, len);
+				*mapped += len;
 			}
 		}
 		if (e)
@@ -162,14 +166,14 @@ static void *hk_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t ali
 		align = PP_PAGE;
 	bp_rank_push(BP_RANK_JEMALLOC, h); /* called inside jemalloc */
 	bp_mutex_lock(&heap_lock, BP_RANK_PP_HEAP);
-	uintptr_t hi = atomic_load(&bp_pp_heap_hi), a;
+	uintptr_t hi = heap_top, a;
 	if (new_addr)
 		a = (uintptr_t)new_addr == heap_bump ? heap_bump : 0;
 	else
 		a = (heap_bump + align - 1) & ~(uintptr_t)(align - 1);
 	void *out = NULL;
 	if (a && a >= heap_bump && a + size > a && a + size <= hi &&
-	    grow(p, a + size) == 0) {
+	    grow(p, &heap_mapped, a + size, hi, HEAP_CHUNK) == 0) {
 		heap_bump = a + size;
 		out = (void *)a;
 		*zero = true;   /* pager pages never handed out before read as zeros */
@@ -177,6 +181,28 @@ static void *hk_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t ali
 	}
 	bp_mutex_unlock(&heap_lock, BP_RANK_PP_HEAP);
 	bp_rank_pop(BP_RANK_JEMALLOC, h);
+	return out;
+}
+
+/*
+ * A new slab of len bytes for the packer (pack.c), mapped: its address, or
+ * 0 (its part of the range is used up, or the pager cannot map it).  Called
+ * with no lock held; takes the heap lock.
+ */
+uintptr_t bp_pp_heap_carve_pack(size_t len)
+{
+	bypass_pager *p = bp_pp_pager();
+	if (!p)
+		return 0;
+	uintptr_t out = 0;
+	bp_mutex_lock(&heap_lock, BP_RANK_PP_HEAP);
+	uintptr_t hi = atomic_load(&bp_pp_pack_hi);
+	if (pack_bump + len > pack_bump && pack_bump + len <= hi &&
+	    grow(p, &pack_mapped, pack_bump + len, hi, PACK_CHUNK) == 0) {
+		out = pack_bump;
+		pack_bump += len;
+	}
+	bp_mutex_unlock(&heap_lock, BP_RANK_PP_HEAP);
 	return out;
 }
 
@@ -302,6 +328,15 @@ static void engage(void)
 					  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (m != MAP_FAILED) {
 			heap_bump = heap_mapped = (uintptr_t)m;
+			/* the top quarter for the packer (pack.c), where it can */
+			uintptr_t mid = ((uintptr_t)m + len - len / 4 + PACK_SLAB - 1) &
+					~(uintptr_t)(PACK_SLAB - 1);
+			heap_top = (uintptr_t)m + len;
+			if (mid < heap_top && heap_top - mid >= 4 * PACK_SLAB &&
+			    bp_pp_pack_start(mid, heap_top) == 0) {
+				heap_top = mid;
+				pack_bump = pack_mapped = mid;
+			}
 			/* lo first: [lo, hi) stays empty until hi is set */
 			atomic_store(&bp_pp_heap_lo, (uintptr_t)m);
 			atomic_store(&bp_pp_heap_hi, (uintptr_t)m + len);
@@ -345,6 +380,11 @@ void bp_pp_heap_start(void)
  * (bp_enter), never back into jemalloc. */
 void *bp_pp_heap_alloc(size_t n, size_t align, bool zero)
 {
+	if (bp_pp_pack_fits(n, align)) {
+		void *q = bp_pp_pack_alloc(n, zero);
+		if (q)
+			return q;
+	}
 	int fl = (zero ? MALLOCX_ZERO : 0) | (align > 16 ? MALLOCX_ALIGN(align) : 0);
 	bp_rank_check(BP_RANK_JEMALLOC);
 	bp_enter();
@@ -357,6 +397,10 @@ void bp_pp_heap_free(void *ptr)
 {
 	if (!bp_pp_heap_on())
 		return; /* cannot happen: a heap pointer comes from the heap on */
+	if (bp_pp_in_pack(ptr)) {
+		bp_pp_pack_free(ptr);
+		return;
+	}
 	bp_rank_check(BP_RANK_JEMALLOC);
 	bp_enter();
 	dallocx(ptr, 0);
@@ -365,15 +409,37 @@ void bp_pp_heap_free(void *ptr)
 
 size_t bp_pp_heap_size(void *ptr)
 {
-	return bp_pp_heap_on() ? sallocx(ptr, 0) : 0;
+	if (!bp_pp_heap_on())
+		return 0;
+	return bp_pp_in_pack(ptr) ? bp_pp_pack_size(ptr) : sallocx(ptr, 0);
 }
 
+/*
+ * Across the packer's boundary a block moves (a packed one to jemalloc, a
+ * jemalloc one into the packer); a packed block stays where it is while n
+ * fits its slot and is more than half of it.
+ */
 void *bp_pp_heap_realloc(void *ptr, size_t n)
 {
-	bp_rank_check(BP_RANK_JEMALLOC);
-	bp_enter();
-	void *q = rallocx(ptr, n ? n : 1, 0);
-	bp_leave();
+	size_t have = 0;
+	if (bp_pp_in_pack(ptr)) {
+		have = bp_pp_pack_size(ptr);
+		if (n <= have && n > have / 2)
+			return ptr;
+	} else if (bp_pp_pack_fits(n, 0)) {
+		have = sallocx(ptr, 0);
+	} else {
+		bp_rank_check(BP_RANK_JEMALLOC);
+		bp_enter();
+		void *q = rallocx(ptr, n ? n : 1, 0);
+		bp_leave();
+		return q;
+	}
+	void *q = bp_pp_heap_alloc(n, 0, false);
+	if (q) {
+		memcpy(q, ptr, n < have ? n : have);
+		bp_pp_heap_free(ptr);
+	}
 	return q;
 }
 
@@ -426,4 +492,7 @@ void *bp_pp_heap_realloc(void *ptr, size_t n)
 void bp_pp_heap_forked(void)
 {
 	pthread_mutex_init(&heap_lock, NULL);
+#if BYPASS_PP_JEMALLOC
+	bp_pp_pack_forked();
+#endif
 }

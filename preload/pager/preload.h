@@ -17,8 +17,9 @@
  * Files: init.c (configuration, the pager, fork, exit statistics, the real
  * functions), regions.c (the table of regions and pinning around system
  * calls), alloc.c (malloc family), heap.c (small requests: jemalloc over
- * pager regions), reserve.c (what is allocated inside bypass when jemalloc
- * must not be entered), mem.c (mmap, munmap, mremap, madvise, mprotect), io.c
+ * pager regions), pack.c (the heap's mid-size requests, packed), reserve.c
+ * (what is allocated inside bypass when jemalloc must not be entered), mem.c
+ * (mmap, munmap, mremap, madvise, mprotect), io.c
  * (system calls and stdio with buffers), wait.c (poll, select, epoll), sig.c
  * (sigaction, signal).
  */
@@ -194,6 +195,36 @@ void *bp_pp_heap_alloc(size_t n, size_t align, bool zero);
 void *bp_pp_heap_realloc(void *ptr, size_t n);
 void bp_pp_heap_free(void *ptr);
 size_t bp_pp_heap_size(void *ptr);
+
+/* pack.c: the heap's requests in (PACK_MIN, PACK_MAX] bytes at an alignment
+ * of at most 16, packed in slots of 16-byte multiples (jemalloc's size
+ * classes there are 25% apart), in slabs of PACK_SLAB bytes in the top of
+ * the heap's reserved range: a pointer in [lo, hi) is the packer's. */
+#define PACK_MIN 4096u
+#define PACK_MAX 16384u
+#define PACK_SLAB (256ul << 10)
+extern _Atomic uintptr_t bp_pp_pack_lo, bp_pp_pack_hi;
+static inline bool bp_pp_in_pack(const void *a)
+{
+	uintptr_t x = (uintptr_t)a;
+	return x >= atomic_load_explicit(&bp_pp_pack_lo, memory_order_relaxed) &&
+	       x < atomic_load_explicit(&bp_pp_pack_hi, memory_order_relaxed);
+}
+/* The packer over [lo, hi) (PACK_SLAB-aligned), when the heap engages:
+ * 0 or -errno (then no request is packed). */
+int bp_pp_pack_start(uintptr_t lo, uintptr_t hi);
+/* n bytes at this alignment are the packer's to serve (once started). */
+bool bp_pp_pack_fits(size_t n, size_t align);
+/* A slot for n bytes (zeroed if zero), or NULL (the caller uses jemalloc). */
+void *bp_pp_pack_alloc(size_t n, bool zero);
+void bp_pp_pack_free(void *ptr);
+/* The slot's size (malloc_usable_size). */
+size_t bp_pp_pack_size(const void *ptr);
+/* A fork child: the packer's locks reset (its parent's fork handlers held
+ * them across the fork). */
+void bp_pp_pack_forked(void);
+/* heap.c: a new mapped slab of len bytes for the packer, or 0. */
+uintptr_t bp_pp_heap_carve_pack(size_t len);
 
 /* ------------------------------------------------------------ the reserve */
 

@@ -15,7 +15,7 @@
  * allocator's.  Skips where the preload was built without jemalloc.
  * TEST_LABELS: threads
  */
-#include "pager/preload-util.h"
+#include "pager/heap-util.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -227,17 +227,8 @@ static void heap_part(void)
 
 int main(int argc, char **argv)
 {
-	pp_start(120);
-	if (pp_preloaded()) {
-		if (pp_malloc_reaches_preload())
-			heap_part();
-		return 0;
-	}
 	(void)argc;
-	if (!pp_malloc_reaches_preload())
-		SKIP("the sanitizer's malloc comes first: the heap is never reached");
-	const char *env[] = { "BYPASS_PAGER_HEAP_AFTER=0", NULL };
-	pp_run_ok(argv, "run", env);
+	heap_run(argv, 120, heap_part);
 	int lines;
 	long long heap = pp_stat("heap", &lines), ev = pp_stat("evictions", NULL);
 	long long in = pp_stat("faults_swapin", NULL), peak = pp_stat("resident_peak", NULL);

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The packer: the heap's mid-size requests at glibc's density (issue 32,
+ * item 4).
+ *
+ * jemalloc's size classes above 4 KiB are a quarter of a power of two
+ * apart (5120, 6144, 7168, 8192, 10240 ...) and cannot be changed at run
+ * time: SQLite's page-cache slots (4096 + ~290 bytes) took 5120 bytes
+ * each, 17% more live data to page than glibc's 4392 (2026-11-29: under
+ * the preload SQLite's program read ~40% more pages than under Linux,
+ * and Linux given the same jemalloc read as much).  Requests in
+ * (PACK_MIN, PACK_MAX] bytes at an alignment of at most 16 come from
+ * here instead: slots of one size (a multiple of 16) laid end to end in
+ * slabs of PACK_SLAB bytes, a class per size.
+ *
+ * BYPASS_PAGER_HEAP_PACK=0 (or off) turns it off: every request to jemalloc.
+ *
+ * The packer's slabs lie in the top part of the heap's reserved range
+ * ([bp_pp_pack_lo, bp_pp_pack_hi), pager regions mapped by heap.c): free,
+ * realloc and malloc_usable_size know a packed pointer by two bounds,
+ * without a lock.  A slab's metadata (which class, which slots are in use,
+ * which are known to read as zeros) is in ordinary memory, an array
+ * indexed by the slab's place in the range: never in pager memory, which
+ * a fault may have to read back (issue 32, item 1).  A slot is the lowest
+ * free one of the class's first slab with room, so a slab's pages past its
+ * last slot in use are never touched.
+ *
+ * Locks: a class's lock, and the pool's (slabs no class has); both are
+ * leaves (nothing is taken, nothing entered, no pager memory touched under
+ * them): a new slab is carved (heap.c, under the heap lock) and an empty
+ * one discarded (bp_pager_discard) with neither held.  Fork handlers take
+ * them all around a fork.
+ *
+ * An empty slab goes back to the pool, its pages discarded (nothing written
+ * or read back for freed memory; they read as zeros after), unless it is
+ * the class's only slab with room (a class that frees and allocates one
+ * block over and over would discard and fault a page at each turn).
+ */
+#include "preload.h"
+#include "pager/pager_internal.h" /* bp_pager_discard */
+
+#include <pthread.h>
+
+_Atomic uintptr_t bp_pp_pack_lo = 1, bp_pp_pack_hi = 0; /* the packer's slabs */
+
+#if BYPASS_PP_JEMALLOC
+
+#define PACK_GRAIN 16u
+#define PACK_NCLASS ((PACK_MAX - PACK_MIN) / PACK_GRAIN)
+#define PACK_NONE 0xffffu
+
+struct pack_slab {
+	uint64_t used;          /* slots in use (class lock) */
+	uint64_t clean;         /* slots known to read as zeros (class lock) */
+	_Atomic uint16_t cls;   /* class, or PACK_NONE (in the pool) */
+	uint8_t nslots, nused;
+	uint32_t next, prev;    /* the class's slabs with room / the pool (index + 1) */
+};
+
+struct pack_class {
+	pthread_mutex_t lock;
+	uint32_t room;          /* first slab with a free slot (index + 1), 0: none */
+	uint32_t nroom;         /* slabs with a free slot */
+} __attribute__((aligned(64)));
+
+static struct pack_slab *slabs;   /* ordinary memory, one per PACK_SLAB of the range */
+static struct pack_class classes[PACK_NCLASS];
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t pool;             /* slabs no class has (index + 1; pool_lock) */
+
+static inline uint32_t class_of(size_t n)
+{
+	return (uint32_t)((n - PACK_MIN + PACK_GRAIN - 1) / PACK_GRAIN - 1);
+}
+
+static inline size_t slot_size(uint32_t cls)
+{
+	return PACK_MIN + ((size_t)cls + 1) * PACK_GRAIN;
+}
+
+static inline uintptr_t slab_addr(uint32_t i)
+{
+	return atomic_load_explicit(&bp_pp_pack_lo, memory_order_relaxed) + (uintptr_t)i * PACK_SLAB;
+}
+
+static inline uint32_t slab_index(uintptr_t a)
+{
+	return (uint32_t)((a - atomic_load_explicit(&bp_pp_pack_lo, memory_order_relaxed)) /
+			  PACK_SLAB);
+}
+
+static void lock(pthread_mutex_t *m)
+{
+	pthread_mutex_lock(m);
+}
+
+static void unlock(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
+}
+
+static void prepare(void)
+{
+	for (uint32_t c = 0; c < PACK_NCLASS; c++)
+		lock(&classes[c].lock);
+	lock(&pool_lock);
+}
+
+static void parent(void)
+{
+	unlock(&pool_lock);
+	for (uint32_t c = PACK_NCLASS; c-- > 0;)
+		unlock(&classes[c].lock);
+}
+
+void bp_pp_pack_forked(void)
+{
+	pthread_mutex_init(&pool_lock, NULL);
+	for (uint32_t c = 0; c < PACK_NCLASS; c++)
+		pthread_mutex_init(&classes[c].lock, NULL);
+}
+
+int bp_pp_pack_start(uintptr_t lo, uintptr_t hi)
+{
+	bool on = true;
+	if (!bp_pl_env_onoff("BYPASS_PAGER_HEAP_PACK", &on) || !on)
+		return -ENOTSUP; /* jemalloc's size classes for every request */
+	if ((lo & (PACK_SLAB - 1)) || hi <= lo || (hi - lo) / PACK_SLAB > UINT32_MAX - 1)
+		return -EINVAL;
+	size_t n = (hi - lo) / PACK_SLAB;
+	size_t len = (n * sizeof(struct pack_slab) + PP_PAGE - 1) & ~(PP_PAGE - 1);
+	void *m = REAL(mmap)(NULL, len, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	for (uint32_t c = 0; c < PACK_NCLASS; c++)
+		pthread_mutex_init(&classes[c].lock, NULL);
+	int e = pthread_atfork(prepare, parent, NULL); /* the child: bp_pp_pack_forked */
+	if (e) {
+		REAL(munmap)(m, len);
+		return -e;
+	}
+	slabs = m;
+	atomic_store(&bp_pp_pack_lo, lo); /* lo first: [lo, hi) empty until hi is set */
+	atomic_store(&bp_pp_pack_hi, lo + n * PACK_SLAB);
+	return 0;
+}
+
+/* class lock: slab i (with room) at the head of the class's list */
+static void room_push(struct pack_class *k, uint32_t i)
+{
+	struct pack_slab *s = &slabs[i];
+	s->prev = 0;
+	s->next = k->room;
+	if (k->room)
+		slabs[k->room - 1].prev = i + 1;
+	k->room = i + 1;
+	k->nroom++;
+}
+
+static void room_remove(struct pack_class *k, uint32_t i)
+{
+	struct pack_slab *s = &slabs[i];
+	if (s->prev)
+		slabs[s->prev - 1].next = s->next;
+	else
+		k->room = s->next;
+	if (s->next)
+		slabs[s->next - 1].prev = s->prev;
+	s->next = s->prev = 0;
+	k->nroom--;
+}
+
+/* class lock: a slot of the class's first slab with room; NULL if none.
+ * *zero: the slot reads as zeros. */
+static void *take(struct pack_class *k, uint32_t cls, bool *zero)
+{
+	if (!k->room)
+		return NULL;
+	uint32_t i = k->room - 1;
+	struct pack_slab *s = &slabs[i];
+	uint64_t all = s->nslots == 64 ? ~0ull : (1ull << s->nslots) - 1;
+	unsigned b = (unsigned)__builtin_ctzll(~s->used & all);
+	uint64_t bit = 1ull << b;
+	s->used |= bit;
+	*zero = s->clean & bit;
+	s->clean &= ~bit;
+	if (++s->nused == s->nslots)
+		room_remove(k, i);
+	return (void *)(slab_addr(i) + (uintptr_t)b * slot_size(cls));
+}
+
+/* A slab for class cls (no lock held): from the pool, else carved. */
+static bool new_slab(uint32_t cls, uint32_t *out)
+{
+	uint32_t i = 0;
+	lock(&pool_lock);
+	if (pool) {
+		i = pool;
+		pool = slabs[i - 1].next;
+	}
+	unlock(&pool_lock);
+	if (i) {
+		i--;
+	} else {
+		uintptr_t a = bp_pp_heap_carve_pack(PACK_SLAB);
+		if (!a)
+			return false;
+		i = slab_index(a);
+		slabs[i].clean = ~0ull; /* never handed out: zeros */
+	}
+	struct pack_slab *s = &slabs[i];
+	size_t sz = slot_size(cls);
+	s->nslots = (uint8_t)(PACK_SLAB / sz > 64 ? 64 : PACK_SLAB / sz);
+	s->nused = 0;
+	s->used = 0;
+	s->next = s->prev = 0;
+	atomic_store_explicit(&s->cls, (uint16_t)cls, memory_order_relaxed);
+	*out = i;
+	return true;
+}
+
+bool bp_pp_pack_fits(size_t n, size_t align)
+{
+	return n > PACK_MIN && n <= PACK_MAX && align <= PACK_GRAIN &&
+	       atomic_load_explicit(&bp_pp_pack_hi, memory_order_acquire) != 0;
+}
+
+void *bp_pp_pack_alloc(size_t n, bool zero)
+{
+	uint32_t cls = class_of(n);
+	struct pack_class *k = &classes[cls];
+	bool clean = false;
+	lock(&k->lock);
+	void *q = take(k, cls, &clean);
+	unlock(&k->lock);
+	if (!q) {
+		uint32_t i;
+		if (!new_slab(cls, &i))
+			return NULL;
+		lock(&k->lock);
+		room_push(k, i);
+		q = take(k, cls, &clean);
+		unlock(&k->lock);
+	}
+	if (zero && !clean)
+		memset(q, 0, slot_size(cls));
+	return q;
+}
+
+size_t bp_pp_pack_size(const void *ptr)
+{
+	uint16_t cls = atomic_load_explicit(&slabs[slab_index((uintptr_t)ptr)].cls,
+					    memory_order_relaxed);
+	return cls == PACK_NONE ? 0 : slot_size(cls);
+}
+
+static void bad(const void *ptr)
+{
+	bp_warn("bypass: pager preload: free of %p: not a block in use (the heap's packer)", ptr);
+	abort();
+}
+
+void bp_pp_pack_free(void *ptr)
+{
+	uintptr_t a = (uintptr_t)ptr;
+	uint32_t i = slab_index(a);
+	struct pack_slab *s = &slabs[i];
+	uint16_t cls = atomic_load_explicit(&s->cls, memory_order_relaxed);
+	if (cls == PACK_NONE)
+		bad(ptr);
+	size_t sz = slot_size(cls), off = a - slab_addr(i);
+	if (off % sz)
+		bad(ptr);
+	uint64_t bit = 1ull << (off / sz);
+	struct pack_class *k = &classes[cls];
+	lock(&k->lock);
+	if (atomic_load_explicit(&s->cls, memory_order_relaxed) != cls || !(s->used & bit)) {
+		unlock(&k->lock);
+		bad(ptr);
+	}
+	s->used &= ~bit;
+	if (s->nused-- == s->nslots)
+		room_push(k, i);
+	bool release = !s->nused && k->nroom > 1;
+	if (release) {
+		room_remove(k, i);
+		atomic_store_explicit(&s->cls, PACK_NONE, memory_order_relaxed);
+	}
+	unlock(&k->lock);
+	if (!release)
+		return;
+	/* Empty: its pages discarded (they read as zeros after, if every one
+	 * was), the slab to the pool. */
+	bypass_pager *p = bp_pp_pager();
+	int kept = -EINVAL;
+	if (p) {
+		bp_enter();
+		kept = bp_pager_discard(p, slab_addr(i), PACK_SLAB);
+		bp_leave();
+	}
+	s->clean = kept == 0 ? ~0ull : 0;
+	lock(&pool_lock);
+	s->next = pool;
+	pool = i + 1;
+	unlock(&pool_lock);
+}
+
+#endif

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * heap-pack: the preload heap's packer (preload/pager/pack.c; issue 32,
+ * item 4): requests in (4 KiB, 16 KiB] come in slots of 16-byte multiples,
+ * not in jemalloc's size classes 25% apart.  Under the preload with the
+ * heap engaged from the start: malloc_usable_size of every size in the
+ * range is less than 16 bytes over the request (jemalloc: 5120 for 4380);
+ * blocks of one size lie end to end; alignments (16 packed, 64 and a page
+ * from jemalloc); calloc reads zeros in fresh and reused slots; realloc
+ * across the packer's bounds both ways keeps the data; a fork child reads
+ * its parent's packed blocks, allocates and frees its own; then 4 threads
+ * allocate, check, reallocate and free blocks of 1 byte .. 64 KiB, a third
+ * of them freed by another thread, at a footprint above the budget
+ * (heap-pack-soak: millions of operations).  Skips where the preload was
+ * built without jemalloc, and under the sanitizers (their malloc comes
+ * first).
+ * TEST_LABELS: threads
+ */
+#include "pager/heap-util.h"
+
+#include <malloc.h>
+#include <pthread.h>
+
+#ifndef PACK_OPS
+#define PACK_OPS 15000 /* per thread */
+#endif
+#define NTHREADS 4
+#define NSLOT 256
+
+/* The block's marks: its first and last 64 bytes and a byte every 1000. */
+static void mark(unsigned char *b, size_t n, unsigned k)
+{
+	for (size_t i = 0; i < n; i += (i < 64 || i + 64 >= n) ? 1 : 1000)
+		b[i] = (unsigned char)(k * 31 + i * 7 + 1);
+}
+
+static bool marked(const unsigned char *b, size_t n, unsigned k)
+{
+	for (size_t i = 0; i < n; i += (i < 64 || i + 64 >= n) ? 1 : 1000)
+		if (b[i] != (unsigned char)(k * 31 + i * 7 + 1))
+			return false;
+	return true;
+}
+
+static void functional(void)
+{
+	/* usable sizes: the request rounded up to 16 */
+	for (size_t n = 4097; n <= 16384; n += 13) {
+		void *p = malloc(n);
+		CHECK(p);
+		size_t u = malloc_usable_size(p);
+		if (u < n || u >= n + 16)
+			TEST_FAIL("malloc(%zu): usable size %zu (not packed)", n, u);
+		CHECK(((uintptr_t)p & 15) == 0);
+		free(p);
+	}
+	/* SQLite's page slots: end to end */
+	enum { NSQ = 200 };
+	unsigned char *sq[NSQ];
+	size_t adjacent = 0;
+	for (unsigned i = 0; i < NSQ; i++) {
+		sq[i] = malloc(4380);
+		CHECK(sq[i]);
+		mark(sq[i], 4380, i);
+		if (i && (sq[i] - sq[i - 1] == 4384 || sq[i - 1] - sq[i] == 4384))
+			adjacent++;
+	}
+	TEST_LOG("%zu of %d blocks of 4380 bytes right after the previous one", adjacent, NSQ - 1);
+	CHECK(adjacent >= NSQ / 2);
+
+	/* alignments: 16 packed, more from jemalloc */
+	void *a = memalign(16, 5000), *b = NULL, *c = aligned_alloc(4096, 8192);
+	CHECK(a && ((uintptr_t)a & 15) == 0);
+	CHECK_EQ(posix_memalign(&b, 64, 5000), 0);
+	CHECK(((uintptr_t)b & 63) == 0);
+	CHECK(c && ((uintptr_t)c & 4095) == 0);
+	CHECK(malloc_usable_size(b) >= 5000 && malloc_usable_size(c) >= 8192);
+	mark(a, 5000, 1);
+	mark(b, 5000, 2);
+	mark(c, 8192, 3);
+	CHECK(marked(a, 5000, 1) && marked(b, 5000, 2) && marked(c, 8192, 3));
+	free(a);
+	free(b);
+	free(c);
+
+	/* calloc: zeros in reused slots too */
+	enum { NZ = 300 };
+	unsigned char *z[NZ];
+	for (int i = 0; i < NZ; i++) {
+		z[i] = malloc(6000);
+		CHECK(z[i]);
+		memset(z[i], 0xa5, 6000);
+	}
+	for (int i = 0; i < NZ; i += 2)
+		free(z[i]);
+	for (int i = 0; i < NZ; i += 2) {
+		z[i] = calloc(3, 2000);
+		CHECK(z[i]);
+		for (int j = 0; j < 6000; j++)
+			if (z[i][j])
+				TEST_FAIL("calloc(3, 2000) #%d: byte %d is %#x", i, j, z[i][j]);
+	}
+	for (int i = 0; i < NZ; i++)
+		free(z[i]);
+
+	/* realloc across the packer's bounds, both ways */
+	unsigned char *r = malloc(1000);
+	CHECK(r);
+	mark(r, 1000, 4);
+	static const size_t steps[] = { 5000, 5008, 4200, 20000, 9000, 3000, 12000, 16384, 16385 };
+	size_t have = 1000;
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		size_t n = steps[i];
+		r = realloc(r, n);
+		CHECK(r);
+		if (!marked(r, n < have ? n : have, 4) && n >= have)
+			TEST_FAIL("realloc %zu -> %zu lost the data", have, n);
+		CHECK(malloc_usable_size(r) >= n);
+		mark(r, n, 4);
+		have = n;
+	}
+	free(r);
+
+	/* fork: the child reads its parent's packed blocks, allocates and
+	 * frees its own (new slabs, emptied ones) */
+	fflush(NULL);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		int bad = 0;
+		for (unsigned i = 0; i < NSQ; i++)
+			if (!marked(sq[i], 4380, i))
+				bad = 1;
+		for (unsigned i = 0; i < NSQ; i += 2)
+			free(sq[i]);
+		unsigned char *mine[1000];
+		for (unsigned i = 0; i < 1000; i++) {
+			size_t n = 4097 + (i * 2654435761u) % 12288;
+			mine[i] = malloc(n);
+			if (!mine[i])
+				_exit(3);
+			mark(mine[i], n, i);
+		}
+		for (unsigned i = 0; i < 1000; i++) {
+			if (!marked(mine[i], 4097 + (i * 2654435761u) % 12288, i))
+				bad = 1;
+			free(mine[i]);
+		}
+		_exit(bad ? 2 : 0);
+	}
+	int st;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		TEST_FAIL("fork child: status %#x", st);
+	for (unsigned i = 0; i < NSQ; i++) {
+		if (!marked(sq[i], 4380, i))
+			TEST_FAIL("block %u of 4380 bytes lost its data (after the fork)", i);
+		free(sq[i]);
+	}
+}
+
+/* ------------------------------------------------------------ threads */
+
+struct block {
+	unsigned char *p;
+	size_t n;
+	unsigned k;
+};
+
+/* Blocks handed to the next thread to free. */
+static struct {
+	pthread_mutex_t lock;
+	struct block b[NTHREADS][64];
+	int n[NTHREADS];
+} hand = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static size_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return (size_t)*s;
+}
+
+/* 1 byte .. 64 KiB, half of them in the packer's range */
+static size_t size_draw(uint64_t *s)
+{
+	size_t r = rnd(s);
+	switch (r % 4) {
+	case 0:
+		return 1 + (r >> 8) % 4096;
+	case 1:
+	case 2:
+		return 4097 + (r >> 8) % 12288;
+	default:
+		return 1 + (r >> 8) % 65536;
+	}
+}
+
+static void *stress(void *arg)
+{
+	unsigned me = (unsigned)(uintptr_t)arg;
+	uint64_t s = 0x9e3779b97f4a7c15ull * (me + 1);
+	struct block mine[NSLOT] = { { 0 } };
+	unsigned key = me << 24;
+	for (long op = 0; op < PACK_OPS; op++) {
+		/* free what another thread handed over */
+		pthread_mutex_lock(&hand.lock);
+		for (int i = 0; i < hand.n[me]; i++) {
+			struct block *b = &hand.b[me][i];
+			if (!marked(b->p, b->n, b->k)) {
+				pthread_mutex_unlock(&hand.lock);
+				return (void *)"a block handed over lost its data";
+			}
+			free(b->p);
+		}
+		hand.n[me] = 0;
+		pthread_mutex_unlock(&hand.lock);
+
+		struct block *b = &mine[rnd(&s) % NSLOT];
+		if (!b->p) {
+			b->n = size_draw(&s);
+			b->k = ++key;
+			b->p = (rnd(&s) & 7) ? malloc(b->n) : calloc(1, b->n);
+			if (!b->p)
+				return (void *)"malloc failed";
+			mark(b->p, b->n, b->k);
+			continue;
+		}
+		if (!marked(b->p, b->n, b->k))
+			return (void *)"a block lost its data";
+		switch (rnd(&s) % 3) {
+		case 0:
+			free(b->p);
+			b->p = NULL;
+			break;
+		case 1: {
+			size_t n = size_draw(&s);
+			unsigned char *q = realloc(b->p, n);
+			if (!q)
+				return (void *)"realloc failed";
+			if (!marked(q, n < b->n ? n : b->n, b->k) && n >= b->n)
+				return (void *)"realloc lost the data";
+			b->p = q;
+			b->n = n;
+			b->k = ++key;
+			mark(q, n, b->k);
+			break;
+		}
+		default: {
+			unsigned to = (me + 1) % NTHREADS;
+			pthread_mutex_lock(&hand.lock);
+			if (hand.n[to] < 64) {
+				hand.b[to][hand.n[to]++] = *b;
+				b->p = NULL;
+			}
+			pthread_mutex_unlock(&hand.lock);
+		}
+		}
+	}
+	for (int i = 0; i < NSLOT; i++)
+		free(mine[i].p);
+	return NULL;
+}
+
+static void body(void)
+{
+	functional();
+	pthread_t t[NTHREADS];
+	for (unsigned i = 0; i < NTHREADS; i++)
+		CHECK_EQ(pthread_create(&t[i], NULL, stress, (void *)(uintptr_t)i), 0);
+	for (unsigned i = 0; i < NTHREADS; i++) {
+		void *ret;
+		CHECK_EQ(pthread_join(t[i], &ret), 0);
+		if (ret)
+			TEST_FAIL("thread %u: %s", i, (const char *)ret);
+	}
+	for (unsigned i = 0; i < NTHREADS; i++)
+		for (int j = 0; j < hand.n[i]; j++) {
+			CHECK(marked(hand.b[i][j].p, hand.b[i][j].n, hand.b[i][j].k));
+			free(hand.b[i][j].p);
+		}
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	heap_run(argv, PACK_OPS > 100000 ? 7000 : 280, body);
+	long long heap = pp_stat("heap", NULL), ev = pp_stat("evictions", NULL);
+	TEST_LOG("heap %lld, evictions %lld, swap-ins %lld", heap, ev,
+		 pp_stat("faults_swapin", NULL));
+	if (heap == 0)
+		SKIP("the preload was built without jemalloc (libjemalloc-dev): no heap");
+	CHECK(ev > 0);
+	return test_pass("pager/heap-pack");
+}
