@@ -40,6 +40,24 @@ struct tslab {
 	uint64_t map[TIER_MAXOBJ / 64];
 };
 
+/*
+ * Pages that do not compress, remembered by their address's 2 MiB chunk
+ * (tier.c; evict lock): after TIER_SKIP_AFTER in a row fail, only one in
+ * TIER_SKIP_EVERY of the chunk's is tried, the others go to the file
+ * untried, until one compresses again.  Chunks share an entry modulo
+ * TIER_SKIP_N (no tags: a compressible chunk's successes keep a shared
+ * entry trying).
+ */
+#define TIER_SKIP_SHIFT 21u
+#define TIER_SKIP_N 1024u
+#define TIER_SKIP_AFTER 8u
+#define TIER_SKIP_EVERY 16u
+
+struct tier_skip {
+	uint8_t fails; /* in a row, up to TIER_SKIP_AFTER */
+	uint8_t tick;  /* pages skipped since the last try */
+};
+
 struct tobj { /* an object's header */
 	uint32_t slot, id, len, pad;
 };
@@ -64,6 +82,7 @@ struct bp_tier {
 	char *stage; /* BP_TIER_STAGE pages, page-aligned */
 	char *cbuf;  /* their compressed copies, PG_SIZE apart */
 	int clen[BP_TIER_STAGE]; /* -1: not worth keeping */
+	struct tier_skip skip[TIER_SKIP_N];
 	void *lz4state;
 	/* the pool's writes to the file, all of a batch at once (tier-write.c;
 	 * evict lock); not made or failed: pwritev */
@@ -71,7 +90,8 @@ struct bp_tier {
 	bool ring_live;
 	/* counters */
 	_Atomic uint64_t pages_mem, pool_pages, comp_bytes, stored, rejected, dropped,
-		swapin_pool, swapin_file, cold, pool_only, pool_writes;
+		swapin_pool, swapin_file, cold, pool_only, pool_writes,
+		skipped; /* of rejected: not tried (struct tier_skip) */
 	/* the share's adaptation (tier-share.c) */
 	bool fixed;              /* off: cap stays what the API set */
 	uint32_t cap_lo, cap_hi; /* its bounds (the API's 5 .. 90%) */

@@ -199,10 +199,27 @@ bool bp_tier_compress_pages(struct bp_tier *t, void *const *addrs, uint32_t n)
 	const char *buf = NULL;
 	if (BP_TSAN && !(buf = stage_copy(t, addrs, n)))
 		return false;
-	for (uint32_t k = 0; k < n; k++)
-		bp_tier_compress(t, buf ? buf + (size_t)k * PG_SIZE : (const char *)addrs[k], k);
+	for (uint32_t k = 0; k < n; k++) {
+		struct tier_skip *sk = &t->skip[((uintptr_t)addrs[k] >> TIER_SKIP_SHIFT) % TIER_SKIP_N];
+		if (sk->fails >= TIER_SKIP_AFTER && ++sk->tick < TIER_SKIP_EVERY) {
+			t->clen[k] = -1; /* the file, untried */
+			atomic_fetch_add_explicit(&t->rejected, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&t->skipped, 1, memory_order_relaxed);
+			continue;
+		}
+		sk->tick = 0;
+		if (bp_tier_compress(t, buf ? buf + (size_t)k * PG_SIZE : (const char *)addrs[k], k) >= 0)
+			sk->fails = 0;
+		else if (sk->fails < TIER_SKIP_AFTER)
+			sk->fails++;
+	}
 	bp_tier_share_tick(t, n);
 	return true;
+}
+
+uint64_t bp_tier_skipped(const struct bp_tier *t)
+{
+	return t ? atomic_load_explicit(&t->skipped, memory_order_relaxed) : 0;
 }
 
 /* n pages of the budget for a slab, only if they fit (never above it:

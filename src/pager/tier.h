@@ -34,12 +34,17 @@ struct bp_tier;
 /* The tier is on (new evictions go to the pool). */
 bool bp_tier_on(const struct bp_tier *t);
 /* Compress the n locked, write-protected pages at addrs as the round's
- * victims 0 .. n-1 (evict lock; bp_tier_compress each): false if they
- * could not be (then nothing is stored). */
+ * victims 0 .. n-1 (evict lock; bp_tier_compress each, but a page whose
+ * address's chunk has not compressed lately is tried only one time in
+ * TIER_SKIP_EVERY: tier-int.h): false if they could not be (then nothing
+ * is stored). */
 bool bp_tier_compress_pages(struct bp_tier *t, void *const *addrs, uint32_t n);
 /* Compress one page as the round's victim number idx (evict lock): the
  * compressed size if it is worth keeping, else -1 (the file only). */
 int bp_tier_compress(struct bp_tier *t, const char *page, uint32_t idx);
+/* Pages not tried, their chunk's recent pages not compressing (counted
+ * in the stats' rejected too). */
+uint64_t bp_tier_skipped(const struct bp_tier *t);
 /* Victim idx compressed well enough to be kept (evict lock). */
 bool bp_tier_compressed(const struct bp_tier *t, uint32_t idx);
 /* Keep victim idx's compressed copy as slot s's, for page id (evict lock;
