@@ -338,6 +338,7 @@ static int tier_start(bypass_pager *p)
 /* The process tree's ledger (src/pager/tree.c), NULL with
  * BYPASS_PAGER_BUDGET_SCOPE=process or if none could be made. */
 static struct bp_ledger *ledger;
+static int ledger_fd = -1; /* kept open across exec for the tree (tree.c) */
 
 /*
  * Find the ledger named by BYPASS_PAGER_LEDGER (a descriptor inherited
@@ -364,6 +365,7 @@ static void tree_setup(void)
 		bp_info("bypass: pager preload: the tree's budget is %zu bytes (its ledger's), "
 			"not BYPASS_PAGER_BUDGET's %zu", bp_tree_budget(ledger), bp_pp_cfg.budget);
 	bp_pp_cfg.budget = bp_tree_budget(ledger);
+	ledger_fd = fd;
 	if (!env || why) {
 		char v[24];
 		snprintf(v, sizeof(v), "%d", fd);
@@ -375,6 +377,20 @@ static pthread_mutex_t pager_lock = PTHREAD_MUTEX_INITIALIZER;
 static bypass_pager *_Atomic the_pager;
 static bypass_pager *stale_pager; /* a fork child's copy of the parent's */
 static _Atomic bool pager_failed;
+
+/* The descriptors the preload and its pager hold (fds.c): up to max into
+ * out; how many.  Never makes the pager. */
+int bp_pp_fds(int *out, int max)
+{
+	bypass_pager *p = atomic_load_explicit(&the_pager, memory_order_acquire);
+	int n = p ? bp_pager_fds(p, out, max) : 0;
+	if (ledger_fd >= 0) {
+		if (n < max)
+			out[n] = ledger_fd;
+		n++;
+	}
+	return n;
+}
 
 bypass_pager *bp_pp_pager(void)
 {

@@ -15,4 +15,15 @@
  */
 int bp_pager_map_at(bypass_pager *p, void *at, size_t length, unsigned flags);
 
+/*
+ * The descriptors p holds open now (its userfaultfds, swap files, rings,
+ * eventfds, pidfd, the heat's): up to max of them into out; returns how
+ * many it holds (possibly more than max).  The pager preload keeps the
+ * program's close, close_range, closefrom, dup2 and dup3 off them: a
+ * closed userfaultfd turns the regions into plain memory and the evicted
+ * pages read as zeros.  A snapshot: lazily made ones (the pool's
+ * userfaultfd, the tier's ring) appear once made.
+ */
+int bp_pager_fds(bypass_pager *p, int *out, int max);
+
 #endif

@@ -20,6 +20,7 @@
 #include "pager/uffd.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
+#include "core/uring.h" /* bp_uring_fds */
 #include "pager/heat.h" /* access heat: the hooks below */
 
 #include <fcntl.h>
@@ -741,6 +742,47 @@ int bypass_pager_discard(bypass_pager *p, void *addr, size_t length)
 		a = b;
 	}
 	return e;
+}
+
+/* ------------------------------------------------------------ descriptors */
+
+static void fd_add(int fd, int *out, int max, int *n)
+{
+	if (fd < 0)
+		return;
+	for (int i = 0; i < *n && i < max; i++)
+		if (out[i] == fd)
+			return;
+	if (*n < max)
+		out[*n] = fd;
+	(*n)++;
+}
+
+int bp_pager_fds(bypass_pager *p, int *out, int max)
+{
+	int n = 0;
+	if (!p)
+		return 0;
+	fd_add(p->srv.uffd_sigbus, out, max, &n);
+	fd_add(p->srv.uffd_thread, out, max, &n);
+	fd_add(p->srv.stop_fd, out, max, &n);
+	fd_add(atomic_load(&p->eng.uffd_pool), out, max, &n);
+	fd_add(p->swap.fd, out, max, &n);
+	for (unsigned l = 0; l < p->lin.depth && l < PG_LEVELS; l++)
+		fd_add(p->lin.fd[l], out, max, &n);
+	fd_add(p->ev.pidfd_owned, out, max, &n);
+	/* the rings: write-back, swap-in reads, the prefetcher's, the tier's
+	 * (every ring of the library, core/uring.c) */
+	int rings[64];
+	int nr = bp_uring_fds(rings, 64);
+	for (int i = 0; i < nr && i < 64; i++)
+		fd_add(rings[i], out, max, &n);
+	struct bp_heat *h = atomic_load(&p->heat);
+	if (h) {
+		fd_add(h->stop_fd, out, max, &n);
+		fd_add(h->pm_fd, out, max, &n);
+	}
+	return n;
 }
 
 /* ------------------------------------------------------------ stats */
