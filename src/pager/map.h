@@ -26,4 +26,8 @@ int bp_pager_map_at(bypass_pager *p, void *at, size_t length, unsigned flags);
  */
 int bp_pager_fds(bypass_pager *p, int *out, int max);
 
+/* 0, or -EINVAL (no pager) / -ECHILD (the pager of the process a fork
+ * copied: only its owner may use it). */
+int bp_pager_check_owner(struct bypass_pager *p);
+
 #endif
