@@ -10,6 +10,7 @@
 #include "pager/table.h"
 #include "pager/struct.h"
 #include "pager/mem.h"
+#include "pager/map.h"
 #include "pager/heat.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
@@ -40,13 +41,6 @@ struct heat_pm_scan_arg {
 
 #define HEAT_VEC 256u       /* ranges per PAGEMAP_SCAN call */
 #define HEAT_DAMON_MAX 4096u /* accessed regions read per round */
-
-static int check_owner(struct bypass_pager *p)
-{
-	if (!p)
-		return -EINVAL;
-	return p->cfg.gen != bp_fork_gen() ? -ECHILD : 0;
-}
 
 /* ------------------------------------------------------------ the written source */
 
@@ -546,7 +540,7 @@ static void heat_stop_locked(struct bp_heat *h)
 
 int bypass_pager_heat_enable(bypass_pager *p, const struct bypass_pager_heat_config *cfg)
 {
-	int e = check_owner(p);
+	int e = bp_pager_check_owner(p);
 	if (e)
 		return e;
 	if (!cfg || (cfg->sources & ~BYPASS_PAGER_HEAT_ALL) ||
@@ -629,7 +623,7 @@ out:
 
 int bypass_pager_heat_disable(bypass_pager *p)
 {
-	int e = check_owner(p);
+	int e = bp_pager_check_owner(p);
 	if (e)
 		return e;
 	bp_mutex_lock(&p->lock, BP_RANK_PAGER);
@@ -646,7 +640,7 @@ int bypass_pager_heat_stats(bypass_pager *p, struct bypass_pager_heat_stats *st)
 		return -EINVAL;
 	/* a forked child: the configuration is read under p->lock, which a
 	 * thread of the parent may have held at the fork */
-	int e = check_owner(p);
+	int e = bp_pager_check_owner(p);
 	if (e)
 		return e;
 	memset(st, 0, sizeof(*st));
@@ -686,7 +680,7 @@ int bypass_pager_heat_stats(bypass_pager *p, struct bypass_pager_heat_stats *st)
 int bypass_pager_heat_ranges(bypass_pager *p, int which, struct bypass_pager_heat_range *out,
 			     size_t n)
 {
-	int e = check_owner(p);
+	int e = bp_pager_check_owner(p);
 	if (e)
 		return e;
 	if ((which != BYPASS_PAGER_HEAT_HOT && which != BYPASS_PAGER_HEAT_COLD) || (!out && n))
@@ -704,7 +698,7 @@ int bypass_pager_heat_ranges(bypass_pager *p, int which, struct bypass_pager_hea
 
 int bypass_pager_heat_reset(bypass_pager *p)
 {
-	int e = check_owner(p);
+	int e = bp_pager_check_owner(p);
 	if (e)
 		return e;
 	struct bp_heat *h = heat_get(p);

@@ -12,6 +12,7 @@
 #include "pager/stats.h"
 #include "pager/struct.h"
 #include "pager/mem.h"
+#include "pager/map.h"
 #include "pager/lru.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
@@ -121,13 +122,6 @@ static void pol_free(struct bp_pol *pol)
 
 /* ------------------------------------------------------------ set_policy */
 
-static int check_owner(struct bypass_pager *p)
-{
-	if (!p)
-		return -EINVAL;
-	return p->cfg.gen != bp_fork_gen() ? -ECHILD : 0;
-}
-
 /* "path.so[:symbol]": the policy struct it exports (dlopen handle in *dl). */
 static int load_so(char *body, const struct bypass_pager_policy **out, void **dl)
 {
@@ -173,7 +167,7 @@ static bool is_path(const char *body)
 
 int bypass_pager_set_policy(bypass_pager *p, const char *spec)
 {
-	int e = check_owner(p);
+	int e = bp_pager_check_owner(p);
 	if (e)
 		return e;
 	if (!spec || !*spec || strlen(spec) >= 4096)
@@ -444,7 +438,7 @@ static void advise_ids(struct bypass_pager *p, uint32_t a, uint32_t b, int advic
 
 int bypass_pager_advise(bypass_pager *p, void *addr, size_t len, int advice)
 {
-	int e = check_owner(p);
+	int e = bp_pager_check_owner(p);
 	if (e)
 		return e;
 	if (advice < BYPASS_PAGER_ADV_NORMAL || advice > BYPASS_PAGER_ADV_PRIORITY)
