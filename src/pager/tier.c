@@ -553,5 +553,6 @@ int bypass_pager_tier_stats(bypass_pager *p, struct bypass_pager_tier_stats *st)
 	st->pool_only = atomic_load(&t->pool_only);
 	st->pool_writes = atomic_load(&t->pool_writes);
 	st->share_moves = atomic_load(&t->moves);
+	st->skipped = bp_tier_skipped(t);
 	return 0;
 }

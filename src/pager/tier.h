@@ -45,6 +45,10 @@ int bp_tier_compress(struct bp_tier *t, const char *page, uint32_t idx);
 /* Pages not tried, their chunk's recent pages not compressing (counted
  * in the stats' rejected too). */
 uint64_t bp_tier_skipped(const struct bp_tier *t);
+/* bypass_pager_tier_stats@BYPASS_0.1 (tier-abi.c): the first 12 words of
+ * the struct (0.1's struct, before skipped and the reserved tail) into st.
+ * Default visibility for the versioned name; libbypass.map hides this one. */
+__attribute__((visibility("default"))) int bp_tier_stats_v01(struct bypass_pager *p, void *st);
 /* Victim idx compressed well enough to be kept (evict lock). */
 bool bp_tier_compressed(const struct bp_tier *t, uint32_t idx);
 /* Keep victim idx's compressed copy as slot s's, for page id (evict lock;

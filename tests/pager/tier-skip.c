@@ -7,8 +7,8 @@
  * go to the file untried (skipped, counted in rejected too).  Compressible:
  * the first page tried compresses and the tier resumes (the pool takes
  * nearly every page; a bounded few skipped).  Random again: it skips
- * again.  Every page round-trips after each phase.  Counts of pages, no
- * timing.
+ * again.  Every page round-trips after each phase.  The stats' skipped
+ * is the count.  Counts of pages, no timing.
  */
 #include "tier-util.h"
 #include "pager/pager_internal.h"
@@ -48,6 +48,7 @@ static void run(int mode)
 	TEST_LOG("%s: random: %lu rejected, %lu of them skipped, %lu stored", mode_name(mode),
 		 (unsigned long)t1.rejected, (unsigned long)k1, (unsigned long)t1.stored);
 	CHECK_EQ(t1.stored, 0);
+	CHECK_EQ(t1.skipped, k1); /* the public counter is the internal one */
 	CHECK(t1.rejected >= NPAGES - BUDGET / PAGE);
 	CHECK(tried1 <= chunks * TIER_SKIP_AFTER + t1.rejected / TIER_SKIP_EVERY + chunks);
 	CHECK(k1 * 4 >= t1.rejected * 3);
@@ -75,6 +76,7 @@ static void run(int mode)
 		fill_page(m + i * PAGE, i, 3);
 	check_random(m, mode, 3, "after the second random pass");
 	uint64_t k3 = skipped(p) - k3a;
+	CHECK_EQ(tier_stats(p).skipped, k3a + k3);
 	TEST_LOG("%s: random again: %lu skipped", mode_name(mode), (unsigned long)k3);
 	CHECK(k3 * 2 >= NPAGES);
 	CHECK(stats_of(p).resident_peak <= BUDGET / PAGE);

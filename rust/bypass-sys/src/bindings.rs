@@ -1280,6 +1280,8 @@ pub struct bypass_pager_tier_stats {
     pub pool_only: u64,
     pub pool_writes: u64,
     pub share_moves: u64,
+    pub skipped: u64,
+    pub reserved: [u64; 19usize],
 }
 unsafe extern "C" {
     pub fn bypass_pager_tier(
