@@ -6,15 +6,16 @@
  * v2 anon), of its page cache (v1 cache, v2 file, less swapcached: pages of
  * swap kept in memory are the anonymous pages' own, not a file's) and of
  * its charge less its anonymous memory (the non-anonymous part: page cache
- * and the kernel memory charged to the cgroup), and that part in the sample
- * where the anonymous memory peaked (pager.unmodified's slack: the highest
- * sample of it caught brief spikes, 1.2-18.6 MiB over runs of one program).
+ * and the kernel memory charged to the cgroup), and the run's slack: the
+ * highest level of that part the run held while its anonymous memory was
+ * near its peak (pager.unmodified's slack; the rule is at slack_of below).
  */
-#include "pager_bench.h"
+#include "cgmem.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,15 +75,75 @@ static void take(struct pb_cg_sampler *s)
 	uint64_t a, f, c;
 	if (!sample(s->cg, &a, &f, &c))
 		return;
+	uint64_t na = c > a ? c - a : 0;
 	if (a > s->m.anon || !s->m.samples) { /* the first sample of the peak */
 		s->m.anon = a;
-		s->m.nonanon_at = c > a ? c - a : 0;
+		s->m.nonanon_at = na;
+	}
+	if (s->n == s->cap && s->cap < PB_CG_MEM_MAX_SAMPLES) {
+		size_t cap = s->cap ? 2 * s->cap : 1024;
+		void *p = realloc(s->pts, cap * sizeof(*s->pts));
+		if (p) {
+			s->pts = p;
+			s->cap = cap;
+		}
+	}
+	if (s->n < s->cap) {
+		s->pts[s->n].anon = a;
+		s->pts[s->n].nonanon = na;
+		s->n++;
 	}
 	if (f > s->m.file)
 		s->m.file = f;
 	if (c > a && c - a > s->m.nonanon)
 		s->m.nonanon = c - a;
 	s->m.samples++;
+}
+
+/* The median of v[0..n) (1 <= n <= PB_CG_SLACK_RUN), the lower middle of
+ * an even count; v is sorted in place. */
+static uint64_t median_small(uint64_t *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			uint64_t x = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = x;
+		}
+	return v[(n - 1) / 2];
+}
+
+/*
+ * The run's slack: the highest level of its charge less its anonymous
+ * memory that it held while its anonymous memory was within
+ * PB_CG_SLACK_NEAR_PCT % of its peak.  The level at a sample is the median
+ * of the PB_CG_SLACK_RUN samples centred on it (fewer at the run's ends),
+ * so a spike of fewer than half of them (kernel memory, the exit's
+ * teardown) is not a level, and the band keeps out the samples where the
+ * program has not grown yet or is tearing down.  Why not the sample of the
+ * anonymous peak (the rule until this session): a program whose anonymous
+ * memory sits flat at its budget while its page cache grows (the C
+ * program writes its 28 MiB file in the run's last quarter) has its peak
+ * in whichever sample happens to be a page higher: 1.1 to 34.2 MiB over
+ * runs of the same program.  Nor the highest sample (the rule before it):
+ * single spikes, up to 18.6 MiB for a program whose level is 1.2.
+ */
+static uint64_t slack_of(const struct pb_cg_pt *p, size_t n, uint64_t peak)
+{
+	uint64_t near = peak - peak * (100 - PB_CG_SLACK_NEAR_PCT) / 100, best = 0;
+	const size_t h = PB_CG_SLACK_RUN / 2;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i].anon < near)
+			continue;
+		uint64_t v[PB_CG_SLACK_RUN];
+		size_t k = 0;
+		for (size_t j = i > h ? i - h : 0; j < n && j <= i + h; j++)
+			v[k++] = p[j].nonanon;
+		uint64_t lv = median_small(v, k);
+		if (lv > best)
+			best = lv;
+	}
+	return best;
 }
 
 static void *sampler(void *arg)
@@ -117,6 +178,11 @@ void pb_cg_mem_end(struct pb_cg_sampler *s, struct pb_cg_mem *m)
 	if (s->cg[0])
 		take(s); /* the last of it (what the run left charged) */
 	*m = s->m;
+	if (s->n)
+		m->nonanon_at = slack_of(s->pts, s->n, m->anon);
+	free(s->pts);
+	s->pts = NULL;
+	s->n = s->cap = 0;
 }
 
 void pb_cg_mem_max(struct pb_cg_mem *sum, const struct pb_cg_mem *m)

@@ -175,33 +175,7 @@ int pb_cg_make(const struct pb_linux_env *env, const char *tag, char *path, size
 uint64_t pb_cg_peak(const char *cg);
 int pb_cg_join(const char *cg, pid_t pid);
 void pb_cg_remove(const char *cg);
-/*
- * A memory cgroup's memory over one run (cgmem.c): pb_cg_mem_begin before
- * the process joins cg (a thread samples cg's memory.stat and charge every
- * PB_CG_MEM_PERIOD_MS; cg empty: nothing), pb_cg_mem_end after it exits:
- * the peaks of its anonymous memory (v1 rss, v2 anon), its page cache (v1
- * cache, v2 file, less swapcached) and its charge less its anonymous
- * memory (page cache and kernel memory: nonanon, the highest sample), and
- * that charge less anonymous memory in the sample of the anonymous peak
- * (nonanon_at: what sat beside the program's largest anonymous memory; the
- * highest sample catches brief spikes, e.g. the exit's teardown), in bytes,
- * and how many samples.  pb_cg_mem_max: the larger of each peak into sum
- * (samples added; nonanon_at: the one of the larger anonymous peak).
- */
-#define PB_CG_MEM_PERIOD_MS 10
-struct pb_cg_mem {
-	uint64_t anon, file, nonanon, nonanon_at;
-	int samples;
-};
-struct pb_cg_sampler {
-	char cg[400];
-	volatile int stop;
-	struct pb_cg_mem m;
-	unsigned long thread; /* pthread_t */
-};
-void pb_cg_mem_begin(struct pb_cg_sampler *s, const char *cg);
-void pb_cg_mem_end(struct pb_cg_sampler *s, struct pb_cg_mem *m);
-void pb_cg_mem_max(struct pb_cg_mem *sum, const struct pb_cg_mem *m);
+#include "cgmem.h" /* a memory cgroup's memory over one run */
 /* Clean env up if the run is interrupted (NULL: stop doing so). */
 void pb_cleanup_on_signal(struct pb_linux_env *env);
 extern volatile pid_t pb_running_child;

@@ -114,10 +114,14 @@ bool pu_limits(struct bench_ctx *c, struct pb_linux_env *env, int w, const struc
 	 * non-anonymous slack the preload's calibration run was measured to
 	 * use (its cgroup's charge less its anonymous memory: page cache and
 	 * kernel memory; the program's output is written outside the cgroup)
-	 * in the sample of its anonymous peak: what sat beside its largest
-	 * anonymous memory.  The highest sample of it (the rule until this
-	 * session) caught brief spikes (the exit's teardown, kernel memory):
-	 * 1.2-18.6 MiB for one program over runs; it is kept for the notes.
+	 * held while its anonymous memory was near its peak (cgmem.c's
+	 * slack_of: the highest level, a median of samples in a row): what
+	 * sat beside its working size.  The highest single sample of it (the
+	 * rule until 91204cf) caught brief spikes (the exit's teardown, kernel
+	 * memory): 1.2-18.6 MiB for one program over runs; it is kept for the
+	 * notes.  The sample of the anonymous peak (91204cf's rule) left
+	 * the C program's slack to whichever sample was a page higher:
+	 * 1.1-34.2 MiB over runs.
 	 * At most the preload's own peak charge less the budget: Linux never
 	 * gets more memory than the preload was charged.  Whole pages; not
 	 * measured: the budget alone, and the note says. */

@@ -70,8 +70,9 @@ struct pu_lim {
 /* Workload w's limits after the preload's calibration run (cal: its
  * cgroup's peaks, no samples if not measured; cal_peak: its cgroup's peak
  * charge, 0 if not measured) on env (set up): L->limit = z's budget + the
- * preload's non-anonymous slack (its charge less its anonymous memory in
- * the sample of its anonymous peak, at most cal_peak - the budget), env's
+ * preload's non-anonymous slack (its charge less its anonymous memory: the
+ * highest level of it held near its anonymous peak, cgmem.c; at most
+ * cal_peak - the budget), env's
  * cgroup made at it,
  * then zram's and zswap's calibration runs (--param calibrate=0: none).  A
  * backend that could not be set up gets lb[sd] false and its reason in

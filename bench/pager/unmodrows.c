@@ -114,8 +114,8 @@ void pu_report(struct bench_ctx *c, struct pu_st *s)
 			if (sd == 0)
 				snprintf(incl, sizeof(incl), "the budget + the preload's non-anonymous "
 					 "slack (%.1f MiB: its cgroup's charge less its anonymous memory "
-					 "at its anonymous peak in its calibration run: page cache and "
-					 "kernel memory; every "
+					 "held near its anonymous peak in its calibration run: page "
+					 "cache and kernel memory; every "
 					 "side's output written outside its cgroup); anonymous memory, "
 					 "page cache and kernel memory charged to the cgroup (no pool)",
 					 MIB(L[w].slack));
@@ -262,16 +262,19 @@ void pu_report(struct bench_ctx *c, struct pu_st *s)
 		   "to no side; each preload run sits in a cgroup without a limit that only "
 		   "measures; a calibration run of the preload before the rounds gives its "
 		   "non-anonymous slack (its cgroup's charge less its anonymous memory: page "
-		   "cache and kernel memory, in the sample of its anonymous peak, at most its "
-		   "peak charge less the budget; the highest sample of it, which catches brief "
-		   "spikes, is in each program's note, not used), and the Linux side's cgroup "
+		   "cache and kernel memory: the highest level of it held while its anonymous "
+		   "memory was within %d%% of its peak, a level being the median of %d "
+		   "samples in a row, so that brief spikes do not count; at most its peak "
+		   "charge less the budget; the highest single sample of it is in each "
+		   "program's note, not used), and the Linux side's cgroup "
 		   "limit is the budget + that slack; where the preload's anonymous memory overran its "
 		   "budget, that is reported in its row, not given to Linux; every cgroup's "
 		   "memory.stat (anonymous memory: v1 rss; page cache: v1 cache less "
 		   "swapcached) sampled every %d ms in every run; each row gives its side's "
 		   "peak charge, peak anonymous memory and page cache, peak resident set "
 		   "(wait4's maxrss), max over its runs, and its CPU-seconds per run (the "
-		   "program's user + system time)", PB_CG_MEM_PERIOD_MS);
+		   "program's user + system time)", PB_CG_SLACK_NEAR_PCT, PB_CG_SLACK_RUN,
+		   PB_CG_MEM_PERIOD_MS);
 	for (int w = 0; w < W_N; w++) {
 		if (!rss[w][S_REF])
 			continue;
@@ -288,7 +291,7 @@ void pu_report(struct bench_ctx *c, struct pu_st *s)
 		bench_note(c, "%s: footprint %.1f MiB resident, %.1f MiB charged (without a limit); "
 			   "the preload (budget %zu MiB): peak %.1f MiB resident, %.1f MiB charged "
 			   "(calibration %.1f, its rounds %.1f-%.1f), non-anonymous slack %.1f MiB "
-			   "at its anonymous peak%s (its highest sample %.1f; calibration run: "
+			   "held near its anonymous peak%s (its highest sample %.1f; calibration run: "
 			   "%.1f MiB anonymous, %.1f MiB page cache at their peaks); Linux: limit "
 			   "%.1f MiB, peak "
 			   "%.1f MiB resident, %.1f "
