@@ -291,8 +291,9 @@ void bench_same_runs(struct bench_ctx *c);
  *	batch    70 s   (servers: the two rows each target compares; Redis 8k and
  *	                 50k requests; batch.sends 60 samples a round)
  *	         + 32 s (batch.nginx-close and batch.nginx-idle: without and with
- *	                 the preload, 5 rounds of 1 s each; 15.2 and 16.1 s in
- *	                 the quiet window at e0cac6a, whose quick run took 253 s)
+ *	                 the preload, 5 rounds of 1 s each; 15.2 and 16.0 s in
+ *	                 the quiet window at 090b10f, whose quick run took 238 s;
+ *	                 15.2 and 16.1 of 253 s at e0cac6a)
  *	syslet   20 s
  *	ipc      35 s   + 20 s for the library mode rows (ipc engineer)
  *	pager   165 s   in all (pager.unmodified with real programs 95 s of it;
