@@ -374,74 +374,8 @@ void bp_pp_heap_start(void)
 		engage();
 }
 
-/* ------------------------------------------------------------ allocating */
-
-/* jemalloc's own calls into libc that allocate go to the next allocator
- * (bp_enter), never back into jemalloc. */
-void *bp_pp_heap_alloc(size_t n, size_t align, bool zero)
-{
-	if (bp_pp_pack_fits(n, align)) {
-		void *q = bp_pp_pack_alloc(n, zero);
-		if (q)
-			return q;
-	}
-	int fl = (zero ? MALLOCX_ZERO : 0) | (align > 16 ? MALLOCX_ALIGN(align) : 0);
-	bp_rank_check(BP_RANK_JEMALLOC);
-	bp_enter();
-	void *q = mallocx(n ? n : 1, fl);
-	bp_leave();
-	return q;
-}
-
-void bp_pp_heap_free(void *ptr)
-{
-	if (!bp_pp_heap_on())
-		return; /* cannot happen: a heap pointer comes from the heap on */
-	if (bp_pp_in_pack(ptr)) {
-		bp_pp_pack_free(ptr);
-		return;
-	}
-	bp_rank_check(BP_RANK_JEMALLOC);
-	bp_enter();
-	dallocx(ptr, 0);
-	bp_leave();
-}
-
-size_t bp_pp_heap_size(void *ptr)
-{
-	if (!bp_pp_heap_on())
-		return 0;
-	return bp_pp_in_pack(ptr) ? bp_pp_pack_size(ptr) : sallocx(ptr, 0);
-}
-
-/*
- * Across the packer's boundary a block moves (a packed one to jemalloc, a
- * jemalloc one into the packer); a packed block stays where it is while n
- * fits its slot and is more than half of it.
- */
-void *bp_pp_heap_realloc(void *ptr, size_t n)
-{
-	size_t have = 0;
-	if (bp_pp_in_pack(ptr)) {
-		have = bp_pp_pack_size(ptr);
-		if (n <= have && n > have / 2)
-			return ptr;
-	} else if (bp_pp_pack_fits(n, 0)) {
-		have = sallocx(ptr, 0);
-	} else {
-		bp_rank_check(BP_RANK_JEMALLOC);
-		bp_enter();
-		void *q = rallocx(ptr, n ? n : 1, 0);
-		bp_leave();
-		return q;
-	}
-	void *q = bp_pp_heap_alloc(n, 0, false);
-	if (q) {
-		memcpy(q, ptr, n < have ? n : have);
-		bp_pp_heap_free(ptr);
-	}
-	return q;
-}
+/* The heap's calls (bp_pp_heap_alloc, _free, _size, _realloc): pack.c,
+ * which sends each to the packer or to jemalloc. */
 
 #else /* no jemalloc at build time: the heap never engages */
 

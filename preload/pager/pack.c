@@ -25,6 +25,17 @@
  * free one of the class's first slab with room, so a slab's pages past its
  * last slot in use are never touched.
  *
+ * The heap's calls (bp_pp_heap_alloc, _free, _size, _realloc) are here
+ * too: each goes to the packer or to jemalloc, and realloc moves a block
+ * across the packer's bounds.  tests/pager/heap-pack-unit links this file
+ * alone, with heap.c's carve, the pager's discard and jemalloc stubbed, so
+ * that the sanitizers see it (under the preload their malloc comes first).
+ *
+ * Statistics (the preload's line at exit, bp_pp_pack_report): slots in
+ * use and their peak, the bytes they save against jemalloc's size class
+ * for the same request (nallocx) and its peak, slabs held by classes,
+ * slabs carved, discarded, and discards refused.
+ *
  * Locks: a class's lock, and the pool's (slabs no class has); both are
  * leaves (nothing is taken, nothing entered, no pager memory touched under
  * them): a new slab is carved (heap.c, under the heap lock) and an empty
@@ -40,6 +51,10 @@
 #include "pager/pager_internal.h" /* bp_pager_discard */
 
 #include <pthread.h>
+
+#if BYPASS_PP_JEMALLOC
+#include <jemalloc/jemalloc.h>
+#endif
 
 _Atomic uintptr_t bp_pp_pack_lo = 1, bp_pp_pack_hi = 0; /* the packer's slabs */
 
@@ -61,12 +76,27 @@ struct pack_class {
 	pthread_mutex_t lock;
 	uint32_t room;          /* first slab with a free slot (index + 1), 0: none */
 	uint32_t nroom;         /* slabs with a free slot */
+	uint32_t gap;           /* jemalloc's size class for the slot's size, less it */
 } __attribute__((aligned(64)));
 
 static struct pack_slab *slabs;   /* ordinary memory, one per PACK_SLAB of the range */
 static struct pack_class classes[PACK_NCLASS];
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t pool;             /* slabs no class has (index + 1; pool_lock) */
+
+/* statistics: slots in use and the bytes they save against jemalloc's
+ * classes, now and at their peaks; slabs carved, discarded, refused */
+static _Atomic uint64_t st_slots, st_slots_peak, st_saved, st_saved_peak;
+static _Atomic uint64_t st_carved, st_discards, st_kept;
+
+static void count(_Atomic uint64_t *now, _Atomic uint64_t *peak, uint64_t add)
+{
+	uint64_t v = atomic_fetch_add_explicit(now, add, memory_order_relaxed) + add;
+	uint64_t pk = atomic_load_explicit(peak, memory_order_relaxed);
+	while (v > pk && !atomic_compare_exchange_weak_explicit(peak, &pk, v, memory_order_relaxed,
+								memory_order_relaxed))
+		;
+}
 
 static inline uint32_t class_of(size_t n)
 {
@@ -133,8 +163,11 @@ int bp_pp_pack_start(uintptr_t lo, uintptr_t hi)
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
 		return -errno;
-	for (uint32_t c = 0; c < PACK_NCLASS; c++)
+	for (uint32_t c = 0; c < PACK_NCLASS; c++) {
 		pthread_mutex_init(&classes[c].lock, NULL);
+		size_t je = nallocx(slot_size(c), 0); /* 0: jemalloc cannot say */
+		classes[c].gap = je > slot_size(c) ? (uint32_t)(je - slot_size(c)) : 0;
+	}
 	int e = pthread_atfork(prepare, parent, NULL); /* the child: bp_pp_pack_forked */
 	if (e) {
 		REAL(munmap)(m, len);
@@ -187,6 +220,9 @@ static void *take(struct pack_class *k, uint32_t cls, bool *zero)
 	s->clean &= ~bit;
 	if (++s->nused == s->nslots)
 		room_remove(k, i);
+	/* counted before the slot is handed out: its free comes after */
+	count(&st_slots, &st_slots_peak, 1);
+	count(&st_saved, &st_saved_peak, k->gap);
 	return (void *)(slab_addr(i) + (uintptr_t)b * slot_size(cls));
 }
 
@@ -208,6 +244,7 @@ static bool new_slab(uint32_t cls, uint32_t *out)
 			return false;
 		i = slab_index(a);
 		slabs[i].clean = ~0ull; /* never handed out: zeros */
+		atomic_fetch_add_explicit(&st_carved, 1, memory_order_relaxed);
 	}
 	struct pack_slab *s = &slabs[i];
 	size_t sz = slot_size(cls);
@@ -288,6 +325,8 @@ void bp_pp_pack_free(void *ptr)
 		atomic_store_explicit(&s->cls, PACK_NONE, memory_order_relaxed);
 	}
 	unlock(&k->lock);
+	atomic_fetch_sub_explicit(&st_slots, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&st_saved, k->gap, memory_order_relaxed);
 	if (!release)
 		return;
 	/* Empty: its pages discarded (they read as zeros after, if every one
@@ -300,10 +339,109 @@ void bp_pp_pack_free(void *ptr)
 		bp_leave();
 	}
 	s->clean = kept == 0 ? ~0ull : 0;
+	atomic_fetch_add_explicit(kept == 0 ? &st_discards : &st_kept, 1, memory_order_relaxed);
 	lock(&pool_lock);
 	s->next = pool;
 	pool = i + 1;
 	unlock(&pool_lock);
+}
+
+/* ------------------------------------------------------------ the heap's calls */
+
+/* jemalloc's own calls into libc that allocate go to the next allocator
+ * (bp_enter), never back into jemalloc. */
+void *bp_pp_heap_alloc(size_t n, size_t align, bool zero)
+{
+	if (bp_pp_pack_fits(n, align)) {
+		void *q = bp_pp_pack_alloc(n, zero);
+		if (q)
+			return q;
+	}
+	int fl = (zero ? MALLOCX_ZERO : 0) | (align > 16 ? MALLOCX_ALIGN(align) : 0);
+	bp_rank_check(BP_RANK_JEMALLOC);
+	bp_enter();
+	void *q = mallocx(n ? n : 1, fl);
+	bp_leave();
+	return q;
+}
+
+void bp_pp_heap_free(void *ptr)
+{
+	if (!bp_pp_heap_on())
+		return; /* cannot happen: a heap pointer comes from the heap on */
+	if (bp_pp_in_pack(ptr)) {
+		bp_pp_pack_free(ptr);
+		return;
+	}
+	bp_rank_check(BP_RANK_JEMALLOC);
+	bp_enter();
+	dallocx(ptr, 0);
+	bp_leave();
+}
+
+size_t bp_pp_heap_size(void *ptr)
+{
+	if (!bp_pp_heap_on())
+		return 0;
+	return bp_pp_in_pack(ptr) ? bp_pp_pack_size(ptr) : sallocx(ptr, 0);
+}
+
+/*
+ * Across the packer's boundary a block moves (a packed one to jemalloc, a
+ * jemalloc one into the packer); a packed block stays where it is while n
+ * fits its slot and is more than half of it.
+ */
+void *bp_pp_heap_realloc(void *ptr, size_t n)
+{
+	size_t have = 0;
+	if (bp_pp_in_pack(ptr)) {
+		have = bp_pp_pack_size(ptr);
+		if (n <= have && n > have / 2)
+			return ptr;
+	} else if (bp_pp_pack_fits(n, 0)) {
+		have = sallocx(ptr, 0);
+	} else {
+		bp_rank_check(BP_RANK_JEMALLOC);
+		bp_enter();
+		void *q = rallocx(ptr, n ? n : 1, 0);
+		bp_leave();
+		return q;
+	}
+	void *q = bp_pp_heap_alloc(n, 0, false);
+	if (q) {
+		memcpy(q, ptr, n < have ? n : have);
+		bp_pp_heap_free(ptr);
+	}
+	return q;
+}
+
+/* ------------------------------------------------------------ statistics */
+
+void bp_pp_pack_report(struct bp_pl_line *l)
+{
+	if (!atomic_load_explicit(&bp_pp_pack_hi, memory_order_acquire))
+		return; /* never started */
+	uint64_t free_slabs = 0;
+	lock(&pool_lock);
+	for (uint32_t i = pool; i; i = slabs[i - 1].next)
+		free_slabs++;
+	unlock(&pool_lock);
+	uint64_t carved = atomic_load(&st_carved);
+	bp_pl_line_u64(l, "pack_slots", atomic_load(&st_slots));
+	bp_pl_line_u64(l, "pack_slots_peak", atomic_load(&st_slots_peak));
+	bp_pl_line_u64(l, "pack_saved", atomic_load(&st_saved));
+	bp_pl_line_u64(l, "pack_saved_peak", atomic_load(&st_saved_peak));
+	bp_pl_line_u64(l, "pack_slabs", carved > free_slabs ? carved - free_slabs : 0);
+	bp_pl_line_u64(l, "pack_slabs_carved", carved);
+	bp_pl_line_u64(l, "pack_discards", atomic_load(&st_discards));
+	bp_pl_line_u64(l, "pack_discards_refused", atomic_load(&st_kept));
+}
+
+#else /* no jemalloc at build time: no heap, no packer */
+
+void bp_pp_pack_report(struct bp_pl_line *l)
+{
+	(void)l;
 }
 
 #endif

@@ -190,7 +190,8 @@ void bp_pp_heap_start(void);
 /* A fork child: the heap's lock reset; its pages are ordinary memory here,
  * new extents come from the child's own pager. */
 void bp_pp_heap_forked(void);
-/* jemalloc's calls: NULL if it has no memory (the caller falls back). */
+/* jemalloc's calls, or the packer's (pack.c): NULL if it has no memory
+ * (the caller falls back). */
 void *bp_pp_heap_alloc(size_t n, size_t align, bool zero);
 void *bp_pp_heap_realloc(void *ptr, size_t n);
 void bp_pp_heap_free(void *ptr);
@@ -223,6 +224,9 @@ size_t bp_pp_pack_size(const void *ptr);
 /* A fork child: the packer's locks reset (its parent's fork handlers held
  * them across the fork). */
 void bp_pp_pack_forked(void);
+/* The packer's statistics appended to the preload's line at exit (nothing
+ * if it never started). */
+void bp_pp_pack_report(struct bp_pl_line *l);
 /* heap.c: a new mapped slab of len bytes for the packer, or 0. */
 uintptr_t bp_pp_heap_carve_pack(size_t len);
 

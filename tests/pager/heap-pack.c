@@ -16,31 +16,15 @@
  * first).
  * TEST_LABELS: threads
  */
-#include "pager/heap-util.h"
-
-#include <malloc.h>
-#include <pthread.h>
-
 #ifndef PACK_OPS
 #define PACK_OPS 15000 /* per thread */
 #endif
-#define NTHREADS 4
-#define NSLOT 256
 
-/* The block's marks: its first and last 64 bytes and a byte every 1000. */
-static void mark(unsigned char *b, size_t n, unsigned k)
-{
-	for (size_t i = 0; i < n; i += (i < 64 || i + 64 >= n) ? 1 : 1000)
-		b[i] = (unsigned char)(k * 31 + i * 7 + 1);
-}
+#include "pager/heap-util.h"
+#include "pager/heap-stress.h"
 
-static bool marked(const unsigned char *b, size_t n, unsigned k)
-{
-	for (size_t i = 0; i < n; i += (i < 64 || i + 64 >= n) ? 1 : 1000)
-		if (b[i] != (unsigned char)(k * 31 + i * 7 + 1))
-			return false;
-	return true;
-}
+#include <malloc.h>
+#include <pthread.h>
 
 static void functional(void)
 {
@@ -159,127 +143,12 @@ static void functional(void)
 	}
 }
 
-/* ------------------------------------------------------------ threads */
-
-struct block {
-	unsigned char *p;
-	size_t n;
-	unsigned k;
-};
-
-/* Blocks handed to the next thread to free. */
-static struct {
-	pthread_mutex_t lock;
-	struct block b[NTHREADS][64];
-	int n[NTHREADS];
-} hand = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static size_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return (size_t)*s;
-}
-
-/* 1 byte .. 64 KiB, half of them in the packer's range */
-static size_t size_draw(uint64_t *s)
-{
-	size_t r = rnd(s);
-	switch (r % 4) {
-	case 0:
-		return 1 + (r >> 8) % 4096;
-	case 1:
-	case 2:
-		return 4097 + (r >> 8) % 12288;
-	default:
-		return 1 + (r >> 8) % 65536;
-	}
-}
-
-static void *stress(void *arg)
-{
-	unsigned me = (unsigned)(uintptr_t)arg;
-	uint64_t s = 0x9e3779b97f4a7c15ull * (me + 1);
-	struct block mine[NSLOT] = { { 0 } };
-	unsigned key = me << 24;
-	for (long op = 0; op < PACK_OPS; op++) {
-		/* free what another thread handed over */
-		pthread_mutex_lock(&hand.lock);
-		for (int i = 0; i < hand.n[me]; i++) {
-			struct block *b = &hand.b[me][i];
-			if (!marked(b->p, b->n, b->k)) {
-				pthread_mutex_unlock(&hand.lock);
-				return (void *)"a block handed over lost its data";
-			}
-			free(b->p);
-		}
-		hand.n[me] = 0;
-		pthread_mutex_unlock(&hand.lock);
-
-		struct block *b = &mine[rnd(&s) % NSLOT];
-		if (!b->p) {
-			b->n = size_draw(&s);
-			b->k = ++key;
-			b->p = (rnd(&s) & 7) ? malloc(b->n) : calloc(1, b->n);
-			if (!b->p)
-				return (void *)"malloc failed";
-			mark(b->p, b->n, b->k);
-			continue;
-		}
-		if (!marked(b->p, b->n, b->k))
-			return (void *)"a block lost its data";
-		switch (rnd(&s) % 3) {
-		case 0:
-			free(b->p);
-			b->p = NULL;
-			break;
-		case 1: {
-			size_t n = size_draw(&s);
-			unsigned char *q = realloc(b->p, n);
-			if (!q)
-				return (void *)"realloc failed";
-			if (!marked(q, n < b->n ? n : b->n, b->k) && n >= b->n)
-				return (void *)"realloc lost the data";
-			b->p = q;
-			b->n = n;
-			b->k = ++key;
-			mark(q, n, b->k);
-			break;
-		}
-		default: {
-			unsigned to = (me + 1) % NTHREADS;
-			pthread_mutex_lock(&hand.lock);
-			if (hand.n[to] < 64) {
-				hand.b[to][hand.n[to]++] = *b;
-				b->p = NULL;
-			}
-			pthread_mutex_unlock(&hand.lock);
-		}
-		}
-	}
-	for (int i = 0; i < NSLOT; i++)
-		free(mine[i].p);
-	return NULL;
-}
-
 static void body(void)
 {
 	functional();
 	pthread_t t[NTHREADS];
-	for (unsigned i = 0; i < NTHREADS; i++)
-		CHECK_EQ(pthread_create(&t[i], NULL, stress, (void *)(uintptr_t)i), 0);
-	for (unsigned i = 0; i < NTHREADS; i++) {
-		void *ret;
-		CHECK_EQ(pthread_join(t[i], &ret), 0);
-		if (ret)
-			TEST_FAIL("thread %u: %s", i, (const char *)ret);
-	}
-	for (unsigned i = 0; i < NTHREADS; i++)
-		for (int j = 0; j < hand.n[i]; j++) {
-			CHECK(marked(hand.b[i][j].p, hand.b[i][j].n, hand.b[i][j].k));
-			free(hand.b[i][j].p);
-		}
+	stress_start(t);
+	stress_finish(t);
 }
 
 int main(int argc, char **argv)
