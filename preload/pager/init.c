@@ -536,6 +536,7 @@ static void write_stats(void)
 #undef T
 	}
 	bp_pl_line_u64(&l, "heap", bp_pp_heap_on());
+	bp_pp_pack_report(&l);
 	bp_pl_line_write(&l, bp_pp_cfg.stats_file, NULL);
 }
 

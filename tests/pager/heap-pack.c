@@ -161,5 +161,11 @@ int main(int argc, char **argv)
 	if (heap == 0)
 		SKIP("the preload was built without jemalloc (libjemalloc-dev): no heap");
 	CHECK(ev > 0);
+	/* the packer's statistics in the line: SQLite's 200 slots of 4384
+	 * bytes at least, 736 bytes each under jemalloc's 5120 */
+	long long slots = pp_stat("pack_slots_peak", NULL), saved = pp_stat("pack_saved_peak", NULL);
+	TEST_LOG("the packer's peak: %lld slots, %lld bytes saved against jemalloc's classes", slots,
+		 saved);
+	CHECK(slots >= 200 && saved >= 200 * (5120 - 4384));
 	return test_pass("pager/heap-pack");
 }
