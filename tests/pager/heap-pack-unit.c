@@ -11,21 +11,21 @@
  * dallocx, sallocx, rallocx, nallocx (the C library's malloc, counted;
  * nallocx: jemalloc's size classes).
  *
- * Checked, one thread: usable sizes of every request in (4 KiB, 16 KiB]
- * (rounded up to 16), the bounds (4096, 16385 and alignments above 16 go
- * to jemalloc), SQLite's slots end to end, calloc's zeros in fresh slots
- * (known zero), reused ones, slabs whose discard was refused and slabs
- * discarded; realloc across the bounds both ways keeps the data; emptied
- * slabs discarded whole (slab-aligned, inside the range, none of them the
- * class's last with room); a double free and a free inside a slot abort;
- * the carve used up (jemalloc takes over); the statistics (bp_pp_pack_report).
- * Then 4 threads (heap-stress.h) with a third of the frees from another
- * thread, while the main thread forks 4 children that reset the packer's
- * locks (bp_pp_pack_forked, as heap.c's child handler does; the parent's
- * fork handlers held them across the fork) and allocate, check and free
- * blocks of every class; at the
- * end every slab's bitmap agrees with its count, no slot and no jemalloc
- * block is left.  Skips where the preload is built without jemalloc.
+ * Checked, one thread: BYPASS_PAGER_HEAP_PACK=0 (nothing packed); usable
+ * sizes of every request in (4 KiB, 16 KiB] (rounded up to 16); the bounds
+ * (4096, 16385 and alignments above 16 go to jemalloc); SQLite's slots end
+ * to end; calloc's zeros in fresh slots (known zero), reused ones, slabs
+ * whose discard was refused and slabs discarded; emptied slabs discarded
+ * whole (slab-aligned, inside the range), the class's last one with room
+ * kept; realloc across the bounds both ways keeps the data; a double free
+ * and a free inside a slot abort; the carve used up (jemalloc takes over);
+ * the statistics (bp_pp_pack_report).  Then 4 threads (heap-stress.h)
+ * with a third of the frees from another thread, while the main thread
+ * forks 4 children that reset the packer's locks (bp_pp_pack_forked, as
+ * heap.c's child handler does; the parent's fork handlers held them across
+ * the fork) and allocate, check and free blocks of every class; at the end
+ * every slab's bitmap agrees with its count, no slot and no jemalloc block
+ * is left.  Skips where the preload is built without jemalloc.
  * TEST_LABELS: threads
  */
 #include "harness.h"
@@ -296,8 +296,15 @@ static void functional(void)
 				TEST_FAIL("round %d: calloc(6000) #%d (reused) not zeros", round, i);
 			memset(z[i], 0x5a, 6000);
 		}
+		unsigned before = atomic_load(&discard_calls);
 		for (int i = 0; i < NZ; i++)
 			HS_FREE(z[i]); /* every slab but one emptied: discarded */
+		/* 300 slots of 6000 bytes, 43 a slab: 7 slabs, 6 discarded,
+		 * the class's last one with room kept */
+		struct pack_class *k = &classes[class_of(6000)];
+		CHECK_EQ(k->nroom, 1u);
+		CHECK_EQ(slabs[k->room - 1].nused, 0);
+		CHECK_EQ(atomic_load(&discard_calls) - before, (NZ + 42) / 43 - 1);
 	}
 	unsigned calls = atomic_load(&discard_calls), refused = atomic_load(&discard_refused);
 	TEST_LOG("%u discards, %u of them refused", calls, refused);
@@ -412,6 +419,12 @@ int main(void)
 		       -1, 0);
 	CHECK(m != MAP_FAILED);
 	carve_lo = ((uintptr_t)m + PACK_SLAB - 1) & ~(uintptr_t)(PACK_SLAB - 1);
+	setenv("BYPASS_PAGER_HEAP_PACK", "0", 1); /* off: every request to jemalloc */
+	CHECK_EQ(bp_pp_pack_start(carve_lo, carve_lo + (uintptr_t)CARVE_MAX * PACK_SLAB), -ENOTSUP);
+	CHECK(!bp_pp_pack_fits(5000, 16));
+	void *j = HS_MALLOC(5000);
+	CHECK(j && !packed(j));
+	HS_FREE(j);
 	unsetenv("BYPASS_PAGER_HEAP_PACK");
 	CHECK_EQ(bp_pp_pack_start(carve_lo, carve_lo + (uintptr_t)CARVE_MAX * PACK_SLAB), 0);
 
