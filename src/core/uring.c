@@ -10,8 +10,7 @@
  */
 #include "core/internal.h"
 #include "core/uring.h"
-
-#include <stdatomic.h>
+#include "core/fdhigh.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -50,45 +49,6 @@ static void give(void)
 }
 #endif
 
-/*
- * The library's rings' descriptors, process-wide (bp_uring_fds): a
- * preload keeps a program's close, close_range and dup2 off them.  A
- * table of slots taken and freed with atomics; a ring beyond it is not
- * listed (never seen: a pager has a dozen at most).
- */
-#define URING_FDS 256
-static _Atomic int uring_fds[URING_FDS]; /* fd + 1; 0: free */
-static _Atomic unsigned uring_top;        /* slots ever used: the scan's end */
-
-static void fd_note(int fd, bool add)
-{
-	for (unsigned i = 0; i < URING_FDS; i++) {
-		int want = add ? 0 : fd + 1;
-		if (atomic_load_explicit(&uring_fds[i], memory_order_relaxed) != want ||
-		    !atomic_compare_exchange_strong(&uring_fds[i], &want, add ? fd + 1 : 0))
-			continue;
-		unsigned top = atomic_load(&uring_top);
-		while (add && top < i + 1 && !atomic_compare_exchange_weak(&uring_top, &top, i + 1))
-			;
-		return;
-	}
-}
-
-int bp_uring_fds(int *out, int max)
-{
-	int n = 0;
-	unsigned top = atomic_load(&uring_top);
-	for (unsigned i = 0; i < top && i < URING_FDS; i++) {
-		int v = atomic_load_explicit(&uring_fds[i], memory_order_relaxed);
-		if (!v)
-			continue;
-		if (n < max)
-			out[n] = v - 1;
-		n++;
-	}
-	return n;
-}
-
 int bp_uring_init(unsigned entries, struct io_uring *ring, struct io_uring_params *p)
 {
 	struct io_uring_params none;
@@ -99,16 +59,23 @@ int bp_uring_init(unsigned entries, struct io_uring *ring, struct io_uring_param
 	enter();
 	int r = io_uring_queue_init_params(entries, ring, p);
 	give();
-	if (r >= 0)
-		fd_note(ring->ring_fd, true);
+	if (r < 0)
+		return r;
+	/* Out of a program's way (core/fdhigh.h).  liburing keeps the number
+	 * twice: ring_fd (register, exit) and enter_ring_fd (enter), the same
+	 * until the ring itself is registered, which it is not yet; nothing
+	 * else of the ring holds it (its memory is mapped already). */
+	if (ring->enter_ring_fd == ring->ring_fd)
+		ring->ring_fd = ring->enter_ring_fd = bp_fd_lift(ring->ring_fd, true);
+	bp_fd_list(ring->ring_fd);
 	return r;
 }
 
 void bp_uring_exit(struct io_uring *ring)
 {
 	int fd = ring->ring_fd;
+	bp_fd_unlist(fd);
 	enter();
 	io_uring_queue_exit(ring);
 	give();
-	fd_note(fd, false);
 }

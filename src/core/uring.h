@@ -20,8 +20,8 @@ int bp_uring_init(unsigned entries, struct io_uring *ring, struct io_uring_param
 
 /* io_uring_queue_exit(). */
 void bp_uring_exit(struct io_uring *ring);
-/* The descriptors of the rings bp_uring_init made and bp_uring_exit has
- * not closed, in this process: up to max into out; how many there are. */
-int bp_uring_fds(int *out, int max);
+/* A ring's descriptor is moved high and listed among the library's kept
+ * descriptors (core/fdhigh.h, bp_fd_listed) from bp_uring_init to
+ * bp_uring_exit. */
 
 #endif

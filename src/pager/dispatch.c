@@ -16,6 +16,7 @@
 #include "pager/evict.h"
 #include "pager/uffd.h"
 #include "core/syscall.h"
+#include "core/fdhigh.h"
 
 #include <linux/userfaultfd.h>
 #include <poll.h>
@@ -211,17 +212,25 @@ struct hwait {
 	int fds[2]; /* userfaultfds in ep */
 };
 
+static void hwait_close(struct hwait *w)
+{
+	bp_fd_unlist(w->ep);
+	bp_sys_close(w->ep);
+	w->ep = -1;
+}
+
 static void hwait_init(struct bypass_pager *p, struct hwait *w)
 {
 	w->fds[0] = w->fds[1] = -1;
-	w->ep = epoll_create1(EPOLL_CLOEXEC);
+	/* high and listed (core/fdhigh.h): a program that closes every
+	 * descriptor must not take it, or the thread would stop serving */
+	w->ep = bp_fd_lift(epoll_create1(EPOLL_CLOEXEC), true);
 	if (w->ep < 0)
 		return;
+	bp_fd_list(w->ep);
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = p->srv.stop_fd };
-	if (bp_sys_epoll_ctl(w->ep, EPOLL_CTL_ADD, p->srv.stop_fd, &ev) < 0) {
-		bp_sys_close(w->ep);
-		w->ep = -1;
-	}
+	if (bp_sys_epoll_ctl(w->ep, EPOLL_CTL_ADD, p->srv.stop_fd, &ev) < 0)
+		hwait_close(w);
 }
 
 /* Sleep until one of fds[] (or stop_fd) is readable, or for ms
@@ -233,8 +242,7 @@ static bool hwait_sleep(struct bypass_pager *p, struct hwait *w, const int fds[2
 			continue;
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE, .data.fd = fds[i] };
 		if (bp_sys_epoll_ctl(w->ep, EPOLL_CTL_ADD, fds[i], &ev) < 0) {
-			bp_sys_close(w->ep); /* poll() from now on */
-			w->ep = -1;
+			hwait_close(w); /* poll() from now on */
 			break;
 		}
 		w->fds[i] = fds[i];
@@ -330,7 +338,7 @@ static void *handler_main(void *arg)
 		bp_uffd_wake(d.uffd[i], (uintptr_t)d.m[i].arg.pagefault.address & ~(uintptr_t)(PG_SIZE - 1),
 			     PG_SIZE);
 	if (w.ep >= 0)
-		bp_sys_close(w.ep);
+		hwait_close(&w);
 	return NULL;
 }
 

@@ -28,6 +28,7 @@
 #include "pager/tree.h"
 #include "core/syscall.h"
 #include "core/uring.h"
+#include "core/fdhigh.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -645,7 +646,7 @@ void bp_evict_child(struct bypass_pager *p)
 	bp_tree_child(p); /* a slot of its own in the tree's ledger */
 	if (p->ev.pidfd_owned >= 0)
 		bp_sys_close(p->ev.pidfd_owned);
-	p->ev.pidfd_owned = bp_sys_pidfd_open(getpid(), 0);
+	p->ev.pidfd_owned = bp_fd_lift(bp_sys_pidfd_open(getpid(), 0), true);
 	p->ev.pidfd = p->ev.pidfd_owned;
 	bp_wb_child(p);
 	struct bp_tier *t = atomic_load(&p->tier);

@@ -20,7 +20,7 @@
 #include "pager/uffd.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
-#include "core/uring.h" /* bp_uring_fds */
+#include "core/fdhigh.h"
 #include "pager/heat.h" /* access heat: the hooks below */
 
 #include <fcntl.h>
@@ -249,7 +249,7 @@ int bypass_pager_create(const struct bypass_pager_config *cfg, bypass_pager **ou
 	e = bp_evict_init(p);
 	if (e)
 		goto fail;
-	p->ev.pidfd_owned = bp_sys_pidfd_open(bp_pid(), 0);
+	p->ev.pidfd_owned = bp_fd_lift(bp_sys_pidfd_open(bp_pid(), 0), true);
 	p->ev.pidfd = p->ev.pidfd_owned;
 
 
@@ -575,12 +575,13 @@ int bp_pager_fds(bypass_pager *p, int *out, int max)
 	for (unsigned l = 0; l < p->lin.depth && l < PG_LEVELS; l++)
 		fd_add(p->lin.fd[l], out, max, &n);
 	fd_add(p->ev.pidfd_owned, out, max, &n);
-	/* the rings: write-back, swap-in reads, the prefetcher's, the tier's
-	 * (every ring of the library, core/uring.c) */
-	int rings[64];
-	int nr = bp_uring_fds(rings, 64);
-	for (int i = 0; i < nr && i < 64; i++)
-		fd_add(rings[i], out, max, &n);
+	/* the rings (write-back, swap-in reads, the prefetcher's, the tier's:
+	 * every ring of the library, core/uring.c) and the handler threads'
+	 * epoll instances: the library's list (core/fdhigh.h) */
+	int listed[64];
+	int nl = bp_fd_listed(listed, 64);
+	for (int i = 0; i < nl && i < 64; i++)
+		fd_add(listed[i], out, max, &n);
 	struct bp_heat *h = atomic_load(&p->heat);
 	if (h) {
 		fd_add(h->stop_fd, out, max, &n);

@@ -24,7 +24,7 @@
 #include "pager/uffd.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
-#include "core/uring.h" /* bp_uring_fds */
+#include "core/uring.h"
 #include "pager/heat.h" /* access heat: the hooks below */
 #include <fcntl.h>
 #include <linux/fs.h>

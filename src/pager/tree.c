@@ -9,6 +9,7 @@
  * atomics, futexes and system calls here).
  */
 #include "core/syscall.h"
+#include "core/fdhigh.h"
 #include "pager/page.h"
 #include "pager/struct.h"
 #include "pager/mem.h"
@@ -30,7 +31,6 @@
 #define TREE_MAGIC 0x6270747265656c67ull /* "bptreelg" */
 #define TREE_VERSION 1u
 #define TREE_SLOTS 1000u
-#define TREE_FD_MIN 600 /* the descriptor is moved up here: out of the way */
 #define ASK_WAIT_NS 100000000ull /* an ask unanswered this long: fall back */
 #define STUCK_NS 10000000000ull  /* no room at all this long: -ENOMEM */
 #define ASK_MIN 64u              /* pages asked for at least (amortized) */
@@ -172,11 +172,7 @@ struct bp_ledger *bp_tree_open(const char *env, size_t budget, const char **why,
 		*fdp = -errno;
 		return NULL;
 	}
-	int hi = bp_sys_fcntl(fd, F_DUPFD, TREE_FD_MIN); /* no FD_CLOEXEC: exec keeps it */
-	if (hi >= 0) {
-		bp_sys_close(fd);
-		fd = hi;
-	}
+	fd = bp_fd_lift(fd, false); /* out of the way (core/fdhigh.h); exec keeps it */
 	struct bp_ledger *L = MAP_FAILED;
 	if (bp_sys_ftruncate(fd, BP_TREE_SIZE) == 0 &&
 	    bp_sys_fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)

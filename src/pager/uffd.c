@@ -3,6 +3,7 @@
 #include "pager/uffd.h"
 #include "core/syscall.h"
 #include "core/internal.h"
+#include "core/fdhigh.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,10 +61,16 @@ static int uffd_open_kernel(void)
 
 int bp_uffd_open(bool user_mode_only)
 {
-	if (!user_mode_only)
-		return uffd_open_kernel();
-	int fd = (int)bp_sys_ret(bp_syscall1(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
-	return fd >= 0 ? fd : -errno;
+	int fd;
+	if (!user_mode_only) {
+		fd = uffd_open_kernel();
+	} else {
+		fd = (int)bp_sys_ret(bp_syscall1(SYS_userfaultfd,
+						 O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
+		if (fd < 0)
+			fd = -errno;
+	}
+	return bp_fd_lift(fd, true); /* out of the program's way (core/fdhigh.h) */
 }
 
 int bp_uffd_setup(int fd, uint64_t features)

@@ -12,6 +12,7 @@
  * process already holds that many) are not marked, and stay reachable.
  */
 #include "syslet/syslet_internal.h"
+#include "core/fdhigh.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -37,29 +38,9 @@ static inline bool is_marked(long fd)
 	return atomic_load_explicit(&marked[fd / 64], memory_order_relaxed) >> (fd % 64) & 1;
 }
 
-/* The lowest descriptor the contexts' own ones are moved to. */
-static long reserved_base(void)
-{
-	struct rlimit rl;
-	uint64_t top = 1024;
-	if (bp_sys_getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < top)
-		top = rl.rlim_cur;
-	return top >= 128 ? (long)top - 64 : (long)top / 2;
-}
-
 int bp_syslet_fd_reserve(int fd)
 {
-	long base = reserved_base();
-	if (fd < base) {
-		long hi = bp_syscall3(SYS_fcntl, fd, F_DUPFD_CLOEXEC, base);
-		if (hi >= 0) {
-			bp_syscall1(SYS_close, fd);
-			fd = (int)hi;
-		} else {
-			bp_debug("bypass syslet: no free descriptor from %ld up: %d stays",
-				 base, fd);
-		}
-	}
+	fd = bp_fd_lift(fd, true); /* from min(RLIMIT_NOFILE, 1024) - 64 up */
 	if (fd < BP_SYSLET_FD_MAX) {
 		atomic_fetch_or(&marked[fd / 64], 1ull << (fd % 64));
 		atomic_fetch_add(&nmarked, 1);
