@@ -14,6 +14,7 @@
 #include "pager/heat.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
+#include "core/fdhigh.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -71,7 +72,7 @@ static int written_open(struct bp_heat *h)
 			 "ioctl(PAGEMAP_SCAN): %s (Linux 6.7 or later needed)", strerror(e));
 		return -EOPNOTSUPP;
 	}
-	h->pm_fd = fd;
+	h->pm_fd = bp_fd_lift(fd, true); /* out of the program's way */
 	return 0;
 }
 
@@ -600,7 +601,7 @@ int bypass_pager_heat_enable(bypass_pager *p, const struct bypass_pager_heat_con
 			goto undo;
 		}
 	}
-	h->stop_fd = eventfd(0, EFD_CLOEXEC);
+	h->stop_fd = bp_fd_lift(eventfd(0, EFD_CLOEXEC), true);
 	if (h->stop_fd < 0) {
 		e = -errno;
 		goto undo;

@@ -38,6 +38,7 @@
 #include "pager/install.h"
 #include "pager/policy.h"
 #include "core/syscall.h"
+#include "core/fdhigh.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -298,7 +299,7 @@ int bp_sample_start(struct bypass_pager *p, bool thread)
 	s->want = 64;
 	s->park = bp_sys_mmap(NULL, (size_t)SAMPLE_MAX * PG_SIZE, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	s->stop_fd = eventfd(0, EFD_CLOEXEC);
+	s->stop_fd = bp_fd_lift(eventfd(0, EFD_CLOEXEC), true);
 	int e = 0;
 	if (s->park == MAP_FAILED || s->stop_fd < 0) {
 		e = s->park == MAP_FAILED ? -ENOMEM : -errno;

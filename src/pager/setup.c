@@ -6,6 +6,7 @@
 #include "pager/setup.h"
 #include "pager/uffd.h"
 #include "core/syscall.h"
+#include "core/fdhigh.h"
 
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -50,7 +51,7 @@ int bp_open_thread_uffd(struct bypass_pager *p)
 	/* The stop eventfd first: a handler thread must never be started
 	 * without a way to stop it. */
 	if (p->srv.stop_fd < 0) {
-		p->srv.stop_fd = eventfd(0, EFD_CLOEXEC);
+		p->srv.stop_fd = bp_fd_lift(eventfd(0, EFD_CLOEXEC), true);
 		if (p->srv.stop_fd < 0) {
 			e = -errno;
 			bp_sys_close(fd);
@@ -75,7 +76,7 @@ int bp_open_pool_uffd(struct bypass_pager *p)
 	int e = bp_uffd_setup(fd, UFFD_FEATURE_PAGEFAULT_FLAG_WP |
 				      (p->cfg.uffd_avail & (UFFD_FEATURE_POISON | UFFD_FEATURE_THREAD_ID)));
 	if (!e && p->srv.stop_fd < 0) {
-		p->srv.stop_fd = eventfd(0, EFD_CLOEXEC);
+		p->srv.stop_fd = bp_fd_lift(eventfd(0, EFD_CLOEXEC), true);
 		if (p->srv.stop_fd < 0)
 			e = -errno;
 	}
@@ -136,6 +137,7 @@ int bp_open_swap(struct bypass_pager *p, const struct bypass_pager_config *cfg)
 	if (!p->swap.direct)
 		bp_warn("bypass: pager: %s does not support O_DIRECT; swap I/O goes "
 			"through the page cache", path);
+	fd = bp_fd_lift(fd, true); /* out of the program's way: fd from here on is the new one */
 	p->swap.fd = fd;
 	p->swap.created = (cfg->flags & BYPASS_PAGER_SWAP_CREATE) &&
 			  !(cfg->flags & BYPASS_PAGER_SWAP_TEMP) && !existed;
