@@ -19,12 +19,18 @@
  *                           a clobbered userfaultfd silently loses data)
  *   dup2/dup3(ours, x)      -1, EBADF (ours is not open for the program)
  *
+ * Ours are kept high (core/fdhigh.h: from 960 at a soft descriptor limit of
+ * 1024), and a number below the lowest the library ever kept
+ * (bp_fd_floor()) is passed on after one load: the program's own closes
+ * cost what they cost without the preload.
+ *
  * glibc's closefrom() calls the close_range system call directly, not
  * through the symbol: it is wrapped too.  The batch preload wraps close
  * and close_range as well: each reaches the next one through RTLD_NEXT,
  * whichever comes first in LD_PRELOAD.
  */
 #include "preload.h"
+#include "core/fdhigh.h"
 
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -51,12 +57,22 @@ static void resolve(void)
 	}
 }
 
-/* Ours, ascending; how many (at most OURS_MAX). */
-static int ours(int *fd)
+/* Ours, as they are (the full check): also lowers the floor for any
+ * descriptor of ours made without core/fdhigh.c's functions. */
+static int ours_now(int *fd)
 {
 	int n = bp_pp_fds(fd, OURS_MAX);
 	if (n > OURS_MAX)
 		n = OURS_MAX;
+	for (int i = 0; i < n; i++)
+		bp_fd_mark(fd[i]);
+	return n;
+}
+
+/* Ours, ascending; how many (at most OURS_MAX). */
+static int ours(int *fd)
+{
+	int n = ours_now(fd);
 	for (int i = 1; i < n; i++) /* insertion sort: a handful */
 		for (int j = i; j > 0 && fd[j - 1] > fd[j]; j--) {
 			int t = fd[j];
@@ -68,9 +84,13 @@ static int ours(int *fd)
 
 static bool is_ours(int fd)
 {
+	/* below the library's lowest number: not ours, one load (a close()
+	 * of the program's own costs no more than that) */
+	if (fd < bp_fd_floor())
+		return false;
 	int v[OURS_MAX];
-	int n = fd >= 0 ? bp_pp_fds(v, OURS_MAX) : 0;
-	for (int i = 0; i < n && i < OURS_MAX; i++)
+	int n = ours_now(v);
+	for (int i = 0; i < n; i++)
 		if (v[i] == fd)
 			return true;
 	return false;
@@ -85,7 +105,7 @@ static int ebadf(void)
 EXPORT int close(int fd)
 {
 	resolve();
-	if (!PASS() && is_ours(fd))
+	if (fd >= bp_fd_floor() && !PASS() && is_ours(fd)) /* the floor first: one load */
 		return ebadf();
 	return real_close(fd);
 }
@@ -126,7 +146,7 @@ EXPORT int close_range(unsigned first, unsigned last, int flags)
 		errno = ENOSYS;
 		return -1;
 	}
-	if (PASS() || first > last)
+	if (PASS() || first > last || last < (unsigned)bp_fd_floor())
 		return real_close_range(first, last, flags);
 	return close_gaps(first, last, flags);
 }

@@ -11,8 +11,23 @@
 #include "core/syscall.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
+
+static _Atomic int floor_fd = INT_MAX;
+
+int bp_fd_floor(void)
+{
+	return atomic_load_explicit(&floor_fd, memory_order_relaxed);
+}
+
+void bp_fd_mark(int fd)
+{
+	int f = atomic_load_explicit(&floor_fd, memory_order_relaxed);
+	while (fd >= 0 && fd < f && !atomic_compare_exchange_weak(&floor_fd, &f, fd))
+		;
+}
 
 int bp_fd_base(void)
 {
@@ -37,6 +52,7 @@ int bp_fd_lift(int fd, bool cloexec)
 			bp_debug("bypass: no free descriptor from %d up: %d stays", base, fd);
 		}
 	}
+	bp_fd_mark(fd);
 	return fd;
 }
 
@@ -64,6 +80,7 @@ static void note(int fd, bool add)
 
 void bp_fd_list(int fd)
 {
+	bp_fd_mark(fd);
 	note(fd, true);
 }
 

@@ -48,4 +48,18 @@ void bp_fd_list(int fd);
 void bp_fd_unlist(int fd);
 int bp_fd_listed(int *out, int max);
 
+/*
+ * The lowest number the library has kept in this process (INT_MAX: none
+ * yet): a number below it is not the library's, so the pager preload's
+ * close() and dup2() pass it on after one load (the full check looks at
+ * every descriptor of the pager).  bp_fd_lift and bp_fd_list lower it;
+ * bp_fd_mark lowers it for a descriptor of the library made elsewhere (one
+ * inherited across exec, one found by a full check).  It never rises: a
+ * number the library used once keeps the full check (correct, only slower).
+ * The rule that keeps it right: every descriptor the library keeps passes
+ * through bp_fd_lift, bp_fd_list or bp_fd_mark.
+ */
+int bp_fd_floor(void);
+void bp_fd_mark(int fd);
+
 #endif

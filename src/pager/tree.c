@@ -164,6 +164,7 @@ struct bp_ledger *bp_tree_open(const char *env, size_t budget, const char **why,
 				if (atomic_load(&L->slot[i].pid) == me)
 					slot_reclaim(L, i, me);
 			*fdp = (int)v;
+			bp_fd_mark(*fdp); /* the library's: made before the exec */
 			return L;
 		}
 	}

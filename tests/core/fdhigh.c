@@ -6,13 +6,15 @@
  * lowest free number from the base (the same file, the old number closed,
  * close-on-exec as asked), leaves one already there, passes a negative one
  * through, and keeps a descriptor where it is when nothing is free above
- * the base; the list holds what bp_fd_list added until bp_fd_unlist.
+ * the base; the floor (the lowest number kept) only falls; the list holds
+ * what bp_fd_list added until bp_fd_unlist.
  */
 #include "harness.h"
 #include "core/testutil.h"
 #include "core/fdhigh.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -54,6 +56,8 @@ int main(void)
 	set_soft(100);
 	CHECK_EQ(bp_fd_base(), 50);
 
+	/* no descriptor of the library yet: every number is below the floor */
+	CHECK_EQ(bp_fd_floor(), INT_MAX);
 	CHECK_EQ(bp_fd_lift(-EINVAL, true), -EINVAL);
 
 	/* moved: the same file, the old number free, close-on-exec as asked */
@@ -66,12 +70,14 @@ int main(void)
 	CHECK(same_file(hi, keep));
 	CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF);
 	CHECK(fcntl(hi, F_GETFD) & FD_CLOEXEC);
+	CHECK_EQ(bp_fd_floor(), hi);
 	int hi2 = bp_fd_lift(dup(keep), false); /* exec keeps it */
 	CHECK(hi2 > hi && hi2 < 1024);
 	CHECK(!(fcntl(hi2, F_GETFD) & FD_CLOEXEC));
 	CHECK_EQ(bp_fd_lift(hi2, true), hi2); /* already there: left */
+	CHECK_EQ(bp_fd_floor(), hi);
 
-	/* nothing free from the base up: stays where it is */
+	/* nothing free from the base up: stays where it is, still counted */
 	set_soft(64); /* base 32 */
 	int held[64], nheld = 0;
 	for (int f; (f = dup(keep)) >= 0;)
@@ -81,6 +87,7 @@ int main(void)
 	CHECK(low >= 0);
 	CHECK_EQ(bp_fd_lift(low, true), low);
 	CHECK(same_file(low, keep));
+	CHECK_EQ(bp_fd_floor(), low);
 	for (int i = 0; i < nheld; i++)
 		close(held[i]);
 	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
@@ -98,6 +105,10 @@ int main(void)
 	CHECK_EQ(out[0], hi2);
 	bp_fd_unlist(hi2);
 	CHECK_EQ(bp_fd_listed(out, 8), 0);
+	bp_fd_mark(5);
+	CHECK_EQ(bp_fd_floor(), 5);
+	bp_fd_mark(7); /* never rises */
+	CHECK_EQ(bp_fd_floor(), 5);
 	close(hi);
 	close(hi2);
 	close(keep);
