@@ -18,27 +18,12 @@
 #define PAGE 4096ul
 #define NPAGES (4 * PP_BUDGET / PAGE)
 
-static uint64_t word(size_t i, uint64_t v)
-{
-	return (i + 1) * 0x9e3779b97f4a7c15ull + v;
-}
-
-static void check(const uint64_t *m, uint64_t v, const char *when)
-{
-	size_t bad = 0, first = 0;
-	for (size_t i = 0; i < NPAGES * PAGE / 8; i++)
-		if (m[i] != word(i, v) && !bad++)
-			first = i;
-	if (bad)
-		TEST_FAIL("%zu words wrong %s (the first in page %zu)", bad, when,
-			  first * 8 / PAGE);
-}
+#define NWORDS (NPAGES * PAGE / 8)
 
 static void run(const char *how)
 {
 	uint64_t *m = pp_region(NPAGES * PAGE);
-	for (size_t i = 0; i < NPAGES * PAGE / 8; i++)
-		m[i] = word(i, 1);
+	pp_fill_words(m, NWORDS, 1);
 	int mine = open("/dev/null", O_RDONLY);
 	CHECK(mine >= 3);
 	int refused = 0;
@@ -70,10 +55,9 @@ static void run(const char *how)
 		CHECK_EQ(close(mine), 0);
 	}
 	CHECK(fcntl(mine, F_GETFD) < 0 && errno == EBADF);
-	check(m, 1, "after the closes");
-	for (size_t i = 0; i < NPAGES * PAGE / 8; i++)
-		m[i] = word(i, 2);
-	check(m, 2, "written again after the closes");
+	pp_check_words(m, NWORDS, 1, "after the closes");
+	pp_fill_words(m, NWORDS, 2);
+	pp_check_words(m, NWORDS, 2, "written again after the closes");
 	TEST_LOG("%s: %zu pages kept their data (%d dup2 refused)", how, NPAGES, refused);
 }
 

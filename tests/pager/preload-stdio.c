@@ -25,21 +25,7 @@
 #define SYS_close_range 436
 #endif
 
-static uint64_t word(size_t i, uint64_t v)
-{
-	return (i + 1) * 0x9e3779b97f4a7c15ull + v;
-}
-
-static void check(const uint64_t *m, uint64_t v, const char *when)
-{
-	size_t bad = 0, first = 0;
-	for (size_t i = 0; i < NPAGES * PAGE / 8; i++)
-		if (m[i] != word(i, v) && !bad++)
-			first = i;
-	if (bad)
-		TEST_FAIL("%zu words wrong %s (the first in page %zu)", bad, when,
-			  first * 8 / PAGE);
-}
+#define NWORDS (NPAGES * PAGE / 8)
 
 static void run(void)
 {
@@ -56,8 +42,7 @@ static void run(void)
 	stderr = e;
 
 	uint64_t *m = pp_region(NPAGES * PAGE); /* the pager's first region */
-	for (size_t i = 0; i < NPAGES * PAGE / 8; i++)
-		m[i] = word(i, 1);
+	pp_fill_words(m, NWORDS, 1);
 
 	int null = open("/dev/null", O_RDWR);
 	if (null != 0) {
@@ -77,15 +62,14 @@ static void run(void)
 		if (!S_ISCHR(st.st_mode) || st.st_rdev != dn.st_rdev)
 			TEST_FAIL("descriptor %d is not /dev/null", fd);
 	}
-	check(m, 1, "after 0-2 were reopened");
+	pp_check_words(m, NWORDS, 1, "after 0-2 were reopened");
 
 	/* below the base: the library's descriptors are not there */
 	CHECK(base > 3);
 	CHECK_EQ(syscall(SYS_close_range, 3, base - 1, 0), 0);
-	check(m, 1, "after a raw close_range(3, base - 1)");
-	for (size_t i = 0; i < NPAGES * PAGE / 8; i++)
-		m[i] = word(i, 2);
-	check(m, 2, "written again after the closes");
+	pp_check_words(m, NWORDS, 1, "after a raw close_range(3, base - 1)");
+	pp_fill_words(m, NWORDS, 2);
+	pp_check_words(m, NWORDS, 2, "written again after the closes");
 	fprintf(stderr, "  %zu pages kept their data; 0-2 are /dev/null; base %d\n", NPAGES,
 		base);
 }

@@ -226,6 +226,31 @@ static inline void *pp_region(size_t n)
 	return m;
 }
 
+/* Words that say where they are and which pass wrote them: pp_fill_words
+ * writes m[0..n) as pass v; pp_check_words fails the test when any word of
+ * pass v is not there (how many are wrong, the first one's page). */
+static inline uint64_t pp_word(size_t i, uint64_t v)
+{
+	return (i + 1) * 0x9e3779b97f4a7c15ull + v;
+}
+
+static inline void pp_fill_words(uint64_t *m, size_t n, uint64_t v)
+{
+	for (size_t i = 0; i < n; i++)
+		m[i] = pp_word(i, v);
+}
+
+static inline void pp_check_words(const uint64_t *m, size_t n, uint64_t v, const char *when)
+{
+	size_t bad = 0, first = 0;
+	for (size_t i = 0; i < n; i++)
+		if (m[i] != pp_word(i, v) && !bad++)
+			first = i;
+	if (bad)
+		TEST_FAIL("%zu words wrong %s (the first in page %zu)", bad, when,
+			  first * 8 / 4096);
+}
+
 /* Write one byte of each page of junk[0..n): with n several budgets, the
  * rest of the regions is pushed out and the budget is full of dirty pages. */
 static inline void pp_dirty(unsigned char *junk, size_t n)
