@@ -46,6 +46,16 @@ static uint64_t get(const struct proc *p, const char *k)
 }
 #endif
 
+#if BYPASS_WITH_PAGER
+static bool has_key(const struct proc *p, const char *k)
+{
+	for (unsigned i = 0; i < p->nk; i++)
+		if (!strcmp(p->key[i], k))
+			return true;
+	return false;
+}
+#endif
+
 /* One flat JSON object: strings, numbers, and one array of numbers
  * (lat_hist).  Returns 0, or -1 when the line is not one. */
 static int parse(const char *line, struct proc *p)
@@ -284,6 +294,35 @@ static void report_pager(FILE *out, const struct proc *ps, size_t n, const struc
 		     " page%s read along, %" PRIu64 " prefetched of which %" PRIu64 " used)\n",
 		size_str(a, sizeof(a), S(bytes_read)), plural(S(faults_swapin)), plural(S(readahead_pages)),
 		S(prefetch_pages), S(prefetch_used));
+	{
+		/* The compressed tier (issue 35), where a process had it on
+		 * (its line carries the tier_* counters). */
+		unsigned on = 0;
+		uint64_t st = 0, rej = 0, skip = 0, pool = 0, file = 0, held = 0, mem = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (strcmp(ps[i].module, "pager") || !has_key(&ps[i], "tier_stored"))
+				continue;
+			on++;
+			st += get(&ps[i], "tier_stored");
+			rej += get(&ps[i], "tier_rejected");
+			skip += get(&ps[i], "tier_skipped");
+			pool += get(&ps[i], "tier_swapin_pool");
+			file += get(&ps[i], "tier_swapin_file");
+			held += get(&ps[i], "tier_pool_pages");
+			mem += get(&ps[i], "tier_pool_bytes");
+		}
+		if (mem)
+			snprintf(c, sizeof(c), " (%.1fx)", (double)(held * page) / (double)mem);
+		else
+			c[0] = 0;
+		if (on)
+			fprintf(out, "bypass: pager: compressed tier: %" PRIu64 " page%s put in the pool, "
+				     "%" PRIu64 " that did not compress written to swap (%" PRIu64
+				     " untried); swap-ins: %" PRIu64 " from the pool, %" PRIu64
+				     " from the file; at exit the pool held %s of pages in %s%s\n",
+				plural(st), rej, skip, pool, file, size_str(a, sizeof(a), held * page),
+				size_str(b, sizeof(b), mem), c);
+	}
 	fprintf(out, "bypass: pager: time in faults: %s, %s of the %.1f s run (service time summed "
 		     "over threads and processes; the signal's delivery is not in it)\n",
 		ns_str(a, sizeof(a), (double)S(lat_sum_ns)),

@@ -104,6 +104,16 @@ has '^bypass: pager: read back from swap: .* \(30 swap-in faults, 7 pages read a
 has ', 3 switches between upcalls and the handler pool; 6 answers of the policy refused$' "$tmp/err" \
 	"engine switches and policy rejects"
 has '^bypass: pager: WARNING: 8 write-backs to the swap file failed' "$tmp/err" "write errors"
+hasnt 'compressed tier' "$tmp/err" "a tier line without the tier"
+# The compressed tier's line (issue 35), from a process whose line carries
+# the tier_* counters: what went in, what did not, swap-ins from each tier,
+# the pool at exit and the memory it held them in.
+cat >"$tmp/fake-pager3.sh" <<SH
+echo '{"module":"pager","pid":23,"faults_swapin":340,"budget_pages":1024,"mapped_pages":64,"lat_hist":[$(hist)],"lat_count":100,"lat_sum_ns":1000,"tier_stored":500,"tier_rejected":20,"tier_skipped":12,"tier_swapin_pool":300,"tier_swapin_file":40,"tier_pool_pages":256,"tier_pool_bytes":262144,"heap":0}' >>"\$BYPASS_STATS_FILE"
+SH
+expect 0 "$bypass" run --pager 4M,swap="$tmp" --report - -- sh "$tmp/fake-pager3.sh"
+has '^bypass: pager: compressed tier: 500 pages put in the pool, 20 that did not compress written to swap \(12 untried\); swap-ins: 300 from the pool, 40 from the file; at exit the pool held 1.0 MiB of pages in 256.0 KiB \(4.0x\)$' \
+	"$tmp/err" "the tier's line"
 
 # ---- --report FILE, --stats=json FILE, --no-report
 expect 0 "$bypass" run --batch --report "$tmp/rep" --stats=json "$tmp/raw.json" -- sh "$tmp/fake-batch.sh"
