@@ -17,7 +17,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #ifndef HS_MALLOC
 #define HS_MALLOC(n) malloc(n)
@@ -30,6 +32,18 @@
 #endif
 #define NTHREADS 4
 #define NSLOT 256
+/* the soak's (500,000 operations a thread or more): a line on stderr from
+ * thread 0 every HS_PROGRESS_S seconds, its operations so far */
+#ifndef HS_PROGRESS_S
+#define HS_PROGRESS_S 30
+#endif
+
+static double hs_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
 
 /* The block's marks: its first and last 64 bytes and a byte every 1000. */
 static void mark(unsigned char *b, size_t n, unsigned k)
@@ -89,7 +103,13 @@ static void *stress(void *arg)
 	uint64_t s = 0x9e3779b97f4a7c15ull * (me + 1);
 	struct block mine[NSLOT] = { { 0 } };
 	unsigned key = me << 24;
+	double t0 = hs_now(), told = t0;
 	for (long op = 0; op < PACK_OPS; op++) {
+		if (PACK_OPS >= 500000 && me == 0 && !(op & 1023) && hs_now() - told >= HS_PROGRESS_S) {
+			told = hs_now();
+			fprintf(stderr, "  thread 0: %ld of %ld operations, %.0f s\n", op,
+				(long)PACK_OPS, told - t0);
+		}
 		/* free what another thread handed over */
 		pthread_mutex_lock(&hand.lock);
 		for (int i = 0; i < hand.n[me]; i++) {
