@@ -494,13 +494,16 @@ struct bypass_pager_tier_stats {
 				  or down; 0 with BYPASS_PAGER_TIER_FIXED) */
 	uint64_t skipped;      /* of rejected, pages not tried: their 2 MiB
 				  of address space had not compressed lately */
+	uint64_t readmitted;   /* of stored, clean pages read from the file
+				  put back in the pool when evicted (the
+				  file keeps its copy) */
 	/* Room for counters to come: zero now.  The struct is 32 words (256
 	 * bytes) and keeps that size; a new counter takes the first reserved
 	 * word (tests/pager/tier-stats.c asserts the size).  A program built
 	 * against the 12-word struct of 0.1 (without skipped and reserved)
 	 * links to bypass_pager_tier_stats@BYPASS_0.1, which fills those 12
 	 * words only. */
-	uint64_t reserved[19];
+	uint64_t reserved[18];
 };
 
 /*

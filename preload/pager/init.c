@@ -524,7 +524,7 @@ static void write_stats(void)
 #define T(name) bp_pl_line_u64(&l, "tier_" #name, ts.name)
 		T(stored); T(rejected); T(dropped); T(swapin_pool); T(swapin_file);
 		T(pool_pages); T(pool_bytes); T(pool_only); T(pool_writes); T(share_moves);
-		T(skipped);
+		T(skipped); T(readmitted);
 #undef T
 	}
 	if (p && bp_tree_ledger(p)) {

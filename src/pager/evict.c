@@ -193,6 +193,34 @@ static uint32_t tier_stage(struct bypass_pager *p, struct ectx *c, const uint32_
 	return bp_tier_compress_pages(t, addrs, m) ? m : 0;
 }
 
+/*
+ * Clean victims whose data is in the file only (read from it, or their pool
+ * copy forgotten while they were resident) go into the pool as clean copies
+ * (the file keeps its copy): their next swap-in decompresses instead of
+ * reading the file.  Not those the prefetcher brought that were never used,
+ * not cold ones, only write-protected ones (their data stays as it is while
+ * they are locked).  At most a stage's worth a round.
+ */
+static void tier_readmit(struct bypass_pager *p, struct ectx *c, struct bp_tier *t,
+			 const uint32_t *clean, uint32_t nclean)
+{
+	void *addrs[BP_TIER_STAGE];
+	uint32_t ids[BP_TIER_STAGE], slots[BP_TIER_STAGE], m = 0;
+	for (uint32_t i = 0; i < nclean && m < BP_TIER_STAGE; i++) {
+		struct pg *pg = pg_of(p, clean[i]);
+		uint32_t w = atomic_load_explicit(&pg->w, memory_order_relaxed);
+		uint32_t s1 = pg->slot;
+		if ((w & (PW_PF | PW_COLD | PW_PARK)) || !(w & PW_WP) || !s1 ||
+		    slot_level(s1) != p->lin.depth || bp_tier_has(t, slot_index(s1)))
+			continue;
+		ids[m] = clean[i];
+		slots[m] = slot_index(s1);
+		addrs[m++] = (void *)region_addr(ectx_region(p, c, clean[i]), clean[i]);
+	}
+	if (m)
+		bp_tier_readmit(p, t, ids, slots, addrs, m);
+}
+
 /* ------------------------------------------------------------ eviction */
 
 /*
@@ -230,6 +258,8 @@ static uint32_t evict_round(struct bypass_pager *p, struct ectx *c, bool force, 
 		else
 			clean[nclean++] = v[i];
 	}
+	if (nclean && bp_tier_on(t))
+		tier_readmit(p, c, t, clean, nclean);
 	bp_evict_drop(p, c, clean, nclean, true);
 
 	/* Write-protect dirty runs, so that a write during write-back is

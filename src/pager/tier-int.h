@@ -98,6 +98,7 @@ struct bp_tier {
 	uint32_t step;           /* pages of memory per move */
 	uint32_t win_len, win_ev; /* evictions per window, this window's so far */
 	_Atomic uint32_t span;   /* a step's worth of copies (ghost reach) */
+	_Atomic uint64_t readmitted; /* clean copies taken at eviction */
 	_Atomic uint32_t near_step; /* step, or 0 when fixed (fault threads read it) */
 	_Atomic uint32_t forgets; /* copies forgotten by shrinking: ghost stamps */
 	_Atomic uint32_t *ghost; /* slot -> forgets when the pool forgot its copy */

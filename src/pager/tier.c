@@ -298,6 +298,51 @@ bool bp_tier_commit(struct bypass_pager *p, struct bp_tier *t, uint32_t s, uint3
 	return true;
 }
 
+bool bp_tier_has(const struct bp_tier *t, uint32_t s)
+{
+	return s < t->nent && atomic_load_explicit(&t->ent[s], memory_order_relaxed);
+}
+
+uint32_t bp_tier_readmit(struct bypass_pager *p, struct bp_tier *t, const uint32_t *ids,
+			 const uint32_t *slots, void *const *addrs, uint32_t n)
+{
+#ifdef BYPASS_HAVE_LZ4
+	const char *buf = NULL;
+	if (n > BP_TIER_STAGE || (BP_TSAN && !(buf = stage_copy(t, addrs, n))))
+		return 0;
+	uint32_t kept = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		/* a chunk that has not compressed lately is not tried: its
+		 * pages stay in the file (random data read back costs no
+		 * attempt at each clean eviction) */
+		struct tier_skip *sk = &t->skip[((uintptr_t)addrs[k] >> TIER_SKIP_SHIFT) % TIER_SKIP_N];
+		if (sk->fails >= TIER_SKIP_AFTER)
+			continue;
+		const char *pg = buf ? buf + (size_t)k * PG_SIZE : (const char *)addrs[k];
+		int len = LZ4_compress_fast_extState(t->lz4state, pg, t->cbuf + (size_t)k * PG_SIZE,
+						     (int)PG_SIZE, (int)t->accept, 1);
+		if (len <= 0) {
+			sk->fails++;
+			continue;
+		}
+		sk->fails = 0;
+		t->clen[k] = len;
+		if (bp_tier_commit(p, t, slots[k], ids[k], k, false))
+			kept++;
+	}
+	atomic_fetch_add_explicit(&t->readmitted, kept, memory_order_relaxed);
+	return kept;
+#else
+	(void)p;
+	(void)t;
+	(void)ids;
+	(void)slots;
+	(void)addrs;
+	(void)n;
+	return 0;
+#endif
+}
+
 /* ------------------------------------------------------------ loads, frees */
 
 int bp_tier_unpack(const char *o, char *dst)
@@ -554,5 +599,6 @@ int bypass_pager_tier_stats(bypass_pager *p, struct bypass_pager_tier_stats *st)
 	st->pool_writes = atomic_load(&t->pool_writes);
 	st->share_moves = atomic_load(&t->moves);
 	st->skipped = bp_tier_skipped(t);
+	st->readmitted = atomic_load(&t->readmitted);
 	return 0;
 }

@@ -49,6 +49,13 @@ uint64_t bp_tier_skipped(const struct bp_tier *t);
  * the struct (0.1's struct, before skipped and the reserved tail) into st.
  * Default visibility for the versioned name; libbypass.map hides this one. */
 __attribute__((visibility("default"))) int bp_tier_stats_v01(struct bypass_pager *p, void *st);
+/* The pool holds slot s's data. */
+bool bp_tier_has(const struct bp_tier *t, uint32_t s);
+/* Clean pages ids[0..n) (locked, write-protected, at addrs, their data in
+ * file slots slots[]) compressed into the pool as clean copies (evict lock;
+ * n <= BP_TIER_STAGE, before the round's tier staging): how many kept. */
+uint32_t bp_tier_readmit(struct bypass_pager *p, struct bp_tier *t, const uint32_t *ids,
+			 const uint32_t *slots, void *const *addrs, uint32_t n);
 /* Victim idx compressed well enough to be kept (evict lock). */
 bool bp_tier_compressed(const struct bp_tier *t, uint32_t idx);
 /* Keep victim idx's compressed copy as slot s's, for page id (evict lock;

@@ -29,8 +29,10 @@ _Static_assert(offsetof(struct bypass_pager_tier_stats, share_moves) == 11 * siz
 	       "0.1's last counter moved");
 _Static_assert(offsetof(struct bypass_pager_tier_stats, skipped) == V01_WORDS * sizeof(uint64_t),
 	       "skipped is the first word after 0.1's counters");
-_Static_assert(offsetof(struct bypass_pager_tier_stats, reserved) == 13 * sizeof(uint64_t),
-	       "the reserved tail follows skipped");
+_Static_assert(offsetof(struct bypass_pager_tier_stats, readmitted) == 13 * sizeof(uint64_t),
+	       "readmitted follows skipped");
+_Static_assert(offsetof(struct bypass_pager_tier_stats, reserved) == 14 * sizeof(uint64_t),
+	       "the reserved tail follows readmitted");
 
 typedef int stats_fn(bypass_pager *, void *);
 typedef int create_fn(const struct bypass_pager_config *, bypass_pager **);
@@ -121,7 +123,7 @@ static void in_shared(void)
 		 (unsigned long)t.skipped);
 	CHECK(t.rejected > 0);
 	CHECK(t.skipped > 0);
-	for (int i = 13; i < WORDS; i++)
+	for (int i = 14; i < WORDS; i++)
 		CHECK_EQ(a[i], 0);
 	for (int i = 0; i < V01_WORDS; i++)
 		if (a[i] != b[i])

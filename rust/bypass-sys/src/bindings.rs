@@ -1281,7 +1281,8 @@ pub struct bypass_pager_tier_stats {
     pub pool_writes: u64,
     pub share_moves: u64,
     pub skipped: u64,
-    pub reserved: [u64; 19usize],
+    pub readmitted: u64,
+    pub reserved: [u64; 18usize],
 }
 unsafe extern "C" {
     pub fn bypass_pager_tier(

@@ -281,6 +281,7 @@ int main(void)
 	item("offset bypass_pager_tier_stats.pool_writes", (long long)offsetof(struct bypass_pager_tier_stats, pool_writes));
 	item("offset bypass_pager_tier_stats.share_moves", (long long)offsetof(struct bypass_pager_tier_stats, share_moves));
 	item("offset bypass_pager_tier_stats.skipped", (long long)offsetof(struct bypass_pager_tier_stats, skipped));
+	item("offset bypass_pager_tier_stats.readmitted", (long long)offsetof(struct bypass_pager_tier_stats, readmitted));
 	item("offset bypass_pager_tier_stats.reserved", (long long)offsetof(struct bypass_pager_tier_stats, reserved));
 	item("size bypass_pager_heat_config", (long long)sizeof(struct bypass_pager_heat_config));
 	item("align bypass_pager_heat_config", (long long)_Alignof(struct bypass_pager_heat_config));

@@ -262,6 +262,7 @@ pub const RUST_LAYOUT: &[(&str, i64)] = &[
     ("offset bypass_pager_tier_stats.pool_writes", ::core::mem::offset_of!(bypass_sys::bypass_pager_tier_stats, pool_writes) as i64),
     ("offset bypass_pager_tier_stats.share_moves", ::core::mem::offset_of!(bypass_sys::bypass_pager_tier_stats, share_moves) as i64),
     ("offset bypass_pager_tier_stats.skipped", ::core::mem::offset_of!(bypass_sys::bypass_pager_tier_stats, skipped) as i64),
+    ("offset bypass_pager_tier_stats.readmitted", ::core::mem::offset_of!(bypass_sys::bypass_pager_tier_stats, readmitted) as i64),
     ("offset bypass_pager_tier_stats.reserved", ::core::mem::offset_of!(bypass_sys::bypass_pager_tier_stats, reserved) as i64),
     ("size bypass_pager_heat_config", ::core::mem::size_of::<bypass_sys::bypass_pager_heat_config>() as i64),
     ("align bypass_pager_heat_config", ::core::mem::align_of::<bypass_sys::bypass_pager_heat_config>() as i64),
