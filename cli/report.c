@@ -23,15 +23,21 @@
 #include "pager/stats.h" /* BP_PAGER_COUNTERS */
 #endif
 
-#define MAXK 96
 #define MAXH 64
+
+/* A process's counters, as many as its line has (the preloads add
+ * counters release by release: no cap here that a newer preload could
+ * pass and lose the last ones silently). */
+struct counter {
+	char key[32];
+	uint64_t val;
+};
 
 struct proc {
 	char module[16];
 	int pid;
-	unsigned nk;
-	char key[MAXK][32];
-	uint64_t val[MAXK];
+	unsigned nk, capk;
+	struct counter *k;
 	uint64_t hist[MAXH];
 	unsigned nhist;
 };
@@ -40,8 +46,8 @@ struct proc {
 static uint64_t get(const struct proc *p, const char *k)
 {
 	for (unsigned i = 0; i < p->nk; i++)
-		if (!strcmp(p->key[i], k))
-			return p->val[i];
+		if (!strcmp(p->k[i].key, k))
+			return p->k[i].val;
 	return 0;
 }
 #endif
@@ -50,17 +56,32 @@ static uint64_t get(const struct proc *p, const char *k)
 static bool has_key(const struct proc *p, const char *k)
 {
 	for (unsigned i = 0; i < p->nk; i++)
-		if (!strcmp(p->key[i], k))
+		if (!strcmp(p->k[i].key, k))
 			return true;
 	return false;
 }
 #endif
 
-/* One flat JSON object: strings, numbers, and one array of numbers
- * (lat_hist).  Returns 0, or -1 when the line is not one. */
-static int parse(const char *line, struct proc *p)
+static int add_counter(struct proc *p, const char *key, uint64_t v)
 {
-	memset(p, 0, sizeof(*p));
+	if (p->nk == p->capk) {
+		unsigned cap = p->capk ? 2 * p->capk : 64;
+		struct counter *nk = realloc(p->k, cap * sizeof(*nk));
+		if (!nk)
+			return -1;
+		p->k = nk;
+		p->capk = cap;
+	}
+	snprintf(p->k[p->nk].key, sizeof(p->k[0].key), "%s", key);
+	p->k[p->nk++].val = v;
+	return 0;
+}
+
+/* One flat JSON object: strings, numbers, and one array of numbers
+ * (lat_hist).  Returns 0, or -1 when the line is not one (or memory ran
+ * out: the line is then left out, like a line that is not one). */
+static int parse_line(const char *line, struct proc *p)
+{
 	const char *s = strchr(line, '{');
 	if (!s)
 		return -1;
@@ -107,16 +128,24 @@ static int parse(const char *line, struct proc *p)
 			uint64_t v = strtoull(s, &e, 10);
 			if (!strcmp(key, "pid"))
 				p->pid = (int)v;
-			else if (p->nk < MAXK) {
-				snprintf(p->key[p->nk], sizeof(p->key[0]), "%s", key);
-				p->val[p->nk++] = v;
-			}
+			else if (add_counter(p, key, v))
+				return -1;
 			s = e;
 		} else {
 			return -1;
 		}
 	}
 	return p->module[0] ? 0 : -1;
+}
+
+static int parse(const char *line, struct proc *p)
+{
+	memset(p, 0, sizeof(*p));
+	if (!parse_line(line, p))
+		return 0;
+	free(p->k);
+	p->k = NULL;
+	return -1;
 }
 
 /* ------------------------------------------------------------ units */
@@ -482,8 +511,9 @@ int cli_report(FILE *out, const char *stats_path, long from, const struct cli_ru
 	size_t n = 0, cap = 0;
 	struct proc *ps = NULL;
 	if (in) {
-		char line[8192];
-		while (fgets(line, sizeof(line), in)) {
+		char *line = NULL;
+		size_t linecap = 0;
+		while (getline(&line, &linecap, in) > 0) {
 			if (n == cap) {
 				cap = cap ? 2 * cap : 16;
 				struct proc *np = realloc(ps, cap * sizeof(*ps));
@@ -494,6 +524,7 @@ int cli_report(FILE *out, const char *stats_path, long from, const struct cli_ru
 			if (!parse(line, &ps[n]))
 				n++;
 		}
+		free(line);
 		fclose(in);
 	}
 	(void)f; /* a build with neither preload */
@@ -506,6 +537,8 @@ int cli_report(FILE *out, const char *stats_path, long from, const struct cli_ru
 		report_batch(out, ps, n, f);
 #endif
 	fflush(out);
+	for (size_t i = 0; i < n; i++)
+		free(ps[i].k);
 	free(ps);
 	return (int)n;
 }

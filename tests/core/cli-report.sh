@@ -114,6 +114,16 @@ SH
 expect 0 "$bypass" run --pager 4M,swap="$tmp" --report - -- sh "$tmp/fake-pager3.sh"
 has '^bypass: pager: compressed tier: 500 pages put in the pool, 20 that did not compress written to swap \(12 untried\); swap-ins: 300 from the pool, 40 from the file; at exit the pool held 1.0 MiB of pages in 256.0 KiB \(4.0x\)$' \
 	"$tmp/err" "the tier's line"
+# A line with more counters than this report knows (a newer preload: 150
+# unknown ones before the tier's): the counters after them still count
+# (the report once kept the first 96 of a line and dropped the rest).
+many=""; for i in $(seq 1 150); do many+="\"future_$i\":$i,"; done
+cat >"$tmp/fake-pager4.sh" <<SH
+echo '{"module":"pager","pid":24,$many"faults_swapin":340,"budget_pages":1024,"mapped_pages":64,"lat_hist":[$(hist)],"lat_count":100,"lat_sum_ns":1000,"tier_stored":500,"tier_rejected":20,"tier_skipped":12,"tier_swapin_pool":300,"tier_swapin_file":40,"tier_pool_pages":256,"tier_pool_bytes":262144,"heap":0}' >>"\$BYPASS_STATS_FILE"
+SH
+expect 0 "$bypass" run --pager 4M,swap="$tmp" --report - -- sh "$tmp/fake-pager4.sh"
+has '^bypass: pager: compressed tier: 500 pages put in the pool, 20 that did not compress written to swap \(12 untried\); swap-ins: 300 from the pool, 40 from the file' \
+	"$tmp/err" "the tier's line after 150 unknown counters"
 
 # ---- --report FILE, --stats=json FILE, --no-report
 expect 0 "$bypass" run --batch --report "$tmp/rep" --stats=json "$tmp/raw.json" -- sh "$tmp/fake-batch.sh"
