@@ -75,6 +75,12 @@ static void take(struct pb_cg_sampler *s)
 	uint64_t a, f, c;
 	if (!sample(s->cg, &a, &f, &c))
 		return;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	if (!s->t0.tv_sec && !s->t0.tv_nsec)
+		s->t0 = t; /* a sampler started without pb_cg_mem_begin (a test's) */
+	int64_t ms = (int64_t)(t.tv_sec - s->t0.tv_sec) * 1000 +
+		     (t.tv_nsec - s->t0.tv_nsec) / 1000000;
 	uint64_t na = c > a ? c - a : 0;
 	if (a > s->m.anon || !s->m.samples) { /* the first sample of the peak */
 		s->m.anon = a;
@@ -91,6 +97,8 @@ static void take(struct pb_cg_sampler *s)
 	if (s->n < s->cap) {
 		s->pts[s->n].anon = a;
 		s->pts[s->n].nonanon = na;
+		s->pts[s->n].file = f;
+		s->pts[s->n].ms = ms < 0 ? 0 : ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
 		s->n++;
 	}
 	if (f > s->m.file)
@@ -113,6 +121,24 @@ static uint64_t median_small(uint64_t *v, size_t n)
 	return v[(n - 1) / 2];
 }
 
+/* The anonymous memory from which a sample is near the peak. */
+static uint64_t band_of(uint64_t peak)
+{
+	return peak - peak * (100 - PB_CG_SLACK_NEAR_PCT) / 100;
+}
+
+/* The level at sample i: the median of the PB_CG_SLACK_RUN samples centred
+ * on it (fewer at the run's ends). */
+static uint64_t level_at(const struct pb_cg_pt *p, size_t n, size_t i)
+{
+	const size_t h = PB_CG_SLACK_RUN / 2;
+	uint64_t v[PB_CG_SLACK_RUN];
+	size_t k = 0;
+	for (size_t j = i > h ? i - h : 0; j < n && j <= i + h; j++)
+		v[k++] = p[j].nonanon;
+	return median_small(v, k);
+}
+
 /*
  * The run's slack: the highest level of its charge less its anonymous
  * memory that it held while its anonymous memory was within
@@ -130,20 +156,48 @@ static uint64_t median_small(uint64_t *v, size_t n)
  */
 static uint64_t slack_of(const struct pb_cg_pt *p, size_t n, uint64_t peak)
 {
-	uint64_t near = peak - peak * (100 - PB_CG_SLACK_NEAR_PCT) / 100, best = 0;
-	const size_t h = PB_CG_SLACK_RUN / 2;
+	uint64_t near = band_of(peak), best = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (p[i].anon < near)
 			continue;
-		uint64_t v[PB_CG_SLACK_RUN];
-		size_t k = 0;
-		for (size_t j = i > h ? i - h : 0; j < n && j <= i + h; j++)
-			v[k++] = p[j].nonanon;
-		uint64_t lv = median_small(v, k);
+		uint64_t lv = level_at(p, n, i);
 		if (lv > best)
 			best = lv;
 	}
 	return best;
+}
+
+/* --param cg_trace: the run's samples appended to s->trace (cgmem.h). */
+static int write_trace(const struct pb_cg_sampler *s, const struct pb_cg_mem *m)
+{
+	static int runs; /* the runs traced by this process */
+	FILE *f = fopen(s->trace, "a");
+	if (!f)
+		return -errno;
+	uint64_t near = band_of(m->anon);
+	fprintf(f, "# run %d: %s; cgroup %s\n", ++runs, s->label, s->cg);
+	fprintf(f, "# %zu samples every %d ms (%d taken); anonymous peak %llu KiB, band from "
+		"%llu KiB (%d%%); slack %llu KiB (the highest level in the band, a level the "
+		"median of %d samples); highest charge less anonymous %llu KiB; page cache "
+		"peak %llu KiB\n",
+		s->n, PB_CG_MEM_PERIOD_MS, m->samples, (unsigned long long)(m->anon >> 10),
+		(unsigned long long)(near >> 10), PB_CG_SLACK_NEAR_PCT,
+		(unsigned long long)(m->nonanon_at >> 10), PB_CG_SLACK_RUN,
+		(unsigned long long)(m->nonanon >> 10), (unsigned long long)(m->file >> 10));
+	fprintf(f, "# ms anon_kib nonanon_kib file_kib level_kib\n");
+	for (size_t i = 0; i < s->n; i++) {
+		const struct pb_cg_pt *p = &s->pts[i];
+		fprintf(f, "%u %llu %llu %llu ", p->ms, (unsigned long long)(p->anon >> 10),
+			(unsigned long long)(p->nonanon >> 10), (unsigned long long)(p->file >> 10));
+		if (p->anon < near)
+			fputs("-\n", f);
+		else
+			fprintf(f, "%llu\n", (unsigned long long)(level_at(s->pts, s->n, i) >> 10));
+	}
+	int e = ferror(f) ? -EIO : 0;
+	if (fclose(f) && !e)
+		e = -errno;
+	return e;
 }
 
 static void *sampler(void *arg)
@@ -163,9 +217,16 @@ void pb_cg_mem_begin(struct pb_cg_sampler *s, const char *cg)
 	if (!cg || !cg[0])
 		return;
 	snprintf(s->cg, sizeof(s->cg), "%s", cg);
+	clock_gettime(CLOCK_MONOTONIC, &s->t0);
 	pthread_t t;
 	if (pthread_create(&t, NULL, sampler, s) == 0)
 		s->thread = (unsigned long)t;
+}
+
+void pb_cg_mem_trace(struct pb_cg_sampler *s, const char *path, const char *label)
+{
+	snprintf(s->trace, sizeof(s->trace), "%s", path ? path : "");
+	snprintf(s->label, sizeof(s->label), "%s", label ? label : "");
 }
 
 void pb_cg_mem_end(struct pb_cg_sampler *s, struct pb_cg_mem *m)
@@ -180,6 +241,7 @@ void pb_cg_mem_end(struct pb_cg_sampler *s, struct pb_cg_mem *m)
 	*m = s->m;
 	if (s->n)
 		m->nonanon_at = slack_of(s->pts, s->n, m->anon);
+	s->trace_err = s->trace[0] && s->cg[0] ? write_trace(s, m) : 0;
 	free(s->pts);
 	s->pts = NULL;
 	s->n = s->cap = 0;

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /*
  * A memory cgroup's memory over one run (cgmem.c): pb_cg_mem_begin before
@@ -21,6 +22,13 @@
  * size, without brief spikes such as the exit's teardown), in bytes, and
  * how many samples.  pb_cg_mem_max: the larger of each peak into sum
  * (samples added; nonanon_at: the one of the larger anonymous peak).
+ * pb_cg_mem_trace (after pb_cg_mem_begin, before pb_cg_mem_end): at its
+ * end, the run's samples are appended to a file (--param cg_trace=FILE):
+ * a header of comment lines, then one line a sample: the milliseconds since
+ * pb_cg_mem_begin, the anonymous memory, the charge less it, the page
+ * cache (KiB), and the level the slack's rule read there (KiB; "-" outside
+ * the band near the anonymous peak); s->trace_err is then 0, or -errno if
+ * the file could not be written.
  */
 #define PB_CG_MEM_PERIOD_MS 10
 #define PB_CG_SLACK_NEAR_PCT 90
@@ -31,7 +39,8 @@ struct pb_cg_mem {
 	int samples;
 };
 struct pb_cg_pt {
-	uint64_t anon, nonanon;
+	uint64_t anon, nonanon, file;
+	uint32_t ms; /* since pb_cg_mem_begin */
 };
 struct pb_cg_sampler {
 	char cg[400];
@@ -40,8 +49,12 @@ struct pb_cg_sampler {
 	unsigned long thread; /* pthread_t */
 	struct pb_cg_pt *pts; /* every sample kept, for the slack */
 	size_t n, cap;
+	struct timespec t0;           /* pb_cg_mem_begin's */
+	char trace[400], label[200]; /* pb_cg_mem_trace's file ("": none) */
+	int trace_err;               /* pb_cg_mem_end's -errno writing it */
 };
 void pb_cg_mem_begin(struct pb_cg_sampler *s, const char *cg);
+void pb_cg_mem_trace(struct pb_cg_sampler *s, const char *path, const char *label);
 void pb_cg_mem_end(struct pb_cg_sampler *s, struct pb_cg_mem *m);
 void pb_cg_mem_max(struct pb_cg_mem *sum, const struct pb_cg_mem *m);
 

@@ -170,6 +170,11 @@ int bench_pager_unmodified(struct bench_ctx *c)
 	if (!z.rd_wait_s)
 		z.rd_wait_s = 1;
 	z.rd_stall = NULL;
+	/* --param cg_trace=FILE: every run's cgroup samples (cgmem.h), the
+	 * file emptied here and appended to run by run */
+	z.cg_trace = bench_param(c, "cg_trace", NULL);
+	if (z.cg_trace && !z.cg_trace[0])
+		z.cg_trace = NULL;
 	/* 5 rounds for the programs with a timing target; the C program has
 	 * none (identical output, peak memory: judged on every run), 1 in the
 	 * quick suite */
@@ -209,6 +214,14 @@ int bench_pager_unmodified(struct bench_ctx *c)
 			"without libasan loaded first; tests/pager/preload-* run them "
 			"under ASan that way and check their output", pre, sizeof(pre)))
 		return 0;
+	if (z.cg_trace) { /* emptied now: a file that cannot be written stops it here */
+		int tfd = open(z.cg_trace, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (tfd < 0) {
+			bench_skip(c, id, "cg_trace=%s: %s", z.cg_trace, strerror(errno));
+			return 0;
+		}
+		close(tfd);
+	}
 	char dir[400];
 	snprintf(dir, sizeof(dir), "%s/bypass-bench-unmod-%d", pb_swapdir(c), (int)getpid());
 	if (mkdir(dir, 0700)) {

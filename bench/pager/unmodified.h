@@ -27,6 +27,8 @@ struct sizes {
 	const char *rd_stall; /* plant=pager.unmodified.redis.stall: the file of
 			       * the client side's pid, and BGSAVE never ends
 			       * for it (NULL: none) */
+	const char *cg_trace; /* --param cg_trace=FILE: every run's cgroup
+			       * samples appended to it (cgmem.h; NULL: none) */
 };
 
 /* S_TIER: the preload with its compressed tier on (BYPASS_PAGER_TIER=1). */

@@ -362,6 +362,16 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 	close(pfd[0]);
 	struct pb_cg_sampler smp;
 	pb_cg_mem_begin(&smp, cg);
+	if (z->cg_trace) {
+		static const char *const side_name[S_N] = {
+			[S_REF] = "reference (no limit, no preload)", [S_LINUX] = "Linux, swap file",
+			[S_BYPASS] = "the preload", [S_ZRAM] = "Linux, zram",
+			[S_ZSWAP] = "Linux, zswap", [S_TIER] = "the preload with its tier",
+		};
+		char label[200];
+		snprintf(label, sizeof(label), "%s, %s", pu_w_name[w], side_name[side]);
+		pb_cg_mem_trace(&smp, z->cg_trace, label);
+	}
 	double t0 = pu_now_s();
 	pid_t pid = fork();
 	if (pid > 0)
@@ -494,6 +504,9 @@ int pu_run(enum side side, int w, const struct sizes *z, const char *dir,
 		pb_running_group = 0;
 	}
 	pb_cg_mem_end(&smp, &res->mem);
+	if (smp.trace_err) /* the run stands; its trace is lost, and said so */
+		fprintf(stderr, "bypass-bench: cg_trace=%s: %s (a run's samples not written)\n",
+			z->cg_trace, strerror(-smp.trace_err));
 	int wst = 0;
 	while (waitpid(wpid, &wst, 0) < 0 && errno == EINTR)
 		;

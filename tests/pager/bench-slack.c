@@ -13,12 +13,18 @@
  *   - the exit's teardown (anonymous memory falling, charge spiking): not
  *     counted;
  *   - a sampler that never sampled: no slack.
+ * And --param cg_trace's file (pb_cg_mem_trace): each run appended as a
+ * header and one line a sample, in which the level the rule read is the
+ * slack's at its highest and "-" outside the band; a file that cannot be
+ * written is an error the caller sees.
  */
 #include "pager/cgmem.c" /* bench/pager/cgmem.c: bench/CMakeLists.txt adds bench/ */
 
 #include "harness.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MIB (1024ull * 1024)
 
@@ -54,6 +60,91 @@ static double mib(uint64_t b)
 	return (double)b / (double)MIB;
 }
 
+/* The C program's shape (below) fed to s: 137 samples (pb_cg_mem_end
+ * takes a 138th, the last files again: what the run left). */
+static void c_program(struct pb_cg_sampler *s)
+{
+	feed(s, 0, 0);
+	for (int i = 0; i < 100; i++)
+		feed(s, (i == 20 ? 185 : 177 + i % 4) * MIB / 10, 13 * MIB / 10);
+	for (int i = 0; i < 35; i++)
+		feed(s, (177 + i % 5) * MIB / 10, (i < 10 ? 13 + 287 * i / 10 : 300) * MIB / 10);
+	feed(s, 0, 30 * MIB);
+}
+
+/* --param cg_trace's file after two runs of the C program's shape: each
+ * run's header names it, one line a sample (ms, anon, nonanon, file,
+ * level in KiB), the level "-" outside the band, the highest level the
+ * slack; then a path that cannot be written. */
+static void check_trace(void)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/trace", dir);
+	struct pb_cg_sampler s;
+	struct pb_cg_mem m;
+	for (int run = 1; run <= 2; run++) {
+		start(&s);
+		pb_cg_mem_trace(&s, path, run == 1 ? "first" : "second");
+		c_program(&s);
+		pb_cg_mem_end(&s, &m);
+		CHECK_EQ(s.trace_err, 0);
+		CHECK_EQ(m.nonanon_at, 30 * MIB);
+	}
+	FILE *f = fopen(path, "r");
+	CHECK(f);
+	char line[512];
+	int runs = 0, lines = 0, dashes = 0, headers = 0;
+	unsigned long long top = 0, last_ms = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#') {
+			headers++;
+			int k;
+			if (sscanf(line, "# run %d:", &k) == 1) {
+				runs++;
+				CHECK_EQ(k, runs);
+				CHECK(strstr(line, runs == 1 ? "first; cgroup " : "second; cgroup "));
+				last_ms = 0;
+			}
+			if (strstr(line, "samples every"))
+				CHECK(strstr(line, "slack 30720 KiB"));
+			continue;
+		}
+		unsigned long long ms, a, na, fc, lv;
+		char lvs[32];
+		CHECK(sscanf(line, "%llu %llu %llu %llu %31s", &ms, &a, &na, &fc, lvs) == 5);
+		CHECK(ms >= last_ms); /* the milliseconds since the run's start */
+		last_ms = ms;
+		CHECK_EQ(fc, na); /* feed() charges page cache only */
+		lines++;
+		if (!strcmp(lvs, "-")) {
+			dashes++;
+			CHECK(a < 185ull * 1024 / 10 * 9 / 10); /* below the band */
+			continue;
+		}
+		CHECK(sscanf(lvs, "%llu", &lv) == 1);
+		if (lv > top)
+			top = lv;
+	}
+	fclose(f);
+	TEST_LOG("trace: %d runs, %d sample lines (%d outside the band), %d header lines, "
+		 "highest level %llu KiB", runs, lines, dashes, headers, top);
+	CHECK_EQ(runs, 2);
+	CHECK_EQ(lines, 2 * 138);
+	CHECK_EQ(dashes, 2 * 3); /* the first and the last two samples: anon 0 */
+	CHECK_EQ(headers, 2 * 3);
+	CHECK_EQ(top, 30 * 1024);
+	unlink(path);
+
+	/* a file that cannot be written: the error, the slack still right */
+	snprintf(path, sizeof(path), "%s/no-such-dir/trace", dir);
+	start(&s);
+	pb_cg_mem_trace(&s, path, "unwritable");
+	c_program(&s);
+	pb_cg_mem_end(&s, &m);
+	CHECK_EQ(s.trace_err, -ENOENT);
+	CHECK_EQ(m.nonanon_at, 30 * MIB);
+}
+
 int main(void)
 {
 	test_timeout(60);
@@ -66,12 +157,7 @@ int main(void)
 	 * the peak (18.5) at the 20th; then 35 samples at 17.7-18.1 while the
 	 * file's cache climbs to 30 MiB and stays; then the exit */
 	start(&s);
-	feed(&s, 0, 0);
-	for (int i = 0; i < 100; i++)
-		feed(&s, (i == 20 ? 185 : 177 + i % 4) * MIB / 10, 13 * MIB / 10);
-	for (int i = 0; i < 35; i++)
-		feed(&s, (177 + i % 5) * MIB / 10, (i < 10 ? 13 + 287 * i / 10 : 300) * MIB / 10);
-	feed(&s, 0, 30 * MIB);
+	c_program(&s);
 	pb_cg_mem_end(&s, &m);
 	TEST_LOG("C program: slack %.1f MiB (anonymous peak %.1f, highest sample %.1f)",
 		 mib(m.nonanon_at), mib(m.anon), mib(m.nonanon));
@@ -120,6 +206,8 @@ int main(void)
 	CHECK_EQ(m.samples, 0);
 	CHECK_EQ(m.nonanon_at, 0);
 	CHECK(!s.pts);
+
+	check_trace();
 
 	char path[128];
 	snprintf(path, sizeof(path), "%s/memory.stat", dir);
