@@ -66,11 +66,13 @@ static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t heap_bump;            /* carved up to here (heap_lock) */
 static uintptr_t heap_mapped;          /* pager regions up to here (heap_lock) */
 static uintptr_t heap_top;             /* jemalloc's part of the range ends here */
-static uintptr_t pack_bump, pack_mapped; /* the packer's part (pack.c): the same (heap_lock) */
+static uintptr_t pack_bump, pack_mapped; /* the packer's part: the same (pack.c's carve lock) */
 #define HEAP_CHUNK (32ul << 20)        /* the reserved range is mapped this much at a time */
 #define PACK_CHUNK (2ul << 20)         /* the packer's part: a program may pack little */
-static unsigned heap_flags;            /* bypass_pager_map flags of heap regions */
-static bool heap_flags_known;
+/* bypass_pager_map flags of heap regions, known once the first region is
+ * mapped (the two parts grow under two locks: either may be the first) */
+static _Atomic unsigned heap_flags;
+static _Atomic bool heap_flags_known;
 static _Atomic int64_t outside;        /* net bytes outside the pager */
 static __thread int64_t outside_local __attribute__((tls_model("initial-exec")));
 #endif
@@ -95,8 +97,8 @@ bool bp_pp_heap_counting(void)
  * chunk bytes up to hi (or just what is needed when the swap file has no
  * room for a chunk), each recorded in the preload's table (pinning around
  * system calls); *mapped advances.  A mapped page counts against the swap
- * file's size whether touched or not (bypass_pager_map).  heap_lock held.
- * 0 or -errno.
+ * file's size whether touched or not (bypass_pager_map).  The part's lock
+ * held (heap_lock, or the packer's carve lock).  0 or -errno.
  */
 static int grow(bypass_pager *p, uintptr_t *mapped, uintptr_t end, uintptr_t hi, size_t chunk)
 {
@@ -109,14 +111,17 @@ static int grow(bypass_pager *p, uintptr_t *mapped, uintptr_t end, uintptr_t hi,
 		for (size_t len = want; e && len >= need; len = len == need ? 0 : need) {
 			bp_enter();
 			e = -EPERM;
-			if (!heap_flags_known || heap_flags)
+			bool known = atomic_load(&heap_flags_known);
+			unsigned flags = known ? atomic_load(&heap_flags) : BYPASS_PAGER_MAP_HANDLER;
+			if (flags)
 				e = bp_pager_map_at(p, (void *)*mapped, len,
 						    BYPASS_PAGER_MAP_HANDLER);
-			if (!heap_flags_known) { /* the first region says what is allowed */
-				heap_flags_known = true;
-				heap_flags = e == -EPERM ? 0 : BYPASS_PAGER_MAP_HANDLER;
+			if (!known) { /* the first region says what is allowed */
+				flags = e == -EPERM ? 0 : BYPASS_PAGER_MAP_HANDLER;
+				atomic_store(&heap_flags, flags);
+				atomic_store(&heap_flags_known, true);
 			}
-			if (e == -EPERM && !heap_flags)
+			if (e == -EPERM && !flags)
 				e = bp_pager_map_at(p, (void *)*mapped, len, 0);
 			bp_leave();
 			if (!e) {
@@ -187,7 +192,9 @@ static void *hk_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t ali
 /*
  * A new slab of len bytes for the packer (pack.c), mapped: its address, or
  * 0 (its part of the range is used up, or the pager cannot map it).  Called
- * with no lock held; takes the heap lock.
+ * under the packer's carve lock only (pack.c), which its fork handler
+ * takes: not the heap lock, which can have none (hk_alloc runs under
+ * jemalloc's arena locks, which jemalloc's own handler takes).
  */
 uintptr_t bp_pp_heap_carve_pack(size_t len)
 {
@@ -195,14 +202,12 @@ uintptr_t bp_pp_heap_carve_pack(size_t len)
 	if (!p)
 		return 0;
 	uintptr_t out = 0;
-	bp_mutex_lock(&heap_lock, BP_RANK_PP_HEAP);
 	uintptr_t hi = atomic_load(&bp_pp_pack_hi);
 	if (pack_bump + len > pack_bump && pack_bump + len <= hi &&
 	    grow(p, &pack_mapped, pack_bump + len, hi, PACK_CHUNK) == 0) {
 		out = pack_bump;
 		pack_bump += len;
 	}
-	bp_mutex_unlock(&heap_lock, BP_RANK_PP_HEAP);
 	return out;
 }
 

@@ -38,9 +38,18 @@
  *
  * Locks: a class's lock, and the pool's (slabs no class has); both are
  * leaves (nothing is taken, nothing entered, no pager memory touched under
- * them): a new slab is carved (heap.c, under the heap lock) and an empty
- * one discarded (bp_pager_discard) with neither held.  Fork handlers take
- * them all around a fork.
+ * them): a new slab is carved and an empty one discarded
+ * (bp_pager_discard) with neither held.  The carve (heap.c: the packer's
+ * part of the range, mapped as pager regions as it goes) is under a lock
+ * of the packer's own, carve_lock, taken with neither of those held; under
+ * it, heap.c's carve maps regions (the pager's locks, its table's, the C
+ * library's malloc) but enters neither the packer nor jemalloc.  The fork
+ * handlers take them all around a fork, carve_lock last: so a fork waits
+ * for a carve in progress and a child never sees one half done (a region
+ * mapped, the carving point not yet past it), whatever the order of
+ * heap.c's lock (jemalloc's part; it can have no fork handler of its own:
+ * it is taken inside jemalloc's extent hook, under the arena's locks that
+ * jemalloc's own handler takes).
  *
  * An empty slab goes back to the pool, its pages discarded (nothing written
  * or read back for freed memory; they read as zeros after), unless it is
@@ -82,6 +91,7 @@ struct pack_class {
 static struct pack_slab *slabs;   /* ordinary memory, one per PACK_SLAB of the range */
 static struct pack_class classes[PACK_NCLASS];
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t carve_lock_pk = PTHREAD_MUTEX_INITIALIZER; /* heap.c's carve */
 static uint32_t pool;             /* slabs no class has (index + 1; pool_lock) */
 
 /* statistics: slots in use and the bytes they save against jemalloc's
@@ -134,10 +144,12 @@ static void prepare(void)
 	for (uint32_t c = 0; c < PACK_NCLASS; c++)
 		lock(&classes[c].lock);
 	lock(&pool_lock);
+	lock(&carve_lock_pk);
 }
 
 static void parent(void)
 {
+	unlock(&carve_lock_pk);
 	unlock(&pool_lock);
 	for (uint32_t c = PACK_NCLASS; c-- > 0;)
 		unlock(&classes[c].lock);
@@ -145,6 +157,7 @@ static void parent(void)
 
 void bp_pp_pack_forked(void)
 {
+	pthread_mutex_init(&carve_lock_pk, NULL);
 	pthread_mutex_init(&pool_lock, NULL);
 	for (uint32_t c = 0; c < PACK_NCLASS; c++)
 		pthread_mutex_init(&classes[c].lock, NULL);
@@ -239,7 +252,9 @@ static bool new_slab(uint32_t cls, uint32_t *out)
 	if (i) {
 		i--;
 	} else {
+		lock(&carve_lock_pk);
 		uintptr_t a = bp_pp_heap_carve_pack(PACK_SLAB);
+		unlock(&carve_lock_pk);
 		if (!a)
 			return false;
 		i = slab_index(a);

@@ -23,7 +23,9 @@
  * with a third of the frees from another thread, while the main thread
  * forks 4 children that reset the packer's locks (bp_pp_pack_forked, as
  * heap.c's child handler does; the parent's fork handlers held them across
- * the fork) and allocate, check and free blocks of every class; at the end
+ * the fork) and allocate, check and free blocks of every class; then
+ * forks while a thread carves (fork_in_carve: no child sees a carve half
+ * done, the packer's fork handler takes its carve lock); at the end
  * every slab's bitmap agrees with its count, no slot and no jemalloc block
  * is left.  Skips where the preload is built without jemalloc.
  * TEST_LABELS: threads
@@ -80,16 +82,26 @@ PL_NAMES("pager (heap-pack-unit)", "the packer stays off")
 static uintptr_t carve_lo;
 static uint32_t carve_n, carve_limit = CARVE_MAX;
 static pthread_mutex_t carve_lock = PTHREAD_MUTEX_INITIALIZER;
+/* carves in progress (heap.c's maps a region, then moves its carving point:
+ * a fork between the two leaves the child a carve half done), and how long
+ * each lasts (fork_in_carve: the window widened) */
+static _Atomic int carving;
+static _Atomic unsigned carve_us;
 
 uintptr_t bp_pp_heap_carve_pack(size_t len)
 {
 	if (len != PACK_SLAB)
 		abort();
+	atomic_fetch_add(&carving, 1);
+	unsigned us = atomic_load(&carve_us);
+	if (us)
+		usleep(us);
 	uintptr_t a = 0;
 	pthread_mutex_lock(&carve_lock);
 	if (carve_n < carve_limit)
 		a = carve_lo + (uintptr_t)carve_n++ * PACK_SLAB;
 	pthread_mutex_unlock(&carve_lock);
+	atomic_fetch_sub(&carving, 1);
 	return a;
 }
 
@@ -394,6 +406,79 @@ static int child(void)
 	return bad ? 2 : 0;
 }
 
+/*
+ * A fork while another thread carves slab after slab (16 KiB blocks, 16 a
+ * slab; each carve lasts 1 ms): the packer's fork handler waits for the
+ * carve in progress (its carve lock), so no child sees one half done; the
+ * child carves slabs of its own (the carve lock reset by
+ * bp_pp_pack_forked).  Without the handler's carve lock nearly every
+ * child sees one.
+ */
+#define CARVER_BLOCKS (16 * 160)
+static void *cblk[CARVER_BLOCKS];
+static _Atomic bool carver_stop;
+
+static void *carver(void *arg)
+{
+	(void)arg;
+	for (unsigned i = 0; i < CARVER_BLOCKS && !atomic_load(&carver_stop); i++)
+		if (!(cblk[i] = HS_MALLOC(PACK_MAX)))
+			break;
+	/* alive until the forks end: a thread ended and not joined is a leak
+	 * to ThreadSanitizer in each child */
+	while (!atomic_load(&carver_stop))
+		usleep(1000);
+	return NULL;
+}
+
+static void fork_in_carve(void)
+{
+	unsigned carved = carve_n;
+	atomic_store(&carve_us, 1000);
+	atomic_store(&carver_stop, false);
+	pthread_t t;
+	CHECK_EQ(pthread_create(&t, NULL, carver, NULL), 0);
+	int seen = 0;
+	for (int k = 0; k < 20; k++) {
+		usleep(2000);
+		fflush(NULL);
+		pid_t pid = fork();
+		CHECK(pid >= 0);
+		if (!pid) {
+			if (atomic_load(&carving))
+				_exit(4);
+			bp_pp_pack_forked();
+			pthread_mutex_init(&carve_lock, NULL); /* heap.c's child handler: its lock */
+			atomic_store(&carve_us, 0);
+			void *b[40];
+			for (unsigned i = 0; i < 40; i++)
+				if (!(b[i] = HS_MALLOC(PACK_MAX)) || !packed(b[i]))
+					_exit(3);
+			for (unsigned i = 0; i < 40; i++)
+				HS_FREE(b[i]);
+			_exit(0);
+		}
+		int st;
+		CHECK_EQ(waitpid(pid, &st, 0), pid);
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 4)
+			seen++;
+		else if (!WIFEXITED(st) || WEXITSTATUS(st))
+			TEST_FAIL("fork in a carve %d: child status %#x", k, st);
+	}
+	atomic_store(&carver_stop, true);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+	atomic_store(&carve_us, 0);
+	TEST_LOG("fork in a carve: %u slabs carved by the thread meanwhile, %d of 20 children saw a "
+		 "carve half done", carve_n - carved, seen);
+	if (seen)
+		TEST_FAIL("%d of 20 fork children saw a carve half done: the fork did not wait "
+			  "for it", seen);
+	for (unsigned i = 0; i < CARVER_BLOCKS; i++) {
+		HS_FREE(cblk[i]);
+		cblk[i] = NULL;
+	}
+}
+
 /* Every slab's bitmap agrees with its count; no slot in use. */
 static void consistent(void)
 {
@@ -445,6 +530,7 @@ int main(void)
 			TEST_FAIL("fork child %d: status %#x", k, st);
 	}
 	stress_finish(t);
+	fork_in_carve();
 	consistent();
 	TEST_LOG("%u slabs carved, %u discards (%u refused), %ld jemalloc blocks left", carve_n,
 		 atomic_load(&discard_calls), atomic_load(&discard_refused), atomic_load(&je_live));
