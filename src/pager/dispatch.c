@@ -212,8 +212,42 @@ struct hwait {
 	int fds[2]; /* userfaultfds in ep */
 };
 
+/*
+ * Every handler thread's epoll descriptor in this process, so that a fork
+ * child, which has none of the threads, closes them (bp_share_fork_fds();
+ * they leaked, one per handler thread per fork).  Slots taken and freed
+ * with atomics (a fork child may find them in any state): a descriptor is
+ * noted after it is made and forgotten before it is closed, so the child
+ * closes nothing that is not one (at worst one made or being closed at
+ * the fork stays open, as before).  Past HWAIT_SLOTS, not noted.
+ */
+#define HWAIT_SLOTS 256
+static _Atomic int g_hwait[HWAIT_SLOTS]; /* fd + 1; 0: free */
+
+static void hwait_note(int fd, bool add)
+{
+	for (unsigned i = 0; i < HWAIT_SLOTS; i++) {
+		int want = add ? 0 : fd + 1;
+		if (atomic_load_explicit(&g_hwait[i], memory_order_relaxed) == want &&
+		    atomic_compare_exchange_strong(&g_hwait[i], &want, add ? fd + 1 : 0))
+			return;
+	}
+}
+
+void bp_share_fork_fds(void)
+{
+	for (unsigned i = 0; i < HWAIT_SLOTS; i++) {
+		int v = atomic_exchange(&g_hwait[i], 0);
+		if (v > 0) {
+			bp_fd_unlist(v - 1);
+			bp_sys_close(v - 1);
+		}
+	}
+}
+
 static void hwait_close(struct hwait *w)
 {
+	hwait_note(w->ep, false);
 	bp_fd_unlist(w->ep);
 	bp_sys_close(w->ep);
 	w->ep = -1;
@@ -228,6 +262,7 @@ static void hwait_init(struct bypass_pager *p, struct hwait *w)
 	if (w->ep < 0)
 		return;
 	bp_fd_list(w->ep);
+	hwait_note(w->ep, true);
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = p->srv.stop_fd };
 	if (bp_sys_epoll_ctl(w->ep, EPOLL_CTL_ADD, p->srv.stop_fd, &ev) < 0)
 		hwait_close(w);

@@ -243,6 +243,7 @@ static void fork_child(void)
 	 * ones' records still say so */
 	bp_enter();
 	bp_rank_fork_child(); /* every lock the handlers took is new here */
+	bp_share_fork_fds(); /* the parent's handler threads' epoll descriptors */
 	bp_tab_fork_child(region_kept);
 	for (size_t i = 0; i < g_n; i++) {
 		struct bypass_pager *p = g_list[i];

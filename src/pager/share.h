@@ -47,6 +47,10 @@ unsigned bp_share_holders(struct bypass_pager *p);
 bool bp_share_prepare(struct bypass_pager *p);
 void bp_share_parent(struct bypass_pager *p);
 int bp_share_child(struct bypass_pager *p);
+/* In a fork child, before any pager starts threads there: close the epoll
+ * descriptors of the parent's handler threads (dispatch.c), which the
+ * child does not have. */
+void bp_share_fork_fds(void);
 /* The fork being prepared (or that made this child) keeps p. */
 bool bp_share_kept(const struct bypass_pager *p);
 /* At destroy: our entries back (release; not for a read-back child's
