@@ -18,6 +18,7 @@
 #include "syslet/syslet_internal.h"
 #include "core/uring.h"
 #include "core/uring_link.h"
+#include "core/fdhigh.h"
 
 #include <fcntl.h>
 #include <liburing.h>
@@ -74,11 +75,17 @@ void bp_syslet_uring_teardown(bypass_syslet *s, bool forked)
 	 * A descriptor found closed or replaced is no longer ours to close,
 	 * and its number may be another context's by now: it stays marked
 	 * (an atom cannot close what is there; a smaller harm than leaving
-	 * the other context's descriptor unprotected).
+	 * the other context's descriptor unprotected).  It leaves the
+	 * library's list (core/fdhigh.h) though: the list holds one entry per
+	 * listing, so another context's entry for the number stays, and ours
+	 * would keep the pager preload refusing the program's close() of a
+	 * number that is the program's now.
 	 */
 	bool lost = atomic_load(&s->broken);
-	if (lost)
+	if (lost) {
+		bp_fd_unlist(fd);
 		s->ring->ring_fd = s->ring->enter_ring_fd = -1;
+	}
 	bp_uring_exit(s->ring);
 	if (!lost)
 		bp_syslet_fd_release(fd);
