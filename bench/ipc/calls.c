@@ -380,8 +380,8 @@ int ipcb_throughput(struct bench_ctx *c)
 	int rounds = bench_rounds(c);
 	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
 		size_t len = sizes[si];
-		/* quick: messages from 1 KiB up move 4x the bytes (2 GiB, a
-		 * round as many as the full suite's), so that a table lasts the
+		/* quick: messages from 1 KiB up move 4x the bytes (2 GiB over
+		 * the rounds, half the full suite's 4), so that a table lasts the
 		 * 0.4 s its quiet record needs to be judged and the fastest
 		 * row's run lasts tens of ms, not 9 (1 KiB at 11.6 GB/s at
 		 * 74d9abd): the pair's start (fork, the server's CPU waking,
