@@ -59,6 +59,7 @@ struct bp_sample {
 	struct bypass_pager *p;
 	char *park;                  /* SAMPLE_MAX pages */
 	_Atomic uint32_t id[SAMPLE_MAX]; /* page id + 1 parked in slot i, 0 = free */
+	_Atomic uint32_t hw;         /* slots written since the last trim (park_trim) */
 	uint32_t want;               /* pages to park per interval */
 	struct bp_thread thread;
 	int stop_fd;
@@ -157,6 +158,9 @@ static uint32_t park(struct bypass_pager *p, struct bp_sample *s, const uint32_t
 		}
 		if (slot == SAMPLE_MAX)
 			break;
+		uint32_t hw = atomic_load(&s->hw);
+		while (hw <= slot && !atomic_compare_exchange_weak(&s->hw, &hw, slot + 1))
+			;
 		struct pg *pg = pg_of(p, id);
 		if (!bp_pg_trylock(pg)) {
 			atomic_store(&s->id[slot], 0);
@@ -244,6 +248,34 @@ static void unpark_all(struct bypass_pager *p, struct bp_sample *s)
 	bp_tab_leave(ti);
 }
 
+/*
+ * Give back the park's pages above the highest slot in use, with one
+ * madvise: a round parks into the lowest free slots, so what a busier round
+ * left above is a stale copy outside the budget (a parked page is counted
+ * in it, its copy here is the only one).  The slots given back are claimed
+ * meanwhile, so that a concurrent park (a test's) cannot fill one under
+ * the madvise.  The next round that needs them zero-fills them again,
+ * in the sampler's own time (its rate counts that).
+ */
+static void park_trim(struct bp_sample *s)
+{
+	uint32_t hw = atomic_load(&s->hw), lo = hw;
+	while (lo > 0) {
+		uint32_t zero = 0;
+		if (!atomic_compare_exchange_strong(&s->id[lo - 1], &zero, SLOT_CLAIMED))
+			break;
+		lo--;
+	}
+	if (lo == hw)
+		return;
+	bp_sys_madvise(s->park + (size_t)lo * PG_SIZE, (size_t)(hw - lo) * PG_SIZE,
+		       MADV_DONTNEED);
+	/* unless a park raised it meanwhile (above hw: a slot not claimed) */
+	atomic_compare_exchange_strong(&s->hw, &hw, lo);
+	for (uint32_t i = lo; i < hw; i++)
+		atomic_store(&s->id[i], 0);
+}
+
 static void *sampler_main(void *arg)
 {
 	bp_enter_for_good(); /* the library's own thread */
@@ -269,6 +301,7 @@ static void *sampler_main(void *arg)
 			n = pick(p, ids, s->want);
 			n = park(p, s, ids, n);
 		}
+		park_trim(s);
 		uint64_t spent = now_ns() - t0;
 		atomic_fetch_add(&s->parked, n);
 		atomic_fetch_add(&s->ns, spent);
@@ -398,6 +431,7 @@ void bp_sample_unpark_now(struct bypass_pager *p)
 	if (s) {
 		bp_gate_enter(p);
 		unpark_all(p, s);
+		park_trim(s);
 		bp_gate_leave(p);
 	}
 }
