@@ -359,18 +359,45 @@ static void engage(void)
 		(unsigned long)atomic_load(&bp_pp_heap_lo), (unsigned long)atomic_load(&bp_pp_heap_hi));
 }
 
+/*
+ * Count bytes outside; true once they have passed BYPASS_PAGER_HEAP_AFTER.
+ */
+static bool count_outside(int64_t bytes)
+{
+	outside_local += bytes;
+	if (outside_local < (int64_t)(256 << 10) && outside_local > -(int64_t)(256 << 10))
+		return false;
+	int64_t now = atomic_fetch_add_explicit(&outside, outside_local, memory_order_relaxed) +
+		      outside_local;
+	outside_local = 0;
+	return now >= (int64_t)bp_pp_cfg.heap_after;
+}
+
+/*
+ * Passed inside an mmap call: the heap engages at the next malloc or free
+ * that reaches the next allocator (bp_pp_heap_outside), not there.  The
+ * caller of mmap is most often jemalloc itself, growing an arena with its
+ * locks held; engaging there made the pager (its threads: pthread_create
+ * callocs a new thread's TLS vector) and called mallctl, re-entering
+ * jemalloc, which deadlocked on its own lock when the calloc needed it
+ * (Debian's redis-server under the realworld suite, about 1 start in 1,000:
+ * tree_setup's setenv -> malloc -> jemalloc -> mmap -> engage ->
+ * pthread_create -> calloc -> jemalloc's held mutex).
+ */
+static _Atomic bool engage_due;
+
 void bp_pp_heap_outside(int64_t bytes)
 {
 	if (!bp_pp_heap_counting())
 		return;
-	outside_local += bytes;
-	if (outside_local < (int64_t)(256 << 10) && outside_local > -(int64_t)(256 << 10))
-		return;
-	int64_t now = atomic_fetch_add_explicit(&outside, outside_local, memory_order_relaxed) +
-		      outside_local;
-	outside_local = 0;
-	if (now >= (int64_t)bp_pp_cfg.heap_after)
+	if (atomic_load_explicit(&engage_due, memory_order_relaxed) || count_outside(bytes))
 		engage();
+}
+
+void bp_pp_heap_outside_mapped(int64_t bytes)
+{
+	if (bp_pp_heap_counting() && count_outside(bytes))
+		atomic_store_explicit(&engage_due, true, memory_order_relaxed);
 }
 
 void bp_pp_heap_start(void)
@@ -390,6 +417,11 @@ bool bp_pp_heap_counting(void)
 }
 
 void bp_pp_heap_outside(int64_t bytes)
+{
+	(void)bytes;
+}
+
+void bp_pp_heap_outside_mapped(int64_t bytes)
 {
 	(void)bytes;
 }

@@ -59,7 +59,7 @@ static bool candidate(void *addr, size_t len, int prot, int flags, int fd)
 		return false;
 	if (len >= bp_pp_cfg.threshold || bp_pp_heap_on())
 		return true;
-	bp_pp_heap_outside((int64_t)len);
+	bp_pp_heap_outside_mapped((int64_t)len);
 	return false;
 }
 

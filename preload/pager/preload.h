@@ -185,6 +185,10 @@ bool bp_pp_heap_counting(void);
 /* Bytes the process took (or gave back, negative) outside the pager: the
  * heap engages once they pass BYPASS_PAGER_HEAP_AFTER. */
 void bp_pp_heap_outside(int64_t bytes);
+/* The same for an mmap the process made (the caller may be the allocator,
+ * its locks held): the heap engages at the next malloc or free, not in
+ * this call. */
+void bp_pp_heap_outside_mapped(int64_t bytes);
 /* The constructor: engage at once if BYPASS_PAGER_HEAP_AFTER is 0. */
 void bp_pp_heap_start(void);
 /* A fork child: the heap's lock reset; its pages are ordinary memory here,

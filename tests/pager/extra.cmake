@@ -16,3 +16,13 @@ if(TARGET test-pager-heap-pack-unit)
     target_compile_definitions(test-pager-heap-pack-unit PRIVATE BYPASS_PP_JEMALLOC=1)
   endif()
 endif()
+
+# tests/pager/lib/threadspy.c: loaded before the pager preload by
+# preload-heap-engage, from $BYPASS_BUILD/tests/pager/threadspy.so.
+add_library(bypass-threadspy MODULE ${CMAKE_CURRENT_SOURCE_DIR}/pager/lib/threadspy.c)
+target_link_libraries(bypass-threadspy PRIVATE ${CMAKE_DL_LIBS} Threads::Threads)
+set_target_properties(bypass-threadspy PROPERTIES PREFIX "" OUTPUT_NAME threadspy
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/pager)
+if(TARGET test-pager-preload-heap-engage)
+  add_dependencies(test-pager-preload-heap-engage bypass-threadspy)
+endif()
