@@ -18,7 +18,8 @@
 #     --keep           keep the suite's copies and server logs
 #
 # Needs root once, on a fresh Debian 12 machine (it installs dpkg-dev, tcl,
-# redis-server and redis-tools if they are missing, like tools/deps.sh).
+# redis-server, redis-tools and gdb if they are missing, like tools/deps.sh;
+# gdb only takes the stacks of a server that never started: see stuck()).
 # The source is fetched into $BUILD/realworld/ once (a few MB) and reused;
 # each run's output stays in $BUILD/realworld/logs/.  Servers bind to
 # 127.0.0.1 on ports in a range picked at random per run; every process it
@@ -109,7 +110,7 @@ elapsed() { echo "$(( $(date +%s) - t0 ))s"; }
 
 need_pkgs() {
 	local missing=() p
-	for p in dpkg-dev tcl redis-server redis-tools xz-utils procps; do
+	for p in dpkg-dev tcl redis-server redis-tools xz-utils procps gdb; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
 			missing+=("$p")
 	done
@@ -471,6 +472,44 @@ judge() {
 	done
 }
 
+# stuck RUN: a server of RUN that the suite gave up on ("Can't start the
+# Redis server": no PID line in its log within 2 minutes) is left running
+# by the suite.  Before cleanup() kills it, its threads' stacks (gdb when
+# present, the kernel's otherwise), its descriptors and its log go to
+# $logs/RUN.stuck-PID.txt, so that a start that hangs under a preload is
+# diagnosed from the run that saw it.
+stuck() {
+	local r=$1 pid cwd f out err
+	for pid in $(ours); do
+		cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || continue
+		# the suite's copy (a server that hung before its chdir) or its
+		# directory under tests/tmp
+		case "$cwd" in "$work/$r" | "$work/$r"/*) ;; *) continue ;; esac
+		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'redis-server' || continue
+		out=$(readlink "/proc/$pid/fd/1" 2>/dev/null) || out=""
+		err=$(readlink "/proc/$pid/fd/2" 2>/dev/null) || err=""
+		f=$logs/$r.stuck-$pid.txt
+		{
+			echo "== pid $pid, cwd $cwd, state: $(awk '/^State/ {print $2, $3}' "/proc/$pid/status" 2>/dev/null)"
+			echo "== its log (stdout $out, stderr $err):"
+			[ -f "$out" ] && cat "$out"
+			[ -f "$err" ] && cat "$err"
+			echo "== threads (kernel wait channel, kernel stack):"
+			for t in /proc/"$pid"/task/*; do
+				echo "-- ${t##*/} $(cat "$t/comm" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null)"
+				cat "$t/stack" 2>/dev/null
+			done
+			echo "== descriptors:"
+			ls -l "/proc/$pid/fd" 2>/dev/null
+			if command -v gdb >/dev/null; then
+				echo "== gdb, every thread:"
+				timeout 60 gdb -p "$pid" -batch -ex "thread apply all bt" 2>&1
+			fi
+		} >"$f" 2>&1
+		say "$r: a server the suite gave up on was still running (pid $pid): its stacks in $f"
+	done
+}
+
 main() {
 	need_pkgs
 	cache=$build/realworld
@@ -524,6 +563,7 @@ main() {
 	say "runs side by side; logs in $logs"
 	for r in "${runs[@]}"; do
 		wait "${pid[$r]}" || true
+		stuck "$r"
 		outcomes "$logs/$r.log" >"$logs/$r.outcomes"
 		if [ -f "$work/$r/batch-stats.jsonl" ]; then cp "$work/$r/batch-stats.jsonl" "$logs/$r.batch-stats.jsonl"; fi
 		if [ -f "$work/$r/stats.jsonl" ]; then cp "$work/$r/stats.jsonl" "$logs/$r.stats.jsonl"; fi
