@@ -30,8 +30,9 @@
  * the next allocator, small anonymous mmaps) has grown past
  * BYPASS_PAGER_HEAP_AFTER (16M by default, 0 = from the start): small
  * processes (a shell that forks and execs) never use it.  A forked child
- * has the heap's memory (fork reads every evicted page back first, see
- * libbypass-pager(3)) and goes on using it (bp_pp_heap_forked).
+ * has the heap's memory (served from the parent's swap slots, or read back
+ * before the fork where that cannot work: libbypass-pager(3)) and goes on
+ * using it (bp_pp_heap_forked).
  *
  * The reserved range is mapped as pager regions 32 MiB at a time (grow()),
  * and extents are carved from it: few regions, whatever jemalloc's extent
@@ -455,11 +456,16 @@ void *bp_pp_heap_realloc(void *ptr, size_t n)
 
 #endif
 
-/* A forked child: the heap's pages are ordinary memory here (the library
- * read them back before the fork) and jemalloc's state describes them
- * (its own fork handlers keep it whole): it goes on, its new extents
- * carved from the rest of the reserved range as regions of the child's
- * own pager (created on first use). */
+/* A forked child: jemalloc's state describes the heap's pages (its own
+ * fork handlers keep it whole) and the packer's (its handlers held its
+ * locks, carve included): it goes on, its new extents and slabs carved
+ * from the rest of the reserved range.  Usually the child keeps the pager
+ * (the parent's evicted pages served from the parent's swap slots: the
+ * regions go on as pager regions); where the library read every evicted
+ * page back instead (pager.md, "Fork"), they are ordinary memory here and
+ * the new ones are regions of the child's own pager (created on first
+ * use; init.c's atfork_child).  heap_lock is reset, as the packer's
+ * locks are. */
 void bp_pp_heap_forked(void)
 {
 	pthread_mutex_init(&heap_lock, NULL);
