@@ -483,7 +483,7 @@ stuck() {
 	for pid in $(ours); do
 		cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || continue
 		# the suite's copy (a server that hung before its chdir) or its
-		# directory under tests/tmp
+		# directory among the suite's temporary ones
 		case "$cwd" in "$work/$r" | "$work/$r"/*) ;; *) continue ;; esac
 		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'redis-server' || continue
 		out=$(readlink "/proc/$pid/fd/1" 2>/dev/null) || out=""
