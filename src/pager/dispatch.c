@@ -15,6 +15,7 @@
 #include "pager/engine.h"
 #include "pager/evict.h"
 #include "pager/uffd.h"
+#include "pager/read.h"
 #include "core/syscall.h"
 #include "core/fdhigh.h"
 
@@ -320,6 +321,7 @@ static void *handler_main(void *arg)
 	unsigned no_spin = 0; /* batches to serve without spinning after */
 	struct hwait w;
 	hwait_init(p, &w);
+	bp_rd_handler_awake(true); /* until it sleeps (read.c's CPU to spare) */
 	struct hdefer d;
 	d.n = 0;
 	for (;;) {
@@ -364,9 +366,13 @@ static void *handler_main(void *arg)
 			continue;
 		}
 		/* with faults kept, look at the gate every millisecond */
-		if (!hwait_sleep(p, &w, fds, d.n ? 1 : -1))
+		bp_rd_handler_awake(false);
+		bool more = hwait_sleep(p, &w, fds, d.n ? 1 : -1);
+		bp_rd_handler_awake(true);
+		if (!more)
 			break;
 	}
+	bp_rd_handler_awake(false);
 	/* stopping: the threads of faults kept fault again (their regions
 	 * are being unmapped) */
 	for (unsigned i = 0; i < d.n; i++)

@@ -59,6 +59,7 @@
 #include "pager/struct.h"
 #include "pager/mem.h"
 #include "pager/share.h"
+#include "pager/read.h"
 #include "pager/fork.h"
 #include "pager/fault.h"
 #include "pager/evict.h"
@@ -244,6 +245,7 @@ static void fork_child(void)
 	bp_enter();
 	bp_rank_fork_child(); /* every lock the handlers took is new here */
 	bp_share_fork_fds(); /* the parent's handler threads' epoll descriptors */
+	bp_rd_fork_child();  /* and their part in read.c's count of the load */
 	bp_tab_fork_child(region_kept);
 	for (size_t i = 0; i < g_n; i++) {
 		struct bypass_pager *p = g_list[i];

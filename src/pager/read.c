@@ -22,7 +22,14 @@
  * sleeps in them, as Linux's swap-in does; polling would save the wake-up
  * of each read but cost a CPU for as long as the read takes, doubling the
  * CPU time or more of a program that mostly waits (docs/pager.md, GNU
- * sort at 16 MiB).  The rings are the bound on spinning: at most one fewer
+ * sort at 16 MiB).  Not the adaptive engine's handler pool while the
+ * machine has a CPU to spare (bp_rd_spare(), checked every few ms, not per
+ * fault): its reads are back to back whenever faults queue, so the rule
+ * would put its threads to sleep in every read, and a sleeping handler adds
+ * two switches (its own sleep and wake-up) to the faulting thread's, about
+ * what the poll saves (quiet, window 7: the exemption gave the pool at 2
+ * threads 1.29x the rate for 1.23x the CPU per fault; loaded, it tied or
+ * lost at about 2x the CPU, hence the guard).  The rings are the bound on spinning: at most one fewer
  * than the CPUs the process may run on (at most RD_MAX), so
  * that a CPU is always left to the program's other threads.  A read that
  * finds every ring taken, a pager made with BYPASS_PAGER_NO_SPIN, and a
@@ -37,10 +44,13 @@
 #include "pager/struct.h"
 #include "pager/mem.h"
 #include "pager/read.h"
+#include "pager/fault.h"
 #include "core/syscall.h"
 #include "pager/tier.h"
 #include "core/uring.h"
+#include "core/fdhigh.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +143,168 @@ void bp_rd_duty_note(struct bp_rd_duty *d, uint64_t start, uint64_t end)
 /* this thread's (signal handlers included: initial-exec, no allocation) */
 static __thread struct bp_rd_duty my_duty __attribute__((tls_model("initial-exec")));
 
+/* ------------------------------------------------------------ a CPU to spare */
+
+#define SPARE_NS 4000000ull /* the machine's load read at most this often */
+#define SPARE_SHIFT 2       /* the average's weight: 1/4 per reading */
+
+int bp_rd_loadavg_running(const char *text, size_t len)
+{
+	size_t i = 0;
+	for (int field = 0; field < 3; field++) { /* the three averages */
+		while (i < len && text[i] != ' ') {
+			if (!(text[i] == '.' || (text[i] >= '0' && text[i] <= '9')))
+				return -1;
+			i++;
+		}
+		if (i == len || i == 0 || text[i - 1] == ' ')
+			return -1;
+		i++;
+	}
+	long n = 0;
+	size_t from = i;
+	for (; i < len && text[i] >= '0' && text[i] <= '9' && n < INT_MAX / 10; i++)
+		n = n * 10 + (text[i] - '0');
+	if (i == from || i == len || text[i] != '/')
+		return -1;
+	return (int)n;
+}
+
+void bp_rd_spare_note(struct bp_rd_spare *s, int running, unsigned ours)
+{
+	if (running < 0) { /* unknown: no spare CPU until a good reading */
+		s->known = false;
+		return;
+	}
+	/* the reader runs: it is one of them */
+	uint64_t mine = (uint64_t)ours + 1;
+	uint32_t others = (uint64_t)running > mine ? (uint32_t)((uint64_t)running - mine) : 0;
+	if (others > 4096)
+		others = 4096;
+	uint32_t sample = others << 8;
+	if (!s->known) {
+		s->others_q8 = sample;
+		s->known = true;
+		return;
+	}
+	/* rounded away from the average: a steady count is reached */
+	if (sample > s->others_q8)
+		s->others_q8 += (sample - s->others_q8 + (1u << SPARE_SHIFT) - 1) >> SPARE_SHIFT;
+	else
+		s->others_q8 -= (s->others_q8 - sample + (1u << SPARE_SHIFT) - 1) >> SPARE_SHIFT;
+}
+
+bool bp_rd_spare(const struct bp_rd_spare *s, unsigned ncpu)
+{
+	/* a CPU left for the poll after the others' average */
+	return s->known && ncpu >= 2 && (uint64_t)s->others_q8 < ((uint64_t)ncpu - 1) << 8;
+}
+
+/*
+ * The process's: the load is the machine's, whichever pager reads it.
+ * /proc/loadavg stays open (high and listed: core/fdhigh.h) while a pager
+ * with a handler pool lives, so that no reading opens a descriptor the
+ * program could see; one handler at a time reads it (g_checking).
+ */
+static _Atomic int g_load_fd = -1;
+static _Atomic unsigned g_load_refs;
+static _Atomic unsigned g_ncpu;
+static _Atomic unsigned g_awake;   /* handler threads not asleep (dispatch.c) */
+static _Atomic unsigned g_pollers; /* other threads polling a read now */
+static _Atomic uint64_t g_spare_next; /* when the next reading is due */
+static _Atomic bool g_checking;
+static _Atomic bool g_spare; /* the last decision */
+static struct bp_rd_spare g_spare_avg; /* g_checking's holder's */
+static _Atomic uint64_t g_readings, g_spared; /* for BYPASS_LOG=debug */
+
+static bool has_pool(const struct bypass_pager *p)
+{
+	return p->cfg.mode == BYPASS_PAGER_ADAPTIVE && p->cfg.nthreads > 1;
+}
+
+static void spare_ref(void)
+{
+	atomic_store(&g_ncpu, bp_cpus_allowed());
+	if (atomic_fetch_add(&g_load_refs, 1))
+		return;
+	int fd = bp_fd_lift(bp_sys_open("/proc/loadavg", O_RDONLY | O_CLOEXEC, 0), true);
+	if (fd < 0)
+		return; /* every reading fails: the pool keeps the duty rule */
+	bp_fd_list(fd);
+	int none = -1;
+	if (!atomic_compare_exchange_strong(&g_load_fd, &none, fd)) { /* a last unref's */
+		bp_fd_unlist(fd);
+		bp_sys_close(fd);
+	}
+}
+
+static void spare_unref(void)
+{
+	if (atomic_fetch_sub(&g_load_refs, 1) != 1)
+		return;
+	int fd = atomic_load(&g_load_fd);
+	if (fd >= 0 && atomic_compare_exchange_strong(&g_load_fd, &fd, -1)) {
+		bp_fd_unlist(fd);
+		bp_sys_close(fd);
+	}
+	bp_debug("bypass: pager: the handler pool read the load %llu times, a CPU to spare "
+		 "at %llu of them",
+		 (unsigned long long)atomic_load(&g_readings),
+		 (unsigned long long)atomic_load(&g_spared));
+}
+
+static void spare_check(uint64_t now)
+{
+	if (now < atomic_load_explicit(&g_spare_next, memory_order_relaxed) ||
+	    atomic_exchange_explicit(&g_checking, true, memory_order_acquire))
+		return;
+	if (now >= atomic_load_explicit(&g_spare_next, memory_order_relaxed)) {
+		atomic_store_explicit(&g_spare_next, now + SPARE_NS, memory_order_relaxed);
+		char buf[128];
+		int fd = atomic_load_explicit(&g_load_fd, memory_order_relaxed);
+		ssize_t n = fd >= 0 ? bp_sys_pread(fd, buf, sizeof(buf), 0) : -1;
+		int running = n > 0 ? bp_rd_loadavg_running(buf, (size_t)n) : -1;
+		/* ours besides the reader: the other handler threads awake
+		 * (serving, polling or not), the program's threads polling */
+		unsigned awake = atomic_load_explicit(&g_awake, memory_order_relaxed);
+		unsigned ours = (awake ? awake - 1 : 0) +
+				atomic_load_explicit(&g_pollers, memory_order_relaxed);
+		bp_rd_spare_note(&g_spare_avg, running, ours);
+		bool spare = bp_rd_spare(&g_spare_avg, atomic_load(&g_ncpu));
+		atomic_store_explicit(&g_spare, spare, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g_readings, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g_spared, spare, memory_order_relaxed);
+	}
+	atomic_store_explicit(&g_checking, false, memory_order_release);
+}
+
+/* A thread of the adaptive engine's handler pool (several threads) while
+ * the machine has a CPU to spare: it polls whatever its duty.  Not the
+ * single handler thread of handler mode, which polling keeps from reading
+ * the next fault's message (window 6: 0.91x the rate at 1.89x the CPU). */
+void bp_rd_handler_awake(bool awake)
+{
+	if (awake)
+		atomic_fetch_add_explicit(&g_awake, 1, memory_order_relaxed);
+	else
+		atomic_fetch_sub_explicit(&g_awake, 1, memory_order_relaxed);
+}
+
+void bp_rd_fork_child(void)
+{
+	atomic_store(&g_awake, 0);
+	atomic_store(&g_pollers, 0);
+	atomic_store(&g_checking, false);
+}
+
+static bool pool_polls(const struct bypass_pager *p, uint64_t now)
+{
+	if (!has_pool(p) || !bp_pager_in_handler_thread())
+		return false;
+	spare_check(now);
+	return atomic_load_explicit(&g_spare, memory_order_relaxed);
+}
+
 /* ------------------------------------------------------------ reads */
 
 /* Submit one read and wait for it, polling first unless the last reads
@@ -155,12 +327,18 @@ static int ring_read(struct pg_rdring *d, int fd, char *buf, size_t len, off_t o
 	struct io_uring_cqe *cqe = NULL;
 	uint64_t t0 = spin ? bypass_now_ns() : 0;
 	unsigned spins = 0;
+	/* a handler thread polling is counted awake already */
+	bool counted = spin && !bp_pager_in_handler_thread();
+	if (counted)
+		atomic_fetch_add_explicit(&g_pollers, 1, memory_order_relaxed);
 	while (io_uring_peek_cqe(ring, &cqe) != 0) {
 		bp_cpu_relax();
 		if (!spin || ((++spins & 63) == 0 && bypass_now_ns() - t0 > SPIN_NS)) {
 			if (spin && d->misses < MISS_MAX)
 				d->misses++;
-			spin = false;
+			if (counted)
+				atomic_fetch_sub_explicit(&g_pollers, 1, memory_order_relaxed);
+			counted = spin = false;
 			/* the buffer is the kernel's until the completion:
 			 * wait for it whatever interrupts the wait */
 			while (io_uring_wait_cqe(ring, &cqe) != 0)
@@ -170,6 +348,8 @@ static int ring_read(struct pg_rdring *d, int fd, char *buf, size_t len, off_t o
 	}
 	if (spin) /* done within the poll */
 		d->misses = 0;
+	if (counted)
+		atomic_fetch_sub_explicit(&g_pollers, 1, memory_order_relaxed);
 	int res = cqe->res;
 	io_uring_cqe_seen(ring, cqe);
 	return res;
@@ -220,12 +400,13 @@ int bp_swap_read(struct bypass_pager *p, int fd, char *buf, size_t len, off_t of
 	return file_read(p, fd, buf, len, off);
 }
 
-static int file_read_in(struct bypass_pager *p, int fd, char *buf, size_t len, off_t off)
+static int file_read_in(struct bypass_pager *p, int fd, char *buf, size_t len, off_t off,
+			bool poll)
 {
 	struct pg_rdring *d = ring_take(p);
 	if (!d)
 		return pread_full(fd, buf, len, off);
-	int n = ring_read(d, fd, buf, len, off, bp_rd_duty_spin(&my_duty));
+	int n = ring_read(d, fd, buf, len, off, poll);
 	if (n == RD_BROKEN) /* stays taken: never used again */
 		return pread_full(fd, buf, len, off);
 	ring_give(d);
@@ -242,7 +423,10 @@ static int file_read_in(struct bypass_pager *p, int fd, char *buf, size_t len, o
 static int file_read(struct bypass_pager *p, int fd, char *buf, size_t len, off_t off)
 {
 	uint64_t t0 = bypass_now_ns();
-	int e = file_read_in(p, fd, buf, len, off);
+	/* the duty is noted for a pool thread too: the rule is current
+	 * when the machine's CPUs are taken */
+	bool poll = pool_polls(p, t0) || bp_rd_duty_spin(&my_duty);
+	int e = file_read_in(p, fd, buf, len, off, poll);
 	bp_rd_duty_note(&my_duty, t0, bypass_now_ns());
 	return e;
 }
@@ -276,11 +460,15 @@ int bp_swap_read_init(struct bypass_pager *p, bool spin)
 		}
 		p->srv.nrd = i + 1;
 	}
+	if (has_pool(p)) /* its reads may poll on spare CPU: the load's reading */
+		spare_ref();
 	return 0;
 }
 
 void bp_swap_read_fini(struct bypass_pager *p)
 {
+	if (p->srv.nrd && has_pool(p))
+		spare_unref();
 	for (uint32_t i = 0; i < p->srv.nrd; i++)
 		bp_uring_exit(&p->srv.rd[i].ring);
 	bp_pg_free(p->srv.rd);
