@@ -53,6 +53,36 @@ static inline int test_count_fds(void)
 }
 
 /*
+ * The descriptors of this process whose /proc/self/fd link names what
+ * ("eventpoll", "io_uring", ...): their numbers into out (at most max; out
+ * may be NULL with max 0) and how many there are, or -1 if /proc/self/fd
+ * cannot be read.
+ */
+static inline int test_fds_linked(const char *what, int *out, int max)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char path[300], link[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		ssize_t l = readlink(path, link, sizeof(link) - 1);
+		if (l <= 0)
+			continue;
+		link[l] = 0;
+		if (!strstr(link, what))
+			continue;
+		if (n < max)
+			out[n] = atoi(e->d_name);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
  * The path of a helper program built into build/tests/<module>/: found
  * through BYPASS_BUILD (set by CTest), else beside argv[0].
  */

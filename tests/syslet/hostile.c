@@ -27,7 +27,6 @@
  */
 #include "util.h"
 
-#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
@@ -291,25 +290,12 @@ static void close_low(bypass_syslet *s, const char *ctx)
 	}
 }
 
-/* The io_uring descriptors open in this process. */
+/* The io_uring descriptors open in this process (at most max of them). */
 static int uring_fds(int *out, int max)
 {
-	DIR *d = opendir("/proc/self/fd");
-	CHECK(d);
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		char path[300], link[64];
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-		ssize_t l = readlink(path, link, sizeof(link) - 1);
-		if (l <= 0)
-			continue;
-		link[l] = 0;
-		if (strstr(link, "io_uring") && n < max)
-			out[n++] = atoi(e->d_name);
-	}
-	closedir(d);
-	return n;
+	int n = test_fds_linked("io_uring", out, max);
+	CHECK(n >= 0);
+	return n < max ? n : max;
 }
 
 /* A uring context and its descriptor (the one io_uring fd that is new). */
